@@ -1,0 +1,216 @@
+package expr
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/ext"
+	"github.com/google/cel-go/interpreter"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	"k8s.io/apiserver/pkg/cel/library"
+)
+
+// Limits, of the same order as Kubernetes' for CRD validation rules.
+const (
+	// PerExpressionCostLimit bounds the estimated cost of one expression at compile time.
+	PerExpressionCostLimit = 1_000_000
+	// SyncCostBudget bounds the actual cost of all expressions evaluated in one sync of one parent.
+	SyncCostBudget = 10_000_000
+)
+
+var (
+	baseOnce sync.Once
+	baseEnv  *cel.Env
+	baseErr  error
+)
+
+// base returns the environment every scope extends; it is built once per process.
+func base() (*cel.Env, error) {
+	baseOnce.Do(func() {
+		baseEnv, baseErr = cel.NewEnv(baseOptions()...)
+	})
+	return baseEnv, baseErr
+}
+
+func baseOptions() []cel.EnvOption {
+	return []cel.EnvOption{
+		cel.EagerlyValidateDeclarations(true),
+		cel.DefaultUTCTimeZone(true),
+		cel.CrossTypeNumericComparisons(true),
+		cel.OptionalTypes(),
+		ext.Strings(ext.StringsVersion(2)),
+		ext.Lists(ext.ListsVersion(3)),
+		ext.Sets(),
+		ext.Math(),
+		ext.Encoders(),
+		ext.Bindings(),
+		ext.TwoVarComprehensions(),
+		library.URLs(),
+		library.Regex(),
+		library.Lists(),
+		library.Quantity(),
+		library.IP(),
+		library.CIDR(),
+		library.Format(),
+		library.SemverLib(library.SemverVersion(1)),
+		cel.ASTValidators(
+			cel.ValidateDurationLiterals(),
+			cel.ValidateTimestampLiterals(),
+			cel.ValidateRegexLiterals(),
+		),
+		cel.CostEstimatorOptions(checker.PresenceTestHasCost(false)),
+		metacelLibrary(),
+	}
+}
+
+// Scope declares the variables visible where an expression appears.
+type Scope struct {
+	// Parent is the parent's type from its schema; nil declares parent as map(string, dyn).
+	Parent *apiservercel.DeclType
+	// Variables declares `variables` with these fields, in order; nil leaves it undeclared.
+	Variables []Var
+	// Related declares `related` with these ids (true: a list of objects); nil leaves it undeclared.
+	Related map[string]bool
+	// Children declares `children` with these ids (true: a list); nil leaves it undeclared.
+	Children map[string]bool
+	// Each declares `each`, the forEach item, with this type; nil leaves it undeclared.
+	Each *cel.Type
+	// Child declares `child`, the observed child in readyWhen.
+	Child bool
+}
+
+// Var is a declared variable and the type of its expression.
+type Var struct {
+	Name string
+	Type *cel.Type
+}
+
+// Env is the CEL environment of one Scope.
+type Env struct {
+	cel   *cel.Env
+	sizes *sizes
+}
+
+// NewEnv builds the environment of a scope. It is done once per place in a policy, at load.
+func NewEnv(s Scope) (*Env, error) {
+	b, err := base()
+	if err != nil {
+		return nil, fmt.Errorf("build CEL base environment: %w", err)
+	}
+	var opts []cel.EnvOption
+	var declTypes []*apiservercel.DeclType
+	roots := map[string]*apiservercel.DeclType{}
+
+	parent := apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, -1)
+	if s.Parent != nil {
+		parent = s.Parent
+		declTypes = append(declTypes, parent)
+	}
+	roots["parent"] = parent
+	opts = append(opts, cel.Variable("parent", parent.CelType()))
+
+	if s.Variables != nil {
+		t := objectType("metacel.variables", varFields(s.Variables))
+		declTypes = append(declTypes, t)
+		opts = append(opts, cel.Variable("variables", t.CelType()))
+	}
+	if s.Related != nil {
+		t := objectType("metacel.related", idFields(s.Related))
+		declTypes = append(declTypes, t)
+		opts = append(opts, cel.Variable("related", t.CelType()))
+	}
+	if s.Children != nil {
+		t := objectType("metacel.children", idFields(s.Children))
+		declTypes = append(declTypes, t)
+		opts = append(opts, cel.Variable("children", t.CelType()))
+	}
+	if s.Each != nil {
+		opts = append(opts, cel.Variable("each", s.Each))
+	}
+	if s.Child {
+		opts = append(opts, cel.Variable("child", cel.DynType))
+	}
+	if len(declTypes) > 0 {
+		provider := apiservercel.NewDeclTypeProvider(declTypes...)
+		popts, err := provider.EnvOptions(b.CELTypeProvider())
+		if err != nil {
+			return nil, fmt.Errorf("declare policy types: %w", err)
+		}
+		opts = append(popts, opts...)
+	}
+	env, err := b.Extend(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("declare policy variables: %w", err)
+	}
+	return &Env{cel: env, sizes: &sizes{roots: roots}}, nil
+}
+
+func objectType(name string, fields map[string]*apiservercel.DeclField) *apiservercel.DeclType {
+	return apiservercel.NewObjectType(name, fields)
+}
+
+func idFields(ids map[string]bool) map[string]*apiservercel.DeclField {
+	fields := make(map[string]*apiservercel.DeclField, len(ids))
+	for id, isList := range ids {
+		t := apiservercel.DynType
+		if isList {
+			t = apiservercel.NewListType(apiservercel.DynType, -1)
+		}
+		fields[id] = apiservercel.NewDeclField(id, t, false, nil, nil)
+	}
+	return fields
+}
+
+func varFields(vars []Var) map[string]*apiservercel.DeclField {
+	fields := make(map[string]*apiservercel.DeclField, len(vars))
+	for _, v := range vars {
+		fields[v.Name] = apiservercel.NewDeclField(v.Name, declTypeOf(v.Type), true, nil, nil)
+	}
+	return fields
+}
+
+// declTypeOf converts a checked CEL type into a DeclType, for declaring a variable's type.
+func declTypeOf(t *cel.Type) *apiservercel.DeclType {
+	switch t {
+	case nil:
+		return apiservercel.DynType
+	case cel.BoolType:
+		return apiservercel.BoolType
+	case cel.BytesType:
+		return apiservercel.BytesType
+	case cel.DoubleType:
+		return apiservercel.DoubleType
+	case cel.DurationType:
+		return apiservercel.DurationType
+	case cel.IntType:
+		return apiservercel.IntType
+	case cel.NullType:
+		return apiservercel.NullType
+	case cel.StringType:
+		return apiservercel.StringType
+	case cel.TimestampType:
+		return apiservercel.TimestampType
+	case cel.UintType:
+		return apiservercel.UintType
+	}
+	switch params := t.Parameters(); {
+	case t.Kind() == cel.ListKind && len(params) == 1:
+		return apiservercel.NewListType(declTypeOf(params[0]), -1)
+	case t.Kind() == cel.MapKind && len(params) == 2:
+		return apiservercel.NewMapType(declTypeOf(params[0]), declTypeOf(params[1]), -1)
+	}
+	return apiservercel.DynType
+}
+
+// programOptions are the run-time options of every program.
+func programOptions() []cel.ProgramOption {
+	return []cel.ProgramOption{
+		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
+		cel.CostTracking(runtimeCosts{}),
+		cel.CostLimit(SyncCostBudget),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
+		cel.InterruptCheckFrequency(100),
+	}
+}

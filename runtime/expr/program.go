@@ -1,0 +1,164 @@
+package expr
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
+)
+
+// Want is what an expression must return; it is checked when the expression compiles (where its
+// type is known) and again on every result (where it is dyn).
+type Want int
+
+// The expected results.
+const (
+	WantAny     Want = iota
+	WantBool         // includeWhen, readyWhen, validations
+	WantString       // messageExpression, related names
+	WantList         // forEach
+	WantObjects      // a child expression: one object (map) or a list of them
+	WantScalar       // a value interpolated into a string: string, number or bool
+)
+
+func (w Want) String() string {
+	return [...]string{"any value", "a bool", "a string", "a list", "an object or a list of objects", "a string, number or bool"}[w]
+}
+
+// accepts reports whether a value of type t can satisfy w.
+func (w Want) accepts(t *cel.Type) bool {
+	k := t.Kind()
+	if k == types.DynKind || k == types.AnyKind || w == WantAny {
+		return true
+	}
+	switch w {
+	case WantBool:
+		return k == types.BoolKind
+	case WantString:
+		return k == types.StringKind
+	case WantList:
+		return k == types.ListKind
+	case WantObjects:
+		return k == types.MapKind || k == types.StructKind || k == types.ListKind
+	case WantScalar:
+		switch k {
+		case types.StringKind, types.IntKind, types.UintKind, types.DoubleKind, types.BoolKind:
+			return true
+		}
+	}
+	return false
+}
+
+// Program is one compiled expression, ready to evaluate; safe for concurrent use.
+type Program struct {
+	// Source is the expression as written.
+	Source string
+	// Out is the checked result type.
+	Out  *cel.Type
+	want Want
+	prg  cel.Program
+}
+
+// Compile parses, type-checks and plans one expression, and rejects it when its estimated cost
+// exceeds PerExpressionCostLimit or its type cannot satisfy want.
+func (e *Env) Compile(src string, want Want) (*Program, error) {
+	if strings.TrimSpace(src) == "" {
+		return nil, fmt.Errorf("empty expression")
+	}
+	ast, iss := e.cel.Compile(src)
+	if iss.Err() != nil {
+		return nil, compileError(src, iss)
+	}
+	if out := ast.OutputType(); !want.accepts(out) {
+		return nil, fmt.Errorf("%q must return %s, but returns %s", src, want, cel.FormatCELType(out))
+	}
+	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes))
+	if err != nil {
+		return nil, fmt.Errorf("estimate cost of %q: %w", src, err)
+	}
+	if est.Max > PerExpressionCostLimit {
+		return nil, fmt.Errorf("%q has an estimated cost of %d, over the limit of %d per expression: "+
+			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
+			src, est.Max, PerExpressionCostLimit)
+	}
+	prg, err := e.cel.Program(ast, programOptions()...)
+	if err != nil {
+		return nil, fmt.Errorf("plan %q: %w", src, err)
+	}
+	return &Program{Source: src, Out: ast.OutputType(), want: want, prg: prg}, nil
+}
+
+// compileError turns CEL issues into one line per problem, with the column in the expression.
+func compileError(src string, iss *cel.Issues) error {
+	var msgs []string
+	for _, e := range iss.Errors() {
+		msg := e.Message
+		if col := e.Location.Column(); col >= 0 {
+			msg = fmt.Sprintf("%s (column %d)", msg, col+1)
+		}
+		msgs = append(msgs, msg)
+	}
+	return fmt.Errorf("compile %q: %s", src, strings.Join(msgs, "; "))
+}
+
+// Budget is the cost that the expressions of one sync may still spend.
+type Budget struct{ remaining uint64 }
+
+// NewBudget returns a full budget of SyncCostBudget.
+func NewBudget() *Budget { return &Budget{remaining: SyncCostBudget} }
+
+// Activation binds variable names to values (plain Go maps and lists, as unstructured objects hold).
+type Activation = interpreter.Activation
+
+// NewActivation binds vars.
+func NewActivation(vars map[string]any) Activation {
+	a, _ := interpreter.NewActivation(vars) // a map is always accepted
+	return a
+}
+
+// Extend binds vars on top of a.
+func Extend(a Activation, vars map[string]any) Activation {
+	return interpreter.NewHierarchicalActivation(a, NewActivation(vars))
+}
+
+// Eval evaluates the program, charges its cost to b and checks its result against what it must
+// return. Errors name the expression.
+func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val, error) {
+	val, det, err := p.prg.ContextEval(ctx, act)
+	if det != nil && det.ActualCost() != nil {
+		if cost := *det.ActualCost(); cost > b.remaining {
+			b.remaining = 0
+			return nil, fmt.Errorf("evaluate %q: the cost budget of %d per sync is used up", p.Source, SyncCostBudget)
+		} else {
+			b.remaining -= cost
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %q: %w", p.Source, err)
+	}
+	if !p.want.acceptsValue(val) {
+		return nil, fmt.Errorf("evaluate %q: must return %s, got %s", p.Source, p.want, val.Type().TypeName())
+	}
+	return val, nil
+}
+
+// EvalBool evaluates a program that returns a bool.
+func (p *Program) EvalBool(ctx context.Context, act Activation, b *Budget) (bool, error) {
+	v, err := p.Eval(ctx, act, b)
+	if err != nil {
+		return false, err
+	}
+	return bool(v.(types.Bool)), nil
+}
+
+func (w Want) acceptsValue(v ref.Val) bool {
+	if w == WantAny {
+		return true
+	}
+	t, ok := v.Type().(*types.Type)
+	return ok && t.Kind() != types.DynKind && w.accepts(t)
+}

@@ -1,0 +1,85 @@
+package expr
+
+import (
+	"fmt"
+
+	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+)
+
+// ParentType types `parent` from a custom resource's OpenAPI schema, so that a misspelt field is a
+// compile error. The schema is adjusted to how metacel evaluates: metadata is a full ObjectMeta;
+// string formats (date-time, duration, byte) stay strings, because values are plain JSON at run
+// time; an object that keeps unknown fields and declares none is a map of dyn.
+func ParentType(s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, error) {
+	root := s.DeepCopy()
+	if root.Properties == nil {
+		root.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
+	}
+	root.Properties["apiVersion"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	root.Properties["kind"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
+	root.Properties["metadata"] = objectMetaSchema()
+	loosen(root)
+
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(root, internal, nil); err != nil {
+		return nil, fmt.Errorf("convert schema: %w", err)
+	}
+	structural, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return nil, fmt.Errorf("schema is not structural: %w", err)
+	}
+	t := model.SchemaDeclType(structural, false)
+	if t == nil {
+		return nil, fmt.Errorf("schema has no type CEL can use")
+	}
+	return t.MaybeAssignTypeName("metacel.parent"), nil
+}
+
+// loosen rewrites a schema, in place, to the values metacel's CEL sees.
+func loosen(s *apiextensionsv1.JSONSchemaProps) {
+	if s.Type == "string" {
+		s.Format = ""
+	}
+	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields && len(s.Properties) == 0 && s.AdditionalProperties == nil {
+		s.Type = "object"
+		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{XIntOrString: true}}
+		return
+	}
+	for k, p := range s.Properties {
+		loosen(&p)
+		s.Properties[k] = p
+	}
+	if s.Items != nil && s.Items.Schema != nil {
+		loosen(s.Items.Schema)
+	}
+	if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
+		loosen(s.AdditionalProperties.Schema)
+	}
+}
+
+// objectMetaSchema is the part of ObjectMeta an expression may read.
+func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
+	boolean := apiextensionsv1.JSONSchemaProps{Type: "boolean"}
+	return apiextensionsv1.JSONSchemaProps{
+		Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name": str, "generateName": str, "namespace": str, "uid": str, "resourceVersion": str,
+			"generation":        {Type: "integer", Format: "int64"},
+			"creationTimestamp": str, "deletionTimestamp": str,
+			"labels": strMap, "annotations": strMap,
+			"finalizers": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+			"ownerReferences": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"apiVersion": str, "kind": str, "name": str, "uid": str, "controller": boolean, "blockOwnerDeletion": boolean,
+				},
+			}}},
+		},
+	}
+}

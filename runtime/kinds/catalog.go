@@ -1,0 +1,129 @@
+package kinds
+
+import (
+	"reflect"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// Info describes one resource.
+type Info struct {
+	GVR        schema.GroupVersionResource
+	Kind       string
+	Namespaced bool
+	// Schema is the OpenAPI v3 schema of a custom resource's version, when known.
+	Schema *apiextensionsv1.JSONSchemaProps
+	// Guessed is true when the resource was not known and its name and scope were guessed.
+	Guessed bool
+}
+
+// GVK returns the group, version and kind of the resource's objects.
+func (i Info) GVK() schema.GroupVersionKind { return i.GVR.GroupVersion().WithKind(i.Kind) }
+
+// Mapper answers questions about resources; a Catalog offline, discovery in a cluster.
+type Mapper interface {
+	// ForResource returns the resource's Info; ok is false when the resource is unknown.
+	ForResource(gvr schema.GroupVersionResource) (info Info, ok bool)
+	// ForKind returns the Info of the resource holding objects of a kind; ok is false when unknown.
+	ForKind(gvk schema.GroupVersionKind) (info Info, ok bool)
+}
+
+// Catalog is an offline Mapper: built-in types plus added CRDs.
+type Catalog struct {
+	byGVR map[schema.GroupVersionResource]Info
+	byGVK map[schema.GroupVersionKind]Info
+}
+
+// NewCatalog returns a catalog of the built-in Kubernetes types that client-go knows.
+func NewCatalog() *Catalog {
+	c := &Catalog{byGVR: map[schema.GroupVersionResource]Info{}, byGVK: map[schema.GroupVersionKind]Info{}}
+	for gvk, t := range scheme.Scheme.AllKnownTypes() {
+		if gvk.Version == "__internal" || !isObject(t) {
+			continue
+		}
+		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+		c.add(Info{GVR: gvr, Kind: gvk.Kind, Namespaced: !clusterScoped[gvk.Kind]})
+	}
+	return c
+}
+
+// isObject reports whether a Go type is a persisted object (it embeds ObjectMeta).
+func isObject(t reflect.Type) bool {
+	if t.Kind() != reflect.Struct {
+		return false
+	}
+	_, ok := t.FieldByName("ObjectMeta")
+	return ok && !strings.HasSuffix(t.Name(), "List")
+}
+
+// clusterScoped lists the built-in kinds that are not namespaced.
+var clusterScoped = map[string]bool{
+	"Namespace": true, "Node": true, "PersistentVolume": true, "ComponentStatus": true,
+	"ClusterRole": true, "ClusterRoleBinding": true, "StorageClass": true, "CSIDriver": true,
+	"CSINode": true, "VolumeAttachment": true, "VolumeAttributesClass": true, "PriorityClass": true,
+	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true,
+	"ValidatingAdmissionPolicy": true, "ValidatingAdmissionPolicyBinding": true,
+	"MutatingAdmissionPolicy": true, "MutatingAdmissionPolicyBinding": true,
+	"RuntimeClass": true, "IngressClass": true, "CertificateSigningRequest": true,
+	"ClusterTrustBundle": true, "FlowSchema": true, "PriorityLevelConfiguration": true,
+	"IPAddress": true, "ServiceCIDR": true, "DeviceClass": true, "ResourceSlice": true,
+	"StorageVersionMigration": true, "CustomResourceDefinition": true, "APIService": true,
+	"TokenReview": true, "SubjectAccessReview": true, "SelfSubjectAccessReview": true,
+	"SelfSubjectRulesReview": true, "SelfSubjectReview": true, "StorageVersion": true,
+}
+
+func (c *Catalog) add(i Info) {
+	c.byGVR[i.GVR] = i
+	c.byGVK[i.GVK()] = i
+}
+
+// AddCRD adds every served version of a custom resource, with its schema.
+func (c *Catalog) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) {
+	for _, v := range crd.Spec.Versions {
+		if !v.Served {
+			continue
+		}
+		i := Info{
+			GVR:        schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural},
+			Kind:       crd.Spec.Names.Kind,
+			Namespaced: crd.Spec.Scope == apiextensionsv1.NamespaceScoped,
+		}
+		if v.Schema != nil {
+			i.Schema = v.Schema.OpenAPIV3Schema
+		}
+		c.add(i)
+	}
+}
+
+// ForResource implements Mapper.
+func (c *Catalog) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
+	i, ok := c.byGVR[gvr]
+	return i, ok
+}
+
+// ForKind implements Mapper.
+func (c *Catalog) ForKind(gvk schema.GroupVersionKind) (Info, bool) {
+	i, ok := c.byGVK[gvk]
+	return i, ok
+}
+
+// LookupKind returns what m knows of a kind, or a guess: the plural kubectl would guess, namespaced.
+func LookupKind(m Mapper, gvk schema.GroupVersionKind) Info {
+	if i, ok := m.ForKind(gvk); ok {
+		return i
+	}
+	gvr, _ := meta.UnsafeGuessKindToResource(gvk)
+	return Info{GVR: gvr, Kind: gvk.Kind, Namespaced: true, Guessed: true}
+}
+
+// LookupResource returns what m knows of a resource, or a guess with no kind, namespaced.
+func LookupResource(m Mapper, gvr schema.GroupVersionResource) Info {
+	if i, ok := m.ForResource(gvr); ok {
+		return i
+	}
+	return Info{GVR: gvr, Namespaced: true, Guessed: true}
+}

@@ -1,0 +1,284 @@
+package policy
+
+import (
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"metacel.dev/metacel/runtime/expr"
+)
+
+// decoder fills Go values from a yaml.Node tree, strictly: unknown fields, wrong types and duplicate
+// keys are errors. It records the line of every field path it visits, so that later steps
+// (validation, compilation) can point at the line of a field.
+type decoder struct {
+	src  *Source
+	errs ErrorList
+}
+
+func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
+	d.errs = append(d.errs, &FieldError{File: d.src.File, Line: n.Line, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (d *decoder) mark(n *yaml.Node, path string) {
+	if _, ok := d.src.lines[path]; !ok {
+		d.src.lines[path] = n.Line
+	}
+}
+
+func resolve(n *yaml.Node) *yaml.Node {
+	for n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	return n
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// describe names a node's type the way a person reads the YAML.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "an object"
+	case yaml.SequenceNode:
+		return "a list"
+	}
+	switch n.Tag {
+	case "!!str":
+		return "a string"
+	case "!!int":
+		return "an integer"
+	case "!!float":
+		return "a number"
+	case "!!bool":
+		return "a boolean"
+	case "!!null":
+		return "null"
+	}
+	return n.Tag
+}
+
+// decode fills v (addressable) from n.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	n = resolve(n)
+	d.mark(n, path)
+	if isNull(n) && v.Kind() != reflect.Interface {
+		return // null leaves the zero value, as with JSON
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		d.decode(n, v.Elem(), path)
+	case reflect.Struct:
+		d.decodeStruct(n, v, path)
+	case reflect.Map:
+		d.decodeMap(n, v, path)
+	case reflect.Slice:
+		d.decodeSlice(n, v, path)
+	case reflect.Interface:
+		if x := d.freeform(n, path); x != nil {
+			v.Set(reflect.ValueOf(x))
+		}
+	default:
+		d.decodeScalar(n, v, path)
+	}
+}
+
+func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected an object, got %s", describe(n))
+		return
+	}
+	fields := jsonFields(v.Type())
+	d.eachKey(n, path, func(key string, kn, vn *yaml.Node) {
+		idx, ok := fields[key]
+		if !ok {
+			d.errorf(kn, expr.FieldPath(path, key), "unknown field %q%s", key, suggest(key, fields))
+			return
+		}
+		d.decode(vn, v.Field(idx), expr.FieldPath(path, key))
+	})
+}
+
+func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.errorf(n, path, "expected an object, got %s", describe(n))
+		return
+	}
+	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
+	d.eachKey(n, path, func(key string, _, vn *yaml.Node) {
+		ev := reflect.New(v.Type().Elem()).Elem()
+		d.decode(vn, ev, expr.FieldPath(path, key))
+		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), ev)
+	})
+	v.Set(m)
+}
+
+func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.errorf(n, path, "expected a list, got %s", describe(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, en := range n.Content {
+		d.decode(en, s.Index(i), expr.IndexPath(path, i))
+	}
+	v.Set(s)
+}
+
+func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n, path, "expected %s, got %s", kindName(v.Kind()), describe(n))
+		return
+	}
+	switch v.Kind() {
+	case reflect.String:
+		if n.Tag != "!!str" {
+			d.errorf(n, path, "expected a string, got %s (quote it: %q)", describe(n), n.Value)
+			return
+		}
+		v.SetString(n.Value)
+	case reflect.Bool:
+		b, err := strconv.ParseBool(n.Value)
+		if n.Tag != "!!bool" || err != nil {
+			d.errorf(n, path, "expected a boolean (true or false), got %s", describe(n))
+			return
+		}
+		v.SetBool(b)
+	case reflect.Int, reflect.Int32, reflect.Int64:
+		i, err := strconv.ParseInt(n.Value, 0, v.Type().Bits())
+		if n.Tag != "!!int" || err != nil {
+			d.errorf(n, path, "expected an integer, got %s %q", describe(n), n.Value)
+			return
+		}
+		v.SetInt(i)
+	default:
+		d.errorf(n, path, "cannot decode into %s", v.Type())
+	}
+}
+
+func kindName(k reflect.Kind) string {
+	switch k {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	default:
+		return "an integer"
+	}
+}
+
+// eachKey calls fn for every key of a mapping, rejecting non-string and duplicate keys.
+func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, kn, vn *yaml.Node)) {
+	seen := make(map[string]int, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := resolve(n.Content[i]), n.Content[i+1]
+		if kn.Kind != yaml.ScalarNode || kn.Tag == "!!null" {
+			d.errorf(kn, path, "keys must be strings, got %s", describe(kn))
+			continue
+		}
+		if kn.Tag == "!!merge" {
+			d.errorf(kn, path, "YAML merge keys (<<) are not supported")
+			continue
+		}
+		if first, dup := seen[kn.Value]; dup {
+			d.errorf(kn, expr.FieldPath(path, kn.Value), "duplicate key %q (first at line %d)", kn.Value, first)
+			continue
+		}
+		seen[kn.Value] = kn.Line
+		fn(kn.Value, kn, vn)
+	}
+}
+
+// freeform turns a node into plain JSON-like Go values: map[string]any, []any, string, int64,
+// float64, bool and nil, as apimachinery's unstructured objects hold them.
+func (d *decoder) freeform(n *yaml.Node, path string) any {
+	n = resolve(n)
+	d.mark(n, path)
+	switch n.Kind {
+	case yaml.MappingNode:
+		m := make(map[string]any, len(n.Content)/2)
+		d.eachKey(n, path, func(key string, _, vn *yaml.Node) {
+			m[key] = d.freeform(vn, expr.FieldPath(path, key))
+		})
+		return m
+	case yaml.SequenceNode:
+		l := make([]any, len(n.Content))
+		for i, en := range n.Content {
+			l[i] = d.freeform(en, expr.IndexPath(path, i))
+		}
+		return l
+	case yaml.ScalarNode:
+		return d.scalar(n, path)
+	}
+	d.errorf(n, path, "unsupported YAML node")
+	return nil
+}
+
+func (d *decoder) scalar(n *yaml.Node, path string) any {
+	var out any
+	if err := n.Decode(&out); err != nil {
+		d.errorf(n, path, "%v", err)
+		return nil
+	}
+	switch x := out.(type) {
+	case int:
+		return int64(x)
+	case uint64:
+		d.errorf(n, path, "integer %s is too large", n.Value)
+		return nil
+	case string, int64, float64, bool, nil:
+		return x
+	}
+	// timestamps and binary: keep the text, as JSON would
+	return n.Value
+}
+
+// jsonFields maps the JSON names of a struct's fields to their index.
+func jsonFields(t reflect.Type) map[string]int {
+	out := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out[name] = i
+		}
+	}
+	return out
+}
+
+// suggest proposes the known field closest to a misspelt one.
+func suggest(key string, fields map[string]int) string {
+	best, bestDist := "", 3
+	for f := range fields {
+		if dist := editDistance(strings.ToLower(key), strings.ToLower(f)); dist < bestDist || (dist == bestDist && f < best) {
+			best, bestDist = f, dist
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}

@@ -1,0 +1,127 @@
+package policy
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// APIVersion and Kind identify a policy document.
+const (
+	APIVersion = "metacel.dev/v1alpha1"
+	Kind       = "CompositePolicy"
+)
+
+// CompositePolicy is one operator written as YAML: a parent resource, the children it may own and
+// the CEL that computes them.
+type CompositePolicy struct {
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   ObjectMeta `json:"metadata"`
+	Spec       Spec       `json:"spec"`
+}
+
+// ObjectMeta is the part of Kubernetes object metadata a policy uses.
+type ObjectMeta struct {
+	Name        string            `json:"name"`
+	Namespace   string            `json:"namespace,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
+}
+
+// Spec is the body of a policy.
+type Spec struct {
+	ParentResource      ParentResource  `json:"parentResource"`
+	ChildResources      []ChildResource `json:"childResources,omitempty"`
+	ResyncPeriodSeconds *int64          `json:"resyncPeriodSeconds,omitempty"`
+	Validations         []Validation    `json:"validations,omitempty"`
+	Variables           []Variable      `json:"variables,omitempty"`
+	Related             []Related       `json:"related,omitempty"`
+	Children            []Child         `json:"children,omitempty"`
+	// Status holds the fields merged into the parent's status: a YAML tree of ${} templates.
+	Status map[string]any `json:"status,omitempty"`
+}
+
+// ParentResource names the resource whose objects are parents.
+type ParentResource struct {
+	APIVersion    string                `json:"apiVersion"`
+	Resource      string                `json:"resource"`
+	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// ChildResource allows one resource as a child and says how its objects are updated.
+type ChildResource struct {
+	APIVersion     string          `json:"apiVersion"`
+	Resource       string          `json:"resource"`
+	UpdateStrategy *UpdateStrategy `json:"updateStrategy,omitempty"`
+}
+
+// UpdateMethod says how a child that differs from its desired state is brought in line.
+type UpdateMethod string
+
+// The update methods.
+const (
+	// InPlace applies the desired state with server-side apply (the default).
+	InPlace UpdateMethod = "InPlace"
+	// Recreate deletes the child and creates it anew, for kinds whose spec is immutable.
+	Recreate UpdateMethod = "Recreate"
+	// OnDelete creates a missing child and never updates an existing one.
+	OnDelete UpdateMethod = "OnDelete"
+)
+
+// UpdateStrategy of a child resource.
+type UpdateStrategy struct {
+	Method UpdateMethod `json:"method,omitempty"`
+}
+
+// Validation is checked before anything else; when it is false the parent reports the message
+// and no child is touched.
+type Validation struct {
+	Expression        string `json:"expression"`
+	Message           string `json:"message,omitempty"`
+	MessageExpression string `json:"messageExpression,omitempty"`
+}
+
+// Variable is a named CEL value, usable as variables.<name> by later variables, children and status.
+type Variable struct {
+	Name       string `json:"name"`
+	Expression string `json:"expression"`
+}
+
+// Related names another object (or, with a selector, a list of objects) to read and watch.
+type Related struct {
+	ID         string `json:"id"`
+	APIVersion string `json:"apiVersion"`
+	Resource   string `json:"resource"`
+	// Namespace and Name are ${} templates evaluated against the parent.
+	Namespace string                `json:"namespace,omitempty"`
+	Name      string                `json:"name,omitempty"`
+	Selector  *metav1.LabelSelector `json:"selector,omitempty"`
+}
+
+// DeletionPolicy says what happens to a child that is no longer desired.
+type DeletionPolicy string
+
+// The deletion policies.
+const (
+	DeletionDelete DeletionPolicy = "Delete"
+	DeletionOrphan DeletionPolicy = "Orphan"
+)
+
+// Child computes one child object, or one per item of ForEach.
+type Child struct {
+	ID          string `json:"id"`
+	IncludeWhen string `json:"includeWhen,omitempty"`
+	ForEach     string `json:"forEach,omitempty"`
+	// Template is a YAML object whose strings may hold ${} templates.
+	Template map[string]any `json:"template,omitempty"`
+	// Expression is CEL returning one object or a list of objects; the alternative to Template.
+	Expression     string         `json:"expression,omitempty"`
+	ReadyWhen      string         `json:"readyWhen,omitempty"`
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+	CrossNamespace bool           `json:"crossNamespace,omitempty"`
+}
+
+// Method returns the update method of a child resource, InPlace when none is set.
+func (c ChildResource) Method() UpdateMethod {
+	if c.UpdateStrategy == nil || c.UpdateStrategy.Method == "" {
+		return InPlace
+	}
+	return c.UpdateStrategy.Method
+}

@@ -1,0 +1,189 @@
+package policy
+
+import (
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"metacel.dev/metacel/runtime/expr"
+)
+
+// celReserved are CEL's reserved words, which cannot name a variable, a related object or a child.
+var celReserved = map[string]bool{
+	"as": true, "break": true, "const": true, "continue": true, "else": true, "false": true,
+	"for": true, "function": true, "if": true, "import": true, "in": true, "let": true, "loop": true,
+	"namespace": true, "null": true, "package": true, "return": true, "true": true, "var": true,
+	"void": true, "while": true,
+}
+
+// Validate checks what the types cannot: required fields, enums, names and ids. It returns an
+// ErrorList with every problem, or nil.
+func Validate(doc *Document) error {
+	v := &validator{src: doc.Source}
+	p := doc.Policy
+	v.name("metadata.name", p.Metadata.Name)
+	v.parent("spec.parentResource", p.Spec.ParentResource)
+	v.childResources(p.Spec.ChildResources)
+	if r := p.Spec.ResyncPeriodSeconds; r != nil && *r < 1 {
+		v.errorf("spec.resyncPeriodSeconds", "must be at least 1 (seconds), got %d", *r)
+	}
+	for i, val := range p.Spec.Validations {
+		v.required(expr.IndexPath("spec.validations", i)+".expression", val.Expression)
+	}
+	ids := v.ids()
+	for i, vr := range p.Spec.Variables {
+		path := expr.IndexPath("spec.variables", i)
+		v.id(path+".name", vr.Name, ids)
+		v.required(path+".expression", vr.Expression)
+	}
+	ids = v.ids()
+	for i, r := range p.Spec.Related {
+		v.related(expr.IndexPath("spec.related", i), r, ids)
+	}
+	ids = v.ids()
+	for i, c := range p.Spec.Children {
+		v.child(expr.IndexPath("spec.children", i), c, ids)
+	}
+	if len(p.Spec.Children) > 0 && len(p.Spec.ChildResources) == 0 {
+		v.errorf("spec.childResources", "is required: list every resource the children may be (apiVersion and resource)")
+	}
+	return v.errs.Err()
+}
+
+type validator struct {
+	src  *Source
+	errs ErrorList
+}
+
+func (v *validator) errorf(path, format string, args ...any) {
+	v.errs = append(v.errs, v.src.Errorf(path, format, args...))
+}
+
+func (v *validator) ids() map[string]string { return map[string]string{} }
+
+func (v *validator) required(path, value string) bool {
+	if strings.TrimSpace(value) == "" {
+		v.errorf(path, "is required")
+		return false
+	}
+	return true
+}
+
+func (v *validator) name(path, name string) {
+	if !v.required(path, name) {
+		return
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		v.errorf(path, "%q is not a valid policy name: %s", name, strings.Join(errs, "; "))
+	}
+}
+
+// id checks a CEL-visible identifier and that it is unique among seen.
+func (v *validator) id(path, id string, seen map[string]string) {
+	if !v.required(path, id) {
+		return
+	}
+	switch {
+	case !expr.IsIdentifier(id):
+		v.errorf(path, "%q is not a valid identifier: use letters, digits and _, not starting with a digit (it is read in CEL as a field name)", id)
+	case celReserved[id]:
+		v.errorf(path, "%q is a reserved word in CEL; choose another name", id)
+	case seen[id] != "":
+		v.errorf(path, "duplicate id %q (first used at %s)", id, seen[id])
+	}
+	seen[id] = path
+}
+
+func (v *validator) groupVersion(path, apiVersion string) {
+	if !v.required(path, apiVersion) {
+		return
+	}
+	if _, err := schema.ParseGroupVersion(apiVersion); err != nil || strings.Count(apiVersion, "/") > 1 {
+		v.errorf(path, "%q is not a valid apiVersion (group/version, or v1 for the core group)", apiVersion)
+	}
+}
+
+func (v *validator) resource(path, resource string) {
+	if !v.required(path, resource) {
+		return
+	}
+	if errs := validation.IsDNS1123Subdomain(resource); len(errs) > 0 || strings.ContainsAny(resource, "./") {
+		v.errorf(path, "%q is not a resource name: give the lowercase plural, e.g. \"pods\" or \"myapps\"", resource)
+	}
+}
+
+func (v *validator) selector(path string, sel *metav1.LabelSelector) {
+	if sel == nil {
+		return
+	}
+	if _, err := metav1.LabelSelectorAsSelector(sel); err != nil {
+		v.errorf(path, "invalid label selector: %v", err)
+	}
+}
+
+func (v *validator) parent(path string, p ParentResource) {
+	v.groupVersion(path+".apiVersion", p.APIVersion)
+	v.resource(path+".resource", p.Resource)
+	v.selector(path+".labelSelector", p.LabelSelector)
+}
+
+func (v *validator) childResources(crs []ChildResource) {
+	seen := map[string]string{}
+	for i, cr := range crs {
+		path := expr.IndexPath("spec.childResources", i)
+		v.groupVersion(path+".apiVersion", cr.APIVersion)
+		v.resource(path+".resource", cr.Resource)
+		key := cr.APIVersion + " " + cr.Resource
+		if first, dup := seen[key]; dup {
+			v.errorf(path, "duplicate child resource %s %s (first at %s)", cr.APIVersion, cr.Resource, first)
+		}
+		seen[key] = path
+		switch cr.Method() {
+		case InPlace, Recreate, OnDelete:
+		default:
+			v.errorf(path+".updateStrategy.method", "unknown method %q: use InPlace, Recreate or OnDelete", cr.UpdateStrategy.Method)
+		}
+	}
+}
+
+func (v *validator) related(path string, r Related, ids map[string]string) {
+	v.id(path+".id", r.ID, ids)
+	v.groupVersion(path+".apiVersion", r.APIVersion)
+	v.resource(path+".resource", r.Resource)
+	v.selector(path+".selector", r.Selector)
+	switch {
+	case r.Name == "" && r.Selector == nil:
+		v.errorf(path, "needs a name (one object) or a selector (a list of objects)")
+	case r.Name != "" && r.Selector != nil:
+		v.errorf(path, "has both name and selector: use name for one object, selector for a list")
+	}
+}
+
+func (v *validator) child(path string, c Child, ids map[string]string) {
+	v.id(path+".id", c.ID, ids)
+	switch {
+	case c.Template == nil && c.Expression == "":
+		v.errorf(path, "needs a template (a YAML object) or an expression (CEL returning objects)")
+	case c.Template != nil && c.Expression != "":
+		v.errorf(path, "has both template and expression: use one")
+	}
+	if c.Template != nil {
+		for _, f := range []string{"apiVersion", "kind"} {
+			if _, ok := c.Template[f]; !ok {
+				v.errorf(path+".template", "is missing %s", f)
+			}
+		}
+	}
+	switch c.DeletionPolicy {
+	case "", DeletionDelete, DeletionOrphan:
+	default:
+		v.errorf(path+".deletionPolicy", "unknown deletion policy %q: use Delete or Orphan", c.DeletionPolicy)
+	}
+}
+
+// String names a policy for logs and messages.
+func (p *CompositePolicy) String() string {
+	return fmt.Sprintf("%s (parent %s %s)", p.Metadata.Name, p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
+}
