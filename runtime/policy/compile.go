@@ -1,0 +1,312 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/cel-go/cel"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+)
+
+// Load parses, validates and compiles every policy in data. The mapper resolves resources and
+// gives the parent's schema when it is known; pass kinds.NewCatalog() for built-ins only.
+func Load(file string, data []byte, m kinds.Mapper) ([]*Compiled, error) {
+	docs, err := Parse(file, data)
+	errs := asList(err)
+	var out []*Compiled
+	for _, doc := range docs {
+		if err := Validate(doc); err != nil {
+			errs = append(errs, asList(err)...)
+			continue
+		}
+		c, err := Compile(doc, m)
+		if err != nil {
+			errs = append(errs, asList(err)...)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, errs.Err()
+}
+
+func asList(err error) ErrorList {
+	if err == nil {
+		return nil
+	}
+	var l ErrorList
+	if errors.As(err, &l) {
+		return l
+	}
+	return ErrorList{{Msg: err.Error()}}
+}
+
+// Compile compiles a validated policy document: it resolves its resources and compiles and
+// type-checks every expression, collecting every error with its file, line and field path.
+func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
+	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m}
+	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
+	out.Parent = c.parent()
+	out.ChildResources = c.childResources()
+	if r := c.spec.ResyncPeriodSeconds; r != nil {
+		out.ResyncPeriod = time.Duration(*r) * time.Second
+	}
+	if !c.scopes(out.Parent) {
+		return nil, c.errs
+	}
+	out.Related = c.related()
+	out.Validations = c.validations()
+	out.Variables = c.variables()
+	out.Children = c.children(out.ChildResources)
+	out.Status = c.status()
+	if err := c.errs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+type compiler struct {
+	src  *Source
+	spec *Spec
+	m    kinds.Mapper
+	errs ErrorList
+
+	// environments of each place an expression may appear
+	parentEnv, validationEnv, mainEnv, readyEnv *expr.Env
+	// scope declares parent, related and children; variables are added as they compile
+	scope expr.Scope
+	vars  []expr.Var
+}
+
+func (c *compiler) errorf(path, format string, args ...any) {
+	c.errs = append(c.errs, c.src.Errorf(path, format, args...))
+}
+
+// fail records a compile error; a template's PathErrors each keep their own path.
+func (c *compiler) fail(path string, err error) {
+	var pe expr.PathErrors
+	if errors.As(err, &pe) {
+		for _, e := range pe {
+			c.errorf(e.Path, "%v", e.Err)
+		}
+		return
+	}
+	c.errorf(path, "%v", err)
+}
+
+func gvr(apiVersion, resource string) schema.GroupVersionResource {
+	gv, _ := schema.ParseGroupVersion(apiVersion) // validated before
+	return gv.WithResource(resource)
+}
+
+func (c *compiler) parent() kinds.Info {
+	p := c.spec.ParentResource
+	return kinds.LookupResource(c.m, gvr(p.APIVersion, p.Resource))
+}
+
+func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourceInfo {
+	out := make(map[schema.GroupVersionResource]ChildResourceInfo, len(c.spec.ChildResources))
+	for _, cr := range c.spec.ChildResources {
+		info := kinds.LookupResource(c.m, gvr(cr.APIVersion, cr.Resource))
+		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method()}
+	}
+	return out
+}
+
+// scopes builds the environments; it reports false when the parent's schema cannot type CEL.
+func (c *compiler) scopes(parent kinds.Info) bool {
+	base := expr.Scope{}
+	if parent.Schema != nil {
+		t, err := expr.ParentType(parent.Schema)
+		if err != nil {
+			c.errorf("spec.parentResource", "the schema of %s cannot type CEL expressions: %v", parent.GVR, err)
+			return false
+		}
+		base.Parent = t
+	}
+	related := map[string]bool{}
+	for _, r := range c.spec.Related {
+		related[r.ID] = r.Selector != nil
+	}
+	children := map[string]bool{}
+	for _, ch := range c.spec.Children {
+		children[ch.ID] = ch.ForEach != "" || ch.Expression != ""
+	}
+	c.parentEnv = c.env(base)
+	base.Related = related
+	c.validationEnv = c.env(base)
+	base.Children = children
+	base.Variables = []expr.Var{}
+	c.scope = base
+	return c.parentEnv != nil && c.validationEnv != nil
+}
+
+func (c *compiler) env(s expr.Scope) *expr.Env {
+	env, err := expr.NewEnv(s)
+	if err != nil {
+		c.errorf("spec", "%v", err)
+		return nil
+	}
+	return env
+}
+
+func (c *compiler) related() []CompiledRelated {
+	out := make([]CompiledRelated, 0, len(c.spec.Related))
+	for i, r := range c.spec.Related {
+		path := expr.IndexPath("spec.related", i)
+		cr := CompiledRelated{Path: path, ID: r.ID, Info: kinds.LookupResource(c.m, gvr(r.APIVersion, r.Resource)), Selector: r.Selector}
+		cr.Namespace = c.stringTemplate(r.Namespace, path+".namespace")
+		cr.Name = c.stringTemplate(r.Name, path+".name")
+		if r.Selector != nil {
+			cr.SelectorLabels = map[string]*expr.Template{}
+			for k, v := range r.Selector.MatchLabels {
+				cr.SelectorLabels[k] = c.stringTemplate(v, expr.FieldPath(path+".selector.matchLabels", k))
+			}
+		}
+		out = append(out, cr)
+	}
+	return out
+}
+
+func (c *compiler) stringTemplate(s, path string) *expr.Template {
+	if s == "" {
+		return nil
+	}
+	t, err := c.parentEnv.CompileString(s, path, expr.WantString)
+	if err != nil {
+		c.fail(path, err)
+	}
+	return t
+}
+
+func (c *compiler) program(env *expr.Env, src, path string, want expr.Want) *expr.Program {
+	if src == "" || env == nil {
+		return nil
+	}
+	p, err := env.Compile(src, want)
+	if err != nil {
+		c.fail(path, err)
+	}
+	return p
+}
+
+func (c *compiler) validations() []CompiledValidation {
+	out := make([]CompiledValidation, 0, len(c.spec.Validations))
+	for i, v := range c.spec.Validations {
+		path := expr.IndexPath("spec.validations", i)
+		cv := CompiledValidation{Path: path, Message: v.Message}
+		cv.Rule = c.program(c.validationEnv, v.Expression, path+".expression", expr.WantBool)
+		cv.MessageExpr = c.program(c.validationEnv, v.MessageExpression, path+".messageExpression", expr.WantString)
+		if cv.Message == "" && cv.MessageExpr == nil {
+			cv.Message = fmt.Sprintf("failed validation: %s", v.Expression)
+		}
+		out = append(out, cv)
+	}
+	return out
+}
+
+// variables compiles each variable in an environment that declares the variables before it, so
+// the type of each is known to those after.
+func (c *compiler) variables() []CompiledVariable {
+	out := make([]CompiledVariable, 0, len(c.spec.Variables))
+	scope := c.scope
+	for i, v := range c.spec.Variables {
+		path := expr.IndexPath("spec.variables", i)
+		scope.Variables = append([]expr.Var(nil), c.vars...)
+		p := c.program(c.env(scope), v.Expression, path+".expression", expr.WantAny)
+		t := cel.DynType
+		if p != nil {
+			t = p.Out
+		}
+		c.vars = append(c.vars, expr.Var{Name: v.Name, Type: t})
+		out = append(out, CompiledVariable{Path: path, Name: v.Name, Expr: p})
+	}
+	scope.Variables = c.vars
+	c.mainEnv = c.env(scope)
+	scope.Child = true
+	c.readyEnv = c.env(scope)
+	return out
+}
+
+func (c *compiler) children(allowed map[schema.GroupVersionResource]ChildResourceInfo) []CompiledChild {
+	out := make([]CompiledChild, 0, len(c.spec.Children))
+	for i, ch := range c.spec.Children {
+		path := expr.IndexPath("spec.children", i)
+		cc := CompiledChild{Path: path, ID: ch.ID, DeletionPolicy: ch.DeletionPolicy, CrossNamespace: ch.CrossNamespace}
+		if cc.DeletionPolicy == "" {
+			cc.DeletionPolicy = DeletionDelete
+		}
+		cc.IncludeWhen = c.program(c.mainEnv, ch.IncludeWhen, path+".includeWhen", expr.WantBool)
+		cc.ForEach = c.program(c.mainEnv, ch.ForEach, path+".forEach", expr.WantList)
+		cc.ReadyWhen = c.program(c.readyEnv, ch.ReadyWhen, path+".readyWhen", expr.WantBool)
+		env := c.mainEnv
+		if ch.ForEach != "" {
+			env = c.eachEnv(cc.ForEach)
+		}
+		cc.Expression = c.program(env, ch.Expression, path+".expression", expr.WantObjects)
+		if ch.Template != nil && env != nil {
+			t, err := env.CompileTemplate(ch.Template, path+".template")
+			if err != nil {
+				c.fail(path+".template", err)
+			}
+			cc.Template = t
+			c.checkKind(ch.Template, path+".template", allowed)
+		}
+		out = append(out, cc)
+	}
+	return out
+}
+
+// eachEnv declares `each` with the element type of the forEach list.
+func (c *compiler) eachEnv(forEach *expr.Program) *expr.Env {
+	scope := c.scope
+	scope.Variables = c.vars
+	scope.Each = cel.DynType
+	if forEach != nil && forEach.Out.Kind() == cel.ListType(cel.DynType).Kind() && len(forEach.Out.Parameters()) == 1 {
+		scope.Each = forEach.Out.Parameters()[0]
+	}
+	return c.env(scope)
+}
+
+// checkKind rejects at load a template whose literal apiVersion and kind are not an allowed
+// child resource.
+func (c *compiler) checkKind(tmpl map[string]any, path string, allowed map[schema.GroupVersionResource]ChildResourceInfo) {
+	apiVersion, ok1 := tmpl["apiVersion"].(string)
+	kind, ok2 := tmpl["kind"].(string)
+	if !ok1 || !ok2 || containsTemplate(apiVersion) || containsTemplate(kind) {
+		return
+	}
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		c.errorf(path+".apiVersion", "%q is not a valid apiVersion", apiVersion)
+		return
+	}
+	info := kinds.LookupKind(c.m, gv.WithKind(kind))
+	if _, ok := allowed[info.GVR]; !ok {
+		c.errorf(path+".kind", "%s %s (resource %q) is not listed in spec.childResources: add {apiVersion: %s, resource: %s}",
+			apiVersion, kind, info.GVR.Resource, apiVersion, info.GVR.Resource)
+	}
+}
+
+func containsTemplate(s string) bool {
+	for i := 0; i+1 < len(s); i++ {
+		if s[i] == '$' && s[i+1] == '{' {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *compiler) status() *expr.Template {
+	if c.spec.Status == nil || c.mainEnv == nil {
+		return nil
+	}
+	t, err := c.mainEnv.CompileTemplate(c.spec.Status, "spec.status")
+	if err != nil {
+		c.fail("spec.status", err)
+	}
+	return t
+}

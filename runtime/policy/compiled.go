@@ -1,0 +1,92 @@
+package policy
+
+import (
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+)
+
+// MaxChildrenPerParent caps how many children one parent may have, so that a forEach over a large
+// list fails clearly instead of flooding the API server.
+const MaxChildrenPerParent = 1000
+
+// Compiled is a policy ready to evaluate: every expression compiled and type-checked, every
+// resource resolved. It is immutable and safe for concurrent use.
+type Compiled struct {
+	Policy *CompositePolicy
+	Source *Source
+	// Parent is the parent resource.
+	Parent kinds.Info
+	// ParentSelector filters parents; nil selects every object of the resource.
+	ParentSelector *metav1.LabelSelector
+	// ChildResources are the resources children may be, by GroupVersionResource.
+	ChildResources map[schema.GroupVersionResource]ChildResourceInfo
+	Validations    []CompiledValidation
+	Variables      []CompiledVariable
+	Related        []CompiledRelated
+	Children       []CompiledChild
+	// Status, when not nil, computes the fields merged into the parent's status.
+	Status *expr.Template
+	// ResyncPeriod is 0 when the policy asks for no periodic re-sync.
+	ResyncPeriod time.Duration
+}
+
+// Name returns the policy's name.
+func (c *Compiled) Name() string { return c.Policy.Metadata.Name }
+
+// ChildResourceInfo is an allowed child resource and how its objects are updated.
+type ChildResourceInfo struct {
+	kinds.Info
+	Method UpdateMethod
+}
+
+// CompiledValidation is a compiled validation rule.
+type CompiledValidation struct {
+	Path        string
+	Rule        *expr.Program
+	Message     string
+	MessageExpr *expr.Program
+}
+
+// CompiledVariable is a compiled variable.
+type CompiledVariable struct {
+	Path string
+	Name string
+	Expr *expr.Program
+}
+
+// CompiledRelated is a related object reference whose name, namespace and selector labels are
+// templates over the parent.
+type CompiledRelated struct {
+	Path string
+	ID   string
+	kinds.Info
+	Namespace *expr.Template
+	Name      *expr.Template
+	// Selector selects a list; its MatchLabels values are templates in SelectorLabels.
+	Selector       *metav1.LabelSelector
+	SelectorLabels map[string]*expr.Template
+}
+
+// IsList reports whether the related entry selects a list of objects.
+func (r *CompiledRelated) IsList() bool { return r.Selector != nil }
+
+// CompiledChild is a compiled child entry.
+type CompiledChild struct {
+	Path           string
+	ID             string
+	IncludeWhen    *expr.Program
+	ForEach        *expr.Program
+	Template       *expr.Template
+	Expression     *expr.Program
+	ReadyWhen      *expr.Program
+	DeletionPolicy DeletionPolicy
+	CrossNamespace bool
+}
+
+// IsList reports whether the child entry produces a list (forEach or an expression).
+func (c *CompiledChild) IsList() bool { return c.ForEach != nil || c.Expression != nil }

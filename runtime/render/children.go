@@ -1,0 +1,254 @@
+package render
+
+import (
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// buildChildren evaluates every child entry, in policy order, and finishes each object.
+func (r *run) buildChildren() ([]Child, error) {
+	var out []Child
+	seen := map[string]string{}
+	for i := range r.c.Children {
+		ch := &r.c.Children[i]
+		objs, err := r.evalChild(ch)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			if len(out) >= policy.MaxChildrenPerParent {
+				return nil, childError(ch.Path, "more than %d children for one parent: split the parent or narrow the forEach", policy.MaxChildrenPerParent)
+			}
+			child, err := r.finish(ch, obj)
+			if err != nil {
+				return nil, err
+			}
+			key := child.Resource.GVR.String() + " " + child.Object.GetNamespace() + "/" + child.Object.GetName()
+			if first, dup := seen[key]; dup {
+				return nil, childError(ch.Path, "two children are the same object %s %s (also from %s): give them distinct names",
+					child.Object.GetKind(), namespacedName(child.Object), first)
+			}
+			seen[key] = ch.Path
+			out = append(out, child)
+		}
+	}
+	return out, nil
+}
+
+// evalChild evaluates one child entry into zero or more objects.
+func (r *run) evalChild(ch *policy.CompiledChild) ([]any, error) {
+	if ch.IncludeWhen != nil {
+		ok, err := ch.IncludeWhen.EvalBool(r.ctx, r.act, r.budget)
+		if err != nil {
+			return nil, evalError(ch.Path+".includeWhen", err)
+		}
+		if !ok {
+			return nil, nil
+		}
+	}
+	if ch.ForEach == nil {
+		return r.evalObjects(ch, r.act)
+	}
+	val, err := ch.ForEach.Eval(r.ctx, r.act, r.budget)
+	if err != nil {
+		return nil, evalError(ch.Path+".forEach", err)
+	}
+	items, err := expr.ToNative(val)
+	if err != nil {
+		return nil, evalError(ch.Path+".forEach", err)
+	}
+	list, _ := items.([]any)
+	if len(list) > policy.MaxChildrenPerParent {
+		return nil, childError(ch.Path+".forEach", "gives %d items, more than the %d children one parent may have", len(list), policy.MaxChildrenPerParent)
+	}
+	var out []any
+	for _, item := range list {
+		objs, err := r.evalObjects(ch, expr.Extend(r.act, map[string]any{"each": item}))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// evalObjects evaluates a child's template or expression.
+func (r *run) evalObjects(ch *policy.CompiledChild, act expr.Activation) ([]any, error) {
+	if ch.Template != nil {
+		obj, err := ch.Template.Eval(r.ctx, act, r.budget)
+		if err != nil {
+			return nil, evalError(ch.Path+".template", err)
+		}
+		return []any{obj}, nil
+	}
+	val, err := ch.Expression.Eval(r.ctx, act, r.budget)
+	if err != nil {
+		return nil, evalError(ch.Path+".expression", err)
+	}
+	v, err := expr.ToNative(val)
+	if err != nil {
+		return nil, evalError(ch.Path+".expression", err)
+	}
+	if list, ok := v.([]any); ok {
+		return list, nil
+	}
+	return []any{v}, nil
+}
+
+// finish checks one evaluated object and completes it as a child: kind allowed, namespace
+// defaulted and checked, labels and ownerReference added.
+func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return Child{}, childError(ch.Path, "must produce an object, got %T", v)
+	}
+	obj := &unstructured.Unstructured{Object: m}
+	gvk := obj.GroupVersionKind()
+	if obj.GetAPIVersion() == "" || gvk.Kind == "" {
+		return Child{}, childError(ch.Path, "the object needs apiVersion and kind")
+	}
+	if obj.GetName() == "" {
+		return Child{}, childError(ch.Path, "%s needs metadata.name (children must have stable names)", gvk.Kind)
+	}
+	res, err := r.allowed(ch, gvk)
+	if err != nil {
+		return Child{}, err
+	}
+	owned, err := r.place(ch, obj, res.Info)
+	if err != nil {
+		return Child{}, err
+	}
+	r.mark(ch, obj, owned)
+	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned}, nil
+}
+
+// allowed resolves a child's kind and checks it against spec.childResources.
+func (r *run) allowed(ch *policy.CompiledChild, gvk schema.GroupVersionKind) (policy.ChildResourceInfo, error) {
+	info := kinds.LookupKind(r.in.Mapper, gvk)
+	res, ok := r.c.ChildResources[info.GVR]
+	if !ok {
+		return res, childError(ch.Path, "%s %s (resource %q) is not listed in spec.childResources",
+			gvk.GroupVersion(), gvk.Kind, info.GVR.Resource)
+	}
+	if res.Kind == "" || res.Guessed {
+		res.Info = info
+	}
+	return res, nil
+}
+
+// place defaults and checks the child's namespace, and reports whether the parent can own it.
+func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, info kinds.Info) (bool, error) {
+	parentNS := r.in.Parent.GetNamespace()
+	if !info.Namespaced {
+		if obj.GetNamespace() != "" {
+			return false, childError(ch.Path, "%s %q is cluster-scoped and cannot have a namespace", info.Kind, obj.GetName())
+		}
+		if parentNS != "" && !ch.CrossNamespace {
+			return false, childError(ch.Path+".crossNamespace", "%s %q is cluster-scoped and the parent is namespaced: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)", info.Kind, obj.GetName())
+		}
+		return parentNS == "", nil
+	}
+	if obj.GetNamespace() == "" {
+		if parentNS == "" {
+			return false, childError(ch.Path, "%s %q needs metadata.namespace: the parent is cluster-scoped", info.Kind, obj.GetName())
+		}
+		obj.SetNamespace(parentNS)
+	}
+	if errs := validation.IsDNS1123Label(obj.GetNamespace()); len(errs) > 0 {
+		return false, childError(ch.Path, "%s %q: namespace %q is invalid: %s", info.Kind, obj.GetName(), obj.GetNamespace(), errs[0])
+	}
+	if obj.GetNamespace() == parentNS {
+		return true, nil
+	}
+	if !ch.CrossNamespace {
+		return false, childError(ch.Path+".crossNamespace", "%s %s is outside the parent's namespace %q: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)",
+			info.Kind, namespacedName(obj), parentNS)
+	}
+	return false, nil
+}
+
+// mark adds metacel's labels and, when the parent owns the child, a controller ownerReference.
+func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, owned bool) {
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[LabelManagedBy] = ManagedByValue
+	labels[LabelPolicy] = r.c.Name()
+	labels[LabelParentUID] = string(r.in.Parent.GetUID())
+	labels[LabelChildID] = ch.ID
+	obj.SetLabels(labels)
+	if owned {
+		refs := obj.GetOwnerReferences()
+		refs = append(refs, *metav1.NewControllerRef(r.in.Parent, r.in.Parent.GroupVersionKind()))
+		obj.SetOwnerReferences(refs)
+	}
+}
+
+// judgeReadiness evaluates readyWhen of every desired child against its observed object.
+func (r *run) judgeReadiness(children []Child) ([]string, error) {
+	observed := map[string]*unstructured.Unstructured{}
+	for _, objs := range r.in.Observed {
+		for _, o := range objs {
+			observed[identity(o)] = o
+		}
+	}
+	var notReady []string
+	for i := range children {
+		child := &children[i]
+		obs, ok := observed[identity(child.Object)]
+		if ok {
+			ready, err := r.ready(child, obs)
+			if err != nil {
+				return nil, err
+			}
+			child.Ready = ready
+		}
+		if !child.Ready {
+			notReady = append(notReady, fmt.Sprintf("%s %s", child.Object.GetKind(), namespacedName(child.Object)))
+		}
+	}
+	return notReady, nil
+}
+
+func (r *run) ready(child *Child, observed *unstructured.Unstructured) (bool, error) {
+	ch := r.compiledChild(child.ID)
+	if ch == nil || ch.ReadyWhen == nil {
+		return true, nil
+	}
+	ok, err := ch.ReadyWhen.EvalBool(r.ctx, expr.Extend(r.act, map[string]any{"child": observed.Object}), r.budget)
+	if err != nil {
+		return false, evalError(ch.Path+".readyWhen", err)
+	}
+	return ok, nil
+}
+
+func (r *run) compiledChild(id string) *policy.CompiledChild {
+	for i := range r.c.Children {
+		if r.c.Children[i].ID == id {
+			return &r.c.Children[i]
+		}
+	}
+	return nil
+}
+
+// identity names an object by group, kind, namespace and name.
+func identity(o *unstructured.Unstructured) string {
+	gvk := o.GroupVersionKind()
+	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func namespacedName(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}

@@ -1,0 +1,32 @@
+package render
+
+// The marks metacel puts on what it manages: its contract with the cluster.
+const (
+	// FieldManager is the field manager of every write.
+	FieldManager = "metacel"
+	// LabelManagedBy marks every child; its value is ManagedByValue.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	ManagedByValue = "metacel"
+	// LabelPolicy holds the name of the policy a child belongs to.
+	LabelPolicy = "metacel.dev/policy"
+	// LabelParentUID holds the UID of the child's parent.
+	LabelParentUID = "metacel.dev/parent-uid"
+	// LabelChildID holds the id of the policy's child entry that produced the child.
+	LabelChildID = "metacel.dev/child-id"
+	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
+	// cluster-scoped), so that they are removed when the parent is deleted.
+	Finalizer = "metacel.dev/cleanup"
+)
+
+// Condition types and reasons written on parents.
+const (
+	ConditionSynced = "Synced"
+	ConditionReady  = "Ready"
+
+	ReasonSynced           = "Synced"
+	ReasonReady            = "ChildrenReady"
+	ReasonNotReady         = "ChildrenNotReady"
+	ReasonValidationFailed = "ValidationFailed"
+	ReasonEvaluationError  = "EvaluationError"
+	ReasonInvalidChild     = "InvalidChild"
+)

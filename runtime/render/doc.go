@@ -1,0 +1,14 @@
+// Package render computes what a policy wants for one parent: the desired children and the
+// parent's status. It is a pure function of (compiled policy, parent, observed children, related
+// objects): no API calls, no clock, no randomness, so the controller and `metacel render` run the
+// same code and the CLI is an exact preview of what the cluster will get.
+//
+// A render runs as narrated steps: check the validations, evaluate the variables, build each
+// child (includeWhen, forEach, template or expression), finish it (namespace, labels,
+// ownerReference, allowlist), judge readiness (readyWhen against the observed child) and compute
+// the status fields. All expressions of one render share one cost Budget.
+//
+// Failures are typed (*Error with a Reason) so that callers can report them as the parent's
+// Synced condition; they are all permanent for the given inputs: retrying the same inputs gives
+// the same error, so a controller waits for an input to change rather than retrying.
+package render

@@ -1,0 +1,29 @@
+package render
+
+import "fmt"
+
+// Error is a render failure: its Reason becomes the reason of the parent's Synced condition and
+// its message the condition's message.
+type Error struct {
+	Reason string
+	// Path is the policy field whose expression or output failed, when there is one.
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return e.Err.Error()
+	}
+	return fmt.Sprintf("%s: %v", e.Path, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+func evalError(path string, err error) *Error {
+	return &Error{Reason: ReasonEvaluationError, Path: path, Err: err}
+}
+
+func childError(path string, format string, args ...any) *Error {
+	return &Error{Reason: ReasonInvalidChild, Path: path, Err: fmt.Errorf(format, args...)}
+}

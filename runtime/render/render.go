@@ -1,0 +1,207 @@
+package render
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// Input is everything a render reads. Nothing in it is modified.
+type Input struct {
+	// Parent is the parent object.
+	Parent *unstructured.Unstructured
+	// Observed holds the children that exist, by child id.
+	Observed map[string][]*unstructured.Unstructured
+	// Related holds the related objects that exist, by related id; an entry with a name holds at
+	// most one object.
+	Related map[string][]*unstructured.Unstructured
+	// Mapper resolves the kinds of child objects.
+	Mapper kinds.Mapper
+}
+
+// Child is one desired child.
+type Child struct {
+	ID     string
+	Object *unstructured.Unstructured
+	// Resource is the child's resource and update method.
+	Resource policy.ChildResourceInfo
+	// DeletionPolicy applies when the child is no longer desired.
+	DeletionPolicy policy.DeletionPolicy
+	// Owned is true when the child carries a controller ownerReference to the parent; false for
+	// cross-namespace and cluster-scoped children, which the parent's finalizer cleans up.
+	Owned bool
+	// Ready is the child's readiness: it exists and passes readyWhen.
+	Ready bool
+}
+
+// Output is what the policy wants for the parent.
+type Output struct {
+	Children []Child
+	// Status holds the policy's status fields (conditions, observedGeneration are added by
+	// NewStatus).
+	Status map[string]any
+	// NotReady names the children that are not ready yet, in order.
+	NotReady []string
+}
+
+// Ready reports whether every desired child is ready.
+func (o *Output) Ready() bool { return len(o.NotReady) == 0 }
+
+// Render computes the desired children and status of one parent.
+func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) {
+	r := newRun(ctx, c, in)
+	if err := r.validate(); err != nil {
+		return nil, err
+	}
+	if err := r.evalVariables(); err != nil {
+		return nil, err
+	}
+	children, err := r.buildChildren()
+	if err != nil {
+		return nil, err
+	}
+	out := &Output{Children: children}
+	if out.NotReady, err = r.judgeReadiness(children); err != nil {
+		return nil, err
+	}
+	if out.Status, err = r.evalStatus(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// run is the state of one render.
+type run struct {
+	ctx    context.Context
+	c      *policy.Compiled
+	in     Input
+	budget *expr.Budget
+	vars   map[string]any
+	act    expr.Activation
+}
+
+func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {
+	r := &run{ctx: ctx, c: c, in: in, budget: expr.NewBudget(), vars: map[string]any{}}
+	r.act = expr.NewActivation(map[string]any{
+		"parent":    in.Parent.Object,
+		"related":   relatedValues(c, in.Related),
+		"children":  observedValues(c, in.Observed),
+		"variables": r.vars,
+	})
+	return r
+}
+
+// relatedValues binds each related id to its object (absent when not found) or list.
+func relatedValues(c *policy.Compiled, related map[string][]*unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(c.Related))
+	for _, rel := range c.Related {
+		objs := sortedObjects(related[rel.ID])
+		switch {
+		case rel.IsList():
+			out[rel.ID] = objects(objs)
+		case len(objs) > 0:
+			out[rel.ID] = objs[0].Object
+		}
+	}
+	return out
+}
+
+// observedValues binds each child id to its observed object (absent when none) or list.
+func observedValues(c *policy.Compiled, observed map[string][]*unstructured.Unstructured) map[string]any {
+	out := make(map[string]any, len(c.Children))
+	for _, ch := range c.Children {
+		objs := sortedObjects(observed[ch.ID])
+		switch {
+		case ch.IsList():
+			out[ch.ID] = objects(objs)
+		case len(objs) > 0:
+			out[ch.ID] = objs[0].Object
+		}
+	}
+	return out
+}
+
+func objects(objs []*unstructured.Unstructured) []any {
+	out := make([]any, len(objs))
+	for i, o := range objs {
+		out[i] = o.Object
+	}
+	return out
+}
+
+// sortedObjects orders objects by namespace and name, so that lists read the same every time.
+func sortedObjects(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := append([]*unstructured.Unstructured(nil), objs...)
+	sort.SliceStable(out, func(i, j int) bool { return objectKey(out[i]) < objectKey(out[j]) })
+	return out
+}
+
+func objectKey(o *unstructured.Unstructured) string {
+	return o.GetAPIVersion() + "/" + o.GetKind() + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+// validate evaluates every validation; the failures' messages, together, are the error.
+func (r *run) validate() error {
+	var failed []string
+	for _, v := range r.c.Validations {
+		ok, err := v.Rule.EvalBool(r.ctx, r.act, r.budget)
+		if err != nil {
+			return evalError(v.Path+".expression", err)
+		}
+		if ok {
+			continue
+		}
+		msg := v.Message
+		if v.MessageExpr != nil {
+			val, err := v.MessageExpr.Eval(r.ctx, r.act, r.budget)
+			if err != nil {
+				return evalError(v.Path+".messageExpression", err)
+			}
+			msg, _ = val.Value().(string)
+		}
+		failed = append(failed, msg)
+	}
+	if len(failed) > 0 {
+		return &Error{Reason: ReasonValidationFailed, Err: errors.New(strings.Join(failed, "; "))}
+	}
+	return nil
+}
+
+// evalVariables evaluates the variables in order; each sees those before it.
+func (r *run) evalVariables() error {
+	for _, v := range r.c.Variables {
+		val, err := v.Expr.Eval(r.ctx, r.act, r.budget)
+		if err != nil {
+			return evalError(v.Path+".expression", err)
+		}
+		native, err := expr.ToNative(val)
+		if err != nil {
+			return evalError(v.Path+".expression", err)
+		}
+		r.vars[v.Name] = native
+	}
+	return nil
+}
+
+// evalStatus computes the policy's status fields.
+func (r *run) evalStatus() (map[string]any, error) {
+	if r.c.Status == nil {
+		return map[string]any{}, nil
+	}
+	v, err := r.c.Status.Eval(r.ctx, r.act, r.budget)
+	if err != nil {
+		return nil, evalError("spec.status", err)
+	}
+	m, _ := v.(map[string]any)
+	if m == nil {
+		m = map[string]any{}
+	}
+	return m, nil
+}

@@ -1,0 +1,173 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// Condition is a parent condition before it is timed: NewStatus adds the transition time and
+// observed generation.
+type Condition struct {
+	Type, Status, Reason, Message string
+}
+
+// Conditions are the Synced and Ready conditions of a successful sync.
+func (o *Output) Conditions() []Condition {
+	ready := Condition{Type: ConditionReady, Status: "True", Reason: ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
+	if !o.Ready() {
+		ready = Condition{Type: ConditionReady, Status: "False", Reason: ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
+	}
+	return []Condition{
+		{Type: ConditionSynced, Status: "True", Reason: ReasonSynced, Message: fmt.Sprintf("%s applied", count(len(o.Children)))},
+		ready,
+	}
+}
+
+// FailureConditions are the Synced and Ready conditions of a failed sync.
+func FailureConditions(reason, message string) []Condition {
+	return []Condition{
+		{Type: ConditionSynced, Status: "False", Reason: reason, Message: message},
+		{Type: ConditionReady, Status: "False", Reason: reason, Message: "not synced: " + message},
+	}
+}
+
+// ErrorConditions are the conditions that report err, a render *Error or another failure with
+// the given fallback reason.
+func ErrorConditions(err error, fallbackReason string) []Condition {
+	var re *Error
+	if errors.As(err, &re) {
+		return FailureConditions(re.Reason, re.Error())
+	}
+	return FailureConditions(fallbackReason, err.Error())
+}
+
+func summarize(names []string) string {
+	const most = 3
+	if len(names) <= most {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:most], ", "), len(names)-most)
+}
+
+// NewStatus returns the parent's next status: the policy's fields (or, when fields is nil because
+// the sync failed, the fields the status had), observedGeneration, and conditions: those the policy
+// computed in fields["conditions"], then runtime's conds. A condition keeps its
+// lastTransitionTime while its status is unchanged; a changed one gets now (none when now is nil,
+// as in an offline render).
+func NewStatus(parent *unstructured.Unstructured, fields map[string]any, conds []Condition, now *metav1.Time) (map[string]any, error) {
+	old, _, _ := unstructured.NestedMap(parent.Object, "status")
+	status := fields
+	if status == nil {
+		status = old
+	}
+	status = runtime.DeepCopyJSON(orEmpty(status))
+	policyConds, err := policyConditions(status["conditions"])
+	if err != nil {
+		return nil, err
+	}
+	all := make([]Condition, 0, len(policyConds)+len(conds))
+	for _, c := range policyConds {
+		if !hasType(conds, c.Type) { // the runtime's own conditions win
+			all = append(all, c.Condition)
+		}
+	}
+	all = append(all, conds...)
+	oldConds, _ := policyConditions(old["conditions"])
+	gen := parent.GetGeneration()
+	out := make([]any, 0, len(all))
+	for _, c := range all {
+		out = append(out, timedCondition(c, findCondition(oldConds, c.Type), gen, now))
+	}
+	status["conditions"] = out
+	status["observedGeneration"] = gen
+	return status, nil
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+// timedCond is a condition as written, with its transition time.
+type timedCond struct {
+	Condition
+	LastTransitionTime string
+}
+
+func timedCondition(c Condition, old *timedCond, gen int64, now *metav1.Time) map[string]any {
+	m := map[string]any{
+		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message, "observedGeneration": gen,
+	}
+	switch {
+	case old != nil && old.Status == c.Status && old.LastTransitionTime != "":
+		m["lastTransitionTime"] = old.LastTransitionTime
+	case now != nil:
+		m["lastTransitionTime"] = now.UTC().Format("2006-01-02T15:04:05Z")
+	case old != nil && old.LastTransitionTime != "":
+		m["lastTransitionTime"] = old.LastTransitionTime
+	}
+	return m
+}
+
+// policyConditions reads a list of conditions: each needs type and status; reason defaults to
+// the status and message to empty.
+func policyConditions(v any) ([]timedCond, error) {
+	list, ok := v.([]any)
+	if v == nil {
+		return nil, nil
+	}
+	if !ok {
+		return nil, fmt.Errorf("status.conditions must be a list of conditions, got %T", v)
+	}
+	out := make([]timedCond, 0, len(list))
+	for i, item := range list {
+		m, _ := item.(map[string]any)
+		c := timedCond{}
+		c.Type, _ = m["type"].(string)
+		c.Status, _ = m["status"].(string)
+		c.Reason, _ = m["reason"].(string)
+		c.Message, _ = m["message"].(string)
+		c.LastTransitionTime, _ = m["lastTransitionTime"].(string)
+		if c.Type == "" || c.Status == "" {
+			return nil, fmt.Errorf("status.conditions[%d] needs a type and a status", i)
+		}
+		if c.Reason == "" {
+			c.Reason = c.Status
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+func findCondition(conds []timedCond, typ string) *timedCond {
+	for i := range conds {
+		if conds[i].Type == typ {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+func hasType(conds []Condition, typ string) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return true
+		}
+	}
+	return false
+}
+
+// count says "1 child" or "n children".
+func count(n int) string {
+	if n == 1 {
+		return "1 child"
+	}
+	return fmt.Sprintf("%d children", n)
+}
