@@ -9,6 +9,7 @@ ETCD_VERSION="${ETCD_VERSION:-v3.6.5}"
 KWOK_VERSION="${KWOK_VERSION:-v0.8.0}"
 
 CACHE_ROOT="${METACEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metacel}"
+[[ "$CACHE_ROOT" == /* ]] || CACHE_ROOT="$PWD/$CACHE_ROOT"
 CP_CACHE="$CACHE_ROOT/control-plane"
 CACHE_KEY="k8s-${K8S_VERSION}_etcd-${ETCD_VERSION}_kwok-${KWOK_VERSION}"
 CACHE_DIR="$CP_CACHE/$CACHE_KEY"
@@ -22,6 +23,10 @@ KWOK_NODES="${METACEL_KWOK_NODES:-kwok-node-0}"
 UP_TIMEOUT="${METACEL_UP_TIMEOUT:-180}"
 # Seconds `down` waits after SIGTERM before SIGKILL.
 DOWN_TIMEOUT="${METACEL_DOWN_TIMEOUT:-20}"
+# Simulated networks (kwok hands out pod IPs; nothing is routed there).
+SERVICE_CIDR="10.96.0.0/16"
+SERVICE_IP="10.96.0.1"
+POD_CIDR="10.244.0.0/16"
 
 usage() {
 	cat <<EOF
@@ -119,8 +124,9 @@ k8s_ldflags() {
 build_all() {
 	local tmp="$1" out="$1/bin"
 	mkdir -p "$out" "$tmp/k8s" "$tmp/etcd"
+	# Runs in a subshell: the env and cwd (outside any enclosing module,
+	# e.g. the repo's) stay here.
 	export CGO_ENABLED=0
-	# Run go outside any enclosing module (e.g. the repo's).
 	cd "$tmp"
 	local start=$SECONDS
 
@@ -182,11 +188,13 @@ cmd_bin_dir() {
 		flock 9
 		if ! cache_complete; then
 			local tmp
+			# Under the lock, any build dir is left over from a killed build.
+			rm -rf "$CP_CACHE"/.build.*
 			tmp="$(mktemp -d "$CP_CACHE/.build.XXXXXX")"
 			# Interrupted builds leave nothing behind but this temp dir,
 			# which the trap removes.
 			trap 'rm -rf "$tmp"' EXIT
-			build_all "$tmp"
+			(build_all "$tmp")
 			mkdir -p "$tmp/final"
 			mv "$tmp/bin" "$tmp/final/bin"
 			mv "$tmp/kwok-stages.yaml" "$tmp/final/kwok-stages.yaml"
@@ -544,7 +552,7 @@ cmd_down() {
 cmd_env() {
 	local dir bin
 	bin="$(cmd_bin_dir)"
-	dir="$(abs_dir "$1")"
+	dir="$(realpath -m "$1")"
 	printf 'export KUBECONFIG=%q\n' "$dir/kubeconfig"
 	# shellcheck disable=SC2016 # $PATH is for the shell that evals this.
 	printf 'export PATH=%q:"$PATH"\n' "$bin"

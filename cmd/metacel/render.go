@@ -107,21 +107,27 @@ func (o *renderOptions) loadPolicy(cat *kinds.Catalog) (*policy.Compiled, error)
 	return nil, fmt.Errorf("%s holds %d policies: choose one with --policy-name", o.policyFile, len(matched))
 }
 
-// loadParent reads the parent and checks that it is of the policy's parent resource.
+// loadParent reads the parent: the one object of the policy's parent resource in the file, which
+// may hold other objects too (a sample with its namespace, say).
 func (o *renderOptions) loadParent(c *policy.Compiled, m kinds.Mapper) (*unstructured.Unstructured, error) {
 	objs, err := readObjects(o.parentFile)
 	if err != nil {
 		return nil, err
 	}
-	if len(objs) != 1 {
-		return nil, fmt.Errorf("%s: want exactly one parent object, found %d", o.parentFile, len(objs))
+	var parents []*unstructured.Unstructured
+	var others []string
+	for _, obj := range objs {
+		if kinds.LookupKind(m, obj.GroupVersionKind()).GVR == c.Parent.GVR {
+			parents = append(parents, obj)
+		} else {
+			others = append(others, obj.GetAPIVersion()+" "+obj.GetKind())
+		}
 	}
-	parent := objs[0]
-	if got := kinds.LookupKind(m, parent.GroupVersionKind()).GVR; got != c.Parent.GVR {
-		return nil, fmt.Errorf("%s: the parent is a %s %s (resource %s), but policy %q is for %s",
-			o.parentFile, parent.GetAPIVersion(), parent.GetKind(), got.Resource, c.Name(), c.Parent.GVR)
+	if len(parents) != 1 {
+		return nil, fmt.Errorf("%s: want exactly one object of policy %q's parent resource %s, found %d (other objects: %v)",
+			o.parentFile, c.Name(), c.Parent.GVR.GroupResource(), len(parents), others)
 	}
-	return parent, nil
+	return parents[0], nil
 }
 
 // loadRelated gives each related entry the objects of the --related files that it reads.

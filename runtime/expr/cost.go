@@ -22,6 +22,14 @@ const (
 // maxLength, maxProperties), else the assumed maxima.
 type sizes struct {
 	roots map[string]*apiservercel.DeclType
+	// elements is the assumed size of a list or map no schema bounds: AssumedMaxElements, or
+	// more to find out whether an expression's cost depends on it
+	elements uint64
+}
+
+// withElements returns the same estimator assuming n elements in unbounded lists and maps.
+func (s *sizes) withElements(n uint64) *sizes {
+	return &sizes{roots: s.roots, elements: n}
 }
 
 func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
@@ -32,7 +40,7 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	case types.StringKind, types.BytesKind:
 		return &checker.SizeEstimate{Min: 0, Max: AssumedMaxStringLength}
 	case types.ListKind, types.MapKind, types.DynKind, types.StructKind:
-		return &checker.SizeEstimate{Min: 0, Max: AssumedMaxElements}
+		return &checker.SizeEstimate{Min: 0, Max: s.elements}
 	}
 	return nil
 }
@@ -100,7 +108,7 @@ func (e *estimator) argSizes(target *checker.AstNode, args []checker.AstNode) []
 		} else if s := e.sizes.EstimateSize(n); s != nil {
 			out[i] = *s
 		} else {
-			out[i] = checker.SizeEstimate{Min: 0, Max: AssumedMaxElements}
+			out[i] = checker.SizeEstimate{Min: 0, Max: e.sizes.elements}
 		}
 	}
 	return out

@@ -144,7 +144,7 @@ func NewEnv(s Scope) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("declare policy variables: %w", err)
 	}
-	return &Env{cel: env, sizes: &sizes{roots: roots}}, nil
+	return &Env{cel: env, sizes: &sizes{roots: roots, elements: AssumedMaxElements}}, nil
 }
 
 func objectType(name string, fields map[string]*apiservercel.DeclField) *apiservercel.DeclType {
@@ -204,8 +204,12 @@ func declTypeOf(t *cel.Type) *apiservercel.DeclType {
 	return apiservercel.DynType
 }
 
-// programOptions are the run-time options of every program.
-func programOptions() []cel.ProgramOption {
+// programOptions are the run-time options of a program; metered programs track their actual
+// cost as they run.
+func programOptions(metered bool) []cel.ProgramOption {
+	if !metered {
+		return []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
+	}
 	return []cel.ProgramOption{
 		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
 		cel.CostTracking(runtimeCosts{}),

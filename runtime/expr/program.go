@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -61,6 +62,8 @@ type Program struct {
 	Out  *cel.Type
 	want Want
 	prg  cel.Program
+	// static is the cost charged per evaluation of an unmetered program: its estimate.
+	static uint64
 }
 
 // Compile parses, type-checks and plans one expression, and rejects it when its estimated cost
@@ -85,11 +88,30 @@ func (e *Env) Compile(src string, want Want) (*Program, error) {
 			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
 			src, est.Max, PerExpressionCostLimit)
 	}
-	prg, err := e.cel.Program(ast, programOptions()...)
+	metered, err := e.dependsOnSizes(ast, est)
+	if err != nil {
+		return nil, fmt.Errorf("estimate cost of %q: %w", src, err)
+	}
+	prg, err := e.cel.Program(ast, programOptions(metered)...)
 	if err != nil {
 		return nil, fmt.Errorf("plan %q: %w", src, err)
 	}
-	return &Program{Source: src, Out: ast.OutputType(), want: want, prg: prg}, nil
+	p := &Program{Source: src, Out: ast.OutputType(), want: want, prg: prg}
+	if !metered {
+		p.static = est.Max
+	}
+	return p, nil
+}
+
+// dependsOnSizes reports whether an expression's cost grows with the size of the lists and maps
+// it reads (a comprehension, say): only those are metered as they run, which costs about a
+// microsecond per evaluation. The others cost at most their estimate, which is charged instead.
+func (e *Env) dependsOnSizes(ast *cel.Ast, est checker.CostEstimate) (bool, error) {
+	larger, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.withElements(1000*AssumedMaxElements)))
+	if err != nil {
+		return false, err
+	}
+	return larger.Max != est.Max, nil
 }
 
 // compileError turns CEL issues into one line per problem, with the column in the expression.
@@ -129,14 +151,15 @@ func Extend(a Activation, vars map[string]any) Activation {
 // return. Errors name the expression.
 func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val, error) {
 	val, det, err := p.prg.ContextEval(ctx, act)
+	cost := p.static
 	if det != nil && det.ActualCost() != nil {
-		if cost := *det.ActualCost(); cost > b.remaining {
-			b.remaining = 0
-			return nil, fmt.Errorf("evaluate %q: the cost budget of %d per sync is used up", p.Source, SyncCostBudget)
-		} else {
-			b.remaining -= cost
-		}
+		cost = *det.ActualCost()
 	}
+	if cost > b.remaining {
+		b.remaining = 0
+		return nil, fmt.Errorf("evaluate %q: the cost budget of %d per sync is used up", p.Source, SyncCostBudget)
+	}
+	b.remaining -= cost
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %q: %w", p.Source, err)
 	}

@@ -17,6 +17,27 @@ import (
 type decoder struct {
 	src  *Source
 	errs ErrorList
+	// depth and visited bound the walk, so that aliases cannot make it endless or explosive
+	depth, visited int
+}
+
+// Bounds of one document: deeper nesting or more nodes (through aliases) is an error.
+const (
+	maxDepth = 64
+	maxNodes = 100_000
+)
+
+// enter counts a node and reports false, with an error, past the bounds.
+func (d *decoder) enter(n *yaml.Node, path string) bool {
+	d.visited++
+	if d.depth >= maxDepth || d.visited > maxNodes {
+		if d.visited == maxNodes+1 || d.depth == maxDepth {
+			d.errorf(n, path, "document too deep or too large (more than %d levels or %d nodes, counting aliases)", maxDepth, maxNodes)
+		}
+		return false
+	}
+	d.depth++
+	return true
 }
 
 func (d *decoder) errorf(n *yaml.Node, path, format string, args ...any) {
@@ -30,7 +51,7 @@ func (d *decoder) mark(n *yaml.Node, path string) {
 }
 
 func resolve(n *yaml.Node) *yaml.Node {
-	for n.Kind == yaml.AliasNode {
+	for i := 0; n.Kind == yaml.AliasNode && n.Alias != nil && i < maxDepth; i++ {
 		n = n.Alias
 	}
 	return n
@@ -63,6 +84,10 @@ func describe(n *yaml.Node) string {
 
 // decode fills v (addressable) from n.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if !d.enter(n, path) {
+		return
+	}
+	defer func() { d.depth-- }()
 	n = resolve(n)
 	d.mark(n, path)
 	if isNull(n) && v.Kind() != reflect.Interface {
@@ -99,6 +124,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 			d.errorf(kn, expr.FieldPath(path, key), "unknown field %q%s", key, suggest(key, fields))
 			return
 		}
+		d.mark(kn, expr.FieldPath(path, key)) // a field is where its key is
 		d.decode(vn, v.Field(idx), expr.FieldPath(path, key))
 	})
 }
@@ -196,6 +222,10 @@ func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, kn, vn 
 // freeform turns a node into plain JSON-like Go values: map[string]any, []any, string, int64,
 // float64, bool and nil, as apimachinery's unstructured objects hold them.
 func (d *decoder) freeform(n *yaml.Node, path string) any {
+	if !d.enter(n, path) {
+		return nil
+	}
+	defer func() { d.depth-- }()
 	n = resolve(n)
 	d.mark(n, path)
 	switch n.Kind {

@@ -1,0 +1,147 @@
+package policy
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"metacel.dev/metacel/runtime/kinds"
+)
+
+const header = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata:
+  name: test
+spec:
+  parentResource:
+    apiVersion: demo.rtfm.co.ua/v1
+    resource: myapps
+  childResources:
+    - apiVersion: v1
+      resource: pods
+`
+
+// children is a valid child entry; header has 11 lines, so children starts at line 12.
+const children = `  children:
+    - id: pod
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata:
+          name: "${parent.metadata.name}"
+`
+
+func TestLoadErrors(t *testing.T) {
+	myappCRD := mapper(t, "myapp")
+	tests := []struct {
+		name   string
+		policy string
+		mapper kinds.Mapper
+		want   string // file:line: path: message (a prefix of the message is enough)
+	}{
+		{"bad YAML", header + "  children: [\n", nil,
+			"p.yaml:12: invalid YAML: did not find expected node content"},
+		{"unknown field with a suggestion", header + "  chidren: []\n", nil,
+			`p.yaml:12: spec.chidren: unknown field "chidren" (did you mean "children"?)`},
+		{"wrong type", header + "  resyncPeriodSeconds: soon\n", nil,
+			`p.yaml:12: spec.resyncPeriodSeconds: expected an integer, got a string "soon"`},
+		{"unquoted boolean expression", header + children + "      includeWhen: true\n", nil,
+			`p.yaml:19: spec.children[0].includeWhen: expected a string, got a boolean (quote it: "true")`},
+		{"duplicate key", header + "  childResources: []\n", nil,
+			`p.yaml:12: spec.childResources: duplicate key "childResources" (first at line 9)`},
+		{"missing required field", strings.Replace(header, "    resource: myapps\n", "", 1), nil,
+			"p.yaml:6: spec.parentResource.resource: is required"},
+		{"duplicate child id", header + children + "    - id: pod\n      expression: \"[]\"\n", nil,
+			`p.yaml:19: spec.children[1].id: duplicate id "pod" (first used at spec.children[0].id)`},
+		{"bad CEL syntax", header + children + "      includeWhen: \"parent.spec.(\"\n", nil,
+			`p.yaml:19: spec.children[0].includeWhen: compile "parent.spec.(": Syntax error`},
+		{"type error against the CRD schema", header + children + "      includeWhen: \"parent.spec.imgae == ''\"\n", myappCRD,
+			`p.yaml:19: spec.children[0].includeWhen: compile "parent.spec.imgae == ''": undefined field 'imgae'`},
+		{"unknown variable", header + "  variables:\n    - name: a\n      expression: \"1\"\n" + children + "      includeWhen: \"variables.b == 1\"\n", nil,
+			`p.yaml:22: spec.children[0].includeWhen: compile "variables.b == 1": undefined field 'b'`},
+		{"expression returning the wrong type", header + children + "      includeWhen: \"'yes'\"\n", nil,
+			`p.yaml:19: spec.children[0].includeWhen: "'yes'" must return a bool, but returns string`},
+		{"forEach over a non-list", header + children + "      forEach: \"parent.metadata.name\"\n", myappCRD,
+			`p.yaml:19: spec.children[0].forEach: "parent.metadata.name" must return a list, but returns string`},
+		{"cost over the limit", header + children + "      includeWhen: \"parent.metadata.labels.all(a, parent.metadata.labels.all(b, parent.metadata.labels.all(c, a != b)))\"\n", nil,
+			`p.yaml:19: spec.children[0].includeWhen: "parent.metadata.labels.all(a, `},
+		{"child kind not allowed", strings.Replace(header+children, "kind: Pod", "kind: Service", 1), nil,
+			`p.yaml:16: spec.children[0].template.kind: v1 Service (resource "services") is not listed in spec.childResources`},
+		{"template expression in a ConfigMap keeps the file's lines", configMap(header + children + "      readyWhen: \"child.oops(\"\n"), nil,
+			`p.yaml:25: spec.children[0].readyWhen: compile "child.oops(": Syntax error`},
+		{"not a policy", "apiVersion: v1\nkind: Pod\n", nil,
+			`p.yaml:1: expected apiVersion "metacel.dev/v1alpha1" and kind "CompositePolicy"`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m := tc.mapper
+			if m == nil {
+				m = kinds.NewCatalog()
+			}
+			_, err := Load("p.yaml", []byte(tc.policy), m)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got error:\n%v\nwant it to contain:\n%s", err, tc.want)
+			}
+		})
+	}
+}
+
+// configMap wraps a policy into a ConfigMap's data value, as policies/*.yaml are written.
+func configMap(p string) string {
+	indented := "    " + strings.ReplaceAll(strings.TrimSuffix(p, "\n"), "\n", "\n    ") + "\n"
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p\ndata:\n  p.yaml: |\n" + indented
+}
+
+func TestLoadSeveralDocuments(t *testing.T) {
+	second := strings.Replace(header, "name: test", "name: second", 1)
+	docs, err := Load("p.yaml", []byte(header+children+"---\n"+second), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(docs) != 2 || docs[0].Name() != "test" || docs[1].Name() != "second" {
+		t.Fatalf("want policies test and second, got %v", docs)
+	}
+	if line := docs[1].Source.LineOf("spec.parentResource.resource"); line != 27 {
+		t.Errorf("line of the second document's field: got %d, want 27", line)
+	}
+}
+
+func mapper(t *testing.T, crd string) kinds.Mapper {
+	t.Helper()
+	m, err := kinds.LoadCRDFiles([]string{filepath.Join("..", "..", "crds", crd+".yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(header + children))
+	f.Add([]byte(configMap(header + children)))
+	f.Add([]byte("a: [\n"))
+	f.Add([]byte("---\n--- &a\nb: *a\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		docs, _ := Parse("fuzz.yaml", data)
+		for _, d := range docs {
+			_ = Validate(d)
+		}
+	})
+}
+
+func TestAliasesAreBounded(t *testing.T) {
+	tests := map[string]string{
+		"self-referencing anchor": "apiVersion: metacel.dev/v1alpha1\nkind: CompositePolicy\nmetadata: {name: x}\nspec:\n  status: &a {x: [*a]}\n",
+		"billion laughs": "apiVersion: metacel.dev/v1alpha1\nkind: CompositePolicy\nmetadata: {name: x}\nspec:\n  status:\n" +
+			"    a: &a [x, x, x, x, x, x, x, x, x, x]\n    b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n" +
+			"    c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n    d: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n" +
+			"    e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\n    f: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+	}
+	for name, doc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse("p.yaml", []byte(doc))
+			if err == nil || !strings.Contains(err.Error(), "too deep or too large") {
+				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,210 @@
+package render
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+const policyHead = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata:
+  name: test
+spec:
+  parentResource:
+    apiVersion: demo.rtfm.co.ua/v1
+    resource: myapps
+  childResources:
+    - apiVersion: v1
+      resource: configmaps
+`
+
+func load(t testing.TB, body string) *policy.Compiled {
+	t.Helper()
+	cs, err := policy.Load("p.yaml", []byte(policyHead+body), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs[0]
+}
+
+func obj(t testing.TB, s string) *unstructured.Unstructured {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil { // integers stay int64, as in the cluster
+		t.Fatal(err)
+	}
+	return u
+}
+
+const testParent = `
+apiVersion: demo.rtfm.co.ua/v1
+kind: MyApp
+metadata: {name: app, namespace: ns, uid: u-1, generation: 3}
+spec: {names: [a, b], other: elsewhere, count: 2}
+`
+
+func TestRender(t *testing.T) {
+	tests := []struct {
+		name  string
+		body  string
+		names []string // namespace/name of the desired children, in order
+	}{
+		{"forEach makes one child per item, in order", `  children:
+    - id: cm
+      forEach: "parent.spec.names"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-${each}"}}
+`, []string{"ns/app-a", "ns/app-b"}},
+		{"includeWhen false makes no child", `  children:
+    - id: cm
+      includeWhen: "parent.spec.count > 5"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`, nil},
+		{"an expression may return a list", `  children:
+    - id: cm
+      expression: "parent.spec.names.map(n, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': n}})"
+`, []string{"ns/a", "ns/b"}},
+		{"cross-namespace child when allowed", `  children:
+    - id: cm
+      crossNamespace: true
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: "${parent.spec.other}"}}
+`, []string{"elsewhere/x"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Render(t.Context(), load(t, tc.body), Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range out.Children {
+				got = append(got, c.Object.GetNamespace()+"/"+c.Object.GetName())
+				if c.Object.GetLabels()[LabelParentUID] != "u-1" || c.Object.GetLabels()[LabelChildID] != "cm" {
+					t.Errorf("labels missing on %s: %v", c.Object.GetName(), c.Object.GetLabels())
+				}
+				if owned := len(c.Object.GetOwnerReferences()) == 1; owned != c.Owned || owned != (c.Object.GetNamespace() == "ns") {
+					t.Errorf("%s: owned=%v with ownerReferences %v", c.Object.GetName(), c.Owned, c.Object.GetOwnerReferences())
+				}
+			}
+			if strings.Join(got, ",") != strings.Join(tc.names, ",") {
+				t.Errorf("children %v, want %v", got, tc.names)
+			}
+		})
+	}
+}
+
+func TestRenderErrors(t *testing.T) {
+	tests := []struct {
+		name, body, reason, msg string
+	}{
+		{"forEach over a non-list at run time", `  children:
+    - id: cm
+      forEach: "parent.spec.count"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`, ReasonEvaluationError, `spec.children[0].forEach: evaluate "parent.spec.count": must return a list, got int`},
+		{"missing field names the expression", `  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.spec.missing}"}}
+`, ReasonEvaluationError, `spec.children[0].template: evaluate "parent.spec.missing": no such key: missing`},
+		{"another namespace needs crossNamespace", `  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
+`, ReasonInvalidChild, "set crossNamespace: true"},
+		{"a kind outside childResources", `  children:
+    - id: cm
+      expression: "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'x'}}"
+`, ReasonInvalidChild, `v1 Secret (resource "secrets") is not listed in spec.childResources`},
+		{"two children with one name", `  children:
+    - id: cm
+      forEach: "['x', 'x']"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${each}"}}
+`, ReasonInvalidChild, "two children are the same object ConfigMap ns/x"},
+		{"a failed validation gives its message", `  validations:
+    - expression: "parent.spec.count > 5"
+      messageExpression: "'count ' + string(parent.spec.count) + ' is too small'"
+`, ReasonValidationFailed, "count 2 is too small"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Render(t.Context(), load(t, tc.body), Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()})
+			var re *Error
+			if !errors.As(err, &re) || re.Reason != tc.reason || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want reason %s and message containing %q", err, tc.reason, tc.msg)
+			}
+		})
+	}
+}
+
+func TestNewStatusKeepsTransitionTimes(t *testing.T) {
+	parent := obj(t, testParent)
+	t1 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	t2 := metav1.NewTime(t1.Add(time.Hour))
+	out := &Output{Children: []Child{{}}, NotReady: []string{"ConfigMap ns/x"}}
+	first, err := NewStatus(parent, map[string]any{"phase": "A"}, out.Conditions(), &t1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent.Object["status"] = first
+	out.NotReady = nil
+	second, err := NewStatus(parent, map[string]any{"phase": "B"}, out.Conditions(), &t2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conds := second["conditions"].([]any)
+	synced, ready := conds[0].(map[string]any), conds[1].(map[string]any)
+	if synced["lastTransitionTime"] != "2026-01-01T00:00:00Z" {
+		t.Errorf("Synced stayed True: its time must stay, got %v", synced["lastTransitionTime"])
+	}
+	if ready["lastTransitionTime"] != "2026-01-01T01:00:00Z" || ready["status"] != "True" {
+		t.Errorf("Ready turned True: its time must move, got %v", ready)
+	}
+	if second["phase"] != "B" || second["observedGeneration"] != int64(3) || ready["observedGeneration"] != int64(3) {
+		t.Errorf("status fields: %v", second)
+	}
+}
+
+// BenchmarkRender renders the seed policies' samples, as the controller does on every sync.
+func BenchmarkRender(b *testing.B) {
+	for _, name := range []string{"myapp", "memcached"} {
+		b.Run(name, func(b *testing.B) {
+			repo := filepath.Join("..", "..")
+			m, err := kinds.LoadCRDFiles([]string{filepath.Join(repo, "crds", name+".yaml")})
+			if err != nil {
+				b.Fatal(err)
+			}
+			data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs, err := policy.Load(name, data, m)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sample, err := os.ReadFile(filepath.Join(repo, "samples", name+".yaml"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			in := Input{Parent: obj(b, string(sample)), Mapper: m}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Render(b.Context(), cs[0], in); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
