@@ -325,7 +325,17 @@ start_component() {
 	local dir="$1" name="$2"
 	shift 2
 	log "starting $name (log: $dir/logs/$name.log)"
-	setsid "$@" </dev/null >>"$dir/logs/$name.log" 2>&1 &
+	(
+		# Close inherited descriptors (a caller's pipes) above stderr.
+		local fd
+		for fd in /proc/self/fd/*; do
+			fd="${fd##*/}"
+			if ((fd > 2)); then
+				{ exec {fd}>&-; } 2>/dev/null || true
+			fi
+		done
+		exec setsid "$@" </dev/null >>"$dir/logs/$name.log" 2>&1
+	) &
 	printf '%s\n' "$!" >"$dir/run/$name.pid"
 }
 

@@ -1,0 +1,56 @@
+# metacel: `make help` lists the targets.
+SHELL := /usr/bin/env bash
+.DEFAULT_GOAL := help
+
+GO       ?= go
+VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+# Tools and control-plane binaries are cached outside the repo, keyed by version.
+CACHE    ?= $(or $(METACEL_CACHE),$(HOME)/.cache/metacel)
+TOOLS    := $(CACHE)/tools
+FUZZTIME ?= 10s
+
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
+
+.PHONY: help
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/metacel
+	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel
+
+.PHONY: test
+test: vet unit fuzz ## Run every test: vet, unit and golden tests, a short fuzz of the parsers
+
+.PHONY: vet
+vet: ## go vet every package
+	$(GO) vet ./...
+
+.PHONY: unit
+unit: ## Unit and golden tests (no cluster)
+	$(GO) test -count=1 ./...
+
+.PHONY: fuzz
+fuzz: ## Fuzz the policy loader and the template engine for FUZZTIME each (default 10s)
+	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/policy
+	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./runtime/expr
+
+.PHONY: golden
+golden: ## Regenerate the golden files of `metacel render` after an intended change
+	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel
+
+.PHONY: bench
+bench: ## Benchmarks: render per parent (ns/op, allocs/op)
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/render
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## golangci-lint (pinned, installed into the tools cache)
+	$(GOLANGCI_LINT) run ./...
+
+$(GOLANGCI_LINT):
+	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: clean
+clean: ## Remove build output
+	rm -rf bin
