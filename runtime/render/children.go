@@ -3,7 +3,6 @@ package render
 import (
 	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -162,11 +161,11 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 		}
 		obj.SetNamespace(parentNS)
 	}
-	if errs := validation.IsDNS1123Label(obj.GetNamespace()); len(errs) > 0 {
-		return false, childError(ch.Path, "%s %q: namespace %q is invalid: %s", info.Kind, obj.GetName(), obj.GetNamespace(), errs[0])
-	}
 	if obj.GetNamespace() == parentNS {
 		return true, nil
+	}
+	if errs := validation.IsDNS1123Label(obj.GetNamespace()); len(errs) > 0 {
+		return false, childError(ch.Path, "%s %q: namespace %q is invalid: %s", info.Kind, obj.GetName(), obj.GetNamespace(), errs[0])
 	}
 	if !ch.CrossNamespace {
 		return false, childError(ch.Path+".crossNamespace", "%s %s is outside the parent's namespace %q: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)",
@@ -176,20 +175,31 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 }
 
 // mark adds metacel's labels and, when the parent owns the child, a controller ownerReference.
+// It writes the object's maps directly: the object is fresh from evaluation, and the typed
+// setters of unstructured cost a reflective conversion each.
 func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, owned bool) {
-	labels := obj.GetLabels()
+	meta, _ := obj.Object["metadata"].(map[string]any) // present: finish checked the name
+	labels, _ := meta["labels"].(map[string]any)
 	if labels == nil {
-		labels = map[string]string{}
+		labels = make(map[string]any, 4)
+		meta["labels"] = labels
 	}
 	labels[LabelManagedBy] = ManagedByValue
 	labels[LabelPolicy] = r.c.Name()
 	labels[LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[LabelChildID] = ch.ID
-	obj.SetLabels(labels)
 	if owned {
-		refs := obj.GetOwnerReferences()
-		refs = append(refs, *metav1.NewControllerRef(r.in.Parent, r.in.Parent.GroupVersionKind()))
-		obj.SetOwnerReferences(refs)
+		refs, _ := meta["ownerReferences"].([]any)
+		meta["ownerReferences"] = append(refs, r.ownerRef())
+	}
+}
+
+// ownerRef is the parent's controller reference, as unstructured content.
+func (r *run) ownerRef() map[string]any {
+	p := r.in.Parent
+	return map[string]any{
+		"apiVersion": p.GetAPIVersion(), "kind": p.GetKind(), "name": p.GetName(), "uid": string(p.GetUID()),
+		"controller": true, "blockOwnerDeletion": true,
 	}
 }
 
