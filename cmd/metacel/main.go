@@ -29,6 +29,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRenderCommand(), newValidateCommand(), newVersionCommand())
+	root.AddCommand(newRunCommand(), newRenderCommand(), newValidateCommand(), newVersionCommand())
 	return root
 }

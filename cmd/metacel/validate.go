@@ -3,15 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
 )
 
 func newValidateCommand() *cobra.Command {
@@ -29,7 +27,7 @@ misspelt field is an error. Exits 1 if any policy is invalid.`,
 			if err != nil {
 				return err
 			}
-			files, err := policyFiles(args)
+			files, err := source.Files(args)
 			if err != nil {
 				return err
 			}
@@ -70,37 +68,6 @@ func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) bo
 		}
 	}
 	return ok
-}
-
-// policyFiles expands directories into their YAML and JSON files, in lexical order.
-func policyFiles(paths []string) ([]string, error) {
-	var out []string
-	for _, p := range paths {
-		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			if d.IsDir() {
-				if path != p && strings.HasPrefix(d.Name(), ".") {
-					return filepath.SkipDir // e.g. a mounted ConfigMap's ..data
-				}
-				return nil
-			}
-			switch filepath.Ext(path) {
-			case ".yaml", ".yml", ".json":
-				out = append(out, path)
-			default:
-				if path == p {
-					out = append(out, path) // named explicitly: read it whatever its name
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 func readFile(path string) ([]byte, error) {

@@ -17,6 +17,9 @@ type Info struct {
 	Namespaced bool
 	// Schema is the OpenAPI v3 schema of a custom resource's version, when known.
 	Schema *apiextensionsv1.JSONSchemaProps
+	// HasStatus is true for a custom resource with the status subresource, where metacel writes
+	// the parent's status.
+	HasStatus bool
 	// Guessed is true when the resource was not known and its name and scope were guessed.
 	Guessed bool
 }
@@ -95,6 +98,7 @@ func (c *Catalog) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 		if v.Schema != nil {
 			i.Schema = v.Schema.OpenAPIV3Schema
 		}
+		i.HasStatus = v.Subresources != nil && v.Subresources.Status != nil
 		c.add(i)
 	}
 }

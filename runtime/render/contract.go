@@ -2,8 +2,6 @@ package render
 
 // The marks metacel puts on what it manages: its contract with the cluster.
 const (
-	// FieldManager is the field manager of every write.
-	FieldManager = "metacel"
 	// LabelManagedBy marks every child; its value is ManagedByValue.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	ManagedByValue = "metacel"

@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/operator"
+)
+
+type runOptions struct {
+	kubeconfig      string
+	policyDirs      []string
+	policyNamespace string
+	workers         int
+	qps             float32
+	burst           int
+	metricsAddr     string
+	healthAddr      string
+	leaderElect     bool
+}
+
+func newRunCommand() *cobra.Command {
+	o := &runOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [--kubeconfig F] [--policy-dir D]... [flags]",
+		Short: "Reconcile the policies' parents in a cluster",
+		Long: `Run loads the policies and runs one controller per policy: it watches parents, children and
+related objects, applies the desired children with server-side apply, deletes the ones no longer
+desired, and writes the parents' status and conditions.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.run(cmd.Context())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	f.StringArrayVar(&o.policyDirs, "policy-dir", nil, "policy file or directory, e.g. a mounted ConfigMap (repeatable)")
+	f.StringVar(&o.policyNamespace, "policy-namespace", "", "namespace of policy ConfigMaps (not watched yet: use --policy-dir)")
+	f.IntVar(&o.workers, "workers", 4, "concurrent syncs per policy")
+	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server")
+	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
+	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
+	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease so that replicas can stand by (not available yet)")
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	f.AddGoFlag(klogFlags.Lookup("v"))
+	return cmd
+}
+
+func (o *runOptions) run(ctx context.Context) error {
+	switch {
+	case len(o.policyDirs) == 0:
+		return errors.New("no policies: give --policy-dir")
+	case o.leaderElect:
+		return errors.New("--leader-elect is not available yet: run one replica")
+	case o.workers < 1:
+		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
+	}
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = o.qps, o.burst
+	cfg.UserAgent = "metacel/" + version
+	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	logger := klog.Background()
+	ctx = klog.NewContext(ctx, logger)
+	return operator.Run(ctx, operator.Options{
+		Config:      cfg,
+		PolicyDirs:  o.policyDirs,
+		Workers:     o.workers,
+		MetricsAddr: o.metricsAddr,
+		HealthAddr:  o.healthAddr,
+	})
+}

@@ -1,0 +1,121 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+)
+
+// FieldManager is the field manager of every write.
+const FieldManager = "metacel"
+
+// Writer makes metacel's writes.
+type Writer struct {
+	client dynamic.Interface
+}
+
+// NewWriter returns a Writer over a dynamic client.
+func NewWriter(client dynamic.Interface) *Writer { return &Writer{client: client} }
+
+func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
+	if namespace == "" {
+		return w.client.Resource(gvr)
+	}
+	return w.client.Resource(gvr).Namespace(namespace)
+}
+
+// Apply server-side applies a desired object, taking over conflicting fields: metacel owns what
+// its policy sets, so a manual edit of such a field is reverted (drift correction).
+func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	return w.resource(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+}
+
+// Get reads an object from the API server, for the rare case where the cache cannot say (an
+// object metacel does not manage).
+func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	return w.resource(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
+}
+
+// Delete deletes an object if it is still the one observed (UID precondition), in the
+// background. An object already gone is not an error.
+func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+	uid := obj.GetUID()
+	propagation := metav1.DeletePropagationBackground
+	err := w.resource(gvr, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
+		Preconditions:     &metav1.Preconditions{UID: &uid},
+		PropagationPolicy: &propagation,
+	})
+	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) { // gone, or already replaced
+		return nil
+	}
+	return err
+}
+
+// Release lets go of a child that is no longer desired but must be kept (deletionPolicy: Orphan):
+// it removes metacel's labels and the ownerReference to the parent, so that neither metacel nor
+// the garbage collector touches it again.
+func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, labels []string, parentUID types.UID) error {
+	patchLabels := map[string]any{}
+	for _, l := range labels {
+		patchLabels[l] = nil
+	}
+	var refs []any
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID != parentUID {
+			refs = append(refs, map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID), "controller": r.Controller, "blockOwnerDeletion": r.BlockOwnerDeletion})
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"labels": patchLabels, "ownerReferences": refs, "resourceVersion": obj.GetResourceVersion(),
+	}})
+	if err != nil {
+		return err
+	}
+	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// ApplyStatus server-side applies the parent's status subresource.
+func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]any) error {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": parent.GetAPIVersion(),
+		"kind":       parent.GetKind(),
+		"metadata":   map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
+		"status":     status,
+	}}
+	_, err := w.resource(gvr, parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	return err
+}
+
+// SetFinalizer adds (present) or removes a finalizer from an object, guarded by its
+// resourceVersion so that a concurrent change is retried rather than overwritten.
+func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, finalizer string, present bool) error {
+	var out []string
+	for _, f := range obj.GetFinalizers() {
+		if f != finalizer {
+			out = append(out, f)
+		}
+	}
+	if present {
+		out = append(out, finalizer)
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": out, "resourceVersion": obj.GetResourceVersion()}})
+	if err != nil {
+		return err
+	}
+	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("set finalizer %q: %w", finalizer, err)
+	}
+	return nil
+}

@@ -1,0 +1,173 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// applyChildren creates the missing children and brings the others in line, each by its
+// resource's update method. A child that already matches costs no write.
+func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+	for i := range out.Children {
+		child := &out.Children[i]
+		obs := findObserved(observed[child.ID], child.Object)
+		var err error
+		switch {
+		case obs == nil:
+			err = c.create(ctx, parent, child)
+		case child.Resource.Method == policy.OnDelete, !apply.NeedsApply(child.Object, obs):
+			continue
+		case child.Resource.Method == policy.Recreate:
+			err = c.recreate(ctx, parent, child, obs)
+		default:
+			err = c.update(ctx, child)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// create applies a child metacel does not have yet, unless an object of that name exists that
+// metacel does not manage for this parent: that is a conflict, never a takeover.
+func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) error {
+	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
+	isNew := apierrors.IsNotFound(err)
+	switch {
+	case err == nil && existing.GetLabels()[render.LabelParentUID] != string(parent.GetUID()):
+		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
+			"%s %s already exists and is not managed by this %s: delete or rename it, or change the child's name in policy %q",
+			child.Object.GetKind(), describe(child.Object), parent.GetKind(), c.Name())}
+	case err != nil && !isNew:
+		return applyError("read", child.Object, err)
+	}
+	if _, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object); err != nil {
+		return applyError("create", child.Object, err)
+	}
+	if isNew { // else it is ours, and the cache had not seen it yet
+		c.deps.Recorder.Eventf(parent, nil, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), describe(child.Object))
+	}
+	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
+	return nil
+}
+
+// update applies a child whose managed fields differ (server-side apply, forced: drift is reverted).
+func (c *Controller) update(ctx context.Context, child *render.Child) error {
+	if _, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object); err != nil {
+		return applyError("apply", child.Object, err)
+	}
+	klog.FromContext(ctx).V(2).Info("Updated child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
+	return nil
+}
+
+// recreate deletes a child that differs from its desired state; its deletion re-syncs the
+// parent, which then creates it anew.
+func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) error {
+	if obs.GetDeletionTimestamp() != nil {
+		return nil // already on its way out
+	}
+	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
+		return applyError("delete (to recreate)", obs, err)
+	}
+	c.deps.Recorder.Eventf(parent, nil, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), describe(obs))
+	return nil
+}
+
+// pruneChildren deletes the observed children that are no longer desired, or releases them
+// when their entry's deletionPolicy is Orphan.
+func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+	desired := map[string]bool{}
+	for _, ch := range out.Children {
+		desired[identity(ch.Object)] = true
+	}
+	for id, objs := range observed {
+		for _, obs := range objs {
+			if desired[identity(obs)] || obs.GetDeletionTimestamp() != nil {
+				continue
+			}
+			if err := c.prune(ctx, parent, id, obs); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, id string, obs *unstructured.Unstructured) error {
+	res, ok := c.resourceOf(obs)
+	if !ok {
+		return nil
+	}
+	gvr := res.GVR
+	if c.deletionPolicy(id) == policy.DeletionOrphan {
+		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID}
+		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, parent.GetUID()); err != nil {
+			return applyError("release", obs, err)
+		}
+		c.deps.Recorder.Eventf(parent, nil, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), describe(obs))
+		return nil
+	}
+	if err := c.deps.Writer.Delete(ctx, gvr, obs); err != nil {
+		return applyError("delete", obs, err)
+	}
+	c.deps.Recorder.Eventf(parent, nil, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), describe(obs))
+	return nil
+}
+
+// deletionPolicy of a child entry; an entry the policy no longer has deletes its children.
+func (c *Controller) deletionPolicy(id string) policy.DeletionPolicy {
+	for _, ch := range c.policy.Children {
+		if ch.ID == id {
+			return ch.DeletionPolicy
+		}
+	}
+	return policy.DeletionDelete
+}
+
+// resourceOf finds the child resource of an observed object.
+func (c *Controller) resourceOf(obj *unstructured.Unstructured) (policy.ChildResourceInfo, bool) {
+	gvk := obj.GroupVersionKind()
+	for gvr, res := range c.policy.ChildResources {
+		if gvr.Group == gvk.Group && res.Kind == gvk.Kind {
+			return res, true
+		}
+	}
+	return policy.ChildResourceInfo{}, false
+}
+
+func applyError(verb string, obj *unstructured.Unstructured, err error) error {
+	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
+		err: fmt.Errorf("%s %s %s: %w", verb, obj.GetKind(), describe(obj), err)}
+}
+
+func findObserved(objs []*unstructured.Unstructured, desired *unstructured.Unstructured) *unstructured.Unstructured {
+	want := identity(desired)
+	for _, o := range objs {
+		if identity(o) == want {
+			return o
+		}
+	}
+	return nil
+}
+
+// identity names an object by group, kind, namespace and name.
+func identity(o *unstructured.Unstructured) string {
+	gvk := o.GroupVersionKind()
+	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
+}
+
+func describe(o *unstructured.Unstructured) string {
+	if o.GetNamespace() == "" {
+		return o.GetName()
+	}
+	return o.GetNamespace() + "/" + o.GetName()
+}

@@ -1,0 +1,252 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// Deps are what every controller shares.
+type Deps struct {
+	Pool     *Pool
+	Writer   *apply.Writer
+	Mapper   kinds.Mapper
+	Recorder events.EventRecorder
+	Metrics  *Metrics
+	Clock    clock.PassiveClock
+}
+
+// Controller reconciles the parents of one policy.
+type Controller struct {
+	policy *policy.Compiled
+	deps   Deps
+	queue  workqueue.TypedRateLimitingInterface[string]
+
+	parents  cache.SharedIndexInformer
+	children map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	relIndex *relatedIndex
+
+	cleanups []func()
+}
+
+// managedSelector selects the objects metacel manages: children are watched through it.
+var managedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
+
+// New prepares the controller of a policy; Run starts it.
+func New(p *policy.Compiled, deps Deps) *Controller {
+	return &Controller{
+		policy: p,
+		deps:   deps,
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
+		children: map[string]cache.SharedIndexInformer{},
+		related:  map[string]cache.SharedIndexInformer{},
+		relIndex: newRelatedIndex(),
+	}
+}
+
+// Name is the policy's name.
+func (c *Controller) Name() string { return c.policy.Name() }
+
+// Run watches, waits for the caches, calls synced, and reconciles with workers until ctx is
+// done; then it stops its workers and releases its informers.
+func (c *Controller) Run(ctx context.Context, workers int, synced func()) error {
+	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
+	ctx = klog.NewContext(ctx, logger)
+	defer c.shutdown()
+	if err := c.watch(); err != nil {
+		return err
+	}
+	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers()...) {
+		return fmt.Errorf("policy %q: caches did not sync", c.Name())
+	}
+	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
+	if synced != nil {
+		synced()
+	}
+	for range workers {
+		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+	}
+	<-ctx.Done()
+	logger.Info("Stopping controller")
+	return nil
+}
+
+func (c *Controller) informers() []cache.InformerSynced {
+	synced := []cache.InformerSynced{c.parents.HasSynced}
+	for _, inf := range c.children {
+		synced = append(synced, inf.HasSynced)
+	}
+	for _, inf := range c.related {
+		synced = append(synced, inf.HasSynced)
+	}
+	return synced
+}
+
+func (c *Controller) shutdown() {
+	c.queue.ShutDown()
+	for i := len(c.cleanups) - 1; i >= 0; i-- {
+		c.cleanups[i]()
+	}
+	c.cleanups = nil
+}
+
+// watch acquires the informers of the parent, child and related resources and routes their
+// events to the queue.
+func (c *Controller) watch() error {
+	selector := ""
+	if s := c.policy.ParentSelector; s != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			return fmt.Errorf("policy %q: parent selector: %w", c.Name(), err)
+		}
+		selector = sel.String()
+	}
+	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler(), c.policy.ResyncPeriod)
+	for gvr := range c.policy.ChildResources {
+		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler(), 0)
+	}
+	for _, rel := range c.policy.Related {
+		if _, ok := c.related[rel.GVR.String()]; !ok {
+			c.related[rel.GVR.String()] = c.acquire(rel.GVR, "", c.relatedHandler(rel.GVR), 0)
+		}
+	}
+	return nil
+}
+
+func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, resync time.Duration) cache.SharedIndexInformer {
+	inf, release := c.deps.Pool.Acquire(gvr, selector)
+	reg, err := inf.AddEventHandlerWithResyncPeriod(h, resync)
+	c.cleanups = append(c.cleanups, func() {
+		if err == nil {
+			_ = inf.RemoveEventHandler(reg)
+		}
+		release()
+	})
+	utilruntime.HandleError(err)
+	return inf
+}
+
+func (c *Controller) runWorker(ctx context.Context) {
+	for c.processNextWorkItem(ctx) {
+	}
+}
+
+// processNextWorkItem syncs one parent; a retryable failure is requeued with backoff.
+func (c *Controller) processNextWorkItem(ctx context.Context) bool {
+	key, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(key)
+	logger := klog.FromContext(ctx).WithValues("parent", key)
+	start := c.deps.Clock.Now()
+	err := c.sync(klog.NewContext(ctx, logger), key)
+	c.deps.Metrics.observe(c.Name(), start, c.deps.Clock.Now(), err)
+	var perm *permanentError
+	switch {
+	case err == nil:
+		c.queue.Forget(key)
+	case errors.As(err, &perm):
+		c.queue.Forget(key)
+		logger.V(2).Info("Sync failed; waiting for an input to change", "err", err)
+	default:
+		c.queue.AddRateLimited(key)
+		logger.Error(err, "Sync failed; will retry")
+	}
+	return true
+}
+
+// permanentError is a failure that retrying the same inputs cannot fix.
+type permanentError struct{ err error }
+
+func (e *permanentError) Error() string { return e.err.Error() }
+func (e *permanentError) Unwrap() error { return e.err }
+
+// isPermanent classifies an API error: a request the server rejects as invalid stays invalid.
+func isPermanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
+// Enqueue asks for a sync of every parent, e.g. after the policy changed.
+func (c *Controller) EnqueueAll() {
+	for _, key := range c.parents.GetIndexer().ListKeys() {
+		c.queue.AddRateLimited(key)
+	}
+}
+
+func (c *Controller) parentHandler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueObject,
+		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
+		DeleteFunc: c.enqueueObject,
+	}
+}
+
+func (c *Controller) enqueueObject(obj any) {
+	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
+	if err != nil {
+		utilruntime.HandleError(err)
+		return
+	}
+	c.queue.Add(key)
+}
+
+// childHandler routes a child's events to its parent, through its parent-uid label.
+func (c *Controller) childHandler() cache.ResourceEventHandler {
+	route := func(obj any) {
+		m, err := metaOf(obj)
+		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
+			return
+		}
+		parents, _ := c.parents.GetIndexer().ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
+		for _, p := range parents {
+			c.enqueueObject(p)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    route,
+		UpdateFunc: func(_, obj any) { route(obj) },
+		DeleteFunc: route,
+	}
+}
+
+// relatedHandler routes a related object's events to the parents that read it.
+func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+	route := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		for _, key := range c.relIndex.parentsReading(gvr, u) {
+			c.queue.Add(key)
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    route,
+		UpdateFunc: func(_, obj any) { route(obj) },
+		DeleteFunc: route,
+	}
+}

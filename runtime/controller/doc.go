@@ -1,0 +1,19 @@
+// Package controller runs one policy as a Kubernetes controller.
+//
+// Informers are shared: a Pool keeps one dynamic informer per resource and label selector,
+// refcounted, so that two policies with the same child kind watch it once, and a kind no policy
+// uses any more stops being watched. Children are watched through the label
+// app.kubernetes.io/managed-by=metacel only, and indexed by their parent's UID, so finding a
+// parent's children never scans all objects.
+//
+// Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
+// to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
+// object's through a reverse index of what each parent read in its last sync.
+//
+// The sync of one parent reads as a list of steps (sync.go): read the parent from the cache,
+// read its related objects and observed children, render (the pure function shared with
+// `metacel render`), make sure of the finalizer, apply the children that differ, delete the
+// children no longer desired, and write the status only if it changed. A converged parent costs
+// no write at all. Render errors are permanent for the parent's current inputs and are not
+// retried (an input change re-syncs the parent); API errors are retried with backoff.
+package controller

@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// ensureFinalizer makes sure a parent with children it cannot own (cross-namespace or
+// cluster-scoped) carries the cleanup finalizer before they are created, and drops it once it
+// has none left.
+func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+	need := false
+	for _, ch := range out.Children {
+		need = need || (!ch.Owned && ch.DeletionPolicy == policy.DeletionDelete)
+	}
+	for _, objs := range observed {
+		for _, o := range objs {
+			need = need || !ownedBy(o, parent)
+		}
+	}
+	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
+	if need == has {
+		return nil
+	}
+	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
+		return applyError("update finalizers of", parent, err)
+	}
+	return nil
+}
+
+// finalize cleans up a deleted parent's children that garbage collection cannot reach (those
+// without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
+// so it is finalized once they are gone.
+func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
+	if !slices.Contains(parent.GetFinalizers(), render.Finalizer) {
+		return nil
+	}
+	remaining := 0
+	for id, objs := range c.observedChildren(parent) {
+		for _, obs := range objs {
+			if ownedBy(obs, parent) {
+				continue // garbage collection removes it with the parent
+			}
+			remaining++
+			if obs.GetDeletionTimestamp() == nil {
+				if err := c.prune(ctx, parent, id, obs); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if remaining > 0 {
+		return nil
+	}
+	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
+		return applyError("remove the finalizer of", parent, err)
+	}
+	return nil
+}
+
+func ownedBy(obj, parent *unstructured.Unstructured) bool {
+	for _, r := range obj.GetOwnerReferences() {
+		if r.UID == parent.GetUID() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,121 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+
+	"metacel.dev/metacel/runtime/render"
+)
+
+// Index names of every pooled informer.
+const (
+	// byParentUID indexes children by the metacel.dev/parent-uid label.
+	byParentUID = "metacel.dev/parent-uid"
+	// byUID indexes objects by their own UID (parents, to route child events).
+	byUID = "uid"
+)
+
+var indexers = cache.Indexers{
+	cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
+	byParentUID: func(obj any) ([]string, error) {
+		m, err := metaOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		if uid := m.GetLabels()[render.LabelParentUID]; uid != "" {
+			return []string{uid}, nil
+		}
+		return nil, nil
+	},
+	byUID: func(obj any) ([]string, error) {
+		m, err := metaOf(obj)
+		if err != nil {
+			return nil, err
+		}
+		return []string{string(m.GetUID())}, nil
+	},
+}
+
+func metaOf(obj any) (metav1.Object, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("not an object: %T", obj)
+	}
+	return m, nil
+}
+
+// Pool shares dynamic informers between controllers, one per resource and label selector,
+// started on first use and stopped when the last user releases it.
+type Pool struct {
+	ctx    context.Context
+	client dynamic.Interface
+
+	mu      sync.Mutex
+	entries map[informerKey]*poolEntry
+}
+
+type informerKey struct {
+	gvr      schema.GroupVersionResource
+	selector string
+}
+
+type poolEntry struct {
+	informer cache.SharedIndexInformer
+	stop     context.CancelFunc
+	refs     int
+}
+
+// NewPool returns a pool whose informers run until ctx is done or they are released.
+func NewPool(ctx context.Context, client dynamic.Interface) *Pool {
+	return &Pool{ctx: ctx, client: client, entries: map[informerKey]*poolEntry{}}
+}
+
+// Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
+// starting it if needed. Call release when done with it.
+func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf cache.SharedIndexInformer, release func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := informerKey{gvr, selector}
+	e, ok := p.entries[k]
+	if !ok {
+		tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+		inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
+		ctx, stop := context.WithCancel(p.ctx)
+		e = &poolEntry{informer: inf, stop: stop}
+		p.entries[k] = e
+		go inf.RunWithContext(ctx)
+	}
+	e.refs++
+	var once sync.Once
+	return e.informer, func() { once.Do(func() { p.release(k) }) }
+}
+
+func (p *Pool) release(k informerKey) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	e := p.entries[k]
+	if e == nil {
+		return
+	}
+	if e.refs--; e.refs == 0 {
+		e.stop()
+		delete(p.entries, k)
+	}
+}
+
+// Len returns the number of running informers.
+func (p *Pool) Len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.entries)
+}

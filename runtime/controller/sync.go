@@ -1,0 +1,161 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/render"
+)
+
+// sync brings one parent's children and status in line with its policy.
+func (c *Controller) sync(ctx context.Context, key string) error {
+	parent, err := c.getParent(key)
+	if err != nil || parent == nil {
+		return err // a deleted parent's owned children go with it (garbage collection)
+	}
+	if parent.GetDeletionTimestamp() != nil {
+		return c.finalize(ctx, parent)
+	}
+	observed := c.observedChildren(parent)
+	related, err := c.readRelated(ctx, key, parent)
+	if err != nil {
+		return c.fail(ctx, parent, err)
+	}
+	out, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: observed, Related: related, Mapper: c.deps.Mapper})
+	if err != nil {
+		return c.fail(ctx, parent, err)
+	}
+	if err := c.ensureFinalizer(ctx, parent, out, observed); err != nil {
+		return err
+	}
+	if err := c.applyChildren(ctx, parent, out, observed); err != nil {
+		return c.fail(ctx, parent, err)
+	}
+	if err := c.pruneChildren(ctx, parent, out, observed); err != nil {
+		return c.fail(ctx, parent, err)
+	}
+	_, err = c.updateStatus(ctx, parent, out.Status, out.Conditions())
+	return err
+}
+
+// getParent reads a parent from the cache; nil when it is gone. The object is the cache's own:
+// it is read, never modified.
+func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
+	obj, exists, err := c.parents.GetIndexer().GetByKey(key)
+	if err != nil {
+		return nil, err
+	}
+	if !exists {
+		c.relIndex.forget(key)
+		return nil, nil
+	}
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return nil, fmt.Errorf("parent %q: unexpected %T in cache", key, obj)
+	}
+	return u, nil
+}
+
+// observedChildren returns the parent's children as the caches hold them, by child id, found
+// through the parent-uid index.
+func (c *Controller) observedChildren(parent *unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+	out := map[string][]*unstructured.Unstructured{}
+	for _, inf := range c.children {
+		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(parent.GetUID()))
+		for _, obj := range objs {
+			u, ok := obj.(*unstructured.Unstructured)
+			if !ok || u.GetLabels()[render.LabelPolicy] != c.Name() {
+				continue
+			}
+			id := u.GetLabels()[render.LabelChildID]
+			out[id] = append(out[id], u)
+		}
+	}
+	return out
+}
+
+// readRelated resolves the parent's related references and reads them from the caches; it
+// remembers what the parent read, so that a change to it re-syncs the parent.
+func (c *Controller) readRelated(ctx context.Context, key string, parent *unstructured.Unstructured) (map[string][]*unstructured.Unstructured, error) {
+	if len(c.policy.Related) == 0 {
+		return nil, nil
+	}
+	refs, err := render.Related(ctx, c.policy, parent)
+	if err != nil {
+		return nil, err
+	}
+	c.relIndex.set(key, refs)
+	out := map[string][]*unstructured.Unstructured{}
+	for _, ref := range refs {
+		indexer := c.related[ref.Resource.String()].GetIndexer()
+		if ref.Selector == nil {
+			k := ref.Name
+			if ref.Namespace != "" {
+				k = ref.Namespace + "/" + ref.Name
+			}
+			if obj, ok, _ := indexer.GetByKey(k); ok {
+				out[ref.ID] = append(out[ref.ID], obj.(*unstructured.Unstructured))
+			}
+			continue
+		}
+		objs, _ := indexer.ByIndex("namespace", ref.Namespace)
+		for _, obj := range objs {
+			if u := obj.(*unstructured.Unstructured); ref.Matches(u) {
+				out[ref.ID] = append(out[ref.ID], u)
+			}
+		}
+	}
+	return out, nil
+}
+
+// syncError is a failure to apply, with the reason reported on the parent.
+type syncError struct {
+	reason string
+	err    error
+	retry  bool
+}
+
+func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
+
+// Reasons of failures after render.
+const (
+	ReasonApplyFailed   = "ApplyFailed"
+	ReasonChildConflict = "ChildConflict"
+)
+
+// fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
+// is new) and says whether to retry: render errors and invalid requests wait for an input to
+// change; API errors and conflicts are retried with backoff.
+func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured, err error) error {
+	var se *syncError
+	reason, retry := render.ReasonEvaluationError, false
+	switch {
+	case errors.As(err, &se):
+		reason, retry = se.reason, se.retry
+	case isRenderError(err):
+		reason = render.ErrorConditions(err, reason)[0].Reason
+	}
+	conds := render.FailureConditions(reason, err.Error())
+	changed, serr := c.updateStatus(ctx, parent, nil, conds)
+	if changed {
+		c.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
+	}
+	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
+	switch {
+	case serr != nil:
+		return errors.Join(err, serr)
+	case retry:
+		return err
+	}
+	return &permanentError{err: err}
+}
+
+func isRenderError(err error) bool {
+	var re *render.Error
+	return errors.As(err, &re)
+}

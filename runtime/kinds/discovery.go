@@ -1,0 +1,114 @@
+package kinds
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
+
+var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
+
+// Discovery is the Mapper of a cluster: discovery for kinds and scopes, CRDs for schemas. It
+// caches what it learns; Reset forgets it, so that a resource created later (a new CRD) is found.
+type Discovery struct {
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	dynamic dynamic.Interface
+	// crds caches what CRDs say of custom resources, by resource
+	mu   sync.Mutex
+	crds map[schema.GroupVersionResource]crdVersion
+}
+
+// crdVersion is what metacel reads of one version of a CRD.
+type crdVersion struct {
+	schema    *apiextensionsv1.JSONSchemaProps
+	hasStatus bool
+}
+
+// NewDiscovery returns a cluster Mapper.
+func NewDiscovery(dc discovery.DiscoveryInterface, dyn dynamic.Interface) *Discovery {
+	return &Discovery{
+		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		dynamic: dyn,
+		crds:    map[schema.GroupVersionResource]crdVersion{},
+	}
+}
+
+// Reset forgets what discovery said.
+func (d *Discovery) Reset() {
+	d.mapper.Reset()
+	d.mu.Lock()
+	d.crds = map[schema.GroupVersionResource]crdVersion{}
+	d.mu.Unlock()
+}
+
+// ForResource implements Mapper; for a custom resource, Info.Schema is its CRD's schema.
+func (d *Discovery) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
+	gvk, err := d.mapper.KindFor(gvr)
+	if err != nil {
+		return Info{}, false
+	}
+	info, ok := d.ForKind(gvk)
+	if ok {
+		v := d.crd(gvr)
+		info.Schema, info.HasStatus = v.schema, v.hasStatus
+	}
+	return info, ok
+}
+
+// ForKind implements Mapper.
+func (d *Discovery) ForKind(gvk schema.GroupVersionKind) (Info, bool) {
+	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err != nil {
+		return Info{}, false
+	}
+	return Info{GVR: m.Resource, Kind: gvk.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, true
+}
+
+// crd returns what the CRD of a custom resource says of its version; nothing for built-ins.
+func (d *Discovery) crd(gvr schema.GroupVersionResource) crdVersion {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if v, ok := d.crds[gvr]; ok {
+		return v
+	}
+	v, err := d.fetchCRD(gvr)
+	if err != nil {
+		return crdVersion{} // not a CRD (a built-in or an aggregated API): untyped
+	}
+	d.crds[gvr] = v
+	return v
+}
+
+func (d *Discovery) fetchCRD(gvr schema.GroupVersionResource) (crdVersion, error) {
+	if gvr.Group == "" || d.dynamic == nil {
+		return crdVersion{}, fmt.Errorf("not a custom resource")
+	}
+	u, err := d.dynamic.Resource(crdResource).Get(context.Background(), gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
+	if err != nil {
+		return crdVersion{}, err
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, crd); err != nil {
+		return crdVersion{}, err
+	}
+	for _, v := range crd.Spec.Versions {
+		if v.Name == gvr.Version {
+			out := crdVersion{hasStatus: v.Subresources != nil && v.Subresources.Status != nil}
+			if v.Schema != nil {
+				out.schema = v.Schema.OpenAPIV3Schema
+			}
+			return out, nil
+		}
+	}
+	return crdVersion{}, fmt.Errorf("no version %s in CRD", gvr.Version)
+}
