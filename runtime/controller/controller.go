@@ -86,6 +86,10 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	for range workers {
 		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
 	}
+	if period := c.policy.ResyncPeriod; period > 0 {
+		// re-sync every parent periodically, from the cache: the shared informers never re-list
+		go wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll(c.queue.Add) }, period, 0.1, false)
+	}
 	<-ctx.Done()
 	logger.Info("Stopping controller")
 	return nil
@@ -121,21 +125,21 @@ func (c *Controller) watch() error {
 		}
 		selector = sel.String()
 	}
-	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler(), c.policy.ResyncPeriod)
+	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler())
 	for gvr := range c.policy.ChildResources {
-		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler(), 0)
+		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler())
 	}
 	for _, rel := range c.policy.Related {
 		if _, ok := c.related[rel.GVR.String()]; !ok {
-			c.related[rel.GVR.String()] = c.acquire(rel.GVR, "", c.relatedHandler(rel.GVR), 0)
+			c.related[rel.GVR.String()] = c.acquire(rel.GVR, "", c.relatedHandler(rel.GVR))
 		}
 	}
 	return nil
 }
 
-func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, resync time.Duration) cache.SharedIndexInformer {
+func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler) cache.SharedIndexInformer {
 	inf, release := c.deps.Pool.Acquire(gvr, selector)
-	reg, err := inf.AddEventHandlerWithResyncPeriod(h, resync)
+	reg, err := inf.AddEventHandler(h)
 	c.cleanups = append(c.cleanups, func() {
 		if err == nil {
 			_ = inf.RemoveEventHandler(reg)
@@ -169,6 +173,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	case errors.As(err, &perm):
 		c.queue.Forget(key)
 		logger.V(2).Info("Sync failed; waiting for an input to change", "err", err)
+	case isConflict(err):
+		c.queue.AddRateLimited(key)
+		logger.V(1).Info("Child conflict; will retry", "err", err)
 	default:
 		c.queue.AddRateLimited(key)
 		logger.Error(err, "Sync failed; will retry")
@@ -187,10 +194,10 @@ func isPermanent(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
 }
 
-// Enqueue asks for a sync of every parent, e.g. after the policy changed.
-func (c *Controller) EnqueueAll() {
+// enqueueAll asks for a sync of every parent.
+func (c *Controller) enqueueAll(add func(string)) {
 	for _, key := range c.parents.GetIndexer().ListKeys() {
-		c.queue.AddRateLimited(key)
+		add(key)
 	}
 }
 
@@ -249,4 +256,9 @@ func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.Resou
 		UpdateFunc: func(_, obj any) { route(obj) },
 		DeleteFunc: route,
 	}
+}
+
+func isConflict(err error) bool {
+	var se *syncError
+	return errors.As(err, &se) && se.reason == ReasonChildConflict
 }

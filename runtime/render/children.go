@@ -161,8 +161,8 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 		}
 		obj.SetNamespace(parentNS)
 	}
-	if obj.GetNamespace() == parentNS {
-		return true, nil
+	if obj.GetNamespace() == parentNS || parentNS == "" {
+		return true, nil // a cluster-scoped parent can own namespaced children anywhere
 	}
 	if errs := validation.IsDNS1123Label(obj.GetNamespace()); len(errs) > 0 {
 		return false, childError(ch.Path, "%s %q: namespace %q is invalid: %s", info.Kind, obj.GetName(), obj.GetNamespace(), errs[0])

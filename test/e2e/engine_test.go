@@ -1,0 +1,119 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var widgetsGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "widgets"}
+
+func widget(ns, name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"color": "blue"},
+	}}
+}
+
+// TestIdleResyncWritesNothing converges 100 parents, then lets the runtime re-sync all of them
+// (the policy asks for a re-sync every second) and counts the writes it makes meanwhile.
+func TestIdleResyncWritesNothing(t *testing.T) {
+	rt := startRuntime(t, filepath.Join("testdata", "policies", "resync"))
+	ns := newNamespace(t, "resync")
+	const parents = 100
+	for i := range parents {
+		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%03d", i)))
+	}
+	eventually(t, 2*time.Minute, "100 widgets converge", func() error {
+		list, err := cluster.dynamic.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil && str(&list.Items[i], "status", "color") == "blue" {
+				ready++
+			}
+		}
+		if ready < parents {
+			return fmt.Errorf("%d of %d ready", ready, parents)
+		}
+		return nil
+	})
+	// let in-flight syncs settle: converged means a full re-sync round already passed with no write
+	before := rt.reconciles("widget")
+	eventually(t, time.Minute, "a first idle re-sync round", func() error {
+		if rt.reconciles("widget") < before+parents {
+			return fmt.Errorf("%v syncs since", rt.reconciles("widget")-before)
+		}
+		return nil
+	})
+	writes, syncs := rt.writes.Load(), rt.reconciles("widget")
+	eventually(t, time.Minute, "two more re-sync rounds", func() error {
+		if done := rt.reconciles("widget") - syncs; done < 2*parents {
+			return fmt.Errorf("%v syncs so far", done)
+		}
+		return nil
+	})
+	if extra := rt.writes.Load() - writes; extra != 0 {
+		t.Errorf("idle re-syncs of %d converged parents made %d writes, want 0", parents, extra)
+	}
+	t.Logf("%v idle syncs, %d writes", rt.reconciles("widget")-syncs, rt.writes.Load()-writes)
+}
+
+// TestConflictIsReportedNotTakenOver: an object with a child's name that metacel does not manage
+// is left untouched and reported on the parent.
+func TestConflictIsReportedNotTakenOver(t *testing.T) {
+	startRuntime(t, filepath.Join("testdata", "policies", "resync"))
+	ns := newNamespace(t, "conflict")
+	squatter := create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata":   map[string]any{"name": "taken-widget", "namespace": ns},
+		"data":       map[string]any{"owner": "someone else"},
+	}})
+	create(t, widgetsGVR, widget(ns, "taken"))
+	waitFor(t, widgetsGVR, ns, "taken", wait, hasCondition("Synced", "False", "ChildConflict", ""))
+	cm, err := get(t, configMapsGVR, ns, "taken-widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.GetResourceVersion() != squatter.GetResourceVersion() || str(cm, "data", "owner") != "someone else" || len(cm.GetLabels()) != 0 {
+		t.Errorf("the unowned object was modified: %v", cm.Object)
+	}
+
+	t.Run("the parent recovers once the object is gone", func(t *testing.T) {
+		deleteObj(t, configMapsGVR, ns, "taken-widget")
+		waitFor(t, widgetsGVR, ns, "taken", 2*time.Minute, hasCondition("Synced", "True", "", ""))
+		waitFor(t, configMapsGVR, ns, "taken-widget", wait, hasData("color", "blue"))
+	})
+}
+
+// TestBuiltInParent: a policy whose parent is a built-in kind (Namespace), with a label selector.
+func TestBuiltInParent(t *testing.T) {
+	startRuntime(t, filepath.Join("testdata", "policies", "namespaces"))
+	labelled := newNamespace(t, "welcome")
+	other := newNamespace(t, "plain")
+	nsObj, err := cluster.kube.CoreV1().Namespaces().Get(t.Context(), labelled, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsObj.Labels["metacel.dev/e2e-welcome"] = "true"
+	if _, err := cluster.kube.CoreV1().Namespaces().Update(t.Context(), nsObj, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cm := waitFor(t, configMapsGVR, labelled, "welcome", wait, hasData("message", "Welcome to "+labelled))
+	if refs := cm.GetOwnerReferences(); len(refs) != 1 || refs[0].Kind != "Namespace" {
+		t.Errorf("ownerReferences: %v", refs)
+	}
+	if _, err := cluster.kube.CoreV1().ConfigMaps(other).Get(t.Context(), "welcome", metav1.GetOptions{}); err == nil {
+		t.Error("a namespace without the label must get no ConfigMap")
+	}
+	_ = corev1.NamespaceActive
+}

@@ -1,0 +1,238 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/operator"
+)
+
+// Resources the tests read.
+var (
+	podsGVR        = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	configMapsGVR  = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	deploymentsGVR = schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	jobsGVR        = schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	myAppsGVR      = schema.GroupVersionResource{Group: "demo.rtfm.co.ua", Version: "v1", Resource: "myapps"}
+	myIngressesGVR = schema.GroupVersionResource{Group: "demo.rtfm.co.ua", Version: "v1", Resource: "myingresses"}
+	whaleSaysGVR   = schema.GroupVersionResource{Group: "devsectim.io", Version: "v1alpha1", Resource: "whalesays"}
+	cmSyncsGVR     = schema.GroupVersionResource{Group: "apps.bixbite.io", Version: "v1", Resource: "configmapsyncs"}
+	memcachedsGVR  = schema.GroupVersionResource{Group: "cache.example.com", Version: "v1alpha1", Resource: "memcacheds"}
+	lbGVR          = schema.GroupVersionResource{Group: "elbv2.services.k8s.aws", Version: "v1alpha1", Resource: "loadbalancers"}
+)
+
+// runtime is a metacel runtime running in-process for one test.
+type runtime struct {
+	writes   atomic.Int64 // requests other than GET, LIST and WATCH
+	registry *prometheus.Registry
+}
+
+// startRuntime runs operator.Run (the code of `metacel run`) on the policies of dirs until the
+// test ends, and waits until its caches have synced.
+func startRuntime(t *testing.T, dirs ...string) *runtime {
+	t.Helper()
+	rt := &runtime{registry: prometheus.NewRegistry()}
+	cfg := rest.CopyConfig(cluster.config)
+	cfg.QPS, cfg.Burst = 100, 200
+	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			switch r.Method {
+			case http.MethodGet, http.MethodHead:
+			default:
+				if !strings.Contains(r.URL.Path, "/events") {
+					rt.writes.Add(1)
+				}
+			}
+			return next.RoundTrip(r)
+		})
+	})
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().V(1)))
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- operator.Run(ctx, operator.Options{Config: cfg, PolicyDirs: dirs, Workers: 4, Registry: rt.registry, Ready: ready})
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("runtime: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("runtime stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("runtime caches did not sync in 60s")
+	}
+	return rt
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// reconciles returns how many syncs a policy has run.
+func (rt *runtime) reconciles(policy string) float64 {
+	families, _ := rt.registry.Gather()
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == policy {
+					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// newNamespace creates a namespace for one test and deletes it when the test ends.
+func newNamespace(t *testing.T, prefix string) string {
+	t.Helper()
+	ns, err := cluster.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cluster.kube.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{})
+	})
+	return ns.Name
+}
+
+// readObjects reads the objects of a YAML file.
+func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
+	var out []*unstructured.Unstructured
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); err != nil {
+			break
+		}
+		if len(u.Object) > 0 {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// sample returns the parent of samples/<name>.yaml, moved to namespace ns.
+func sample(t *testing.T, name, ns string) *unstructured.Unstructured {
+	t.Helper()
+	objs := readObjects(t, filepath.Join(repo, "samples", name+".yaml"))
+	parent := objs[len(objs)-1] // the parent comes last
+	parent.SetNamespace(ns)
+	return parent
+}
+
+func create(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	out, err := cluster.dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("create %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), err)
+	}
+	return out
+}
+
+func get(t *testing.T, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+	t.Helper()
+	return cluster.dynamic.Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
+}
+
+// waitFor polls until the object exists and check passes, and returns it.
+func waitFor(t *testing.T, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration, check func(*unstructured.Unstructured) error) *unstructured.Unstructured {
+	t.Helper()
+	var obj *unstructured.Unstructured
+	eventually(t, timeout, fmt.Sprintf("%s %s/%s", gvr.Resource, ns, name), func() error {
+		var err error
+		if obj, err = get(t, gvr, ns, name); err != nil {
+			return err
+		}
+		if check != nil {
+			return check(obj)
+		}
+		return nil
+	})
+	return obj
+}
+
+// waitGone polls until the object no longer exists.
+func waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration) {
+	t.Helper()
+	eventually(t, timeout, fmt.Sprintf("%s %s/%s is deleted", gvr.Resource, ns, name), func() error {
+		_, err := get(t, gvr, ns, name)
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("still there (err %v)", err)
+	})
+}
+
+// condition returns a status condition of an object.
+func condition(obj *unstructured.Unstructured, typ string) map[string]any {
+	conds, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			return m
+		}
+	}
+	return nil
+}
+
+// hasCondition checks a condition's status and, when not empty, its reason and message.
+func hasCondition(typ, status, reason, message string) func(*unstructured.Unstructured) error {
+	return func(obj *unstructured.Unstructured) error {
+		c := condition(obj, typ)
+		switch {
+		case c == nil:
+			return fmt.Errorf("no %s condition yet", typ)
+		case c["status"] != status, reason != "" && c["reason"] != reason, message != "" && c["message"] != message:
+			return fmt.Errorf("condition %s is %v/%v %q, want %s/%s %q", typ, c["status"], c["reason"], c["message"], status, reason, message)
+		case c["observedGeneration"] != obj.GetGeneration():
+			return fmt.Errorf("condition %s is for generation %v, want %d", typ, c["observedGeneration"], obj.GetGeneration())
+		}
+		return nil
+	}
+}
+
+func str(obj *unstructured.Unstructured, fields ...string) string {
+	s, _, _ := unstructured.NestedString(obj.Object, fields...)
+	return s
+}
+
+// expectEqual fails the test when got differs from want.
+func expectEqual[T comparable](t *testing.T, what string, got, want T) {
+	t.Helper()
+	if got != want {
+		t.Errorf("%s: got %v, want %v", what, got, want)
+	}
+}

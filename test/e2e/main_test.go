@@ -1,0 +1,139 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// cluster is the control plane shared by every test of the package.
+var cluster struct {
+	dir, bin, kubeconfig string
+	config               *rest.Config
+	dynamic              dynamic.Interface
+	kube                 kubernetes.Interface
+}
+
+var repo = filepath.Join("..", "..")
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	script := filepath.Join(repo, "hack", "control-plane.sh")
+	out, err := exec.Command(script, "bin-dir").Output()
+	if err != nil {
+		return 0, fmt.Errorf("build the control plane (%s bin-dir): %w", script, err)
+	}
+	cluster.bin = strings.TrimSpace(string(out))
+	cluster.dir, err = os.MkdirTemp("", "metacel-e2e-")
+	if err != nil {
+		return 0, err
+	}
+	defer os.RemoveAll(cluster.dir)
+	up := exec.Command(script, "up", cluster.dir)
+	up.Stderr = os.Stderr
+	if err := up.Run(); err != nil {
+		return 0, fmt.Errorf("start the control plane: %w", err)
+	}
+	defer func() {
+		down := exec.Command(script, "down", cluster.dir)
+		down.Stderr = os.Stderr
+		_ = down.Run()
+	}()
+	cluster.kubeconfig = filepath.Join(cluster.dir, "kubeconfig")
+	if cluster.config, err = clientcmd.BuildConfigFromFlags("", cluster.kubeconfig); err != nil {
+		return 0, err
+	}
+	cluster.config.QPS, cluster.config.Burst = 200, 400
+	if cluster.dynamic, err = dynamic.NewForConfig(cluster.config); err != nil {
+		return 0, err
+	}
+	if cluster.kube, err = kubernetes.NewForConfig(cluster.config); err != nil {
+		return 0, err
+	}
+	if err := installCRDs(); err != nil {
+		return 0, err
+	}
+	return m.Run(), nil
+}
+
+// installCRDs installs the seed CRDs and the test-only ones, and waits until they are served.
+func installCRDs() error {
+	dirs := []string{filepath.Join(repo, "crds"), filepath.Join(repo, "test", "testdata", "crds"), filepath.Join("testdata", "crds")}
+	args := []string{"apply"}
+	for _, d := range dirs {
+		args = append(args, "-f", d)
+	}
+	if out, err := kubectlCmd(context.Background(), nil, args...); err != nil {
+		return fmt.Errorf("install CRDs: %v: %s", err, out)
+	}
+	if out, err := kubectlCmd(context.Background(), nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
+		return fmt.Errorf("wait for CRDs: %v: %s", err, out)
+	}
+	return nil
+}
+
+// kubectlCmd runs the control plane's kubectl.
+func kubectlCmd(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(cluster.bin, "kubectl"), append([]string{"--kubeconfig", cluster.kubeconfig}, args...)...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// kubectl runs kubectl and fails the test on error.
+func kubectl(t *testing.T, stdin string, args ...string) string {
+	t.Helper()
+	var in []byte
+	if stdin != "" {
+		in = []byte(stdin)
+	}
+	out, err := kubectlCmd(t.Context(), in, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// eventually polls check every 100ms until it returns nil, or fails the test with its last
+// error after timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not true after %s: %v", what, timeout, err)
+		}
+		select {
+		case <-t.Context().Done():
+			t.Fatalf("%s: %v", what, t.Context().Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
