@@ -14,14 +14,14 @@ GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangc
 
 .PHONY: help
 help: ## Show this help
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/metacel
 	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel
 
 .PHONY: test
-test: vet unit fuzz ## Run every test: vet, unit and golden tests, a short fuzz of the parsers
+test: vet unit fuzz e2e ## Run every test: vet, unit and golden, a short fuzz of the parsers, e2e on a local control plane
 
 .PHONY: vet
 vet: ## go vet every package
@@ -29,7 +29,15 @@ vet: ## go vet every package
 
 .PHONY: unit
 unit: ## Unit and golden tests (no cluster)
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
+
+.PHONY: e2e
+e2e: ## End-to-end tests against a local control plane (built once into the cache: 15 min the first time)
+	$(GO) test -count=1 -timeout 30m ./test/e2e
+
+.PHONY: control-plane
+control-plane: ## Build (once) the control plane binaries and print their directory
+	@hack/control-plane.sh bin-dir
 
 .PHONY: fuzz
 fuzz: ## Fuzz the policy loader and the template engine for FUZZTIME each (default 10s)
@@ -43,6 +51,10 @@ golden: ## Regenerate the golden files of `metacel render` after an intended cha
 .PHONY: bench
 bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/render
+
+.PHONY: bench-e2e
+bench-e2e: ## Benchmark on a local control plane: 1,000 MyApps until all are Ready
+	$(GO) test -count=1 -run '^$$' -bench ThousandMyApps -benchtime 1x -timeout 30m ./test/e2e
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (pinned, installed into the tools cache)

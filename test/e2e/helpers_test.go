@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,21 @@ var (
 	lbGVR          = schema.GroupVersionResource{Group: "elbv2.services.k8s.aws", Version: "v1alpha1", Resource: "loadbalancers"}
 )
 
+// The runtime's client settings in tests: `metacel run`'s defaults, or METACEL_BENCH_QPS (burst
+// twice that) to measure how throughput follows the client's rate limit.
+var (
+	runtimeQPS     = envFloat("METACEL_BENCH_QPS", 50)
+	runtimeBurst   = int(2 * runtimeQPS)
+	runtimeWorkers = 4
+)
+
+func envFloat(name string, def float32) float32 {
+	if v, err := strconv.ParseFloat(os.Getenv(name), 32); err == nil && v > 0 {
+		return float32(v)
+	}
+	return def
+}
+
 // runtime is a metacel runtime running in-process for one test.
 type runtime struct {
 	writes   atomic.Int64 // requests other than GET, LIST and WATCH
@@ -46,11 +62,11 @@ type runtime struct {
 
 // startRuntime runs operator.Run (the code of `metacel run`) on the policies of dirs until the
 // test ends, and waits until its caches have synced.
-func startRuntime(t *testing.T, dirs ...string) *runtime {
+func startRuntime(t testing.TB, dirs ...string) *runtime {
 	t.Helper()
 	rt := &runtime{registry: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(cluster.config)
-	cfg.QPS, cfg.Burst = 100, 200
+	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			switch r.Method {
@@ -67,7 +83,7 @@ func startRuntime(t *testing.T, dirs ...string) *runtime {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- operator.Run(ctx, operator.Options{Config: cfg, PolicyDirs: dirs, Workers: 4, Registry: rt.registry, Ready: ready})
+		done <- operator.Run(ctx, operator.Options{Config: cfg, PolicyDirs: dirs, Workers: runtimeWorkers, Registry: rt.registry, Ready: ready})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -109,7 +125,7 @@ func (rt *runtime) reconciles(policy string) float64 {
 }
 
 // newNamespace creates a namespace for one test and deletes it when the test ends.
-func newNamespace(t *testing.T, prefix string) string {
+func newNamespace(t testing.TB, prefix string) string {
 	t.Helper()
 	ns, err := cluster.kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"},
@@ -124,7 +140,7 @@ func newNamespace(t *testing.T, prefix string) string {
 }
 
 // readObjects reads the objects of a YAML file.
-func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
+func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
@@ -146,7 +162,7 @@ func readObjects(t *testing.T, path string) []*unstructured.Unstructured {
 }
 
 // sample returns the parent of samples/<name>.yaml, moved to namespace ns.
-func sample(t *testing.T, name, ns string) *unstructured.Unstructured {
+func sample(t testing.TB, name, ns string) *unstructured.Unstructured {
 	t.Helper()
 	objs := readObjects(t, filepath.Join(repo, "samples", name+".yaml"))
 	parent := objs[len(objs)-1] // the parent comes last
@@ -154,7 +170,7 @@ func sample(t *testing.T, name, ns string) *unstructured.Unstructured {
 	return parent
 }
 
-func create(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) *unstructured.Unstructured {
+func create(t testing.TB, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) *unstructured.Unstructured {
 	t.Helper()
 	out, err := cluster.dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})
 	if err != nil {
@@ -163,13 +179,13 @@ func create(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Uns
 	return out
 }
 
-func get(t *testing.T, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
+func get(t testing.TB, gvr schema.GroupVersionResource, ns, name string) (*unstructured.Unstructured, error) {
 	t.Helper()
 	return cluster.dynamic.Resource(gvr).Namespace(ns).Get(t.Context(), name, metav1.GetOptions{})
 }
 
 // waitFor polls until the object exists and check passes, and returns it.
-func waitFor(t *testing.T, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration, check func(*unstructured.Unstructured) error) *unstructured.Unstructured {
+func waitFor(t testing.TB, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration, check func(*unstructured.Unstructured) error) *unstructured.Unstructured {
 	t.Helper()
 	var obj *unstructured.Unstructured
 	eventually(t, timeout, fmt.Sprintf("%s %s/%s", gvr.Resource, ns, name), func() error {
@@ -186,7 +202,7 @@ func waitFor(t *testing.T, gvr schema.GroupVersionResource, ns, name string, tim
 }
 
 // waitGone polls until the object no longer exists.
-func waitGone(t *testing.T, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration) {
+func waitGone(t testing.TB, gvr schema.GroupVersionResource, ns, name string, timeout time.Duration) {
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("%s %s/%s is deleted", gvr.Resource, ns, name), func() error {
 		_, err := get(t, gvr, ns, name)

@@ -119,7 +119,7 @@ func kubectl(t *testing.T, stdin string, args ...string) string {
 
 // eventually polls check every 100ms until it returns nil, or fails the test with its last
 // error after timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
