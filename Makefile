@@ -21,7 +21,7 @@ build: ## Build bin/metacel
 	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel
 
 .PHONY: test
-test: vet unit fuzz e2e ## Run every test: vet, unit and golden, a short fuzz of the parsers, e2e on a local control plane
+test: vet lint unit fuzz e2e ## Run every test: vet, lint, unit and golden, a short fuzz of the parsers, e2e on a local control plane
 
 .PHONY: vet
 vet: ## go vet every package

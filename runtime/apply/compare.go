@@ -21,7 +21,7 @@ func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
 			var tree map[string]any
-			if json.Unmarshal(mf.FieldsV1.Raw, &tree) == nil {
+			if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &tree) == nil {
 				return tree
 			}
 		}

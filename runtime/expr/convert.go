@@ -48,7 +48,7 @@ func toNative(v ref.Val) (any, error) {
 	case types.Timestamp:
 		return x.Time.UTC().Format(time.RFC3339Nano), nil
 	case types.Duration:
-		return x.Duration.String(), nil
+		return x.String(), nil
 	case *types.Err:
 		return nil, x
 	case *types.Unknown:

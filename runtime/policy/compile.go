@@ -16,16 +16,16 @@ import (
 // gives the parent's schema when it is known; pass kinds.NewCatalog() for built-ins only.
 func Load(file string, data []byte, m kinds.Mapper) ([]*Compiled, error) {
 	docs, err := Parse(file, data)
-	errs := asList(err)
+	errs := Errors(err)
 	var out []*Compiled
 	for _, doc := range docs {
 		if err := Validate(doc); err != nil {
-			errs = append(errs, asList(err)...)
+			errs = append(errs, Errors(err)...)
 			continue
 		}
 		c, err := Compile(doc, m)
 		if err != nil {
-			errs = append(errs, asList(err)...)
+			errs = append(errs, Errors(err)...)
 			continue
 		}
 		out = append(out, c)
@@ -33,7 +33,8 @@ func Load(file string, data []byte, m kinds.Mapper) ([]*Compiled, error) {
 	return out, errs.Err()
 }
 
-func asList(err error) ErrorList {
+// Errors returns the FieldErrors of err: its list, or err as one error without a location.
+func Errors(err error) ErrorList {
 	if err == nil {
 		return nil
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
 	"metacel.dev/metacel/runtime/expr"
 )
 

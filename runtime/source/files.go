@@ -59,16 +59,9 @@ func Load(files []string, m kinds.Mapper) ([]*policy.Compiled, error) {
 		}
 		compiled, err := policy.Load(f, data, m)
 		if err != nil {
-			errs = append(errs, asList(err)...)
+			errs = append(errs, policy.Errors(err)...)
 		}
 		out = append(out, compiled...)
 	}
 	return out, errs.Err()
-}
-
-func asList(err error) policy.ErrorList {
-	if l, ok := err.(policy.ErrorList); ok {
-		return l
-	}
-	return policy.ErrorList{{Msg: err.Error()}}
 }

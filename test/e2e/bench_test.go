@@ -52,6 +52,7 @@ func BenchmarkThousandMyApps(b *testing.B) {
 		b.ReportMetric(podsAt.Seconds(), "s-all-pods")
 		b.ReportMetric(time.Since(start).Seconds(), "s-all-ready")
 		b.ReportMetric(float64(rt.writes.Load()), "writes")
+		b.ReportMetric(rt.reconciles("myapp"), "syncs")
 		b.Logf("QPS %v, burst %v, %d workers", runtimeQPS, runtimeBurst, runtimeWorkers)
 	}
 }

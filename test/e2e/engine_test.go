@@ -75,8 +75,8 @@ func TestConflictIsReportedNotTakenOver(t *testing.T) {
 	ns := newNamespace(t, "conflict")
 	squatter := create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata":   map[string]any{"name": "taken-widget", "namespace": ns},
-		"data":       map[string]any{"owner": "someone else"},
+		"metadata": map[string]any{"name": "taken-widget", "namespace": ns},
+		"data":     map[string]any{"owner": "someone else"},
 	}})
 	create(t, widgetsGVR, widget(ns, "taken"))
 	waitFor(t, widgetsGVR, ns, "taken", wait, hasCondition("Synced", "False", "ChildConflict", ""))

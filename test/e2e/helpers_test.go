@@ -146,7 +146,7 @@ func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
 	var out []*unstructured.Unstructured
 	for {
@@ -209,7 +209,7 @@ func waitGone(t testing.TB, gvr schema.GroupVersionResource, ns, name string, ti
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
-		return fmt.Errorf("still there (err %v)", err)
+		return fmt.Errorf("still there (err %w)", err)
 	})
 }
 

@@ -49,7 +49,7 @@ func run(m *testing.M) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(cluster.dir)
+	defer func() { _ = os.RemoveAll(cluster.dir) }()
 	up := exec.Command(script, "up", cluster.dir)
 	up.Stderr = os.Stderr
 	if err := up.Run(); err != nil {
@@ -85,10 +85,10 @@ func installCRDs() error {
 		args = append(args, "-f", d)
 	}
 	if out, err := kubectlCmd(context.Background(), nil, args...); err != nil {
-		return fmt.Errorf("install CRDs: %v: %s", err, out)
+		return fmt.Errorf("install CRDs: %w: %s", err, out)
 	}
 	if out, err := kubectlCmd(context.Background(), nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
-		return fmt.Errorf("wait for CRDs: %v: %s", err, out)
+		return fmt.Errorf("wait for CRDs: %w: %s", err, out)
 	}
 	return nil
 }
@@ -101,20 +101,6 @@ func kubectlCmd(ctx context.Context, stdin []byte, args ...string) (string, erro
 	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
-}
-
-// kubectl runs kubectl and fails the test on error.
-func kubectl(t *testing.T, stdin string, args ...string) string {
-	t.Helper()
-	var in []byte
-	if stdin != "" {
-		in = []byte(stdin)
-	}
-	out, err := kubectlCmd(t.Context(), in, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
 }
 
 // eventually polls check every 100ms until it returns nil, or fails the test with its last
