@@ -252,3 +252,23 @@ func expectEqual[T comparable](t *testing.T, what string, got, want T) {
 		t.Errorf("%s: got %v, want %v", what, got, want)
 	}
 }
+
+// waitEvent waits for an events.k8s.io/v1 Event about an object with a reason, and returns its note.
+func waitEvent(t *testing.T, ns, regarding, reason string) string {
+	t.Helper()
+	var note string
+	eventually(t, wait, fmt.Sprintf("event %s on %s", reason, regarding), func() error {
+		list, err := cluster.kube.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		for _, e := range list.Items {
+			if e.Regarding.Name == regarding && e.Reason == reason && e.ReportingController == "metacel" {
+				note = e.Note
+				return nil
+			}
+		}
+		return fmt.Errorf("none among %d events", len(list.Items))
+	})
+	return note
+}

@@ -13,7 +13,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-const wait = 60 * time.Second
+const (
+	wait = 60 * time.Second
+	// gcWait bounds garbage collection, which starts watching a new CRD's objects only at its next
+	// discovery round (every 30 s in kube-controller-manager)
+	gcWait = 2 * time.Minute
+)
 
 var policies = filepath.Join(repo, "policies")
 
@@ -44,6 +49,7 @@ func TestMyApp(t *testing.T) {
 		if ports := fmt.Sprint(c["ports"]); ports != "[map[containerPort:80 protocol:TCP]]" {
 			t.Errorf("ports: %s", ports)
 		}
+		expectEqual(t, "event", waitEvent(t, ns, "example-app", "Created"), "Created Pod "+ns+"/example-app-pod")
 	})
 	t.Run("Ready once the Pod runs", func(t *testing.T) {
 		p := waitFor(t, myAppsGVR, ns, "example-app", wait, hasCondition("Ready", "True", "ChildrenReady", ""))
@@ -71,13 +77,14 @@ func TestMyApp(t *testing.T) {
 		unstructured.RemoveNestedField(bad.Object, "spec", "image")
 		create(t, myAppsGVR, bad)
 		waitFor(t, myAppsGVR, ns, "no-image", wait, hasCondition("Synced", "False", "ValidationFailed", "Field 'spec.image' must be provided."))
+		expectEqual(t, "warning event", waitEvent(t, ns, "no-image", "ValidationFailed"), "Field 'spec.image' must be provided.")
 		if _, err := get(t, podsGVR, ns, "no-image-pod"); err == nil {
 			t.Error("a MyApp without image must not get a Pod")
 		}
 	})
 	t.Run("deleting the parent deletes its Pod", func(t *testing.T) {
 		deleteObj(t, myAppsGVR, ns, "example-app")
-		waitGone(t, podsGVR, ns, "example-app-pod", wait)
+		waitGone(t, podsGVR, ns, "example-app-pod", gcWait)
 	})
 }
 
