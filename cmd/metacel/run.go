@@ -5,7 +5,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -43,7 +45,7 @@ desired, and writes the parents' status and conditions.`,
 	f := cmd.Flags()
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringArrayVar(&o.policyDirs, "policy-dir", nil, "policy file or directory, e.g. a mounted ConfigMap (repeatable)")
-	f.StringVar(&o.policyNamespace, "policy-namespace", "", "namespace of policy ConfigMaps (not watched yet: use --policy-dir)")
+	f.StringVar(&o.policyNamespace, "policy-namespace", defaultNamespace(), `namespace whose ConfigMaps labelled metacel.dev/policy=true hold policies ("" for none)`)
 	f.IntVar(&o.workers, "workers", 4, "concurrent syncs per policy")
 	f.Float32Var(&o.qps, "kube-api-qps", 50, "queries per second to the API server")
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
@@ -58,8 +60,8 @@ desired, and writes the parents' status and conditions.`,
 
 func (o *runOptions) run(ctx context.Context) error {
 	switch {
-	case len(o.policyDirs) == 0:
-		return errors.New("no policies: give --policy-dir")
+	case len(o.policyDirs) == 0 && o.policyNamespace == "":
+		return errors.New("no policy source: give --policy-dir or --policy-namespace")
 	case o.leaderElect:
 		return errors.New("--leader-elect is not available yet: run one replica")
 	case o.workers < 1:
@@ -78,10 +80,23 @@ func (o *runOptions) run(ctx context.Context) error {
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 	return operator.Run(ctx, operator.Options{
-		Config:      cfg,
-		PolicyDirs:  o.policyDirs,
-		Workers:     o.workers,
-		MetricsAddr: o.metricsAddr,
-		HealthAddr:  o.healthAddr,
+		Config:          cfg,
+		PolicyDirs:      o.policyDirs,
+		PolicyNamespace: o.policyNamespace,
+		Workers:         o.workers,
+		MetricsAddr:     o.metricsAddr,
+		HealthAddr:      o.healthAddr,
 	})
+}
+
+// defaultNamespace is the namespace metacel runs in (from the downward API or its service
+// account), or metacel-system.
+func defaultNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	return "metacel-system"
 }

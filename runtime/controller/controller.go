@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -67,14 +68,16 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 // Name is the policy's name.
 func (c *Controller) Name() string { return c.policy.Name() }
 
-// Run watches, waits for the caches, calls synced, and reconciles with workers until ctx is
-// done; then it stops its workers and releases its informers.
+// Run watches (unless Watch was called), waits for the caches, calls synced, and reconciles with
+// workers until ctx is done; then it stops its workers, waits for them, and releases its informers.
 func (c *Controller) Run(ctx context.Context, workers int, synced func()) error {
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
 	ctx = klog.NewContext(ctx, logger)
-	defer c.shutdown()
-	if err := c.watch(); err != nil {
-		return err
+	defer c.release()
+	if c.parents == nil {
+		if err := c.Watch(); err != nil {
+			return err
+		}
 	}
 	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers()...) {
 		return fmt.Errorf("policy %q: caches did not sync", c.Name())
@@ -83,15 +86,20 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	if synced != nil {
 		synced()
 	}
+	var wg sync.WaitGroup
 	for range workers {
-		go wait.UntilWithContext(ctx, c.runWorker, time.Second)
+		wg.Go(func() { wait.UntilWithContext(ctx, c.runWorker, time.Second) })
 	}
 	if period := c.policy.ResyncPeriod; period > 0 {
 		// re-sync every parent periodically, from the cache: the shared informers never re-list
-		go wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll(c.queue.Add) }, period, 0.1, false)
+		wg.Go(func() {
+			wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll(c.queue.Add) }, period, 0.1, false)
+		})
 	}
 	<-ctx.Done()
-	logger.Info("Stopping controller")
+	c.queue.ShutDown()
+	wg.Wait()
+	logger.Info("Stopped controller")
 	return nil
 }
 
@@ -106,7 +114,8 @@ func (c *Controller) informers() []cache.InformerSynced {
 	return synced
 }
 
-func (c *Controller) shutdown() {
+// release removes the event handlers and releases the informers.
+func (c *Controller) release() {
 	c.queue.ShutDown()
 	for i := len(c.cleanups) - 1; i >= 0; i-- {
 		c.cleanups[i]()
@@ -114,9 +123,10 @@ func (c *Controller) shutdown() {
 	c.cleanups = nil
 }
 
-// watch acquires the informers of the parent, child and related resources and routes their
-// events to the queue.
-func (c *Controller) watch() error {
+// Watch acquires the informers of the parent, child and related resources and routes their
+// events to the queue. A reload calls it on the new controller before stopping the old one, so
+// that the informers they share keep running (no re-list).
+func (c *Controller) Watch() error {
 	selector := ""
 	if s := c.policy.ParentSelector; s != nil {
 		sel, err := metav1.LabelSelectorAsSelector(s)

@@ -6,18 +6,19 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -25,7 +26,6 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -33,19 +33,27 @@ import (
 type Options struct {
 	// Config reaches the API server; its QPS and Burst are used as given.
 	Config *rest.Config
-	// PolicyDirs are policy files or directories.
+	// PolicyDirs are policy files or directories, watched for changes.
 	PolicyDirs []string
+	// PolicyNamespace is the namespace whose ConfigMaps labelled metacel.dev/policy=true hold
+	// policies; "" reads no ConfigMap.
+	PolicyNamespace string
 	// Workers per policy.
 	Workers int
 	// MetricsAddr and HealthAddr are listen addresses; "" or "0" serves nothing.
 	MetricsAddr, HealthAddr string
 	// Registry receives the metrics; nil makes a new one.
 	Registry *prometheus.Registry
-	// Ready, when set, is closed once every controller's caches have synced.
+	// Ready, when set, is closed once the first policies are loaded and their caches synced.
 	Ready chan<- struct{}
+	// OnReload, when set, is called after each reconciliation of the policy set with the running
+	// policies and their generations (for tests).
+	OnReload func(running map[string]int)
 }
 
-// Run runs until ctx is done or a server fails.
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// Run runs until ctx is done or a source or server fails.
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
 	clients, err := newClients(o.Config)
@@ -53,10 +61,6 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	mapper := kinds.NewDiscovery(clients.discovery, clients.dynamic)
-	policies, err := loadPolicies(o.PolicyDirs, mapper)
-	if err != nil {
-		return err
-	}
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -67,49 +71,110 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("start events: %w", err)
 	}
 	defer broadcaster.Shutdown()
+	recorder := broadcaster.NewRecorder(scheme.Scheme, "metacel")
+	pool := controller.NewPool(ctx, clients.dynamic)
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "metacel_informers",
+		Help: "Informers running: one per watched resource and label selector, shared by policies.",
+	}, func() float64 { return float64(pool.Len()) }))
 	deps := controller.Deps{
-		Pool:     controller.NewPool(ctx, clients.dynamic),
+		Pool:     pool,
 		Writer:   apply.NewWriter(clients.dynamic),
 		Mapper:   mapper,
-		Recorder: broadcaster.NewRecorder(scheme.Scheme, "metacel"),
+		Recorder: recorder,
 		Metrics:  controller.NewMetrics(reg),
 		Clock:    clock.RealClock{},
 	}
+	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, recorder, reg)
+	defer set.stopAll()
+
+	errs := make(chan error, 4)
+	snapshots, sources := startSources(ctx, o, clients, errs)
+	crdChanged, stopCRDs := watchCRDs(pool)
+	defer stopCRDs()
 	var ready atomic.Bool
-	errs := make(chan error, 2)
 	serve(ctx, o.MetricsAddr, metricsMux(reg), errs)
 	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
+	logger.Info("Started", "policyDirs", o.PolicyDirs, "policyNamespace", o.PolicyNamespace, "workers", o.Workers)
 
-	var wg sync.WaitGroup
-	synced := make(chan struct{}, len(policies))
-	for _, p := range policies {
-		ctrl := controller.New(p, deps)
-		wg.Go(func() {
-			if err := ctrl.Run(ctx, o.Workers, func() { synced <- struct{}{} }); err != nil {
-				errs <- err
-			}
-		})
-	}
-	logger.Info("Started", "policies", len(policies), "workers", o.Workers)
-	go func() {
-		for range policies {
-			select {
-			case <-synced:
-			case <-ctx.Done():
-				return
-			}
+	seen, readying := map[string]bool{}, false
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case err := <-errs:
+			return err
+		case snap := <-snapshots:
+			set.update(snap)
+			seen[snap.Source] = true
+		case <-crdChanged:
+			set.retryWaiting()
 		}
-		ready.Store(true)
-		if o.Ready != nil {
-			close(o.Ready)
+		if o.OnReload != nil {
+			o.OnReload(set.Running())
 		}
-	}()
-	select {
-	case <-ctx.Done():
-	case err = <-errs:
+		if len(seen) == sources && !readying {
+			readying = true
+			go markReady(ctx, set, &ready, o.Ready)
+		}
 	}
-	wg.Wait()
-	return err
+}
+
+// markReady waits for the first policies' caches, then reports ready once.
+func markReady(ctx context.Context, set *policySet, ready *atomic.Bool, notify chan<- struct{}) {
+	for !set.ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+	if ready.CompareAndSwap(false, true) && notify != nil {
+		close(notify)
+	}
+}
+
+// startSources starts the policy sources; it returns their snapshots and how many there are.
+func startSources(ctx context.Context, o Options, c *clients, errs chan<- error) (<-chan source.Snapshot, int) {
+	out := make(chan source.Snapshot)
+	n := 0
+	if len(o.PolicyDirs) > 0 {
+		n++
+		go func() {
+			if err := source.WatchPaths(ctx, o.PolicyDirs, out); err != nil {
+				errs <- fmt.Errorf("watch policy paths: %w", err)
+			}
+		}()
+	}
+	if o.PolicyNamespace != "" {
+		n++
+		go func() {
+			if err := source.WatchConfigMaps(ctx, c.kube, o.PolicyNamespace, out); err != nil {
+				errs <- fmt.Errorf("watch policy ConfigMaps in %q: %w", o.PolicyNamespace, err)
+			}
+		}()
+	}
+	return out, n
+}
+
+// watchCRDs signals (coalesced) when a CRD is created or changes: a policy waiting for its
+// resources may start.
+func watchCRDs(pool *controller.Pool) (<-chan struct{}, func()) {
+	changed := make(chan struct{}, 1)
+	signal := func(any) {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
+	inf, release := pool.Acquire(crdGVR, "")
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: signal, UpdateFunc: func(_, o any) { signal(o) }})
+	return changed, func() {
+		if err == nil {
+			_ = inf.RemoveEventHandler(reg)
+		}
+		release()
+	}
 }
 
 type clients struct {
@@ -128,30 +193,6 @@ func newClients(cfg *rest.Config) (*clients, error) {
 		return nil, fmt.Errorf("client: %w", err)
 	}
 	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube}, nil
-}
-
-// loadPolicies reads and compiles the policies and checks that the cluster serves their resources.
-func loadPolicies(dirs []string, m kinds.Mapper) ([]*policy.Compiled, error) {
-	files, err := source.Files(dirs)
-	if err != nil {
-		return nil, err
-	}
-	policies, err := source.Load(files, m)
-	if err != nil {
-		return nil, err
-	}
-	var problems []error
-	for _, p := range policies {
-		if p.Parent.Guessed {
-			problems = append(problems, fmt.Errorf("policy %q: the cluster does not serve parent resource %s (install its CRD)", p.Name(), p.Parent.GVR))
-		}
-		for gvr, r := range p.ChildResources {
-			if r.Guessed {
-				problems = append(problems, fmt.Errorf("policy %q: the cluster does not serve child resource %s", p.Name(), gvr))
-			}
-		}
-	}
-	return policies, errors.Join(problems...)
 }
 
 func metricsMux(reg *prometheus.Registry) *http.ServeMux {

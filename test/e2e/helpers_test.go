@@ -61,8 +61,14 @@ type runtime struct {
 }
 
 // startRuntime runs operator.Run (the code of `metacel run`) on the policies of dirs until the
-// test ends, and waits until its caches have synced.
+// test ends, and waits until its caches have synced. It reads no policy ConfigMap.
 func startRuntime(t testing.TB, dirs ...string) *runtime {
+	t.Helper()
+	return startRuntimeWith(t, operator.Options{PolicyDirs: dirs})
+}
+
+// startRuntimeWith runs the runtime with options (the test fills in the client and metrics).
+func startRuntimeWith(t testing.TB, o operator.Options) *runtime {
 	t.Helper()
 	rt := &runtime{registry: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(cluster.config)
@@ -83,7 +89,8 @@ func startRuntime(t testing.TB, dirs ...string) *runtime {
 	ready := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- operator.Run(ctx, operator.Options{Config: cfg, PolicyDirs: dirs, Workers: runtimeWorkers, Registry: rt.registry, Ready: ready})
+		o.Config, o.Workers, o.Registry, o.Ready = cfg, runtimeWorkers, rt.registry, ready
+		done <- operator.Run(ctx, o)
 	}()
 	t.Cleanup(func() {
 		cancel()

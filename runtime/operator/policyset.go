@@ -1,0 +1,384 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
+)
+
+// policySet keeps the running controllers in line with the policies the sources hold. It is
+// driven by one goroutine (update and retry are never concurrent); only ready and Running are
+// called from others.
+type policySet struct {
+	ctx      context.Context
+	deps     controller.Deps
+	mapper   kinds.Mapper
+	reset    func() // forgets what the mapper learnt, after a CRD change
+	workers  int
+	recorder events.EventRecorder
+	metrics  *policyMetrics
+
+	snapshots map[string][]source.Unit // by source
+	units     map[string]*unitState    // by unit name
+	seq       int                      // order of first loads: the earlier policy wins a conflict
+
+	mu      sync.Mutex
+	running map[string]*running // by policy name
+}
+
+// unitState is what one unit last gave.
+type unitState struct {
+	unit   source.Unit
+	hash   string
+	good   []*policy.Compiled // the last version that loaded, kept when a new one fails
+	loaded int                // sequence of the first successful load
+	// waiting is true when a policy of the unit waits for a resource the cluster does not serve
+	waiting bool
+}
+
+// running is a policy whose controller runs.
+type running struct {
+	policy     *policy.Compiled
+	unit       string
+	generation int
+	cancel     context.CancelFunc
+	done       chan struct{}
+	synced     chan struct{}
+}
+
+func (r *running) stop() {
+	r.cancel()
+	<-r.done
+}
+
+func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), workers int, recorder events.EventRecorder, reg prometheus.Registerer) *policySet {
+	return &policySet{
+		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, workers: workers, recorder: recorder,
+		metrics:   newPolicyMetrics(reg),
+		snapshots: map[string][]source.Unit{},
+		units:     map[string]*unitState{},
+		running:   map[string]*running{},
+	}
+}
+
+// update takes a source's new snapshot and reconciles.
+func (s *policySet) update(snap source.Snapshot) {
+	s.snapshots[snap.Source] = snap.Units
+	s.reconcile(false)
+}
+
+// retryWaiting recompiles the units whose policies wait for a resource, after the cluster's
+// resources changed (a CRD was created or updated).
+func (s *policySet) retryWaiting() {
+	waiting := false
+	for _, st := range s.units {
+		waiting = waiting || st.waiting
+	}
+	if !waiting {
+		return
+	}
+	s.reset()
+	s.reconcile(true)
+}
+
+// reconcile compiles what changed, then starts, swaps and stops controllers.
+func (s *policySet) reconcile(retryWaiting bool) {
+	s.loadUnits(retryWaiting)
+	desired := s.resolveConflicts()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.running {
+		if _, ok := desired[name]; !ok {
+			s.stopLocked(name, r)
+		}
+	}
+	for _, d := range sortedDesired(desired) {
+		s.runLocked(d.policy, d.unit)
+	}
+}
+
+// loadUnits compiles every new or changed unit off to the side; a unit that fails keeps its last
+// good policies, and the failure is reported.
+func (s *policySet) loadUnits(retryWaiting bool) {
+	present := map[string]bool{}
+	for _, units := range s.snapshots {
+		for _, u := range units {
+			present[u.Name] = true
+			st := s.units[u.Name]
+			if st == nil {
+				st = &unitState{}
+				s.units[u.Name] = st
+			}
+			if st.hash == u.Hash() && !(retryWaiting && st.waiting) {
+				continue
+			}
+			st.unit, st.hash = u, u.Hash()
+			s.load(st)
+		}
+	}
+	for name := range s.units {
+		if !present[name] {
+			delete(s.units, name)
+		}
+	}
+}
+
+func (s *policySet) load(st *unitState) {
+	logger := klog.FromContext(s.ctx).WithValues("source", st.unit.Name)
+	compiled, err := policy.Load(st.unit.Name, st.unit.Data, s.mapper)
+	if err != nil {
+		kept := names(st.good)
+		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
+		s.metrics.loadError(st.unit.Name, kept)
+		s.event(st.unit, "Warning", "PolicyInvalid", "Load", fmt.Sprintf("not loaded (last good version kept: %v): %v", kept, err))
+		return
+	}
+	if st.good == nil {
+		s.seq++
+		st.loaded = s.seq
+	}
+	st.good = compiled
+	st.waiting = false
+	for _, p := range compiled {
+		if missing := missingResources(p); len(missing) > 0 {
+			st.waiting = true
+			logger.Info("Policy waits for resources the cluster does not serve yet", "policy", p.Name(), "missing", missing)
+		}
+	}
+}
+
+// missingResources lists the resources of a policy that the cluster does not serve.
+func missingResources(p *policy.Compiled) []string {
+	var out []string
+	if p.Parent.Guessed {
+		out = append(out, p.Parent.GVR.String())
+	}
+	for gvr, r := range p.ChildResources {
+		if r.Guessed {
+			out = append(out, gvr.String())
+		}
+	}
+	for _, r := range p.Related {
+		if r.Guessed {
+			out = append(out, r.GVR.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+type desiredPolicy struct {
+	policy *policy.Compiled
+	unit   *unitState
+}
+
+// resolveConflicts picks the policies to run: two policies with one name, or claiming one parent
+// resource, cannot both run; the one loaded first wins and the other is reported.
+func (s *policySet) resolveConflicts() map[string]desiredPolicy {
+	units := make([]*unitState, 0, len(s.units))
+	for _, st := range s.units {
+		units = append(units, st)
+	}
+	sort.Slice(units, func(i, j int) bool {
+		if units[i].loaded != units[j].loaded {
+			return units[i].loaded < units[j].loaded
+		}
+		return units[i].unit.Name < units[j].unit.Name
+	})
+	desired := map[string]desiredPolicy{}
+	parents := map[schema.GroupVersionResource]desiredPolicy{}
+	for _, st := range units {
+		for _, p := range st.good {
+			if missingResources(p) != nil {
+				continue
+			}
+			if first, dup := desired[p.Name()]; dup {
+				s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which was loaded first", p.Name(), first.unit.unit.Name))
+				continue
+			}
+			if first, dup := parents[p.Parent.GVR]; dup {
+				s.reject(st, p, fmt.Sprintf("policy %q claims parent resource %s, which policy %q (%s) already claims: one policy per parent resource",
+					p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name))
+				continue
+			}
+			d := desiredPolicy{policy: p, unit: st}
+			desired[p.Name()], parents[p.Parent.GVR] = d, d
+		}
+	}
+	return desired
+}
+
+func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string) {
+	if r := s.running[p.Name()]; r != nil && r.unit == st.unit.Name {
+		return // it is the running one; the conflict is reported on the other side
+	}
+	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)
+	s.metrics.loadError(st.unit.Name, []string{p.Name()})
+	s.event(st.unit, "Warning", "PolicyConflict", "Load", msg)
+}
+
+func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
+	out := make([]desiredPolicy, 0, len(m))
+	for _, d := range m {
+		out = append(out, d)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].policy.Name() < out[j].policy.Name() })
+	return out
+}
+
+// runLocked starts a policy's controller, or swaps the running one when the policy changed. The
+// new controller takes its informers before the old one lets go of them, so shared informers keep
+// running (no re-list); the new one then re-syncs its parents (every parent is an event to it).
+func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
+	old := s.running[p.Name()]
+	if old != nil && sameCompiled(old.policy, p) {
+		old.unit = st.unit.Name
+		return
+	}
+	ctrl := controller.New(p, s.deps)
+	if err := ctrl.Watch(); err != nil {
+		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
+		return
+	}
+	generation := 1
+	if old != nil {
+		generation = old.generation + 1
+		s.stopLocked(p.Name(), old)
+	}
+	ctx, cancel := context.WithCancel(s.ctx)
+	r := &running{policy: p, unit: st.unit.Name, generation: generation, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
+	s.running[p.Name()] = r
+	go func() {
+		defer close(r.done)
+		if err := ctrl.Run(ctx, s.workers, func() { close(r.synced) }); err != nil {
+			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
+		}
+	}()
+	s.metrics.loaded(p.Name(), st.unit.Name, generation)
+	verb := "loaded"
+	if generation > 1 {
+		verb = "reloaded"
+	}
+	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", st.unit.Name, "generation", generation)
+	s.event(st.unit, "Normal", "PolicyLoaded", "Load", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, generation))
+}
+
+func (s *policySet) stopLocked(name string, r *running) {
+	r.stop()
+	delete(s.running, name)
+	s.metrics.removed(name)
+	klog.FromContext(s.ctx).Info("Policy stopped; its children stay", "policy", name)
+}
+
+// stopAll stops every controller, e.g. at shutdown.
+func (s *policySet) stopAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.running {
+		s.stopLocked(name, r)
+	}
+}
+
+// ready reports whether every running controller has synced its caches.
+func (s *policySet) ready() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.running {
+		select {
+		case <-r.synced:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Running returns the names of the running policies and their generations.
+func (s *policySet) Running() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[string]int{}
+	for name, r := range s.running {
+		out[name] = r.generation
+	}
+	return out
+}
+
+// sameCompiled reports whether a reload changed nothing that matters: the policy as written and
+// what the cluster said of its resources.
+func sameCompiled(a, b *policy.Compiled) bool {
+	return reflect.DeepEqual(a.Policy, b.Policy) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
+}
+
+// event records an event on the ConfigMap a unit comes from; units from files have none.
+func (s *policySet) event(u source.Unit, typ, reason, action, note string) {
+	if u.ConfigMap == nil || s.recorder == nil {
+		return
+	}
+	if len(note) > 1000 {
+		note = note[:1000] + "..."
+	}
+	s.recorder.Eventf(u.ConfigMap, nil, typ, reason, action, "%s", note)
+}
+
+func names(ps []*policy.Compiled) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name()
+	}
+	return out
+}
+
+// policyMetrics are the metacel_policy_* metrics.
+type policyMetrics struct {
+	info       *prometheus.GaugeVec
+	loadErrors *prometheus.CounterVec
+}
+
+func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
+	m := &policyMetrics{
+		info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "metacel_policy_info",
+			Help: "A running policy: 1 per policy, labelled with its source and generation (reloads + 1).",
+		}, []string{"policy", "source", "generation"}),
+		loadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metacel_policy_load_errors_total",
+			Help: "Policy loads that failed (parse, validation, compilation) or were rejected (conflicts).",
+		}, []string{"policy"}),
+	}
+	reg.MustRegister(m.info, m.loadErrors)
+	return m
+}
+
+func (m *policyMetrics) loaded(policy, src string, generation int) {
+	m.info.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	m.info.WithLabelValues(policy, src, fmt.Sprint(generation)).Set(1)
+}
+
+func (m *policyMetrics) removed(policy string) {
+	m.info.DeletePartialMatch(prometheus.Labels{"policy": policy})
+}
+
+// loadError counts a failed load against the policies the unit held, or the unit itself when it
+// never loaded.
+func (m *policyMetrics) loadError(unit string, policies []string) {
+	if len(policies) == 0 {
+		policies = []string{strings.TrimSuffix(unit, ".yaml")}
+	}
+	for _, p := range policies {
+		m.loadErrors.WithLabelValues(p).Inc()
+	}
+}
