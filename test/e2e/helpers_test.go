@@ -54,23 +54,23 @@ func envFloat(name string, def float32) float32 {
 	return def
 }
 
-// runtime is a metacel runtime running in-process for one test.
-type runtime struct {
+// metacel is a metacel runtime running in-process for one test.
+type metacel struct {
 	writes   atomic.Int64 // requests other than GET, LIST and WATCH
 	registry *prometheus.Registry
 }
 
 // startRuntime runs operator.Run (the code of `metacel run`) on the policies of dirs until the
 // test ends, and waits until its caches have synced. It reads no policy ConfigMap.
-func startRuntime(t testing.TB, dirs ...string) *runtime {
+func startRuntime(t testing.TB, dirs ...string) *metacel {
 	t.Helper()
 	return startRuntimeWith(t, operator.Options{PolicyDirs: dirs})
 }
 
 // startRuntimeWith runs the runtime with options (the test fills in the client and metrics).
-func startRuntimeWith(t testing.TB, o operator.Options) *runtime {
+func startRuntimeWith(t testing.TB, o operator.Options) *metacel {
 	t.Helper()
-	rt := &runtime{registry: prometheus.NewRegistry()}
+	rt := &metacel{registry: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(cluster.config)
 	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
@@ -113,7 +113,7 @@ type roundTripFunc func(*http.Request) (*http.Response, error)
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // reconciles returns how many syncs a policy has run.
-func (rt *runtime) reconciles(policy string) float64 {
+func (rt *metacel) reconciles(policy string) float64 {
 	families, _ := rt.registry.Gather()
 	total := 0.0
 	for _, f := range families {

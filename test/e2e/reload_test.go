@@ -1,0 +1,368 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/operator"
+)
+
+// generations records the running policies after each reload, for tests to wait on.
+type generations struct {
+	mu      sync.Mutex
+	running map[string]int
+}
+
+func (g *generations) set(running map[string]int) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.running = running
+}
+
+func (g *generations) of(policy string) int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.running[policy]
+}
+
+func (g *generations) waitFor(t *testing.T, policy string, generation int) {
+	t.Helper()
+	eventually(t, 30*time.Second, fmt.Sprintf("policy %q at generation %d", policy, generation), func() error {
+		if got := g.of(policy); got != generation {
+			return fmt.Errorf("generation %d", got)
+		}
+		return nil
+	})
+}
+
+// policyConfigMap reads policies/<name>.yaml (a ConfigMap) and moves it to namespace ns.
+func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &corev1.ConfigMap{}
+	if err := yaml.Unmarshal(data, cm); err != nil {
+		t.Fatal(err)
+	}
+	cm.Namespace = ns
+	return cm
+}
+
+func applyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
+	t.Helper()
+	existing, err := cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Get(t.Context(), cm.Name, metav1.GetOptions{})
+	if err == nil {
+		existing.Data = cm.Data
+		_, err = cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Update(t.Context(), existing, metav1.UpdateOptions{})
+	} else {
+		_, err = cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Create(t.Context(), cm, metav1.CreateOptions{})
+	}
+	if err != nil {
+		t.Fatalf("apply ConfigMap %s: %v", cm.Name, err)
+	}
+}
+
+// withPolicy returns a copy of the ConfigMap whose policy text went through edit.
+func withPolicy(cm *corev1.ConfigMap, edit func(string) string) *corev1.ConfigMap {
+	out := cm.DeepCopy()
+	for k, v := range out.Data {
+		out.Data[k] = edit(v)
+	}
+	return out
+}
+
+// podLabelled edits MyApp's policy to label its Pods version=<v>, next to their app label.
+func podLabelled(v string) func(string) string {
+	return func(p string) string {
+		const app = `app: "${parent.metadata.name}"`
+		i := strings.Index(p, app)
+		if i < 0 {
+			return p
+		}
+		indent := i - (strings.LastIndex(p[:i], "\n") + 1)
+		return p[:i+len(app)] + "\n" + strings.Repeat(" ", indent) + `version: "` + v + `"` + p[i+len(app):]
+	}
+}
+
+// podUIDs returns the UID of each MyApp Pod of a namespace by name, with its version label.
+func podUIDs(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	pods, err := cluster.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Name] = string(p.UID) + "@" + p.Labels["version"]
+		}
+	}
+	return out
+}
+
+func TestHotReloadFromConfigMap(t *testing.T) {
+	policyNS := newNamespace(t, "policies")
+	gens := &generations{}
+	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set})
+	cm := policyConfigMap(t, "myapp", policyNS)
+	applyConfigMap(t, cm)
+	gens.waitFor(t, "myapp", 1)
+	waitEvent(t, policyNS, cm.Name, "PolicyLoaded")
+
+	ns := newNamespace(t, "reload")
+	const parents = 50
+	for i := range parents {
+		app := sample(t, "myapp", ns)
+		app.SetName(fmt.Sprintf("app-%02d", i))
+		create(t, myAppsGVR, app)
+	}
+	podsAt := func(version string) func() error {
+		return func() error {
+			n := 0
+			for _, v := range podUIDs(t, ns) {
+				if strings.HasSuffix(v, "@"+version) {
+					n++
+				}
+			}
+			if n < parents {
+				return fmt.Errorf("%d of %d Pods at version %q", n, parents, version)
+			}
+			return nil
+		}
+	}
+	eventually(t, 2*time.Minute, "50 Pods", podsAt(""))
+
+	t.Run("a changed policy re-renders every child", func(t *testing.T) {
+		start := time.Now()
+		applyConfigMap(t, withPolicy(cm, podLabelled("v2")))
+		eventually(t, 10*time.Second, "a first Pod at v2", func() error {
+			for _, v := range podUIDs(t, ns) {
+				if strings.HasSuffix(v, "@v2") {
+					return nil
+				}
+			}
+			return fmt.Errorf("none yet")
+		})
+		first := time.Since(start)
+		eventually(t, 10*time.Second, "every Pod at v2", podsAt("v2"))
+		t.Logf("policy applied -> first child updated in %s, all %d in %s", first.Round(time.Millisecond), parents, time.Since(start).Round(time.Millisecond))
+		gens.waitFor(t, "myapp", 2)
+	})
+	for _, broken := range []struct{ name, text string }{
+		{"bad CEL", `name: "${parent.metadata.name + }-pod"`},
+		{"bad YAML", "name: [unclosed"},
+	} {
+		t.Run("a broken version ("+broken.name+") changes nothing", func(t *testing.T) {
+			before := podUIDs(t, ns)
+			errorsBefore := metricValue(rt, "metacel_policy_load_errors_total", "myapp")
+			applyConfigMap(t, withPolicy(cm, func(p string) string {
+				return strings.Replace(podLabelled("v2")(p), `name: "${parent.metadata.name}-pod"`, broken.text, 1)
+			}))
+			eventually(t, 10*time.Second, "the load error is counted", func() error {
+				if got := metricValue(rt, "metacel_policy_load_errors_total", "myapp"); got <= errorsBefore {
+					return fmt.Errorf("metacel_policy_load_errors_total{policy=myapp} = %v", got)
+				}
+				return nil
+			})
+			if note := waitEvent(t, policyNS, cm.Name, "PolicyInvalid"); !strings.Contains(note, "configmap/"+policyNS+"/"+cm.Name+"/myapp.yaml:") {
+				t.Errorf("the event must name the file and line: %s", note)
+			}
+			expectEqual(t, "generation", gens.of("myapp"), 2)
+			if after := podUIDs(t, ns); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Error("a broken policy changed the children")
+			}
+		})
+	}
+	t.Run("a good version after broken ones is picked up", func(t *testing.T) {
+		applyConfigMap(t, withPolicy(cm, podLabelled("v3")))
+		gens.waitFor(t, "myapp", 3)
+		eventually(t, 10*time.Second, "every Pod at v3", podsAt("v3"))
+	})
+	t.Run("deleting the policy stops it and deletes no child", func(t *testing.T) {
+		before := podUIDs(t, ns)
+		if err := cluster.kube.CoreV1().ConfigMaps(policyNS).Delete(t.Context(), cm.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		gens.waitFor(t, "myapp", 0)
+		late := sample(t, "myapp", ns)
+		late.SetName("late")
+		create(t, myAppsGVR, late)
+		consistently(t, 3*time.Second, "no Pod for a parent created after the policy was removed", func() error {
+			if _, err := get(t, podsGVR, ns, "late-pod"); err == nil {
+				return fmt.Errorf("late-pod exists")
+			}
+			return nil
+		})
+		if after := podUIDs(t, ns); fmt.Sprint(after) != fmt.Sprint(before) {
+			t.Error("removing the policy changed the children")
+		}
+	})
+}
+
+func TestHotReloadFromDirectory(t *testing.T) {
+	dir := t.TempDir()
+	mounted := filepath.Join(dir, "mounted") // a ConfigMap volume as the kubelet writes it
+	plain := filepath.Join(dir, "plain")     // an ordinary directory edited in place
+	for _, d := range []string{mounted, plain} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	widgetPolicy, err := os.ReadFile(filepath.Join("testdata", "policies", "resync", "widget.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func(v string) []byte {
+		return []byte(strings.Replace(string(widgetPolicy), `color: "${parent.spec.?color.orValue('none')}"`,
+			`color: "${parent.spec.?color.orValue('none')}"`+"\n          version: "+v, 1))
+	}
+	kubeletWrite(t, mounted, "widget.yaml", version("m1"))
+	gens := &generations{}
+	startRuntimeWith(t, operator.Options{PolicyDirs: []string{mounted, plain}, OnReload: gens.set})
+	gens.waitFor(t, "widget", 1)
+	ns := newNamespace(t, "dir")
+	create(t, widgetsGVR, widget(ns, "a"))
+	waitFor(t, configMapsGVR, ns, "a-widget", wait, hasData("version", "m1"))
+
+	t.Run("the kubelet's ..data swap", func(t *testing.T) {
+		kubeletWrite(t, mounted, "widget.yaml", version("m2"))
+		waitFor(t, configMapsGVR, ns, "a-widget", 10*time.Second, hasData("version", "m2"))
+		gens.waitFor(t, "widget", 2)
+	})
+	t.Run("a policy moved to an in-place edited file", func(t *testing.T) {
+		kubeletWrite(t, mounted, "other.yaml", []byte("# no policy here\n"))
+		if err := os.WriteFile(filepath.Join(plain, "widget.yaml"), version("p1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, configMapsGVR, ns, "a-widget", 10*time.Second, hasData("version", "p1"))
+		if err := os.WriteFile(filepath.Join(plain, "widget.yaml"), version("p2"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, configMapsGVR, ns, "a-widget", 10*time.Second, hasData("version", "p2"))
+	})
+}
+
+// kubeletWrite replaces the files of a mounted ConfigMap volume the way the kubelet does: a new
+// timestamped directory, a ..data symlink swapped atomically, the old directory removed.
+func kubeletWrite(t *testing.T, dir, file string, data []byte) {
+	t.Helper()
+	stamp := fmt.Sprintf("..%d", time.Now().UnixNano())
+	if err := os.Mkdir(filepath.Join(dir, stamp), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, stamp, file), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.Readlink(filepath.Join(dir, "..data"))
+	tmp := filepath.Join(dir, "..data_tmp")
+	if err := os.Symlink(stamp, tmp); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, file)
+	if _, err := os.Lstat(link); err != nil {
+		if err := os.Symlink(filepath.Join("..data", file), link); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the files of the old version disappear: the kubelet writes the whole ConfigMap each time
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), ".") && e.Name() != file {
+			_ = os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+	if old != "" {
+		_ = os.RemoveAll(filepath.Join(dir, old))
+	}
+}
+
+// TestReloadCyclesDoNotLeak reloads a policy 100 times and checks that goroutines and informers
+// return to their baseline.
+func TestReloadCyclesDoNotLeak(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "widget.yaml")
+	base, err := os.ReadFile(filepath.Join("testdata", "policies", "resync", "widget.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// each version differs where it matters (a comment would not change the policy)
+	write := func(i int) {
+		text := strings.Replace(string(base), "resyncPeriodSeconds: 1", fmt.Sprintf("resyncPeriodSeconds: %d", 100+i), 1)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(0)
+	gens := &generations{}
+	rt := startRuntimeWith(t, operator.Options{PolicyDirs: []string{dir}, OnReload: gens.set})
+	gens.waitFor(t, "widget", 1)
+	ns := newNamespace(t, "leak")
+	create(t, widgetsGVR, widget(ns, "a"))
+	waitFor(t, configMapsGVR, ns, "a-widget", wait, nil)
+	baseGoroutines, baseInformers := settledGoroutines(), metricValue(rt, "metacel_informers", "")
+
+	for i := 1; i <= 100; i++ {
+		write(i)
+		gens.waitFor(t, "widget", i+1)
+	}
+	expectEqual(t, "informers", metricValue(rt, "metacel_informers", ""), baseInformers)
+	eventually(t, 30*time.Second, "goroutines back to their baseline", func() error {
+		if n := settledGoroutines(); n > baseGoroutines+5 {
+			return fmt.Errorf("%d goroutines, baseline %d", n, baseGoroutines)
+		}
+		return nil
+	})
+	t.Logf("after 100 reloads: %d goroutines (baseline %d), %v informers (baseline %v)",
+		settledGoroutines(), baseGoroutines, metricValue(rt, "metacel_informers", ""), baseInformers)
+}
+
+func settledGoroutines() int {
+	runtime.GC()
+	return runtime.NumGoroutine()
+}
+
+// metricValue sums a metric's values, over the series whose policy label is policy ("" for all).
+func metricValue(rt *metacel, name, policy string) float64 {
+	families, _ := rt.registry.Gather()
+	total := 0.0
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			match := policy == ""
+			for _, l := range m.GetLabel() {
+				match = match || (l.GetName() == "policy" && l.GetValue() == policy)
+			}
+			if match {
+				total += m.GetCounter().GetValue() + m.GetGauge().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// consistently checks that check holds for a while (polling every 100ms).
+func consistently(t *testing.T, d time.Duration, what string, check func() error) {
+	t.Helper()
+	for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		if err := check(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+}
