@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/operator"
@@ -365,4 +368,27 @@ func consistently(t *testing.T, d time.Duration, what string, check func() error
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
+}
+
+// TestPolicyWaitsForItsCRD loads a policy whose parent CRD does not exist yet: it waits, and
+// starts when the CRD is installed.
+func TestPolicyWaitsForItsCRD(t *testing.T) {
+	gens := &generations{}
+	startRuntimeWith(t, operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "late")}, OnReload: gens.set})
+	expectEqual(t, "generation before the CRD exists", gens.of("gadget"), 0)
+	if out, err := kubectlCmd(t.Context(), nil, "apply", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml")); err != nil {
+		t.Fatalf("install the Gadget CRD: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		_, _ = kubectlCmd(context.Background(), nil, "delete", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml"))
+	})
+	gens.waitFor(t, "gadget", 1)
+	ns := newNamespace(t, "late")
+	gadgets := schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "gadgets"}
+	create(t, gadgets, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.metacel.dev/v1", "kind": "Gadget",
+		"metadata": map[string]any{"name": "g", "namespace": ns},
+		"spec":     map[string]any{"size": int64(3)},
+	}})
+	waitFor(t, configMapsGVR, ns, "g-gadget", wait, hasData("size", "3"))
 }
