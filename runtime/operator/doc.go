@@ -1,4 +1,12 @@
-// Package operator is the metacel process: it connects to the cluster, loads the policies,
-// runs one controller per policy over shared informers, and serves /metrics, /healthz and
-// /readyz. `metacel run` is a thin flag parser over Run; tests run the same code in-process.
+// Package operator is the metacel process: it connects to the cluster, watches the policy
+// sources, keeps one controller per policy running over shared informers, and serves /metrics,
+// /healthz and /readyz. `metacel run` is a thin flag parser over Run; tests run the same code
+// in-process.
+//
+// The policy set (policyset.go) is driven by one goroutine: each source snapshot, and each CRD
+// change, reconciles it. A new or changed unit is compiled off to the side; a unit that fails
+// keeps its last good policies. Conflicts (one name, or one parent resource, claimed twice) go to
+// the policy loaded first. A policy whose resources are not served yet waits for a CRD change. A
+// changed policy's new controller acquires its informers before the old one is stopped, so that
+// informers shared between them never stop and re-list.
 package operator
