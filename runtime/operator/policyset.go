@@ -122,7 +122,7 @@ func (s *policySet) loadUnits(retryWaiting bool) {
 				st = &unitState{}
 				s.units[u.Name] = st
 			}
-			if st.hash == u.Hash() && !(retryWaiting && st.waiting) {
+			if st.hash == u.Hash() && (!retryWaiting || !st.waiting) {
 				continue
 			}
 			st.unit, st.hash = u, u.Hash()

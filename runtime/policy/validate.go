@@ -33,17 +33,17 @@ func Validate(doc *Document) error {
 	for i, val := range p.Spec.Validations {
 		v.required(expr.IndexPath("spec.validations", i)+".expression", val.Expression)
 	}
-	ids := v.ids()
+	ids := map[string]string{}
 	for i, vr := range p.Spec.Variables {
 		path := expr.IndexPath("spec.variables", i)
 		v.id(path+".name", vr.Name, ids)
 		v.required(path+".expression", vr.Expression)
 	}
-	ids = v.ids()
+	ids = map[string]string{} // related and children are separate namespaces of ids
 	for i, r := range p.Spec.Related {
 		v.related(expr.IndexPath("spec.related", i), r, ids)
 	}
-	ids = v.ids()
+	ids = map[string]string{}
 	for i, c := range p.Spec.Children {
 		v.child(expr.IndexPath("spec.children", i), c, ids)
 	}
@@ -61,8 +61,6 @@ type validator struct {
 func (v *validator) errorf(path, format string, args ...any) {
 	v.errs = append(v.errs, v.src.Errorf(path, format, args...))
 }
-
-func (v *validator) ids() map[string]string { return map[string]string{} }
 
 func (v *validator) required(path, value string) bool {
 	if strings.TrimSpace(value) == "" {

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -84,21 +83,18 @@ func installCRDs() error {
 	for _, d := range dirs {
 		args = append(args, "-f", d)
 	}
-	if out, err := kubectlCmd(context.Background(), nil, args...); err != nil {
+	if out, err := kubectlCmd(context.Background(), args...); err != nil {
 		return fmt.Errorf("install CRDs: %w: %s", err, out)
 	}
-	if out, err := kubectlCmd(context.Background(), nil, "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
+	if out, err := kubectlCmd(context.Background(), "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
 		return fmt.Errorf("wait for CRDs: %w: %s", err, out)
 	}
 	return nil
 }
 
 // kubectlCmd runs the control plane's kubectl.
-func kubectlCmd(ctx context.Context, stdin []byte, args ...string) (string, error) {
+func kubectlCmd(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, filepath.Join(cluster.bin, "kubectl"), append([]string{"--kubeconfig", cluster.kubeconfig}, args...)...)
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -119,10 +119,13 @@ func TestHotReloadFromConfigMap(t *testing.T) {
 	policyNS := newNamespace(t, "policies")
 	gens := &generations{}
 	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set})
+	untrusted := policyConfigMap(t, "whalesay", newNamespace(t, "untrusted"))
+	applyConfigMap(t, untrusted) // labelled, but outside the policy namespace
 	cm := policyConfigMap(t, "myapp", policyNS)
 	applyConfigMap(t, cm)
 	gens.waitFor(t, "myapp", 1)
 	waitEvent(t, policyNS, cm.Name, "PolicyLoaded")
+	expectEqual(t, "a labelled ConfigMap in another namespace is ignored: whalesay's generation", gens.of("whalesay"), 0)
 
 	ns := newNamespace(t, "reload")
 	const parents = 50
@@ -255,6 +258,16 @@ func TestHotReloadFromDirectory(t *testing.T) {
 		}
 		waitFor(t, configMapsGVR, ns, "a-widget", 10*time.Second, hasData("version", "p2"))
 	})
+	t.Run("an editor that saves through a rename", func(t *testing.T) {
+		tmp := filepath.Join(plain, ".widget.yaml.swp")
+		if err := os.WriteFile(tmp, version("p3"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(plain, "widget.yaml")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, configMapsGVR, ns, "a-widget", 10*time.Second, hasData("version", "p3"))
+	})
 }
 
 // kubeletWrite replaces the files of a mounted ConfigMap volume the way the kubelet does: a new
@@ -376,11 +389,11 @@ func TestPolicyWaitsForItsCRD(t *testing.T) {
 	gens := &generations{}
 	startRuntimeWith(t, operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "late")}, OnReload: gens.set})
 	expectEqual(t, "generation before the CRD exists", gens.of("gadget"), 0)
-	if out, err := kubectlCmd(t.Context(), nil, "apply", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml")); err != nil {
+	if out, err := kubectlCmd(t.Context(), "apply", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml")); err != nil {
 		t.Fatalf("install the Gadget CRD: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		_, _ = kubectlCmd(context.Background(), nil, "delete", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml"))
+		_, _ = kubectlCmd(context.Background(), "delete", "-f", filepath.Join("testdata", "late", "gadget-crd.yaml"))
 	})
 	gens.waitFor(t, "gadget", 1)
 	ns := newNamespace(t, "late")
