@@ -27,6 +27,7 @@ type runOptions struct {
 	metricsAddr     string
 	healthAddr      string
 	leaderElect     bool
+	election        operator.LeaderElection
 }
 
 func newRunCommand() *cobra.Command {
@@ -51,7 +52,13 @@ desired, and writes the parents' status and conditions.`,
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
-	f.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader through a Lease so that replicas can stand by (not available yet)")
+	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
+	def := operator.DefaultLeaderElection("")
+	f.StringVar(&o.election.ID, "leader-election-id", def.ID, "name of the leader election Lease")
+	f.StringVar(&o.election.Namespace, "leader-election-namespace", "", "namespace of the Lease (default: --policy-namespace)")
+	f.DurationVar(&o.election.LeaseDuration, "leader-election-lease-duration", def.LeaseDuration, "how long a standby waits before taking over a Lease that is not renewed")
+	f.DurationVar(&o.election.RenewDeadline, "leader-election-renew-deadline", def.RenewDeadline, "how long the leader tries to renew before it gives up leading")
+	f.DurationVar(&o.election.RetryPeriod, "leader-election-retry-period", def.RetryPeriod, "how often replicas try to acquire or renew the Lease")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	f.AddGoFlag(klogFlags.Lookup("v"))
@@ -62,8 +69,8 @@ func (o *runOptions) run(ctx context.Context) error {
 	switch {
 	case len(o.policyDirs) == 0 && o.policyNamespace == "":
 		return errors.New("no policy source: give --policy-dir or --policy-namespace")
-	case o.leaderElect:
-		return errors.New("--leader-elect is not available yet: run one replica")
+	case o.leaderElect && o.election.Namespace == "" && o.policyNamespace == "":
+		return errors.New("--leader-elect needs --leader-election-namespace (or --policy-namespace)")
 	case o.workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
 	}
@@ -79,14 +86,21 @@ func (o *runOptions) run(ctx context.Context) error {
 	defer stop()
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
-	return operator.Run(ctx, operator.Options{
+	opts := operator.Options{
 		Config:          cfg,
 		PolicyDirs:      o.policyDirs,
 		PolicyNamespace: o.policyNamespace,
 		Workers:         o.workers,
 		MetricsAddr:     o.metricsAddr,
 		HealthAddr:      o.healthAddr,
-	})
+	}
+	if o.leaderElect {
+		if o.election.Namespace == "" {
+			o.election.Namespace = o.policyNamespace
+		}
+		opts.LeaderElection = &o.election
+	}
+	return operator.Run(ctx, opts)
 }
 
 // defaultNamespace is the namespace metacel runs in (from the downward API or its service

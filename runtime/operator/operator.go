@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -49,18 +50,20 @@ type Options struct {
 	// OnReload, when set, is called after each reconciliation of the policy set with the running
 	// policies and their generations (for tests).
 	OnReload func(running map[string]int)
+	// LeaderElection, when set, makes this replica reconcile only while it holds a Lease.
+	LeaderElection *LeaderElection
 }
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// Run runs until ctx is done or a source or server fails.
+// Run runs until ctx is done or a source or server fails (or, with leader election, this replica
+// loses its Lease).
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
 	clients, err := newClients(o.Config)
 	if err != nil {
 		return err
 	}
-	mapper := kinds.NewDiscovery(clients.discovery, clients.dynamic)
 	reg := o.Registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -72,37 +75,65 @@ func Run(ctx context.Context, o Options) error {
 	}
 	defer broadcaster.Shutdown()
 	recorder := broadcaster.NewRecorder(scheme.Scheme, "metacel")
-	pool := controller.NewPool(ctx, clients.dynamic)
-	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+
+	var ready atomic.Bool
+	errs := make(chan error, 4)
+	serve(ctx, o.MetricsAddr, metricsMux(reg), errs)
+	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
+	logger.Info("Started", "policyDirs", o.PolicyDirs, "policyNamespace", o.PolicyNamespace, "workers", o.Workers)
+	markReady := sync.OnceFunc(func() {
+		ready.Store(true)
+		if o.Ready != nil {
+			close(o.Ready)
+		}
+	})
+	r := &reconciler{o: o, clients: clients, reg: reg, recorder: recorder, markReady: markReady, errs: errs}
+	if o.LeaderElection == nil {
+		return r.run(ctx)
+	}
+	markReady() // a standby is ready: ready to take over
+	return runElected(ctx, clients, *o.LeaderElection, r.run)
+}
+
+// reconciler is the part of the process that reconciles: the leader's, with leader election.
+type reconciler struct {
+	o        Options
+	clients  *clients
+	reg      prometheus.Registerer
+	recorder events.EventRecorder
+	// markReady reports the process ready (once the first policies' caches have synced)
+	markReady func()
+	errs      chan error
+}
+
+func (r *reconciler) run(ctx context.Context) error {
+	o := r.o
+	mapper := kinds.NewDiscovery(r.clients.discovery, r.clients.dynamic)
+	pool := controller.NewPool(ctx, r.clients.dynamic)
+	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "metacel_informers",
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",
 	}, func() float64 { return float64(pool.Len()) }))
 	deps := controller.Deps{
 		Pool:     pool,
-		Writer:   apply.NewWriter(clients.dynamic),
+		Writer:   apply.NewWriter(r.clients.dynamic),
 		Mapper:   mapper,
-		Recorder: recorder,
-		Metrics:  controller.NewMetrics(reg),
+		Recorder: r.recorder,
+		Metrics:  controller.NewMetrics(r.reg),
 		Clock:    clock.RealClock{},
 	}
-	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, recorder, reg)
+	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	defer set.stopAll()
-
-	errs := make(chan error, 4)
-	snapshots, sources := startSources(ctx, o, clients, errs)
+	snapshots, sources := startSources(ctx, o, r.clients, r.errs)
 	crdChanged, stopCRDs := watchCRDs(pool)
 	defer stopCRDs()
-	var ready atomic.Bool
-	serve(ctx, o.MetricsAddr, metricsMux(reg), errs)
-	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
-	logger.Info("Started", "policyDirs", o.PolicyDirs, "policyNamespace", o.PolicyNamespace, "workers", o.Workers)
 
 	seen, readying := map[string]bool{}, false
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
-		case err := <-errs:
+		case err := <-r.errs:
 			return err
 		case snap := <-snapshots:
 			set.update(snap)
@@ -115,13 +146,13 @@ func Run(ctx context.Context, o Options) error {
 		}
 		if len(seen) == sources && !readying {
 			readying = true
-			go markReady(ctx, set, &ready, o.Ready)
+			go whenSynced(ctx, set, r.markReady)
 		}
 	}
 }
 
-// markReady waits for the first policies' caches, then reports ready once.
-func markReady(ctx context.Context, set *policySet, ready *atomic.Bool, notify chan<- struct{}) {
+// whenSynced calls done once every running controller has synced its caches.
+func whenSynced(ctx context.Context, set *policySet, done func()) {
 	for !set.ready() {
 		select {
 		case <-ctx.Done():
@@ -129,9 +160,7 @@ func markReady(ctx context.Context, set *policySet, ready *atomic.Bool, notify c
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	if ready.CompareAndSwap(false, true) && notify != nil {
-		close(notify)
-	}
+	done()
 }
 
 // startSources starts the policy sources; it returns their snapshots and how many there are.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -56,8 +57,10 @@ func envFloat(name string, def float32) float32 {
 
 // metacel is a metacel runtime running in-process for one test.
 type metacel struct {
-	writes   atomic.Int64 // requests other than GET, LIST and WATCH
+	writes   atomic.Int64 // requests other than GET, LIST and WATCH (events and leases aside)
 	registry *prometheus.Registry
+	// stop stops the runtime and waits for it; the test's end stops it anyway
+	stop func()
 }
 
 // startRuntime runs operator.Run (the code of `metacel run`) on the policies of dirs until the
@@ -78,7 +81,7 @@ func startRuntimeWith(t testing.TB, o operator.Options) *metacel {
 			switch r.Method {
 			case http.MethodGet, http.MethodHead:
 			default:
-				if !strings.Contains(r.URL.Path, "/events") {
+				if !strings.Contains(r.URL.Path, "/events") && !strings.Contains(r.URL.Path, "/leases") {
 					rt.writes.Add(1)
 				}
 			}
@@ -92,12 +95,16 @@ func startRuntimeWith(t testing.TB, o operator.Options) *metacel {
 		o.Config, o.Workers, o.Registry, o.Ready = cfg, runtimeWorkers, rt.registry, ready
 		done <- operator.Run(ctx, o)
 	}()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("runtime: %v", err)
-		}
-	})
+	var once sync.Once
+	rt.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("runtime: %v", err)
+			}
+		})
+	}
+	t.Cleanup(rt.stop)
 	select {
 	case <-ready:
 	case err := <-done:

@@ -1,0 +1,86 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/klog/v2"
+)
+
+// LeaderElection configures the Lease that replicas compete for.
+type LeaderElection struct {
+	// ID names the Lease; Namespace holds it.
+	ID, Namespace string
+	// Identity of this replica; empty: hostname and a random suffix.
+	Identity                                  string
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// DefaultLeaderElection has Kubernetes' usual timings: a standby takes over at most 15 s after
+// the leader stops renewing, at once when it releases the Lease on shutdown.
+func DefaultLeaderElection(namespace string) LeaderElection {
+	return LeaderElection{ID: "metacel", Namespace: namespace, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
+}
+
+// errLostLease ends a replica that lost its Lease while leading: its caches and queues may be
+// stale, so it stops rather than risk writing next to the new leader (a Deployment restarts it
+// as a standby).
+var errLostLease = errors.New("lost the leader election Lease")
+
+// runElected runs lead while this replica holds the Lease; it returns when ctx is done (having
+// released the Lease) or when the Lease is lost.
+func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(context.Context) error) error {
+	logger := klog.FromContext(ctx)
+	identity := le.Identity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = host + "_" + string(uuid.NewUUID())
+	}
+	lock := &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: le.ID, Namespace: le.Namespace},
+		Client:     c.kube.CoordinationV1(),
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}
+	led := make(chan error, 1)
+	var leading atomic.Bool
+	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:            lock,
+		Name:            le.ID,
+		LeaseDuration:   le.LeaseDuration,
+		RenewDeadline:   le.RenewDeadline,
+		RetryPeriod:     le.RetryPeriod,
+		ReleaseOnCancel: true,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(ctx context.Context) {
+				leading.Store(true)
+				logger.Info("Leading", "lease", le.Namespace+"/"+le.ID, "identity", identity)
+				led <- lead(ctx)
+			},
+			OnStoppedLeading: func() { logger.Info("Not leading", "identity", identity) },
+			OnNewLeader: func(leader string) {
+				if leader != identity {
+					logger.Info("Standing by", "leader", leader)
+				}
+			},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	elector.Run(ctx) // returns when ctx is done or leadership is lost
+	if !leading.Load() {
+		return nil // stopped while standing by
+	}
+	if err := <-led; err != nil || ctx.Err() != nil { // wait until the leader's work has stopped
+		return err
+	}
+	return errLostLease
+}
