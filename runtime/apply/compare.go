@@ -2,8 +2,12 @@ package apply
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +18,12 @@ import (
 // fields say what metacel set before.
 func NeedsApply(desired, observed *unstructured.Unstructured) bool {
 	return !satisfied(desired.Object, observed.Object, managedBy(observed, FieldManager))
+}
+
+// AppliedBy reports whether metacel has applied obj (it has metacel's Apply entry in its managed
+// fields): a copy of a child that only carries metacel's labels is not metacel's to delete.
+func AppliedBy(obj *unstructured.Unstructured) bool {
+	return managedBy(obj, FieldManager) != nil
 }
 
 // managedBy returns the fields a manager applied to obj, as the fieldsV1 tree ("f:spec": {...}).
@@ -29,11 +39,17 @@ func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 	return nil
 }
 
-// satisfied reports whether observed already holds every field of desired: each map key of
-// desired is in observed with a satisfied value, and each list has the same length with each
-// item satisfied. Fields that only observed has (defaults, status, fields other managers own) do
-// not matter, unless managed (metacel's own fields, as "f:<key>") says metacel set them: a map
-// key metacel set and no longer desires must be removed. Numbers compare by value.
+// satisfied reports whether observed already holds every field of desired, as the API server
+// stores it:
+//   - each map key of desired is in observed with a satisfied value; a zero value ("", 0, false,
+//     empty list or map) also matches an absent key, since the server drops omitempty fields;
+//   - a map key metacel set before (managed, "f:<key>") and no longer desires must be removed;
+//   - a list matches item by item; observed may have more items (admission appends some, such as
+//     a service account token volume), unless metacel itself set more items before (managed
+//     counts them), which means an item was removed;
+//   - numbers compare by value, and quantities by quantity ("0.5" and "500m" are the same CPU).
+//
+// Fields only observed has (defaults, status, fields of other managers) do not matter.
 func satisfied(desired, observed any, managed map[string]any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
@@ -53,8 +69,8 @@ func satisfied(desired, observed any, managed map[string]any) bool {
 		for k, dv := range d {
 			ov, ok := o[k]
 			if !ok {
-				if isEmpty(dv) {
-					continue // an empty value the server drops, e.g. env: []
+				if isZero(dv) {
+					continue
 				}
 				return false
 			}
@@ -65,15 +81,12 @@ func satisfied(desired, observed any, managed map[string]any) bool {
 		}
 		return true
 	case []any:
-		o, ok := observed.([]any)
-		if !ok {
-			return len(d) == 0 && observed == nil
-		}
-		if len(d) != len(o) {
+		o, _ := observed.([]any)
+		if len(o) < len(d) || managedItems(managed) > len(d) {
 			return false
 		}
 		for i := range d {
-			if !satisfied(d[i], o[i], nil) {
+			if !satisfied(d[i], o[i], itemManaged(managed, o[i], i)) {
 				return false
 			}
 		}
@@ -81,14 +94,49 @@ func satisfied(desired, observed any, managed map[string]any) bool {
 	case nil:
 		return observed == nil
 	}
-	if dn, ok := number(desired); ok {
-		on, ok := number(observed)
-		return ok && dn == on
-	}
-	return reflect.DeepEqual(desired, observed)
+	return sameScalar(desired, observed)
 }
 
-func isEmpty(v any) bool {
+// managedItems counts the list items metacel set before: keyed ("k:"), set ("v:") or indexed ("i:").
+func managedItems(managed map[string]any) int {
+	n := 0
+	for f := range managed {
+		if strings.HasPrefix(f, "k:") || strings.HasPrefix(f, "v:") || strings.HasPrefix(f, "i:") {
+			n++
+		}
+	}
+	return n
+}
+
+// itemManaged finds the managed fields of one list item: by its key fields ("k:{...}") or index.
+func itemManaged(managed map[string]any, item any, i int) map[string]any {
+	if sub, ok := managed[fmt.Sprintf("i:%d", i)].(map[string]any); ok {
+		return sub
+	}
+	m, ok := item.(map[string]any)
+	if !ok {
+		return nil
+	}
+	for f, sub := range managed {
+		var keys map[string]any
+		if k, isKey := strings.CutPrefix(f, "k:"); isKey && json.Unmarshal([]byte(k), &keys) == nil && matchesKeys(m, keys) {
+			s, _ := sub.(map[string]any)
+			return s
+		}
+	}
+	return nil
+}
+
+func matchesKeys(item, keys map[string]any) bool {
+	for k, v := range keys {
+		if !sameScalar(v, item[k]) {
+			return false
+		}
+	}
+	return len(keys) > 0
+}
+
+func isZero(v any) bool {
 	switch x := v.(type) {
 	case nil:
 		return true
@@ -96,8 +144,48 @@ func isEmpty(v any) bool {
 		return len(x) == 0
 	case []any:
 		return len(x) == 0
+	case string:
+		return x == ""
+	case bool:
+		return !x
 	}
-	return false
+	n, ok := number(v)
+	return ok && n == 0
+}
+
+// sameScalar compares scalars as the server stores them: numbers by value, and two values that
+// both read as quantities by quantity.
+func sameScalar(desired, observed any) bool {
+	if reflect.DeepEqual(desired, observed) {
+		return true
+	}
+	if dn, ok := number(desired); ok {
+		if on, ok := number(observed); ok {
+			return dn == on
+		}
+	}
+	if _, isString := observed.(string); !isString {
+		return false // the server turns a quantity into a string, never a string into a number
+	}
+	dq, ok1 := quantity(desired)
+	oq, ok2 := quantity(observed)
+	return ok1 && ok2 && dq.Cmp(oq) == 0
+}
+
+func quantity(v any) (resource.Quantity, bool) {
+	var s string
+	switch x := v.(type) {
+	case string:
+		s = x
+	default:
+		n, ok := number(v)
+		if !ok {
+			return resource.Quantity{}, false
+		}
+		s = strconv.FormatFloat(n, 'f', -1, 64)
+	}
+	q, err := resource.ParseQuantity(s)
+	return q, err == nil
 }
 
 func number(v any) (float64, bool) {

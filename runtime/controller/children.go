@@ -91,8 +91,8 @@ func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Uns
 	}
 	for id, objs := range observed {
 		for _, obs := range objs {
-			if desired[identity(obs)] || obs.GetDeletionTimestamp() != nil {
-				continue
+			if desired[identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
+				continue // wanted, going, or a copy that only carries metacel's labels
 			}
 			if err := c.prune(ctx, parent, id, obs); err != nil {
 				return err

@@ -32,7 +32,7 @@ type Deps struct {
 	Mapper   kinds.Mapper
 	Recorder events.EventRecorder
 	Metrics  *Metrics
-	Clock    clock.PassiveClock
+	Clock    clock.Clock
 }
 
 // Controller reconciles the parents of one policy.
@@ -45,6 +45,11 @@ type Controller struct {
 	children map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	relIndex *relatedIndex
+	// lastConds holds the last conditions of parents without status, by UID
+	lastConds struct {
+		sync.Mutex
+		m map[string]string
+	}
 
 	cleanups []func()
 }
@@ -54,7 +59,7 @@ var managedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
 
 // New prepares the controller of a policy; Run starts it.
 func New(p *policy.Compiled, deps Deps) *Controller {
-	return &Controller{
+	c := &Controller{
 		policy: p,
 		deps:   deps,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
@@ -63,6 +68,8 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		related:  map[string]cache.SharedIndexInformer{},
 		relIndex: newRelatedIndex(),
 	}
+	c.lastConds.m = map[string]string{}
+	return c
 }
 
 // Name is the policy's name.
@@ -172,6 +179,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	defer c.queue.Done(key)
+	if ctx.Err() != nil {
+		return false // stopping: leave what is queued (the queue drains on shutdown)
+	}
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	start := c.deps.Clock.Now()
 	err := c.sync(klog.NewContext(ctx, logger), key)

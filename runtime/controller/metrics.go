@@ -11,6 +11,8 @@ type Metrics struct {
 	total    *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// render is the time a render takes: every CEL expression of one sync
+	render *prometheus.HistogramVec
 }
 
 // NewMetrics registers the reconcile metrics in reg.
@@ -29,9 +31,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Length of time per reconciliation per controller (policy).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"controller"}),
+		render: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "metacel_cel_eval_duration_seconds",
+			Help:    "Time to evaluate a policy's CEL for one parent (one render), per policy.",
+			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
+		}, []string{"policy"}),
 	}
-	reg.MustRegister(m.total, m.errors, m.duration)
+	reg.MustRegister(m.total, m.errors, m.duration, m.render)
 	return m
+}
+
+func (m *Metrics) observeRender(policy string, seconds float64) {
+	if m != nil {
+		m.render.WithLabelValues(policy).Observe(seconds)
+	}
 }
 
 func (m *Metrics) observe(controller string, start, end time.Time, err error) {

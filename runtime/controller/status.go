@@ -4,7 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
+	"encoding/json"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -16,18 +17,40 @@ import (
 // without a status subresource (built-in kinds) get no status: their conditions are events only.
 func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (bool, error) {
 	if !c.policy.Parent.HasStatus {
-		return true, nil
+		return c.conditionsChanged(parent, conds), nil
 	}
 	now := metav1.NewTime(c.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
 		return false, &permanentError{err: fmt.Errorf("status: %w", err)}
 	}
-	if equality.Semantic.DeepEqual(status, parent.Object["status"]) {
+	if sameJSON(status, parent.Object["status"]) {
 		return false, nil
 	}
 	if err := c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
 		return false, fmt.Errorf("write status: %w", err)
 	}
 	return true, nil
+}
+
+// sameJSON compares two values as the API server stores them: as JSON (a float 100.0 computed
+// by CEL and the int 100 read back are the same number).
+func sameJSON(a, b any) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb)
+}
+
+// conditionsChanged remembers the conditions of parents without a status subresource (built-in
+// kinds), so that their failures are reported as events once per change, not once per sync.
+func (c *Controller) conditionsChanged(parent *unstructured.Unstructured, conds []render.Condition) bool {
+	key := string(parent.GetUID())
+	summary := fmt.Sprint(conds)
+	c.lastConds.Lock()
+	defer c.lastConds.Unlock()
+	if c.lastConds.m[key] == summary {
+		return false
+	}
+	c.lastConds.m[key] = summary
+	return true
 }

@@ -25,7 +25,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}
+	start := c.deps.Clock.Now()
 	out, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: observed, Related: related, Mapper: c.deps.Mapper})
+	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}

@@ -49,8 +49,19 @@ func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(co
 		Client:     c.kube.CoordinationV1(),
 		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
 	}
+	// The elector runs on its own context, stopped only once the leader's work has returned, so
+	// that the Lease is released after the last write, not before; and a leader whose work ends
+	// early (a failed source) gives up the Lease instead of holding it idle.
+	electorCtx, stopElector := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopElector()
 	led := make(chan error, 1)
 	var leading atomic.Bool
+	go func() {
+		<-ctx.Done()
+		if !leading.Load() {
+			stopElector() // a standby stops at once
+		}
+	}()
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
 		Lock:            lock,
 		Name:            le.ID,
@@ -59,10 +70,14 @@ func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(co
 		RetryPeriod:     le.RetryPeriod,
 		ReleaseOnCancel: true,
 		Callbacks: leaderelection.LeaderCallbacks{
-			OnStartedLeading: func(ctx context.Context) {
+			OnStartedLeading: func(lctx context.Context) {
 				leading.Store(true)
 				logger.Info("Leading", "lease", le.Namespace+"/"+le.ID, "identity", identity)
-				led <- lead(ctx)
+				leadCtx, cancel := context.WithCancel(lctx)
+				defer context.AfterFunc(ctx, cancel)()
+				led <- lead(leadCtx)
+				cancel()
+				stopElector()
 			},
 			OnStoppedLeading: func() { logger.Info("Not leading", "identity", identity) },
 			OnNewLeader: func(leader string) {
@@ -75,7 +90,7 @@ func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(co
 	if err != nil {
 		return fmt.Errorf("leader election: %w", err)
 	}
-	elector.Run(ctx) // returns when ctx is done or leadership is lost
+	elector.Run(electorCtx) // returns when stopped or when leadership is lost
 	if !leading.Load() {
 		return nil // stopped while standing by
 	}

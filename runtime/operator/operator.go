@@ -69,6 +69,7 @@ func Run(ctx context.Context, o Options) error {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	controller.RegisterProcessMetrics()
 	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.kube.EventsV1()})
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start events: %w", err)
@@ -226,7 +227,8 @@ func newClients(cfg *rest.Config) (*clients, error) {
 
 func metricsMux(reg *prometheus.Registry) *http.ServeMux {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	gatherers := prometheus.Gatherers{reg, controller.ProcessRegistry}
+	mux.Handle("/metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
 	return mux
 }
 

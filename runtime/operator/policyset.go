@@ -146,18 +146,22 @@ func (s *policySet) load(st *unitState) {
 		s.event(st.unit, "Warning", "PolicyInvalid", "Load", fmt.Sprintf("not loaded (last good version kept: %v): %v", kept, err))
 		return
 	}
+	st.waiting = false
+	for _, p := range compiled {
+		if missing := missingResources(p); len(missing) > 0 {
+			st.waiting = true
+			logger.Info("Policy waits for resources the cluster does not serve yet; its last good version, if any, keeps running",
+				"policy", p.Name(), "missing", missing)
+		}
+	}
+	if st.waiting && st.good != nil {
+		return // swapped in once the cluster serves its resources
+	}
 	if st.good == nil {
 		s.seq++
 		st.loaded = s.seq
 	}
 	st.good = compiled
-	st.waiting = false
-	for _, p := range compiled {
-		if missing := missingResources(p); len(missing) > 0 {
-			st.waiting = true
-			logger.Info("Policy waits for resources the cluster does not serve yet", "policy", p.Name(), "missing", missing)
-		}
-	}
 }
 
 // missingResources lists the resources of a policy that the cluster does not serve.

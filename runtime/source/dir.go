@@ -2,6 +2,8 @@ package source
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -37,7 +39,13 @@ func WatchPaths(ctx context.Context, paths []string, out chan<- Snapshot) error 
 	}
 	logger := klog.FromContext(ctx).WithValues("paths", paths)
 	send := func() {
-		snap := Snapshot{Source: "dir", Units: ReadUnits(ctx, paths)}
+		units, err := ReadUnits(paths)
+		if err != nil {
+			// a path missing for a moment must not stop every policy: wait for the next change
+			logger.Error(err, "Reading policy paths; keeping the policies loaded before")
+			return
+		}
+		snap := Snapshot{Source: "dir", Units: units}
 		select {
 		case out <- snap:
 		case <-ctx.Done():
@@ -101,21 +109,24 @@ func watchedDirs(paths []string) []string {
 	return out
 }
 
-// ReadUnits reads the policy files of paths; a file that cannot be read is logged and left out
-// (as if removed: its policies stop, which is what a deleted file means).
-func ReadUnits(ctx context.Context, paths []string) []Unit {
+// ReadUnits reads the policy files of paths. A file that disappears between listing and reading
+// is left out (it was removed); any other error fails the whole read, so that a transient problem
+// is not taken for removed policies.
+func ReadUnits(paths []string) ([]Unit, error) {
 	files, err := Files(paths)
 	if err != nil {
-		klog.FromContext(ctx).Error(err, "Reading policy paths")
+		return nil, err
 	}
 	units := make([]Unit, 0, len(files))
 	for _, f := range files {
 		data, err := os.ReadFile(f)
-		if err != nil {
-			klog.FromContext(ctx).Error(err, "Reading policy file", "file", f)
+		if errors.Is(err, fs.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		units = append(units, Unit{Name: f, Data: data})
 	}
-	return units
+	return units, nil
 }

@@ -2,7 +2,11 @@ package e2e
 
 import (
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"metacel.dev/metacel/runtime/operator"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "widgets"}
@@ -116,4 +121,59 @@ func TestBuiltInParent(t *testing.T) {
 		t.Error("a namespace without the label must get no ConfigMap")
 	}
 	_ = corev1.NamespaceActive
+}
+
+// TestMetricsEndpoint scrapes /metrics after a sync: the reconcile, workqueue, client and CEL
+// metrics are there with non-zero values.
+func TestMetricsEndpoint(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	_ = ln.Close()
+	startRuntimeWith(t, operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, MetricsAddr: addr})
+	ns := newNamespace(t, "metrics")
+	create(t, widgetsGVR, widget(ns, "m"))
+	waitFor(t, widgetsGVR, ns, "m", wait, hasCondition("Ready", "True", "", ""))
+	want := []string{
+		`controller_runtime_reconcile_total{controller="widget",result="success"}`,
+		`controller_runtime_reconcile_time_seconds_count{controller="widget"}`,
+		`workqueue_adds_total{controller="widget",name="widget"}`,
+		`workqueue_work_duration_seconds_count{controller="widget",name="widget"}`,
+		`rest_client_requests_total{code="200",`,
+		`metacel_cel_eval_duration_seconds_count{policy="widget"}`,
+		`metacel_policy_info{generation="1",policy="widget",`,
+		`metacel_informers`,
+	}
+	eventually(t, 10*time.Second, "metrics with non-zero values", func() error {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		for _, w := range want {
+			if !hasNonZero(string(body), w) {
+				return fmt.Errorf("no non-zero %s", w)
+			}
+		}
+		return nil
+	})
+}
+
+// hasNonZero reports whether a scrape has a sample starting with prefix and a value other than 0.
+func hasNonZero(scrape, prefix string) bool {
+	for _, line := range strings.Split(scrape, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			fields := strings.Fields(line)
+			if v := fields[len(fields)-1]; v != "0" {
+				return true
+			}
+		}
+	}
+	return false
 }
