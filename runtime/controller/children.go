@@ -46,7 +46,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	case err == nil && existing.GetLabels()[render.LabelParentUID] != string(parent.GetUID()):
 		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s: delete or rename it, or change the child's name in policy %q",
-			child.Object.GetKind(), describe(child.Object), parent.GetKind(), c.Name())}
+			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
 	case err != nil && !isNew:
 		return applyError("read", child.Object, err)
 	}
@@ -54,7 +54,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 		return applyError("create", child.Object, err)
 	}
 	if isNew { // else it is ours, and the cache had not seen it yet
-		c.deps.Recorder.Eventf(parent, nil, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), describe(child.Object))
+		c.deps.Recorder.Eventf(parent, nil, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), render.NamespacedName(child.Object))
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return nil
@@ -78,7 +78,7 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return applyError("delete (to recreate)", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, nil, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), describe(obs))
+	c.deps.Recorder.Eventf(parent, nil, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), render.NamespacedName(obs))
 	return nil
 }
 
@@ -87,11 +87,11 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
 	desired := map[string]bool{}
 	for _, ch := range out.Children {
-		desired[identity(ch.Object)] = true
+		desired[render.Identity(ch.Object)] = true
 	}
 	for id, objs := range observed {
 		for _, obs := range objs {
-			if desired[identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
+			if desired[render.Identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
 				continue // wanted, going, or a copy that only carries metacel's labels
 			}
 			if err := c.prune(ctx, parent, id, obs); err != nil {
@@ -113,13 +113,13 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, parent.GetUID()); err != nil {
 			return applyError("release", obs, err)
 		}
-		c.deps.Recorder.Eventf(parent, nil, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), describe(obs))
+		c.deps.Recorder.Eventf(parent, nil, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), render.NamespacedName(obs))
 		return nil
 	}
 	if err := c.deps.Writer.Delete(ctx, gvr, obs); err != nil {
 		return applyError("delete", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, nil, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), describe(obs))
+	c.deps.Recorder.Eventf(parent, nil, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), render.NamespacedName(obs))
 	return nil
 }
 
@@ -146,28 +146,15 @@ func (c *Controller) resourceOf(obj *unstructured.Unstructured) (policy.ChildRes
 
 func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
-		err: fmt.Errorf("%s %s %s: %w", verb, obj.GetKind(), describe(obj), err)}
+		err: fmt.Errorf("%s %s %s: %w", verb, obj.GetKind(), render.NamespacedName(obj), err)}
 }
 
 func findObserved(objs []*unstructured.Unstructured, desired *unstructured.Unstructured) *unstructured.Unstructured {
-	want := identity(desired)
+	want := render.Identity(desired)
 	for _, o := range objs {
-		if identity(o) == want {
+		if render.Identity(o) == want {
 			return o
 		}
 	}
 	return nil
-}
-
-// identity names an object by group, kind, namespace and name.
-func identity(o *unstructured.Unstructured) string {
-	gvk := o.GroupVersionKind()
-	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
-}
-
-func describe(o *unstructured.Unstructured) string {
-	if o.GetNamespace() == "" {
-		return o.GetName()
-	}
-	return o.GetNamespace() + "/" + o.GetName()
 }

@@ -33,7 +33,7 @@ func (r *run) buildChildren() ([]Child, error) {
 			key := child.Resource.GVR.String() + " " + child.Object.GetNamespace() + "/" + child.Object.GetName()
 			if first, dup := seen[key]; dup {
 				return nil, childError(ch.Path, "two children are the same object %s %s (also from %s): give them distinct names",
-					child.Object.GetKind(), namespacedName(child.Object), first)
+					child.Object.GetKind(), NamespacedName(child.Object), first)
 			}
 			seen[key] = ch.Path
 			out = append(out, child)
@@ -169,7 +169,7 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 	}
 	if !ch.CrossNamespace {
 		return false, childError(ch.Path+".crossNamespace", "%s %s is outside the parent's namespace %q: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)",
-			info.Kind, namespacedName(obj), parentNS)
+			info.Kind, NamespacedName(obj), parentNS)
 	}
 	return false, nil
 }
@@ -208,13 +208,13 @@ func (r *run) judgeReadiness(children []Child) ([]string, error) {
 	observed := map[string]*unstructured.Unstructured{}
 	for _, objs := range r.in.Observed {
 		for _, o := range objs {
-			observed[identity(o)] = o
+			observed[Identity(o)] = o
 		}
 	}
 	var notReady []string
 	for i := range children {
 		child := &children[i]
-		obs, ok := observed[identity(child.Object)]
+		obs, ok := observed[Identity(child.Object)]
 		if ok {
 			ready, err := r.ready(child, obs)
 			if err != nil {
@@ -223,7 +223,7 @@ func (r *run) judgeReadiness(children []Child) ([]string, error) {
 			child.Ready = ready
 		}
 		if !child.Ready {
-			notReady = append(notReady, fmt.Sprintf("%s %s", child.Object.GetKind(), namespacedName(child.Object)))
+			notReady = append(notReady, fmt.Sprintf("%s %s", child.Object.GetKind(), NamespacedName(child.Object)))
 		}
 	}
 	return notReady, nil
@@ -250,13 +250,15 @@ func (r *run) compiledChild(id string) *policy.CompiledChild {
 	return nil
 }
 
-// identity names an object by group, kind, namespace and name.
-func identity(o *unstructured.Unstructured) string {
+// Identity names an object by group, kind, namespace and name: two objects with one identity
+// are the same object, whatever their version.
+func Identity(o *unstructured.Unstructured) string {
 	gvk := o.GroupVersionKind()
 	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
-func namespacedName(o *unstructured.Unstructured) string {
+// NamespacedName is namespace/name, or name for a cluster-scoped object.
+func NamespacedName(o *unstructured.Unstructured) string {
 	if o.GetNamespace() == "" {
 		return o.GetName()
 	}
