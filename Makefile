@@ -44,6 +44,11 @@ fuzz: ## Fuzz the policy loader and the template engine for FUZZTIME each (defau
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) ./runtime/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) ./runtime/expr
 
+.PHONY: manifests
+manifests: build ## Regenerate deploy/ from policies/: the ClusterRole (metacel rbac) and the policy ConfigMaps
+	bin/metacel rbac policies/ > deploy/rbac/clusterrole.yaml
+	cp policies/*.yaml deploy/policies/
+
 .PHONY: golden
 golden: ## Regenerate the golden files of `metacel render` after an intended change
 	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel

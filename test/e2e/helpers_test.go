@@ -73,9 +73,16 @@ func startRuntime(t testing.TB, dirs ...string) *metacel {
 // startRuntimeWith runs the runtime with options (the test fills in the client and metrics).
 func startRuntimeWith(t testing.TB, o operator.Options) *metacel {
 	t.Helper()
+	return startRuntimeAs(t, "", o)
+}
+
+// startRuntimeAs runs the runtime as user (impersonated; "" for the cluster admin).
+func startRuntimeAs(t testing.TB, user string, o operator.Options) *metacel {
+	t.Helper()
 	rt := &metacel{registry: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(cluster.config)
 	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
+	cfg.Impersonate.UserName = user
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			switch r.Method {

@@ -1,0 +1,42 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDeployIsGenerated checks that deploy/ holds what `make manifests` generates from policies/:
+// the ClusterRole of `metacel rbac` and copies of the policy ConfigMaps.
+func TestDeployIsGenerated(t *testing.T) {
+	role, _, err := runCLI(t, "rbac", filepath.Join(repo, "policies"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	deployed, err := os.ReadFile(filepath.Join(repo, "deploy", "rbac", "clusterrole.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(deployed) != role {
+		t.Errorf("deploy/rbac/clusterrole.yaml is not what `metacel rbac policies/` prints: run `make manifests`\n%s", lineDiff(string(deployed), role))
+	}
+	policies, err := filepath.Glob(filepath.Join(repo, "policies", "*.yaml"))
+	if err != nil || len(policies) == 0 {
+		t.Fatalf("no policies: %v", err)
+	}
+	for _, p := range policies {
+		want, _ := os.ReadFile(p)
+		got, err := os.ReadFile(filepath.Join(repo, "deploy", "policies", filepath.Base(p)))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("deploy/policies/%s differs from policies/: run `make manifests`", filepath.Base(p))
+		}
+	}
+}
+
+func TestRBACGolden(t *testing.T) {
+	out, _, err := runCLI(t, "rbac", filepath.Join(repo, "policies"), filepath.Join(repo, "test", "e2e", "testdata", "policies"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, filepath.Join("testdata", "rbac.yaml"), out)
+}

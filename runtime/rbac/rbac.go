@@ -1,0 +1,109 @@
+package rbac
+
+import (
+	"sort"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// The verbs of each role a resource plays.
+var (
+	parentVerbs       = []string{"get", "list", "watch", "patch"} // patch: the cleanup finalizer
+	parentStatusVerbs = []string{"patch"}                         // status is server-side applied
+	// create: server-side apply of an object that does not exist yet creates it
+	childVerbs   = []string{"get", "list", "watch", "create", "patch", "delete"}
+	relatedVerbs = []string{"get", "list", "watch"}
+)
+
+// ClusterRole returns the ClusterRole that lets metacel run the policies.
+func ClusterRole(name string, policies []*policy.CompositePolicy) *rbacv1.ClusterRole {
+	rules := ruleSet{}
+	for _, p := range policies {
+		rules.add(gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource), parentVerbs...)
+		rules.add(gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource+"/status"), parentStatusVerbs...)
+		for _, c := range p.Spec.ChildResources {
+			rules.add(gr(c.APIVersion, c.Resource), childVerbs...)
+		}
+		for _, r := range p.Spec.Related {
+			rules.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
+		}
+	}
+	rules.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create", "patch")
+	rules.add(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "get", "list", "watch")
+	return &rbacv1.ClusterRole{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "metacel"}},
+		Rules:      rules.rules(),
+	}
+}
+
+func gr(apiVersion, resource string) schema.GroupResource {
+	gv, _ := schema.ParseGroupVersion(apiVersion) // validated when the policy loaded
+	return schema.GroupResource{Group: gv.Group, Resource: resource}
+}
+
+// ruleSet unions verbs per group and resource.
+type ruleSet map[schema.GroupResource]map[string]bool
+
+func (s ruleSet) add(r schema.GroupResource, verbs ...string) {
+	if s[r] == nil {
+		s[r] = map[string]bool{}
+	}
+	for _, v := range verbs {
+		s[r][v] = true
+	}
+}
+
+// rules returns one rule per group and set of verbs, resources sorted: a stable, readable role.
+func (s ruleSet) rules() []rbacv1.PolicyRule {
+	type key struct{ group, verbs string }
+	byKey := map[key]*rbacv1.PolicyRule{}
+	var keys []key
+	for r, vs := range s {
+		verbs := sortedVerbs(vs)
+		k := key{r.Group, join(verbs)}
+		if byKey[k] == nil {
+			byKey[k] = &rbacv1.PolicyRule{APIGroups: []string{r.Group}, Verbs: verbs}
+			keys = append(keys, k)
+		}
+		byKey[k].Resources = append(byKey[k].Resources, r.Resource)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].group != keys[j].group {
+			return keys[i].group < keys[j].group
+		}
+		return keys[i].verbs < keys[j].verbs
+	})
+	out := make([]rbacv1.PolicyRule, 0, len(keys))
+	for _, k := range keys {
+		r := byKey[k]
+		sort.Strings(r.Resources)
+		out = append(out, *r)
+	}
+	return out
+}
+
+// verbOrder lists verbs the way Kubernetes' own roles do.
+var verbOrder = []string{"get", "list", "watch", "create", "update", "patch", "delete"}
+
+func sortedVerbs(vs map[string]bool) []string {
+	var out []string
+	for _, v := range verbOrder {
+		if vs[v] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func join(ss []string) string {
+	out := ""
+	for _, s := range ss {
+		out += s + ","
+	}
+	return out
+}
