@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/kinds"
@@ -28,7 +29,8 @@ and its Lease) are in deploy/.`,
 			if err != nil {
 				return err
 			}
-			compiled, err := source.Load(files, kinds.NewCatalog())
+			catalog := kinds.NewCatalog()
+			compiled, err := source.Load(files, catalog)
 			if err != nil {
 				return err
 			}
@@ -36,7 +38,8 @@ and its Lease) are in deploy/.`,
 			for i, c := range compiled {
 				policies[i] = c.Policy
 			}
-			out, err := yaml.Marshal(rbac.ClusterRole(name, policies))
+			builtIn := func(gvr schema.GroupVersionResource) bool { _, ok := catalog.ForResource(gvr); return ok }
+			out, err := yaml.Marshal(rbac.ClusterRole(name, policies, builtIn))
 			if err != nil {
 				return err
 			}

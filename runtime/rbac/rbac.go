@@ -19,12 +19,16 @@ var (
 	relatedVerbs = []string{"get", "list", "watch"}
 )
 
-// ClusterRole returns the ClusterRole that lets metacel run the policies.
-func ClusterRole(name string, policies []*policy.CompositePolicy) *rbacv1.ClusterRole {
+// ClusterRole returns the ClusterRole that lets metacel run the policies. builtIn tells the
+// built-in resources, whose status metacel never writes.
+func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
 	rules := ruleSet{}
 	for _, p := range policies {
-		rules.add(gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource), parentVerbs...)
-		rules.add(gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource+"/status"), parentStatusVerbs...)
+		parent := gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
+		rules.add(parent, parentVerbs...)
+		if gv, _ := schema.ParseGroupVersion(p.Spec.ParentResource.APIVersion); !builtIn(gv.WithResource(parent.Resource)) {
+			rules.add(schema.GroupResource{Group: parent.Group, Resource: parent.Resource + "/status"}, parentStatusVerbs...)
+		}
 		for _, c := range p.Spec.ChildResources {
 			rules.add(gr(c.APIVersion, c.Resource), childVerbs...)
 		}
