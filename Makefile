@@ -16,6 +16,14 @@ GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangc
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
+.PHONY: demo
+demo: ## Start a local cluster with the five seed operators as policies and metacel running them (stays up)
+	@hack/demo.sh up
+
+.PHONY: demo-down
+demo-down: ## Stop everything `make demo` started
+	@hack/demo.sh down
+
 .PHONY: build
 build: ## Build bin/metacel
 	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel

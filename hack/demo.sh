@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# The metacel demo: a local cluster (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler, kwok's simulated nodes), the five seed operators as policies, their samples,
+# and metacel reconciling them. `hack/demo.sh up` starts it and leaves it running;
+# `hack/demo.sh down` stops everything it started.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${METACEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metacel}"
+DIR="${METACEL_DEMO_DIR:-$CACHE/demo}"
+PARENTS="myapps,myingresses,whalesays,configmapsyncs,memcacheds"
+
+step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
+
+usage() {
+	echo "usage: $0 up|down" >&2
+	exit 2
+}
+
+up() {
+	step "Building metacel"
+	make -C "$ROOT" --no-print-directory build
+	step "Building the local control plane (once; about 15 minutes the first time, then cached)"
+	BIN="$("$ROOT/hack/control-plane.sh" bin-dir)"
+	export PATH="$BIN:$PATH"
+	down >/dev/null 2>&1 || true
+	step "Starting the control plane in $DIR"
+	"$ROOT/hack/control-plane.sh" up "$DIR" >/dev/null
+	export KUBECONFIG="$DIR/kubeconfig"
+	kubectl get nodes
+
+	step "Installing the parents' CRDs (and the ACK LoadBalancer CRD that MyIngress composes)"
+	kubectl apply -f "$ROOT/crds/" -f "$ROOT/test/testdata/crds/"
+	kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
+
+	step "Applying the policies: ConfigMaps in metacel-system, no controller code"
+	kubectl create namespace metacel-system --dry-run=client -o yaml | kubectl apply -f -
+	kubectl apply -f "$ROOT/policies/"
+
+	step "Starting metacel run (logs: $DIR/metacel.log)"
+	setsid "$ROOT/bin/metacel" run --kubeconfig "$KUBECONFIG" --policy-namespace metacel-system \
+		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
+		</dev/null >"$DIR/metacel.log" 2>&1 &
+	echo $! >"$DIR/metacel.pid"
+	wait_for "metacel to load the 5 policies" 60 \
+		bash -c "[ \$(grep -c 'Policy loaded' '$DIR/metacel.log') -ge 5 ]"
+
+	step "Creating one parent of each kind (samples/)"
+	kubectl apply -f "$ROOT/samples/"
+
+	step "Playing the ACK controller: the load balancer of MyIngress becomes active"
+	wait_for "the LoadBalancer child" 60 kubectl get loadbalancer example-ingress-alb -n default
+	kubectl patch loadbalancer example-ingress-alb -n default --subresource=status --type=merge -p \
+		'{"status":{"dnsName":"example-ingress-alb-1234567890.eu-west-1.elb.amazonaws.com","ackResourceMetadata":{"arn":"arn:aws:elasticloadbalancing:eu-west-1:123456789012:loadbalancer/app/example-ingress-alb/50dc6c495c0c9188"},"state":{"code":"active"}}}'
+
+	step "Waiting for every parent to be Ready"
+	kubectl wait --for=condition=Ready "$PARENTS" --all -A --timeout=120s
+
+	step "The parents"
+	kubectl get "$PARENTS" -A
+	step "Their children, made by metacel"
+	kubectl get pods,deployments,jobs,loadbalancers,configmaps -A -l app.kubernetes.io/managed-by=metacel
+	cat <<MSG
+
+The cluster is running. Try it:
+  export KUBECONFIG=$KUBECONFIG PATH=$BIN:\$PATH
+  kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"size":2}}'   # the Deployment follows
+  kubectl edit configmap -n metacel-system policy-myapp                            # hot reload
+  tail -f $DIR/metacel.log
+Stop everything with: make demo-down
+MSG
+}
+
+down() {
+	if [ -f "$DIR/metacel.pid" ]; then
+		kill "$(cat "$DIR/metacel.pid")" 2>/dev/null || true
+		rm -f "$DIR/metacel.pid"
+	fi
+	if [ -d "$DIR" ]; then
+		"$ROOT/hack/control-plane.sh" down "$DIR"
+	fi
+}
+
+# wait_for DESCRIPTION SECONDS COMMAND...: polls COMMAND every half second until it succeeds.
+wait_for() {
+	local what="$1" timeout="$2" start=$SECONDS
+	shift 2
+	until "$@" >/dev/null 2>&1; do
+		if ((SECONDS - start > timeout)); then
+			echo "timed out after ${timeout}s waiting for $what" >&2
+			exit 1
+		fi
+		sleep 0.5
+	done
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+*) usage ;;
+esac
