@@ -9,6 +9,8 @@ CACHE    ?= $(or $(METACEL_CACHE),$(HOME)/.cache/metacel)
 TOOLS    := $(CACHE)/tools
 FUZZTIME ?= 10s
 
+HELM_VERSION          := v3.22.0
+HELM                  := $(TOOLS)/helm-$(HELM_VERSION)/helm
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT         := $(TOOLS)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint
 
@@ -40,8 +42,11 @@ unit: ## Unit and golden tests (no cluster)
 	$(GO) test -count=1 $$($(GO) list ./... | grep -v /test/e2e)
 
 .PHONY: e2e
-e2e: ## End-to-end tests against a local control plane (built once into the cache: 15 min the first time)
-	$(GO) test -count=1 -timeout 30m ./test/e2e
+e2e: $(HELM) ## End-to-end tests against a local control plane (built once into the cache: 15 min the first time)
+	METACEL_HELM=$(HELM) $(GO) test -count=1 -timeout 30m ./test/e2e
+
+$(HELM):
+	GOBIN=$(dir $@) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 
 .PHONY: control-plane
 control-plane: ## Build (once) the control plane binaries and print their directory
@@ -56,6 +61,8 @@ fuzz: ## Fuzz the policy loader and the template engine for FUZZTIME each (defau
 manifests: build ## Regenerate deploy/ from policies/: the ClusterRole (metacel rbac) and the policy ConfigMaps
 	bin/metacel rbac policies/ > deploy/rbac/clusterrole.yaml
 	cp policies/*.yaml deploy/policies/
+	cp deploy/rbac/clusterrole.yaml deploy/helm/metacel/files/clusterrole.yaml
+	cp policies/*.yaml deploy/helm/metacel/files/policies/
 
 .PHONY: golden
 golden: ## Regenerate the golden files of `metacel render` after an intended change

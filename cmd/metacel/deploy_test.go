@@ -26,10 +26,16 @@ func TestDeployIsGenerated(t *testing.T) {
 	}
 	for _, p := range policies {
 		want, _ := os.ReadFile(p)
-		got, err := os.ReadFile(filepath.Join(repo, "deploy", "policies", filepath.Base(p)))
-		if err != nil || string(got) != string(want) {
-			t.Errorf("deploy/policies/%s differs from policies/: run `make manifests`", filepath.Base(p))
+		for _, dir := range []string{"deploy/policies", "deploy/helm/metacel/files/policies"} {
+			got, err := os.ReadFile(filepath.Join(repo, dir, filepath.Base(p)))
+			if err != nil || string(got) != string(want) {
+				t.Errorf("%s/%s differs from policies/: run `make manifests`", dir, filepath.Base(p))
+			}
 		}
+	}
+	chartRole, err := os.ReadFile(filepath.Join(repo, "deploy", "helm", "metacel", "files", "clusterrole.yaml"))
+	if err != nil || string(chartRole) != role {
+		t.Error("deploy/helm/metacel/files/clusterrole.yaml is not what `metacel rbac policies/` prints: run `make manifests`")
 	}
 }
 

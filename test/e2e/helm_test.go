@@ -1,0 +1,73 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"sort"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestHelmChartMatchesKustomize renders the Helm chart and the kustomize base: both must be
+// accepted by the API server (server-side dry run) and hold the same objects with the same RBAC.
+func TestHelmChartMatchesKustomize(t *testing.T) {
+	helm := os.Getenv("METACEL_HELM")
+	if helm == "" {
+		t.Skip("METACEL_HELM is not set: run through `make e2e`, which builds helm")
+	}
+	ns := newNamespace(t, "helm")
+	out, err := exec.CommandContext(t.Context(), helm, "template", "metacel", filepath.Join(repo, "deploy", "helm", "metacel"), "--namespace", ns).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm template: %v\n%s", err, out)
+	}
+	chart := writeTemp(t, "chart.yaml", out)
+	kustomized, err := kubectlCmd(t.Context(), "kustomize", filepath.Join(repo, "deploy"))
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v\n%s", err, kustomized)
+	}
+	base := writeTemp(t, "base.yaml", []byte(kustomized))
+
+	if out, err := kubectlCmd(t.Context(), "apply", "--dry-run=server", "-f", chart); err != nil {
+		t.Errorf("the API server rejects the chart: %v\n%s", err, out)
+	}
+	chartObjs, baseObjs := byKindAndName(readObjects(t, chart)), byKindAndName(readObjects(t, base))
+	delete(baseObjs, "Namespace/metacel-system") // helm installs into an existing namespace
+	if got, want := keys(chartObjs), keys(baseObjs); !reflect.DeepEqual(got, want) {
+		t.Errorf("the chart renders %v, the kustomize base %v", got, want)
+	}
+	for _, kind := range []string{"ClusterRole/metacel", "Role/metacel"} {
+		if c, b := chartObjs[kind], baseObjs[kind]; c == nil || b == nil || !reflect.DeepEqual(c.Object["rules"], b.Object["rules"]) {
+			t.Errorf("%s: the chart's rules differ from the kustomize base's", kind)
+		}
+	}
+}
+
+func writeTemp(t *testing.T, name string, data []byte) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func byKindAndName(objs []*unstructured.Unstructured) map[string]*unstructured.Unstructured {
+	out := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		out[o.GetKind()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+func keys(m map[string]*unstructured.Unstructured) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
