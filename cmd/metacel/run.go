@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -28,6 +31,8 @@ type runOptions struct {
 	healthAddr      string
 	leaderElect     bool
 	election        operator.LeaderElection
+	logFormat       string
+	verbosity       flag.Value
 }
 
 func newRunCommand() *cobra.Command {
@@ -59,9 +64,11 @@ desired, and writes the parents' status and conditions.`,
 	f.DurationVar(&o.election.LeaseDuration, "leader-election-lease-duration", def.LeaseDuration, "how long a standby waits before taking over a Lease that is not renewed")
 	f.DurationVar(&o.election.RenewDeadline, "leader-election-renew-deadline", def.RenewDeadline, "how long the leader tries to renew before it gives up leading")
 	f.DurationVar(&o.election.RetryPeriod, "leader-election-retry-period", def.RetryPeriod, "how often replicas try to acquire or renew the Lease")
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text (klog) or json (one object per line)")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	f.AddGoFlag(klogFlags.Lookup("v"))
+	o.verbosity = klogFlags.Lookup("v").Value
 	return cmd
 }
 
@@ -71,6 +78,8 @@ func (o *runOptions) run(ctx context.Context) error {
 		return errors.New("no policy source: give --policy-dir or --policy-namespace")
 	case o.leaderElect && o.election.Namespace == "" && o.policyNamespace == "":
 		return errors.New("--leader-elect needs --leader-election-namespace (or --policy-namespace)")
+	case o.logFormat != "text" && o.logFormat != "json":
+		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
 	case o.workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
 	}
@@ -84,8 +93,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	cfg.UserAgent = "metacel/" + version
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	logger := klog.Background()
-	ctx = klog.NewContext(ctx, logger)
+	ctx = klog.NewContext(ctx, o.logger())
 	opts := operator.Options{
 		Config:          cfg,
 		PolicyDirs:      o.policyDirs,
@@ -113,4 +121,15 @@ func defaultNamespace() string {
 		return strings.TrimSpace(string(b))
 	}
 	return "metacel-system"
+}
+
+// logger returns the logger of --log-format; json also becomes klog's, for client-go's logs.
+func (o *runOptions) logger() logr.Logger {
+	if o.logFormat != "json" {
+		return klog.Background()
+	}
+	v, _ := strconv.Atoi(o.verbosity.String())
+	logger := funcr.NewJSON(func(obj string) { fmt.Fprintln(os.Stderr, obj) }, funcr.Options{LogTimestamp: true, Verbosity: v})
+	klog.SetLogger(logger)
+	return logger
 }

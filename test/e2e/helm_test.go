@@ -70,4 +70,3 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 	sort.Strings(out)
 	return out
 }
-
