@@ -43,6 +43,16 @@ func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, names
 	return w.resource(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
+// List lists objects of a resource in all namespaces by label selector, from the API server: for
+// the rare decision that must not trust a cache (removing a finalizer).
+func (w *Writer) List(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]unstructured.Unstructured, error) {
+	list, err := w.client.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
+}
+
 // Delete deletes an object if it is still the one observed (UID precondition), in the
 // background. An object already gone is not an error.
 func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {

@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -43,8 +44,8 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	remaining := 0
 	for id, objs := range c.observedChildren(parent) {
 		for _, obs := range objs {
-			if ownedBy(obs, parent) {
-				continue // garbage collection removes it with the parent
+			if ownedBy(obs, parent) || !apply.AppliedBy(obs) {
+				continue // garbage collection removes it with the parent; or it is not metacel's
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
@@ -56,6 +57,9 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	}
 	if remaining > 0 {
 		return nil
+	}
+	if left, err := c.unownedChildrenLive(ctx, parent); err != nil || left > 0 {
+		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
 	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
@@ -70,4 +74,31 @@ func ownedBy(obj, parent *unstructured.Unstructured) bool {
 		}
 	}
 	return false
+}
+
+// unownedChildrenLive asks the API server, not the cache, for the parent's children without an
+// ownerReference, deletes them, and returns how many there were: the finalizer goes only when
+// none is left, even one created just before the parent's deletion and not cached yet.
+func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured) (int, error) {
+	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + c.Name()
+	left := 0
+	for gvr := range c.policy.ChildResources {
+		items, err := c.deps.Writer.List(ctx, gvr, selector)
+		if err != nil {
+			return 0, applyError("list the children of", parent, err)
+		}
+		for i := range items {
+			obj := &items[i]
+			if ownedBy(obj, parent) || !apply.AppliedBy(obj) {
+				continue
+			}
+			left++
+			if obj.GetDeletionTimestamp() == nil {
+				if err := c.prune(ctx, parent, obj.GetLabels()[render.LabelChildID], obj); err != nil {
+					return 0, err
+				}
+			}
+		}
+	}
+	return left, nil
 }
