@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -110,7 +111,7 @@ func (o *renderOptions) loadPolicy(cat *kinds.Catalog) (*policy.Compiled, error)
 // loadParent reads the parent: the one object of the policy's parent resource in the file, which
 // may hold other objects too (a sample with its namespace, say).
 func (o *renderOptions) loadParent(c *policy.Compiled, m kinds.Mapper) (*unstructured.Unstructured, error) {
-	objs, err := readObjects(o.parentFile)
+	objs, err := manifest.ReadFile(o.parentFile)
 	if err != nil {
 		return nil, err
 	}

@@ -1,47 +1,37 @@
 package kinds
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/manifest"
 )
 
-// ReadCRDs reads every CustomResourceDefinition in a YAML file; other documents are skipped.
+// ReadCRDs reads every CustomResourceDefinition in a YAML file, strictly; other objects are skipped.
 func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) {
-	data, err := os.ReadFile(file)
+	objs, err := manifest.ReadFile(file)
 	if err != nil {
 		return nil, err
 	}
 	var out []*apiextensionsv1.CustomResourceDefinition
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		var head struct{ APIVersion, Kind string }
-		if err := yaml.Unmarshal(doc, &head); err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if head.Kind != "CustomResourceDefinition" {
+	for _, obj := range objs {
+		if obj.GetKind() != "CustomResourceDefinition" {
 			continue
 		}
+		js, err := json.Marshal(obj.Object)
+		if err != nil {
+			return nil, err
+		}
 		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := yaml.UnmarshalStrict(doc, crd); err != nil {
-			return nil, fmt.Errorf("%s: CustomResourceDefinition: %w", file, err)
+		if err := yaml.UnmarshalStrict(js, crd); err != nil {
+			return nil, fmt.Errorf("%s: CustomResourceDefinition %q: %w", file, obj.GetName(), err)
 		}
 		out = append(out, crd)
 	}
+	return out, nil
 }
 
 // LoadCRDFiles adds the CRDs of every file to a new catalog of the built-in types.

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-
 	"metacel.dev/metacel/runtime/operator"
 )
 
@@ -43,15 +41,7 @@ func TestDeployedRBAC(t *testing.T) {
 	ns, dst := newNamespace(t, "deployed"), newNamespace(t, "deployed-dst")
 	create(t, myAppsGVR, sample(t, "myapp", ns))
 	create(t, memcachedsGVR, sample(t, "memcached", ns))
-	create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "app-config", "namespace": ns},
-		"data":     map[string]any{"LOG_LEVEL": "info"},
-	}})
-	sync := sample(t, "configmapsync", ns)
-	_ = unstructured.SetNestedField(sync.Object, ns, "spec", "sourceNamespace")
-	_ = unstructured.SetNestedField(sync.Object, dst, "spec", "destinationNamespace")
-	create(t, cmSyncsGVR, sync)
+	configMapSync(t, ns, dst)
 
 	t.Run("the role is enough for the seeds", func(t *testing.T) {
 		waitFor(t, myAppsGVR, ns, "example-app", wait, hasCondition("Ready", "True", "", ""))

@@ -19,10 +19,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/operator"
 )
 
@@ -163,23 +163,26 @@ func newNamespace(t testing.TB, prefix string) string {
 // readObjects reads the objects of a YAML file.
 func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 	t.Helper()
-	f, err := os.Open(path)
+	objs, err := manifest.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = f.Close() }()
-	dec := utilyaml.NewYAMLOrJSONDecoder(f, 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); err != nil {
-			break
-		}
-		if len(u.Object) > 0 {
-			out = append(out, u)
-		}
-	}
-	return out
+	return objs
+}
+
+// configMapSync creates a source ConfigMap app-config in src and the ConfigMapSync sample in src
+// copying it to dst.
+func configMapSync(t testing.TB, src, dst string) {
+	t.Helper()
+	create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "app-config", "namespace": src},
+		"data":     map[string]any{"LOG_LEVEL": "info"},
+	}})
+	parent := sample(t, "configmapsync", src)
+	_ = unstructured.SetNestedField(parent.Object, src, "spec", "sourceNamespace")
+	_ = unstructured.SetNestedField(parent.Object, dst, "spec", "destinationNamespace")
+	create(t, cmSyncsGVR, parent)
 }
 
 // sample returns the parent of samples/<name>.yaml, moved to namespace ns.

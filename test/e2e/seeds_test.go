@@ -170,15 +170,7 @@ func TestWhaleSay(t *testing.T) {
 func TestConfigMapSync(t *testing.T) {
 	startRuntime(t, policies)
 	src, dst := newNamespace(t, "cms-source"), newNamespace(t, "cms-destination")
-	create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "app-config", "namespace": src},
-		"data":     map[string]any{"LOG_LEVEL": "info"},
-	}})
-	parent := sample(t, "configmapsync", src)
-	_ = unstructured.SetNestedField(parent.Object, src, "spec", "sourceNamespace")
-	_ = unstructured.SetNestedField(parent.Object, dst, "spec", "destinationNamespace")
-	created := create(t, cmSyncsGVR, parent)
+	configMapSync(t, src, dst)
 
 	t.Run("the destination is a copy, cleaned up by the finalizer", func(t *testing.T) {
 		waitFor(t, configMapsGVR, dst, "app-config", wait, hasData("LOG_LEVEL", "info"))
@@ -217,7 +209,6 @@ func TestConfigMapSync(t *testing.T) {
 		deleteObj(t, cmSyncsGVR, src, "example-sync")
 		waitGone(t, configMapsGVR, dst, "app-config", wait)
 		waitGone(t, cmSyncsGVR, src, "example-sync", wait)
-		_ = created
 	})
 }
 
