@@ -24,6 +24,7 @@ up() {
 	BIN="$("$ROOT/hack/control-plane.sh" bin-dir)"
 	export PATH="$BIN:$PATH"
 	down >/dev/null 2>&1 || true
+	rm -rf "$DIR" # a fresh cluster: nothing left from an earlier demo
 	step "Starting the control plane in $DIR"
 	"$ROOT/hack/control-plane.sh" up "$DIR" >/dev/null
 	export KUBECONFIG="$DIR/kubeconfig"

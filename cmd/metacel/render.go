@@ -128,7 +128,11 @@ func (o *renderOptions) loadParent(c *policy.Compiled, m kinds.Mapper) (*unstruc
 		return nil, fmt.Errorf("%s: want exactly one object of policy %q's parent resource %s, found %d (other objects: %v)",
 			o.parentFile, c.Name(), c.Parent.GVR.GroupResource(), len(parents), others)
 	}
-	return parents[0], nil
+	parent := parents[0]
+	if parent.GetNamespace() == "" && c.Parent.Namespaced {
+		parent.SetNamespace("default") // as kubectl would place it
+	}
+	return parent, nil
 }
 
 // loadRelated gives each related entry the objects of the --related files that it reads.

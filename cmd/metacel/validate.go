@@ -64,7 +64,7 @@ func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) bo
 				continue
 			}
 			names[c.Name()] = file
-			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %d child entries)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource, len(c.Children))
+			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource, plural(len(c.Children), "child entry", "child entries"))
 		}
 	}
 	return ok
@@ -76,4 +76,11 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read policy: %w", err)
 	}
 	return data, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }

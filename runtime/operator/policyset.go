@@ -139,6 +139,11 @@ func (s *policySet) loadUnits(retryWaiting bool) {
 func (s *policySet) load(st *unitState) {
 	logger := klog.FromContext(s.ctx).WithValues("source", st.unit.Name)
 	compiled, err := policy.Load(st.unit.Name, st.unit.Data, s.mapper)
+	if err == nil && anyMissing(compiled) {
+		// what discovery said may predate a CRD created since: ask again before waiting
+		s.reset()
+		compiled, err = policy.Load(st.unit.Name, st.unit.Data, s.mapper)
+	}
 	if err != nil {
 		kept := names(st.good)
 		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
@@ -152,6 +157,8 @@ func (s *policySet) load(st *unitState) {
 			st.waiting = true
 			logger.Info("Policy waits for resources the cluster does not serve yet; its last good version, if any, keeps running",
 				"policy", p.Name(), "missing", missing)
+			s.event(st.unit, "Warning", "PolicyWaiting", "Load", fmt.Sprintf(
+				"policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
 		}
 	}
 	if st.waiting && st.good != nil {
@@ -162,6 +169,15 @@ func (s *policySet) load(st *unitState) {
 		st.loaded = s.seq
 	}
 	st.good = compiled
+}
+
+func anyMissing(ps []*policy.Compiled) bool {
+	for _, p := range ps {
+		if len(missingResources(p)) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // missingResources lists the resources of a policy that the cluster does not serve.

@@ -405,3 +405,46 @@ func TestPolicyWaitsForItsCRD(t *testing.T) {
 	}})
 	waitFor(t, configMapsGVR, ns, "g-gadget", wait, hasData("size", "3"))
 }
+
+// TestPolicyAfterItsCRD installs a CRD while the runtime runs, then its policy: the runtime's
+// discovery predates the CRD, and the policy must load all the same.
+func TestPolicyAfterItsCRD(t *testing.T) {
+	dir := t.TempDir()
+	// a running policy: the runtime has read discovery before the CRD exists
+	if err := os.WriteFile(filepath.Join(dir, "widget.yaml"), []byte(readFile(t, filepath.Join("testdata", "policies", "resync", "widget.yaml"))), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gens := &generations{}
+	startRuntimeWith(t, operator.Options{PolicyDirs: []string{dir}, OnReload: gens.set})
+	gens.waitFor(t, "widget", 1)
+	crd := filepath.Join("testdata", "late", "sprocket-crd.yaml")
+	if out, err := kubectlCmd(t.Context(), "apply", "-f", crd); err != nil {
+		t.Fatalf("install the Sprocket CRD: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "-f", crd) })
+	if out, err := kubectlCmd(t.Context(), "wait", "--for=condition=Established", "crd/sprockets.e2e.metacel.dev", "--timeout=30s"); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	policyText := strings.NewReplacer("gadgets", "sprockets", "gadget", "sprocket", "parent.spec.size", "parent.spec.teeth").
+		Replace(readFile(t, filepath.Join("testdata", "policies", "late", "gadget.yaml")))
+	if err := os.WriteFile(filepath.Join(dir, "sprocket.yaml"), []byte(policyText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gens.waitFor(t, "sprocket", 1)
+	ns := newNamespace(t, "sprocket")
+	create(t, schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "sprockets"}, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.metacel.dev/v1", "kind": "Sprocket",
+		"metadata": map[string]any{"name": "s", "namespace": ns},
+		"spec":     map[string]any{"teeth": int64(12)},
+	}})
+	waitFor(t, configMapsGVR, ns, "s-sprocket", wait, hasData("size", "12"))
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
