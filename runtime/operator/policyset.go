@@ -148,7 +148,7 @@ func (s *policySet) load(st *unitState) {
 		kept := names(st.good)
 		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
 		s.metrics.loadError(st.unit.Name, kept)
-		s.event(st.unit, "Warning", "PolicyInvalid", "Load", fmt.Sprintf("not loaded (last good version kept: %v): %v", kept, err))
+		s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded (last good version kept: %v): %v", kept, err))
 		return
 	}
 	st.waiting = false
@@ -157,7 +157,7 @@ func (s *policySet) load(st *unitState) {
 			st.waiting = true
 			logger.Info("Policy waits for resources the cluster does not serve yet; its last good version, if any, keeps running",
 				"policy", p.Name(), "missing", missing)
-			s.event(st.unit, "Warning", "PolicyWaiting", "Load", fmt.Sprintf(
+			s.event(st.unit, "Warning", "PolicyWaiting", fmt.Sprintf(
 				"policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
 		}
 	}
@@ -247,7 +247,7 @@ func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string) {
 	}
 	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)
 	s.metrics.loadError(st.unit.Name, []string{p.Name()})
-	s.event(st.unit, "Warning", "PolicyConflict", "Load", msg)
+	s.event(st.unit, "Warning", "PolicyConflict", msg)
 }
 
 func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
@@ -293,7 +293,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
 		verb = "reloaded"
 	}
 	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", st.unit.Name, "generation", generation)
-	s.event(st.unit, "Normal", "PolicyLoaded", "Load", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, generation))
+	s.event(st.unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, generation))
 }
 
 func (s *policySet) stopLocked(name string, r *running) {
@@ -344,14 +344,14 @@ func sameCompiled(a, b *policy.Compiled) bool {
 }
 
 // event records an event on the ConfigMap a unit comes from; units from files have none.
-func (s *policySet) event(u source.Unit, typ, reason, action, note string) {
+func (s *policySet) event(u source.Unit, typ, reason, note string) {
 	if u.ConfigMap == nil || s.recorder == nil {
 		return
 	}
 	if len(note) > 1000 {
 		note = note[:1000] + "..."
 	}
-	s.recorder.Eventf(u.ConfigMap, nil, typ, reason, action, "%s", note)
+	s.recorder.Eventf(u.ConfigMap, nil, typ, reason, "Load", "%s", note)
 }
 
 func names(ps []*policy.Compiled) []string {
