@@ -51,12 +51,6 @@ func (t *Template) Eval(ctx context.Context, act Activation, b *Budget) (any, er
 	return v, err
 }
 
-// IsConstant reports whether the template holds no expression.
-func (t *Template) IsConstant() bool {
-	_, ok := t.root.(constNode)
-	return ok
-}
-
 type templateCompiler struct {
 	env  *Env
 	errs PathErrors

@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
@@ -277,7 +278,7 @@ func (c *compiler) eachEnv(forEach *expr.Program) *expr.Env {
 func (c *compiler) checkKind(tmpl map[string]any, path string, allowed map[schema.GroupVersionResource]ChildResourceInfo) {
 	apiVersion, ok1 := tmpl["apiVersion"].(string)
 	kind, ok2 := tmpl["kind"].(string)
-	if !ok1 || !ok2 || containsTemplate(apiVersion) || containsTemplate(kind) {
+	if !ok1 || !ok2 || strings.Contains(apiVersion, "${") || strings.Contains(kind, "${") {
 		return
 	}
 	gv, err := schema.ParseGroupVersion(apiVersion)
@@ -290,15 +291,6 @@ func (c *compiler) checkKind(tmpl map[string]any, path string, allowed map[schem
 		c.errorf(path+".kind", "%s %s (resource %q) is not listed in spec.childResources: add {apiVersion: %s, resource: %s}",
 			apiVersion, kind, info.GVR.Resource, apiVersion, info.GVR.Resource)
 	}
-}
-
-func containsTemplate(s string) bool {
-	for i := 0; i+1 < len(s); i++ {
-		if s[i] == '$' && s[i+1] == '{' {
-			return true
-		}
-	}
-	return false
 }
 
 func (c *compiler) status() *expr.Template {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"fmt"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -180,9 +179,4 @@ func (v *validator) child(path string, c Child, ids map[string]string) {
 	default:
 		v.errorf(path+".deletionPolicy", "unknown deletion policy %q: use Delete or Orphan", c.DeletionPolicy)
 	}
-}
-
-// String names a policy for logs and messages.
-func (p *CompositePolicy) String() string {
-	return fmt.Sprintf("%s (parent %s %s)", p.Metadata.Name, p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
 }

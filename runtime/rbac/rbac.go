@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"sort"
+	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -69,7 +70,7 @@ func (s ruleSet) rules() []rbacv1.PolicyRule {
 	var keys []key
 	for r, vs := range s {
 		verbs := sortedVerbs(vs)
-		k := key{r.Group, join(verbs)}
+		k := key{r.Group, strings.Join(verbs, ",")}
 		if byKey[k] == nil {
 			byKey[k] = &rbacv1.PolicyRule{APIGroups: []string{r.Group}, Verbs: verbs}
 			keys = append(keys, k)
@@ -100,14 +101,6 @@ func sortedVerbs(vs map[string]bool) []string {
 		if vs[v] {
 			out = append(out, v)
 		}
-	}
-	return out
-}
-
-func join(ss []string) string {
-	out := ""
-	for _, s := range ss {
-		out += s + ","
 	}
 	return out
 }

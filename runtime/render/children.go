@@ -126,7 +126,7 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 		return Child{}, err
 	}
 	r.mark(ch, obj, owned)
-	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned}, nil
+	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, entry: ch}, nil
 }
 
 // allowed resolves a child's kind and checks it against spec.childResources.
@@ -230,8 +230,8 @@ func (r *run) judgeReadiness(children []Child) ([]string, error) {
 }
 
 func (r *run) ready(child *Child, observed *unstructured.Unstructured) (bool, error) {
-	ch := r.compiledChild(child.ID)
-	if ch == nil || ch.ReadyWhen == nil {
+	ch := child.entry
+	if ch.ReadyWhen == nil {
 		return true, nil
 	}
 	ok, err := ch.ReadyWhen.EvalBool(r.ctx, expr.Extend(r.act, map[string]any{"child": observed.Object}), r.budget)
@@ -239,15 +239,6 @@ func (r *run) ready(child *Child, observed *unstructured.Unstructured) (bool, er
 		return false, evalError(ch.Path+".readyWhen", err)
 	}
 	return ok, nil
-}
-
-func (r *run) compiledChild(id string) *policy.CompiledChild {
-	for i := range r.c.Children {
-		if r.c.Children[i].ID == id {
-			return &r.c.Children[i]
-		}
-	}
-	return nil
 }
 
 // Identity names an object by group, kind, namespace and name: two objects with one identity

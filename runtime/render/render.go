@@ -39,6 +39,8 @@ type Child struct {
 	Owned bool
 	// Ready is the child's readiness: it exists and passes readyWhen.
 	Ready bool
+
+	entry *policy.CompiledChild // the policy entry that produced it
 }
 
 // Output is what the policy wants for the parent.
@@ -102,13 +104,7 @@ func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {
 func relatedValues(c *policy.Compiled, related map[string][]*unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(c.Related))
 	for _, rel := range c.Related {
-		objs := sortedObjects(related[rel.ID])
-		switch {
-		case rel.IsList():
-			out[rel.ID] = objects(objs)
-		case len(objs) > 0:
-			out[rel.ID] = objs[0].Object
-		}
+		bind(out, rel.ID, rel.IsList(), related[rel.ID])
 	}
 	return out
 }
@@ -117,15 +113,21 @@ func relatedValues(c *policy.Compiled, related map[string][]*unstructured.Unstru
 func observedValues(c *policy.Compiled, observed map[string][]*unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(c.Children))
 	for _, ch := range c.Children {
-		objs := sortedObjects(observed[ch.ID])
-		switch {
-		case ch.IsList():
-			out[ch.ID] = objects(objs)
-		case len(objs) > 0:
-			out[ch.ID] = objs[0].Object
-		}
+		bind(out, ch.ID, ch.IsList(), observed[ch.ID])
 	}
 	return out
+}
+
+// bind sets out[id] to the objects, in a stable order, as a list or as the one object; no object
+// leaves id absent.
+func bind(out map[string]any, id string, isList bool, objs []*unstructured.Unstructured) {
+	sorted := sortedObjects(objs)
+	switch {
+	case isList:
+		out[id] = objects(sorted)
+	case len(sorted) > 0:
+		out[id] = sorted[0].Object
+	}
 }
 
 func objects(objs []*unstructured.Unstructured) []any {
