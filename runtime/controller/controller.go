@@ -86,7 +86,10 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 			return err
 		}
 	}
-	if !cache.WaitForNamedCacheSyncWithContext(ctx, c.informers()...) {
+	if !cache.WaitForCacheSync(ctx.Done(), c.informers()...) {
+		if ctx.Err() != nil {
+			return nil // stopped before it started, e.g. swapped by a newer version
+		}
 		return fmt.Errorf("policy %q: caches did not sync", c.Name())
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)

@@ -62,6 +62,8 @@ type Pool struct {
 
 	mu      sync.Mutex
 	entries map[informerKey]*poolEntry
+	// retired are informers no longer shared (see Retire), running until their users release them
+	retired map[*poolEntry]bool
 }
 
 type informerKey struct {
@@ -77,7 +79,7 @@ type poolEntry struct {
 
 // NewPool returns a pool whose informers run until ctx is done or they are released.
 func NewPool(ctx context.Context, client dynamic.Interface) *Pool {
-	return &Pool{ctx: ctx, client: client, entries: map[informerKey]*poolEntry{}}
+	return &Pool{ctx: ctx, client: client, entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
 }
 
 // Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
@@ -97,19 +99,34 @@ func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf ca
 	}
 	e.refs++
 	var once sync.Once
-	return e.informer, func() { once.Do(func() { p.release(k) }) }
+	return e.informer, func() { once.Do(func() { p.release(k, e) }) }
 }
 
-func (p *Pool) release(k informerKey) {
+func (p *Pool) release(k informerKey, e *poolEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	e := p.entries[k]
-	if e == nil {
+	if e.refs--; e.refs > 0 {
 		return
 	}
-	if e.refs--; e.refs == 0 {
-		e.stop()
+	e.stop()
+	delete(p.retired, e)
+	if p.entries[k] == e {
 		delete(p.entries, k)
+	}
+}
+
+// Retire stops sharing the informers of the resources that match: the next Acquire starts a new
+// one, which lists afresh, while the current users keep theirs until they release it. After a
+// CRD's schema changes, an informer's cache may hold objects read with the old schema (the API
+// server prunes fields it did not know), and a watch opened before the change may go on doing so.
+func (p *Pool) Retire(match func(schema.GroupVersionResource) bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, e := range p.entries {
+		if match(k.gvr) {
+			delete(p.entries, k)
+			p.retired[e] = true
+		}
 	}
 }
 
@@ -117,5 +134,5 @@ func (p *Pool) release(k informerKey) {
 func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return len(p.entries)
+	return len(p.entries) + len(p.retired)
 }

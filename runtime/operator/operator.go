@@ -13,13 +13,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -53,8 +51,6 @@ type Options struct {
 	// LeaderElection, when set, makes this replica reconcile only while it holds a Lease.
 	LeaderElection *LeaderElection
 }
-
-var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // Run runs until ctx is done or a source or server fails (or, with leader election, this replica
 // loses its Lease).
@@ -126,7 +122,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	defer set.stopAll()
 	snapshots, sources := startSources(ctx, o, r.clients, r.errs)
-	crdChanged, stopCRDs := watchCRDs(pool)
+	crds, stopCRDs := watchCRDs(pool)
 	defer stopCRDs()
 
 	seen, readying := map[string]bool{}, false
@@ -139,8 +135,8 @@ func (r *reconciler) run(ctx context.Context) error {
 		case snap := <-snapshots:
 			set.update(snap)
 			seen[snap.Source] = true
-		case <-crdChanged:
-			set.retryWaiting()
+		case <-crds.signal:
+			set.crdsChanged(crds.take())
 		}
 		if o.OnReload != nil {
 			o.OnReload(set.Running())
@@ -185,26 +181,6 @@ func startSources(ctx context.Context, o Options, c *clients, errs chan<- error)
 		}()
 	}
 	return out, n
-}
-
-// watchCRDs signals (coalesced) when a CRD is created or changes: a policy waiting for its
-// resources may start.
-func watchCRDs(pool *controller.Pool) (<-chan struct{}, func()) {
-	changed := make(chan struct{}, 1)
-	signal := func(any) {
-		select {
-		case changed <- struct{}{}:
-		default:
-		}
-	}
-	inf, release := pool.Acquire(crdGVR, "")
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: signal, UpdateFunc: func(_, o any) { signal(o) }})
-	return changed, func() {
-		if err == nil {
-			_ = inf.RemoveEventHandler(reg)
-		}
-		release()
-	}
 }
 
 type clients struct {

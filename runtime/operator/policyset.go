@@ -37,16 +37,22 @@ type policySet struct {
 
 	mu      sync.Mutex
 	running map[string]*running // by policy name
+	// restart, while not nil, picks running policies to restart even when unchanged
+	restart func(*policy.Compiled) bool
 }
 
 // unitState is what one unit last gave.
 type unitState struct {
-	unit   source.Unit
-	hash   string
-	good   []*policy.Compiled // the last version that loaded, kept when a new one fails
-	loaded int                // sequence of the first successful load
+	unit source.Unit
+	hash string
+	good []*policy.Compiled // the last version that loaded, kept when a new one fails
+	// goodHash is the hash of the unit's version that good holds
+	goodHash string
+	loaded   int // sequence of the first successful load
 	// waiting is true when a policy of the unit waits for a resource the cluster does not serve
 	waiting bool
+	// failed is true when the unit's latest version did not load
+	failed bool
 }
 
 // running is a policy whose controller runs.
@@ -77,26 +83,13 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 // update takes a source's new snapshot and reconciles.
 func (s *policySet) update(snap source.Snapshot) {
 	s.snapshots[snap.Source] = snap.Units
-	s.reconcile(false)
+	s.reconcile(nil)
 }
 
-// retryWaiting recompiles the units whose policies wait for a resource, after the cluster's
-// resources changed (a CRD was created or updated).
-func (s *policySet) retryWaiting() {
-	waiting := false
-	for _, st := range s.units {
-		waiting = waiting || st.waiting
-	}
-	if !waiting {
-		return
-	}
-	s.reset()
-	s.reconcile(true)
-}
-
-// reconcile compiles what changed, then starts, swaps and stops controllers.
-func (s *policySet) reconcile(retryWaiting bool) {
-	s.loadUnits(retryWaiting)
+// reconcile compiles what changed (and the units retry picks), then starts, swaps and stops
+// controllers.
+func (s *policySet) reconcile(retry func(*unitState) bool) {
+	s.loadUnits(retry)
 	desired := s.resolveConflicts()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -110,9 +103,9 @@ func (s *policySet) reconcile(retryWaiting bool) {
 	}
 }
 
-// loadUnits compiles every new or changed unit off to the side; a unit that fails keeps its last
-// good policies, and the failure is reported.
-func (s *policySet) loadUnits(retryWaiting bool) {
+// loadUnits compiles every new or changed unit, and those retry picks, off to the side; a unit
+// that fails keeps its last good policies, and the failure is reported.
+func (s *policySet) loadUnits(retry func(*unitState) bool) {
 	present := map[string]bool{}
 	for _, units := range s.snapshots {
 		for _, u := range units {
@@ -122,7 +115,7 @@ func (s *policySet) loadUnits(retryWaiting bool) {
 				st = &unitState{}
 				s.units[u.Name] = st
 			}
-			if st.hash == u.Hash() && (!retryWaiting || !st.waiting) {
+			if st.hash == u.Hash() && (retry == nil || !retry(st)) {
 				continue
 			}
 			st.unit, st.hash = u, u.Hash()
@@ -144,6 +137,7 @@ func (s *policySet) load(st *unitState) {
 		s.reset()
 		compiled, err = policy.Load(st.unit.Name, st.unit.Data, s.mapper)
 	}
+	st.failed = err != nil
 	if err != nil {
 		kept := names(st.good)
 		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
@@ -155,20 +149,22 @@ func (s *policySet) load(st *unitState) {
 	for _, p := range compiled {
 		if missing := missingResources(p); len(missing) > 0 {
 			st.waiting = true
-			logger.Info("Policy waits for resources the cluster does not serve yet; its last good version, if any, keeps running",
+			logger.Info("Policy waits for resources the cluster does not serve yet",
 				"policy", p.Name(), "missing", missing)
 			s.event(st.unit, "Warning", "PolicyWaiting", fmt.Sprintf(
 				"policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
 		}
 	}
-	if st.waiting && st.good != nil {
-		return // swapped in once the cluster serves its resources
+	if st.waiting && st.good != nil && st.goodHash != st.hash {
+		return // a new version waits: the last good one runs until the cluster serves its resources
 	}
 	if st.good == nil {
 		s.seq++
 		st.loaded = s.seq
 	}
-	st.good = compiled
+	// the same version waits when the cluster stopped serving a resource (its CRD was deleted):
+	// it stops, and starts again when the resource is back
+	st.good, st.goodHash = compiled, st.hash
 }
 
 func anyMissing(ps []*policy.Compiled) bool {
@@ -264,7 +260,7 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 // running (no re-list); the new one then re-syncs its parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
 	old := s.running[p.Name()]
-	if old != nil && sameCompiled(old.policy, p) {
+	if old != nil && sameCompiled(old.policy, p) && (s.restart == nil || !s.restart(p)) {
 		old.unit = st.unit.Name
 		return
 	}

@@ -41,9 +41,9 @@ func TestConflictingPoliciesTheFirstLoadedWins(t *testing.T) {
 			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, reg)
 			// the second source's unit sorts first by name, but was loaded later
 			s.snapshots["dir"] = []source.Unit{{Name: "z-first.yaml", Data: []byte(tc.first)}}
-			s.loadUnits(false)
+			s.loadUnits(nil)
 			s.snapshots["configmaps"] = []source.Unit{{Name: "a-second.yaml", Data: []byte(tc.second)}}
-			s.loadUnits(false)
+			s.loadUnits(nil)
 			desired := s.resolveConflicts()
 			var got []string
 			for _, d := range sortedDesired(desired) {
@@ -71,9 +71,9 @@ func TestConflictingPoliciesTheFirstLoadedWins(t *testing.T) {
 func TestBrokenVersionKeepsTheLastGood(t *testing.T) {
 	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
 	s.snapshots["dir"] = []source.Unit{{Name: "p.yaml", Data: []byte(policyText("a", "namespaces"))}}
-	s.loadUnits(false)
+	s.loadUnits(nil)
 	s.snapshots["dir"] = []source.Unit{{Name: "p.yaml", Data: []byte(policyText("a", "namespaces") + "  bogus: 1\n")}}
-	s.loadUnits(false)
+	s.loadUnits(nil)
 	desired := s.resolveConflicts()
 	if _, ok := desired["a"]; !ok || len(desired) != 1 {
 		t.Fatalf("the last good version must stay desired, got %v", desired)
@@ -82,7 +82,7 @@ func TestBrokenVersionKeepsTheLastGood(t *testing.T) {
 		t.Errorf("load errors of a: %v, want 1", n)
 	}
 	s.snapshots["dir"] = nil
-	s.loadUnits(false)
+	s.loadUnits(nil)
 	if desired := s.resolveConflicts(); len(desired) != 0 {
 		t.Errorf("a removed unit's policies must go, got %v", desired)
 	}

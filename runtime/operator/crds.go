@@ -1,0 +1,128 @@
+package operator
+
+import (
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/cache"
+
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdChanges collects what happened to CRDs since it was last read, so that a burst of changes
+// (kubectl apply -f crds/) costs one recompilation. A CRD whose status changes (it becomes
+// Established) may let a waiting policy start; a CRD created, deleted or whose spec changes (its
+// schema, its subresources) changes how the policies that use its resources compile.
+type crdChanges struct {
+	signal chan struct{}
+	mu     sync.Mutex
+	specs  map[string]bool // names of the CRDs whose spec changed
+}
+
+func (c *crdChanges) add(specChanged string) {
+	c.mu.Lock()
+	if specChanged != "" {
+		c.specs[specChanged] = true
+	}
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// take returns the names of the CRDs whose spec changed since the last take.
+func (c *crdChanges) take() map[string]bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	specs := c.specs
+	c.specs = map[string]bool{}
+	return specs
+}
+
+// watchCRDs watches CRDs through the shared informer pool; the initial list changes nothing.
+func watchCRDs(pool *controller.Pool) (*crdChanges, func()) {
+	c := &crdChanges{signal: make(chan struct{}, 1), specs: map[string]bool{}}
+	name := func(obj any) string {
+		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = d.Obj
+		}
+		if m, err := meta.Accessor(obj); err == nil {
+			return m.GetName()
+		}
+		return ""
+	}
+	inf, release := pool.Acquire(crdGVR, "")
+	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial {
+				c.add(name(obj))
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			o, okOld := old.(metav1.Object)
+			n, okNew := obj.(metav1.Object)
+			if okOld && okNew && o.GetGeneration() != n.GetGeneration() {
+				c.add(n.GetName())
+				return
+			}
+			c.add("")
+		},
+		DeleteFunc: func(obj any) { c.add(name(obj)) },
+	})
+	return c, func() {
+		if err == nil {
+			_ = inf.RemoveEventHandler(reg)
+		}
+		release()
+	}
+}
+
+// crdsChanged loads again, with what the cluster now says, the units a CRD change may affect:
+// those waiting for a resource; and when CRD specs changed, those whose latest version failed
+// (perhaps against the old schema) and those whose policies use a changed CRD's resources. The
+// policies that use them restart, compiled against the new schema, on informers that list afresh.
+func (s *policySet) crdsChanged(specs map[string]bool) {
+	retry := func(st *unitState) bool {
+		return st.waiting || len(specs) > 0 && (st.failed || slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }))
+	}
+	affected := false
+	for _, st := range s.units {
+		affected = affected || retry(st)
+	}
+	if !affected {
+		return
+	}
+	s.reset()
+	if len(specs) > 0 {
+		s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, specs) })
+		s.restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
+		defer func() { s.restart = nil }()
+	}
+	s.reconcile(retry)
+}
+
+// usesCRD reports whether a resource is served by one of the named CRDs.
+func usesCRD(gvr schema.GroupVersionResource, crds map[string]bool) bool {
+	return gvr.Group != "" && crds[gvr.Resource+"."+gvr.Group]
+}
+
+// policyUsesCRD reports whether a policy's parent, children or related objects are resources of
+// the named CRDs.
+func policyUsesCRD(p *policy.Compiled, crds map[string]bool) bool {
+	if usesCRD(p.Parent.GVR, crds) {
+		return true
+	}
+	for gvr := range p.ChildResources {
+		if usesCRD(gvr, crds) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.Related, func(r policy.CompiledRelated) bool { return usesCRD(r.GVR, crds) })
+}
