@@ -5,5 +5,6 @@
 //
 // The runtime runs in-process through operator.Run, the code behind `metacel run`, with a
 // counting transport so tests can assert on the writes it makes. Every assertion reads the API
-// server; waits poll with a deadline.
+// server; waits poll with a deadline. The tests build only with the tag e2e (`make e2e`), so that
+// `go test ./...` stays a unit test run.
 package e2e
