@@ -510,7 +510,8 @@ cmd_up() {
 		--manage-all-nodes=false \
 		--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
 		--cidr="$POD_CIDR" \
-		--node-ip=127.0.0.1
+		--node-ip=127.0.0.1 \
+		--node-lease-duration-seconds=40
 
 	wait_for "$dir" "nodes Ready ($KWOK_NODES)" nodes_ready "$dir/kubeconfig"
 	wait_for "$dir" "default ServiceAccount" "${kubectl[@]}" -n default get serviceaccount default
