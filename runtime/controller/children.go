@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
@@ -43,7 +44,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	isNew := apierrors.IsNotFound(err)
 	switch {
-	case err == nil && existing.GetLabels()[render.LabelParentUID] != string(parent.GetUID()):
+	case err == nil && !childOf(existing, parent):
 		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s: delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
@@ -58,6 +59,20 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return nil
+}
+
+// childOf reports whether an existing object is a child of parent: its parent-uid label says so,
+// or, when someone removed the labels (the object then left the cache), its controller
+// ownerReference does. The apply that follows restores the labels.
+func childOf(obj, parent *unstructured.Unstructured) bool {
+	switch uid := obj.GetLabels()[render.LabelParentUID]; uid {
+	case string(parent.GetUID()):
+		return true
+	case "":
+		ref := metav1.GetControllerOfNoCopy(obj)
+		return ref != nil && ref.UID == parent.GetUID()
+	}
+	return false
 }
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is reverted).

@@ -241,7 +241,8 @@ func (c *Controller) enqueueObject(obj any) {
 	c.queue.Add(key)
 }
 
-// childHandler routes a child's events to its parent, through its parent-uid label.
+// childHandler routes a child's events to its parent, through its parent-uid label. An update
+// routes the old object too: a child whose labels were edited away must bring its parent back.
 func (c *Controller) childHandler() cache.ResourceEventHandler {
 	route := func(obj any) {
 		m, err := metaOf(obj)
@@ -253,14 +254,11 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			c.enqueueObject(p)
 		}
 	}
-	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    route,
-		UpdateFunc: func(_, obj any) { route(obj) },
-		DeleteFunc: route,
-	}
+	return routeHandler(route)
 }
 
-// relatedHandler routes a related object's events to the parents that read it.
+// relatedHandler routes a related object's events to the parents that read it; an update routes
+// the old object too, so that an object that stops matching a selector re-syncs its readers.
 func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	route := func(obj any) {
 		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -274,9 +272,17 @@ func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.Resou
 			c.queue.Add(key)
 		}
 	}
+	return routeHandler(route)
+}
+
+// routeHandler calls route with every object an event concerns: an update's old and new.
+func routeHandler(route func(obj any)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
-		AddFunc:    route,
-		UpdateFunc: func(_, obj any) { route(obj) },
+		AddFunc: route,
+		UpdateFunc: func(old, obj any) {
+			route(old)
+			route(obj)
+		},
 		DeleteFunc: route,
 	}
 }

@@ -21,7 +21,7 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	}
 	for _, objs := range observed {
 		for _, o := range objs {
-			need = need || !ownedBy(o, parent)
+			need = need || !hasOwnerRef(o, parent)
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
@@ -44,7 +44,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	remaining := 0
 	for id, objs := range c.observedChildren(parent) {
 		for _, obs := range objs {
-			if ownedBy(obs, parent) || !apply.AppliedBy(obs) {
+			if hasOwnerRef(obs, parent) || !apply.AppliedBy(obs) {
 				continue // garbage collection removes it with the parent; or it is not metacel's
 			}
 			remaining++
@@ -67,7 +67,8 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	return nil
 }
 
-func ownedBy(obj, parent *unstructured.Unstructured) bool {
+// hasOwnerRef reports whether obj has an ownerReference to parent (garbage collection deletes it).
+func hasOwnerRef(obj, parent *unstructured.Unstructured) bool {
 	for _, r := range obj.GetOwnerReferences() {
 		if r.UID == parent.GetUID() {
 			return true
@@ -89,7 +90,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 		}
 		for i := range items {
 			obj := &items[i]
-			if ownedBy(obj, parent) || !apply.AppliedBy(obj) {
+			if hasOwnerRef(obj, parent) || !apply.AppliedBy(obj) {
 				continue
 			}
 			left++

@@ -232,10 +232,13 @@ func waitGone(t testing.TB, gvr schema.GroupVersionResource, ns, name string, ti
 	t.Helper()
 	eventually(t, timeout, fmt.Sprintf("%s %s/%s is deleted", gvr.Resource, ns, name), func() error {
 		_, err := get(t, gvr, ns, name)
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
+		case err != nil:
+			return err
 		}
-		return fmt.Errorf("still there (err %w)", err)
+		return fmt.Errorf("still there")
 	})
 }
 
