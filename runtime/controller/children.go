@@ -55,7 +55,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 		return applyError("create", child.Object, err)
 	}
 	if isNew { // else it is ours, and the cache had not seen it yet
-		c.deps.Recorder.Eventf(parent, nil, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), render.NamespacedName(child.Object))
+		c.deps.Recorder.Eventf(parent, child.Object, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), render.NamespacedName(child.Object))
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return nil
@@ -93,7 +93,7 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return applyError("delete (to recreate)", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, nil, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), render.NamespacedName(obs))
+	c.deps.Recorder.Eventf(parent, obs, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), render.NamespacedName(obs))
 	return nil
 }
 
@@ -128,13 +128,13 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, parent.GetUID()); err != nil {
 			return applyError("release", obs, err)
 		}
-		c.deps.Recorder.Eventf(parent, nil, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), render.NamespacedName(obs))
+		c.deps.Recorder.Eventf(parent, obs, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), render.NamespacedName(obs))
 		return nil
 	}
 	if err := c.deps.Writer.Delete(ctx, gvr, obs); err != nil {
 		return applyError("delete", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, nil, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), render.NamespacedName(obs))
+	c.deps.Recorder.Eventf(parent, obs, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), render.NamespacedName(obs))
 	return nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/render"
@@ -39,6 +40,26 @@ func TestEditsThatRemoveAnObjectFromView(t *testing.T) {
 	create(t, widgetsGVR, widget(ns, "w"))
 	waitFor(t, widgetsGVR, ns, "w", wait, hasPeers(2))
 	waitFor(t, configMapsGVR, ns, "w-p2", wait, hasData("peer", "p2"))
+	t.Run("one Created event per child, even when a sync creates several", func(t *testing.T) {
+		eventually(t, wait, "Created events naming w-p1 and w-p2", func() error {
+			list, err := cluster.kube.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+			if err != nil {
+				return err
+			}
+			notes := map[string]bool{}
+			for _, e := range list.Items {
+				if e.Regarding.Name == "w" && e.Reason == "Created" {
+					notes[e.Note] = true
+				}
+			}
+			for _, want := range []string{"Created ConfigMap " + ns + "/w-p1", "Created ConfigMap " + ns + "/w-p2"} {
+				if !notes[want] {
+					return fmt.Errorf("no %q among %v", want, notes)
+				}
+			}
+			return nil
+		})
+	})
 
 	t.Run("a related object that stops matching the selector", func(t *testing.T) {
 		patch(t, configMapsGVR, ns, "p2", `{"metadata":{"labels":{"peer":"no"}}}`)
