@@ -2,6 +2,7 @@ package kinds
 
 import (
 	"reflect"
+	"sort"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -33,6 +34,8 @@ type Mapper interface {
 	ForResource(gvr schema.GroupVersionResource) (info Info, ok bool)
 	// ForKind returns the Info of the resource holding objects of a kind; ok is false when unknown.
 	ForKind(gvk schema.GroupVersionKind) (info Info, ok bool)
+	// Versions returns the versions a resource is served in, sorted; none when it is unknown.
+	Versions(gr schema.GroupResource) []string
 }
 
 // Catalog is an offline Mapper: built-in types plus added CRDs.
@@ -107,6 +110,18 @@ func (c *Catalog) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 func (c *Catalog) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
 	i, ok := c.byGVR[gvr]
 	return i, ok
+}
+
+// Versions implements Mapper.
+func (c *Catalog) Versions(gr schema.GroupResource) []string {
+	var out []string
+	for gvr := range c.byGVR {
+		if gvr.GroupResource() == gr {
+			out = append(out, gvr.Version)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // ForKind implements Mapper.

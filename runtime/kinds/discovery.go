@@ -3,6 +3,8 @@ package kinds
 import (
 	"context"
 	"fmt"
+	"slices"
+	"sort"
 	"sync"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -63,6 +65,20 @@ func (d *Discovery) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
 		info.Schema, info.HasStatus = v.schema, v.hasStatus
 	}
 	return info, ok
+}
+
+// Versions implements Mapper.
+func (d *Discovery) Versions(gr schema.GroupResource) []string {
+	gvrs, err := d.mapper.ResourcesFor(gr.WithVersion(""))
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(gvrs))
+	for _, gvr := range gvrs {
+		out = append(out, gvr.Version)
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // ForKind implements Mapper.

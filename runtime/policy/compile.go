@@ -104,15 +104,33 @@ func gvr(apiVersion, resource string) schema.GroupVersionResource {
 	return gv.WithResource(resource)
 }
 
+// resource looks a resource up. One the mapper knows in other versions only is an error: a
+// version typo would otherwise wait forever for a resource that never comes.
+func (c *compiler) resource(path, apiVersion, resource string) kinds.Info {
+	info := kinds.LookupResource(c.m, gvr(apiVersion, resource))
+	if !info.Guessed {
+		return info
+	}
+	if versions := c.m.Versions(info.GVR.GroupResource()); len(versions) > 0 {
+		gv := func(v string) string { return schema.GroupVersion{Group: info.GVR.Group, Version: v}.String() }
+		served := make([]string, len(versions))
+		for i, v := range versions {
+			served[i] = gv(v)
+		}
+		c.errorf(path+".apiVersion", "%s is served as %s, not %s: use one of those", info.GVR.GroupResource(), strings.Join(served, ", "), apiVersion)
+	}
+	return info
+}
+
 func (c *compiler) parent() kinds.Info {
 	p := c.spec.ParentResource
-	return kinds.LookupResource(c.m, gvr(p.APIVersion, p.Resource))
+	return c.resource("spec.parentResource", p.APIVersion, p.Resource)
 }
 
 func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourceInfo {
 	out := make(map[schema.GroupVersionResource]ChildResourceInfo, len(c.spec.ChildResources))
-	for _, cr := range c.spec.ChildResources {
-		info := kinds.LookupResource(c.m, gvr(cr.APIVersion, cr.Resource))
+	for i, cr := range c.spec.ChildResources {
+		info := c.resource(expr.IndexPath("spec.childResources", i), cr.APIVersion, cr.Resource)
 		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method()}
 	}
 	return out
@@ -159,7 +177,7 @@ func (c *compiler) related() []CompiledRelated {
 	out := make([]CompiledRelated, 0, len(c.spec.Related))
 	for i, r := range c.spec.Related {
 		path := expr.IndexPath("spec.related", i)
-		cr := CompiledRelated{Path: path, ID: r.ID, Info: kinds.LookupResource(c.m, gvr(r.APIVersion, r.Resource)), Selector: r.Selector}
+		cr := CompiledRelated{Path: path, ID: r.ID, Info: c.resource(path, r.APIVersion, r.Resource), Selector: r.Selector}
 		cr.Namespace = c.stringTemplate(r.Namespace, path+".namespace")
 		cr.Name = c.stringTemplate(r.Name, path+".name")
 		if r.Selector != nil {

@@ -69,6 +69,10 @@ func TestLoadErrors(t *testing.T) {
 			`p.yaml:16: spec.children[0].template.kind: v1 Service (resource "services") is not listed in spec.childResources`},
 		{"template expression in a ConfigMap keeps the file's lines", configMap(header + children + "      readyWhen: \"child.oops(\"\n"), nil,
 			`p.yaml:25: spec.children[0].readyWhen: compile "child.oops(": Syntax error`},
+		{"parent version the CRD does not serve", strings.Replace(header, "demo.rtfm.co.ua/v1\n", "demo.rtfm.co.ua/v2\n", 1), myappCRD,
+			`p.yaml:7: spec.parentResource.apiVersion: myapps.demo.rtfm.co.ua is served as demo.rtfm.co.ua/v1, not demo.rtfm.co.ua/v2: use one of those`},
+		{"child version not served", strings.Replace(header, "    - apiVersion: v1\n      resource: pods", "    - apiVersion: v2\n      resource: pods", 1), nil,
+			`p.yaml:10: spec.childResources[0].apiVersion: pods is served as v1, not v2`},
 		{"not a policy", "apiVersion: v1\nkind: Pod\n", nil,
 			`p.yaml:1: expected apiVersion "metacel.dev/v1alpha1" and kind "CompositePolicy"`},
 	}
