@@ -28,6 +28,8 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 		return false, nil
 	}
 	if err := c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
+		// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
+		c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
 		return false, fmt.Errorf("write status: %w", err)
 	}
 	return true, nil

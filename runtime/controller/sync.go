@@ -128,6 +128,8 @@ func (e *syncError) Unwrap() error { return e.err }
 const (
 	ReasonApplyFailed   = "ApplyFailed"
 	ReasonChildConflict = "ChildConflict"
+	// ReasonStatusFailed is the reason of the Warning event of a status write that failed.
+	ReasonStatusFailed = "StatusFailed"
 )
 
 // fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition

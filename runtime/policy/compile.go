@@ -64,6 +64,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Variables = c.variables()
 	out.Children = c.children(out.ChildResources)
 	out.Status = c.status()
+	c.checkStatusSchema(out.Parent)
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}

@@ -20,6 +20,8 @@ import (
 
 var cogs = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "cogs"}
 
+const cogCRDName = "cogs.e2e.metacel.dev"
+
 // cogCRD is the Cog CRD with the given string fields in its spec, beside the integer size.
 func cogCRD(fields ...string) string {
 	var props strings.Builder
@@ -63,13 +65,14 @@ func cogPolicy(t *testing.T, fields ...string) []byte {
 	return []byte(text)
 }
 
-func applyCRD(t *testing.T, text string) {
+// applyCRD applies a CRD and waits until it is established.
+func applyCRD(t *testing.T, text, name string) {
 	t.Helper()
-	path := writeTemp(t, "cog-crd.yaml", []byte(text))
+	path := writeTemp(t, name+".yaml", []byte(text))
 	if out, err := kubectlCmd(t.Context(), "apply", "-f", path); err != nil {
-		t.Fatalf("apply the Cog CRD: %v\n%s", err, out)
+		t.Fatalf("apply the CRD %s: %v\n%s", name, err, out)
 	}
-	if out, err := kubectlCmd(t.Context(), "wait", "--for=condition=Established", "crd/cogs.e2e.metacel.dev", "--timeout=30s"); err != nil {
+	if out, err := kubectlCmd(t.Context(), "wait", "--for=condition=Established", "crd/"+name, "--timeout=30s"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 }
@@ -79,7 +82,7 @@ func applyCRD(t *testing.T, text string) {
 // after it (the runtime must not type it with the schema it read before), and sees the field's
 // values (its informers list afresh). Then the CRD is deleted and created again.
 func TestCRDSchemaChange(t *testing.T) {
-	applyCRD(t, cogCRD())
+	applyCRD(t, cogCRD(), cogCRDName)
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "cogs.e2e.metacel.dev") })
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "cog.yaml")
@@ -110,13 +113,13 @@ func TestCRDSchemaChange(t *testing.T) {
 	})
 	expectEqual(t, "generation while the CRD lacks the field", gens.of("cog"), 1)
 	// the CRD gains spec.color: the failed policy is loaded again, and now loads
-	applyCRD(t, cogCRD("color"))
+	applyCRD(t, cogCRD("color"), cogCRDName)
 	gens.waitFor(t, "cog", 2)
 	setSpec(t, ns, "c", "color", "red")
 	waitFor(t, configMapsGVR, ns, "c-cog", wait, hasData("color", "red"))
 
 	// the CRD gains spec.shape first, then a policy reads it: typed with the new schema
-	applyCRD(t, cogCRD("color", "shape"))
+	applyCRD(t, cogCRD("color", "shape"), cogCRDName)
 	setSpec(t, ns, "c", "shape", "square")
 	writePolicy(cogPolicy(t, "color", "shape"))
 	waitFor(t, configMapsGVR, ns, "c-cog", wait, hasData("shape", "square"))
@@ -127,7 +130,7 @@ func TestCRDSchemaChange(t *testing.T) {
 		t.Fatalf("delete the Cog CRD: %v\n%s", err, out)
 	}
 	gens.waitFor(t, "cog", 0)
-	applyCRD(t, cogCRD("color", "shape"))
+	applyCRD(t, cogCRD("color", "shape"), cogCRDName)
 	gens.waitFor(t, "cog", 1)
 	create(t, cogs, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "e2e.metacel.dev/v1", "kind": "Cog",

@@ -1,0 +1,66 @@
+package policy
+
+import (
+	"maps"
+	"slices"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+)
+
+// Fields metacel writes in a parent's status, and in each of its conditions.
+var (
+	runtimeStatusFields    = []string{"conditions", "observedGeneration"}
+	runtimeConditionFields = []string{"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
+)
+
+// checkStatusSchema checks that the parent's CRD can store the status metacel writes: the API
+// server rejects a status write holding a field its schema does not declare, so every sync of
+// every parent would fail. Only the fields of the policy's status known at load (the top-level
+// keys of a status template) are checked.
+func (c *compiler) checkStatusSchema(parent kinds.Info) {
+	if !parent.HasStatus || parent.Schema == nil {
+		return
+	}
+	gr := parent.GVR.GroupResource()
+	status, ok := parent.Schema.Properties["status"]
+	if !ok {
+		c.errorf("spec.parentResource", "the CRD of %s declares no status, where metacel writes %v: add "+
+			"status: {type: object, x-kubernetes-preserve-unknown-fields: true} to its schema, or declare those fields", gr, runtimeStatusFields)
+		return
+	}
+	for _, f := range runtimeStatusFields {
+		if !declares(&status, f) {
+			c.errorf("spec.parentResource", "the CRD of %s declares no status.%s, which metacel writes: add it to the status schema "+
+				"(see crds/myapp.yaml), or set x-kubernetes-preserve-unknown-fields: true on status", gr, f)
+		}
+	}
+	if conds, ok := status.Properties["conditions"]; ok && conds.Items != nil && conds.Items.Schema != nil {
+		for _, f := range runtimeConditionFields {
+			if !declares(conds.Items.Schema, f) {
+				c.errorf("spec.parentResource", "the CRD of %s declares no status.conditions[].%s, which metacel writes: "+
+					"declare the fields of a metav1.Condition (see crds/myapp.yaml)", gr, f)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.spec.Status)) {
+		if !slices.Contains(runtimeStatusFields, k) && !declares(&status, k) {
+			c.errorf(expr.FieldPath("spec.status", k), "the CRD of %s declares no status.%s: add it to the status schema, "+
+				"or the API server rejects every status write", gr, k)
+		}
+	}
+}
+
+// declares reports whether an object schema accepts a field.
+func declares(s *apiextensionsv1.JSONSchemaProps, field string) bool {
+	if s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields {
+		return true
+	}
+	if a := s.AdditionalProperties; a != nil && (a.Allows || a.Schema != nil) {
+		return true
+	}
+	_, ok := s.Properties[field]
+	return ok
+}
