@@ -63,6 +63,9 @@ func (s *sizes) fromSchema(path []string) *checker.SizeEstimate {
 		default:
 			var f *apiservercel.DeclField
 			f, ok = t.Fields[name]
+			if !ok { // a keyword field is declared escaped
+				f, ok = t.Fields["__"+name+"__"]
+			}
 			if ok {
 				t = f.Type
 			}

@@ -134,6 +134,9 @@ func NewEnv(s Scope) (*Env, error) {
 	}
 	if len(declTypes) > 0 {
 		provider := apiservercel.NewDeclTypeProvider(declTypes...)
+		// a field named by a CEL keyword (metadata.namespace) is declared escaped (__namespace__):
+		// let expressions write it plainly, as the plain maps metacel evaluates hold it
+		provider.SetRecognizeKeywordAsFieldName(true)
 		popts, err := provider.EnvOptions(b.CELTypeProvider())
 		if err != nil {
 			return nil, fmt.Errorf("declare policy types: %w", err)

@@ -61,25 +61,42 @@ func loosen(s *apiextensionsv1.JSONSchemaProps) {
 	}
 }
 
-// objectMetaSchema is the part of ObjectMeta an expression may read.
+// objectMetaSchema is the part of ObjectMeta an expression may read, with the bounds the API
+// server enforces, so that the cost estimate knows a name is short.
 func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
-	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
-	strMap := apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &str}}
+	str := func(maxLength int64) apiextensionsv1.JSONSchemaProps {
+		return apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: &maxLength}
+	}
+	strMap := func(maxValue int64) apiextensionsv1.JSONSchemaProps {
+		v := str(maxValue)
+		return apiextensionsv1.JSONSchemaProps{Type: "object", AdditionalProperties: &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &v}}
+	}
+	const (
+		dnsSubdomain  = 253 // names
+		dnsLabel      = 63  // namespaces, label values
+		qualifiedName = 317 // prefix/name: finalizers, kinds
+		timestamp     = 64
+		annotations   = 256 * 1024 // all annotations of an object together
+	)
 	boolean := apiextensionsv1.JSONSchemaProps{Type: "boolean"}
 	return apiextensionsv1.JSONSchemaProps{
 		Type: "object",
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
-			"name": str, "generateName": str, "namespace": str, "uid": str, "resourceVersion": str,
+			"name": str(dnsSubdomain), "generateName": str(dnsSubdomain), "namespace": str(dnsLabel),
+			"uid": str(timestamp), "resourceVersion": str(timestamp),
 			"generation":        {Type: "integer", Format: "int64"},
-			"creationTimestamp": str, "deletionTimestamp": str,
-			"labels": strMap, "annotations": strMap,
-			"finalizers": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &str}},
+			"creationTimestamp": str(timestamp), "deletionTimestamp": str(timestamp),
+			"labels": strMap(dnsLabel), "annotations": strMap(annotations),
+			"finalizers": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: ptr(str(qualifiedName))}},
 			"ownerReferences": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
 				Type: "object",
 				Properties: map[string]apiextensionsv1.JSONSchemaProps{
-					"apiVersion": str, "kind": str, "name": str, "uid": str, "controller": boolean, "blockOwnerDeletion": boolean,
+					"apiVersion": str(qualifiedName), "kind": str(qualifiedName), "name": str(dnsSubdomain), "uid": str(timestamp),
+					"controller": boolean, "blockOwnerDeletion": boolean,
 				},
 			}}},
 		},
 	}
 }
+
+func ptr[T any](v T) *T { return &v }
