@@ -21,8 +21,9 @@ func newRBACCommand() *cobra.Command {
 		Long: `Rbac reads policies (files, directories, ConfigMaps holding them) and prints the ClusterRole
 that lets metacel run them and nothing more: parents get/list/watch/patch (finalizers) and patch on
 their status; children get/list/watch/create/patch/delete; related objects get/list/watch; events
-create/patch; CRDs get/list/watch. The runtime's own namespaced permissions (its policy ConfigMaps
-and its Lease) are in deploy/.`,
+create/patch; CRDs get/list/watch; bind on the roles that binding children refer to, escalate for
+role children. The runtime's own namespaced permissions (its policy ConfigMaps and its Lease) are
+in deploy/.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			files, err := source.Files(args)

@@ -73,6 +73,8 @@ func TestLoadErrors(t *testing.T) {
 			`p.yaml:7: spec.parentResource.apiVersion: myapps.demo.rtfm.co.ua is served as demo.rtfm.co.ua/v1, not demo.rtfm.co.ua/v2: use one of those`},
 		{"child version not served", strings.Replace(header, "    - apiVersion: v1\n      resource: pods", "    - apiVersion: v2\n      resource: pods", 1), nil,
 			`p.yaml:10: spec.childResources[0].apiVersion: pods is served as v1, not v2`},
+		{"an id CEL's grammar reserves", strings.Replace(header+children, "- id: pod", "- id: in", 1), nil,
+			`p.yaml:13: spec.children[0].id: "in" is a word of CEL's grammar and cannot be a field name`},
 		{"not a policy", "apiVersion: v1\nkind: Pod\n", nil,
 			`p.yaml:1: expected apiVersion "metacel.dev/v1alpha1" and kind "CompositePolicy"`},
 	}
@@ -94,6 +96,14 @@ func TestLoadErrors(t *testing.T) {
 func configMap(p string) string {
 	indented := "    " + strings.ReplaceAll(strings.TrimSuffix(p, "\n"), "\n", "\n    ") + "\n"
 	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: p\ndata:\n  p.yaml: |\n" + indented
+}
+
+func TestKeywordIDsLoad(t *testing.T) {
+	p := strings.Replace(header+children, "- id: pod", "- id: namespace", 1) +
+		"  status:\n    pod: \"${children.?namespace.?metadata.?name.orValue('')}\"\n"
+	if _, err := Load("p.yaml", []byte(p), kinds.NewCatalog()); err != nil {
+		t.Fatalf("a child id that is a CEL keyword (not a grammar token) must load: %v", err)
+	}
 }
 
 func TestLoadSeveralDocuments(t *testing.T) {

@@ -10,13 +10,10 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 )
 
-// celReserved are CEL's reserved words, which cannot name a variable, a related object or a child.
-var celReserved = map[string]bool{
-	"as": true, "break": true, "const": true, "continue": true, "else": true, "false": true,
-	"for": true, "function": true, "if": true, "import": true, "in": true, "let": true, "loop": true,
-	"namespace": true, "null": true, "package": true, "return": true, "true": true, "var": true,
-	"void": true, "while": true,
-}
+// celTokens are the words CEL's grammar reads as literals or operators, so that they cannot follow
+// a dot and cannot name a variable, a related object or a child. CEL's other reserved words
+// (namespace, package, ...) can: they are declared as fields that expressions may select.
+var celTokens = map[string]bool{"true": true, "false": true, "null": true, "in": true}
 
 // Validate checks what the types cannot: required fields, enums, names and ids. It returns an
 // ErrorList with every problem, or nil.
@@ -86,8 +83,8 @@ func (v *validator) id(path, id string, seen map[string]string) {
 	switch {
 	case !expr.IsIdentifier(id):
 		v.errorf(path, "%q is not a valid identifier: use letters, digits and _, not starting with a digit (it is read in CEL as a field name)", id)
-	case celReserved[id]:
-		v.errorf(path, "%q is a reserved word in CEL; choose another name", id)
+	case celTokens[id]:
+		v.errorf(path, "%q is a word of CEL's grammar and cannot be a field name; choose another name", id)
 	case seen[id] != "":
 		v.errorf(path, "duplicate id %q (first used at %s)", id, seen[id])
 	}

@@ -42,7 +42,7 @@ func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(s
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "metacel"}},
-		Rules:      rules.rules(),
+		Rules:      append(rules.rules(), escalationRules(policies)...),
 	}
 }
 
