@@ -7,6 +7,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -122,25 +124,38 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 	if !ok {
 		return nil
 	}
-	gvr := res.GVR
-	if c.deletionPolicy(id) == policy.DeletionOrphan {
+	return c.removeChild(ctx, parent, res.GVR, deletionPolicy(c.policy, id), obs)
+}
+
+// removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when
+// its entry's deletionPolicy is Orphan. parent, when known, gets the event.
+func (c *Controller) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
+	if dp == policy.DeletionOrphan {
 		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID}
-		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, parent.GetUID()); err != nil {
+		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)
 		}
-		c.deps.Recorder.Eventf(parent, obs, "Normal", "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)", obs.GetKind(), render.NamespacedName(obs))
+		c.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
 		return nil
 	}
 	if err := c.deps.Writer.Delete(ctx, gvr, obs); err != nil {
 		return applyError("delete", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, obs, "Normal", "Deleted", "Delete", "Deleted %s %s, no longer desired", obs.GetKind(), render.NamespacedName(obs))
+	c.childEvent(parent, obs, "Deleted", "Delete", "Deleted %s %s, no longer desired")
 	return nil
 }
 
-// deletionPolicy of a child entry; an entry the policy no longer has deletes its children.
-func (c *Controller) deletionPolicy(id string) policy.DeletionPolicy {
-	for _, ch := range c.policy.Children {
+// childEvent records a Normal event about a child on its parent, when the parent is known;
+// format takes the child's kind and namespaced name.
+func (c *Controller) childEvent(parent, child *unstructured.Unstructured, reason, action, format string) {
+	if parent != nil {
+		c.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
+	}
+}
+
+// deletionPolicy of a child entry of p; an entry p does not have deletes its children.
+func deletionPolicy(p *policy.Compiled, id string) policy.DeletionPolicy {
+	for _, ch := range p.Children {
 		if ch.ID == id {
 			return ch.DeletionPolicy
 		}

@@ -52,6 +52,8 @@ type Controller struct {
 	}
 
 	cleanups []func()
+	// previous is the version of the policy this controller replaces (see Replaces), or nil
+	previous *policy.Compiled
 }
 
 // managedSelector selects the objects metacel manages: children are watched through it.
@@ -93,6 +95,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 		return fmt.Errorf("policy %q: caches did not sync", c.Name())
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
+	c.pruneDropped(ctx)
 	if synced != nil {
 		synced()
 	}

@@ -265,6 +265,9 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
 		return
 	}
 	ctrl := controller.New(p, s.deps)
+	if old != nil {
+		ctrl.Replaces(old.policy)
+	}
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return
