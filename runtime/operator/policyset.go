@@ -140,9 +140,14 @@ func (s *policySet) load(st *unitState) {
 	st.failed = err != nil
 	if err != nil {
 		kept := names(st.good)
-		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
 		s.metrics.loadError(st.unit.Name, kept)
-		s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded (last good version kept: %v): %v", kept, err))
+		if len(kept) == 0 {
+			logger.Error(err, "Policy failed to load")
+			s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded: %v", err))
+			return
+		}
+		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
+		s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded (the last good version of %s keeps running): %v", strings.Join(kept, ", "), err))
 		return
 	}
 	st.waiting = false
@@ -180,20 +185,25 @@ func anyMissing(ps []*policy.Compiled) bool {
 func missingResources(p *policy.Compiled) []string {
 	var out []string
 	if p.Parent.Guessed {
-		out = append(out, p.Parent.GVR.String())
+		out = append(out, resourceName(p.Parent.GVR))
 	}
 	for gvr, r := range p.ChildResources {
 		if r.Guessed {
-			out = append(out, gvr.String())
+			out = append(out, resourceName(gvr))
 		}
 	}
 	for _, r := range p.Related {
 		if r.Guessed {
-			out = append(out, r.GVR.String())
+			out = append(out, resourceName(r.GVR))
 		}
 	}
 	sort.Strings(out)
 	return out
+}
+
+// resourceName names a resource as kubectl does: gadgets.example.com/v1, or pods/v1.
+func resourceName(gvr schema.GroupVersionResource) string {
+	return gvr.GroupResource().String() + "/" + gvr.Version
 }
 
 type desiredPolicy struct {
