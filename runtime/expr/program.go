@@ -120,7 +120,7 @@ func compileError(src string, iss *cel.Issues) error {
 	for _, e := range iss.Errors() {
 		msg := e.Message
 		if col := e.Location.Column(); col >= 0 {
-			msg = fmt.Sprintf("%s (column %d)", msg, col+1)
+			msg = fmt.Sprintf("%s (column %d of the expression)", msg, col+1)
 		}
 		msgs = append(msgs, msg)
 	}
