@@ -26,32 +26,15 @@ func mustEnv(t testing.TB, s Scope) *Env {
 	return env
 }
 
-func TestEvaluate(t *testing.T) {
-	env := mustEnv(t, Scope{Variables: []Var{{Name: "n", Type: cel.IntType}}})
-	act := NewActivation(map[string]any{"parent": parent, "variables": map[string]any{"n": int64(2)}})
-	tests := []struct {
-		name string
-		expr string
-		want any
-	}{
-		{"string concatenation", "parent.metadata.name + '-pod'", "app-pod"},
-		{"integer arithmetic on decoded ints", "parent.spec.size + 1", int64(4)},
-		{"object literal of mixed types", "{'name': 'x', 'port': 80, 'on': true}", map[string]any{"name": "x", "port": int64(80), "on": true}},
-		{"optional absent converts to nil", "parent.spec.?banner", nil},
-		{"optional present", "parent.spec.?image.orValue('none')", "nginx"},
-		{"map merge overrides with the argument", "parent.metadata.labels.merge({'app': 'x', 'team': 'b'})", map[string]any{"team": "b", "app": "x"}},
-		{"sha256 is hex", "hash.sha256('abc').substring(0, 8)", "ba7816bf"},
-		{"fnv64a has 16 hex digits", "hash.fnv64a('abc')", "e71fa2190541574b"},
-		{"json.encode sorts keys", "json.encode({'b': 1, 'a': [true, null]})", `{"a":[true,null],"b":1}`},
-		{"yaml.encode", "yaml.encode({'a': 'x'})", "a: x\n"},
-		{"quantity to string", "string(quantity('1536Mi').add(quantity('512Mi')))", "2Gi"},
-		{"kubernetes list library", "[3, 1, 2].sum()", int64(6)},
-		{"lists extension", "lists.range(3)", []any{int64(0), int64(1), int64(2)}},
-		{"two-variable comprehension", "{'a': 1, 'b': 2}.transformList(k, v, k + string(v))", []any{"a1", "b2"}},
-		{"variables", "variables.n * 10", int64(20)},
-		{"strings extension", "'a,b'.split(',')", []any{"a", "b"}},
-		{"format library", "!format.dns1123Label().validate('ok').hasValue()", true},
-	}
+// evalCase is an expression and the native value it evaluates to.
+type evalCase struct {
+	name string
+	expr string
+	want any
+}
+
+func evaluateCases(t *testing.T, env *Env, act Activation, tests []evalCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := env.Compile(tc.expr, WantAny)
@@ -71,6 +54,31 @@ func TestEvaluate(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestEvaluate(t *testing.T) {
+	env := mustEnv(t, Scope{Variables: []Var{{Name: "n", Type: cel.IntType}}})
+	act := NewActivation(map[string]any{"parent": parent, "variables": map[string]any{"n": int64(2)}})
+	tests := []evalCase{
+		{"string concatenation", "parent.metadata.name + '-pod'", "app-pod"},
+		{"integer arithmetic on decoded ints", "parent.spec.size + 1", int64(4)},
+		{"object literal of mixed types", "{'name': 'x', 'port': 80, 'on': true}", map[string]any{"name": "x", "port": int64(80), "on": true}},
+		{"optional absent converts to nil", "parent.spec.?banner", nil},
+		{"optional present", "parent.spec.?image.orValue('none')", "nginx"},
+		{"map merge overrides with the argument", "parent.metadata.labels.merge({'app': 'x', 'team': 'b'})", map[string]any{"team": "b", "app": "x"}},
+		{"sha256 is hex", "hash.sha256('abc').substring(0, 8)", "ba7816bf"},
+		{"fnv64a has 16 hex digits", "hash.fnv64a('abc')", "e71fa2190541574b"},
+		{"json.encode sorts keys", "json.encode({'b': 1, 'a': [true, null]})", `{"a":[true,null],"b":1}`},
+		{"yaml.encode", "yaml.encode({'a': 'x'})", "a: x\n"},
+		{"quantity to string", "string(quantity('1536Mi').add(quantity('512Mi')))", "2Gi"},
+		{"kubernetes list library", "[3, 1, 2].sum()", int64(6)},
+		{"lists extension", "lists.range(3)", []any{int64(0), int64(1), int64(2)}},
+		{"two-variable comprehension", "{'a': 1, 'b': 2}.transformList(k, v, k + string(v))", []any{"a1", "b2"}},
+		{"variables", "variables.n * 10", int64(20)},
+		{"strings extension", "'a,b'.split(',')", []any{"a", "b"}},
+		{"format library", "!format.dns1123Label().validate('ok').hasValue()", true},
+	}
+	evaluateCases(t, env, act, tests)
 }
 
 func TestCompileErrors(t *testing.T) {
@@ -199,11 +207,7 @@ properties:
 	act := NewActivation(map[string]any{"parent": obj, "related": map[string]any{"peers": []any{
 		map[string]any{"metadata": map[string]any{"name": "p1"}},
 	}}})
-	tests := []struct {
-		name string
-		expr string
-		want any
-	}{
+	tests := []evalCase{
 		{"metadata.namespace, a CEL keyword, reads plainly", "parent.metadata.namespace", "team-a"},
 		{"a spec field named by a keyword too", "parent.spec.namespace", "other"},
 		{"has() of a keyword field", "has(parent.metadata.namespace)", true},
@@ -211,23 +215,5 @@ properties:
 		// the parent's name is linear, not 1000 times a 3 MB string
 		{"a walk of a related list reading the parent's name", "related.peers.map(p, parent.metadata.name + '-' + p.metadata.name)", []any{"app-p1"}},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			p, err := env.Compile(tc.expr, WantAny)
-			if err != nil {
-				t.Fatal(err)
-			}
-			v, err := p.Eval(t.Context(), act, NewBudget())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := ToNative(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !equality.Semantic.DeepEqual(got, tc.want) {
-				t.Errorf("got %#v, want %#v", got, tc.want)
-			}
-		})
-	}
+	evaluateCases(t, env, act, tests)
 }

@@ -22,20 +22,22 @@ var cogs = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", 
 
 const cogCRDName = "cogs.e2e.metacel.dev"
 
-// cogCRD is the Cog CRD with the given string fields in its spec, beside the integer size.
-func cogCRD(fields ...string) string {
+// crdYAML is a CRD of the group e2e.metacel.dev, version v1, with the status subresource and
+// an open status; specProps are the properties of its spec, one YAML line each.
+func crdYAML(plural, kind, scope string, specProps ...string) string {
+	singular := strings.ToLower(kind)
 	var props strings.Builder
-	for _, f := range fields {
-		fmt.Fprintf(&props, "                %s: {type: string}\n", f)
+	for _, p := range specProps {
+		fmt.Fprintf(&props, "                %s\n", p)
 	}
 	return `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: cogs.e2e.metacel.dev
+  name: ` + plural + `.e2e.metacel.dev
 spec:
   group: e2e.metacel.dev
-  scope: Namespaced
-  names: {kind: Cog, listKind: CogList, plural: cogs, singular: cog}
+  scope: ` + scope + `
+  names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + plural + `, singular: ` + singular + `}
   versions:
     - name: v1
       served: true
@@ -48,11 +50,19 @@ spec:
             spec:
               type: object
               properties:
-                size: {type: integer}
 ` + props.String() + `            status:
               type: object
               x-kubernetes-preserve-unknown-fields: true
 `
+}
+
+// cogCRD is the Cog CRD with the given string fields in its spec, beside the integer size.
+func cogCRD(fields ...string) string {
+	props := []string{"size: {type: integer}"}
+	for _, f := range fields {
+		props = append(props, f+": {type: string}")
+	}
+	return crdYAML("cogs", "Cog", "Namespaced", props...)
 }
 
 // cogPolicy is the Cog policy: a ConfigMap holding the size and the given spec fields.

@@ -22,26 +22,7 @@ import (
 	"metacel.dev/metacel/runtime/source"
 )
 
-const tenantCRD = `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: tenants.e2e.metacel.dev
-spec:
-  group: e2e.metacel.dev
-  scope: Cluster
-  names: {kind: Tenant, listKind: TenantList, plural: tenants, singular: tenant}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, properties: {team: {type: string, maxLength: 63}}}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
+var tenantCRD = crdYAML("tenants", "Tenant", "Cluster", "team: {type: string, maxLength: 63}")
 
 // tenantPolicy gives every Tenant a Namespace where its team may view everything.
 const tenantPolicy = `apiVersion: metacel.dev/v1alpha1
