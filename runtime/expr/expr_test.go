@@ -7,6 +7,7 @@ import (
 	"github.com/google/cel-go/cel"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apiservercel "k8s.io/apiserver/pkg/cel"
 	"sigs.k8s.io/yaml"
 )
 
@@ -81,9 +82,22 @@ func TestEvaluate(t *testing.T) {
 	evaluateCases(t, env, act, tests)
 }
 
-func TestCompileErrors(t *testing.T) {
+// parentType types parent from a CRD schema written in YAML.
+func parentType(t *testing.T, schema string) *apiservercel.DeclType {
+	t.Helper()
 	crd := &apiextensionsv1.JSONSchemaProps{}
-	if err := yaml.Unmarshal([]byte(`
+	if err := yaml.Unmarshal([]byte(schema), crd); err != nil {
+		t.Fatal(err)
+	}
+	typed, err := ParentType(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return typed
+}
+
+func TestCompileErrors(t *testing.T) {
+	typed := parentType(t, `
 type: object
 properties:
   spec:
@@ -91,13 +105,7 @@ properties:
     properties:
       image: {type: string, maxLength: 10}
       tags: {type: array, maxItems: 5, items: {type: string, maxLength: 10}}
-`), crd); err != nil {
-		t.Fatal(err)
-	}
-	typed, err := ParentType(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	tests := []struct {
 		name  string
 		scope Scope
@@ -125,12 +133,7 @@ properties:
 }
 
 func TestBoundedSchemaKeepsCostLow(t *testing.T) {
-	crd := &apiextensionsv1.JSONSchemaProps{}
-	_ = yaml.Unmarshal([]byte(`{type: object, properties: {spec: {type: object, properties: {tags: {type: array, maxItems: 5, items: {type: string, maxLength: 10}}}}}}`), crd)
-	typed, err := ParentType(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	typed := parentType(t, `{type: object, properties: {spec: {type: object, properties: {tags: {type: array, maxItems: 5, items: {type: string, maxLength: 10}}}}}}`)
 	nested := "parent.spec.tags.all(x, parent.spec.tags.all(y, parent.spec.tags.all(z, x == y && y == z)))"
 	if _, err := mustEnv(t, Scope{Parent: typed}).Compile(nested, WantBool); err != nil {
 		t.Fatalf("a walk over a list bounded by maxItems must load: %v", err)
@@ -183,8 +186,7 @@ func TestBudgetIsSharedAcrossEvaluations(t *testing.T) {
 }
 
 func TestTypedParent(t *testing.T) {
-	crd := &apiextensionsv1.JSONSchemaProps{}
-	if err := yaml.Unmarshal([]byte(`
+	typed := parentType(t, `
 type: object
 properties:
   spec:
@@ -192,13 +194,7 @@ properties:
     properties:
       image: {type: string}
       namespace: {type: string}
-`), crd); err != nil {
-		t.Fatal(err)
-	}
-	typed, err := ParentType(crd)
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	env := mustEnv(t, Scope{Parent: typed, Related: map[string]bool{"peers": true}})
 	obj := map[string]any{
 		"metadata": map[string]any{"name": "app", "namespace": "team-a"},
