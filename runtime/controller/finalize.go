@@ -7,17 +7,16 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
-	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
-// ensureFinalizer makes sure a parent with children it cannot own (cross-namespace or
-// cluster-scoped) carries the cleanup finalizer before they are created, and drops it once it
-// has none left.
+// ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
+// cluster-scoped ones, to delete; Orphan ones, to release) carries the cleanup finalizer before
+// they are created, and drops it once it has none left.
 func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
 	need := false
 	for _, ch := range out.Children {
-		need = need || (!ch.Owned && ch.DeletionPolicy == policy.DeletionDelete)
+		need = need || !ch.Owned
 	}
 	for _, objs := range observed {
 		for _, o := range objs {

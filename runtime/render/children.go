@@ -125,6 +125,9 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	if err != nil {
 		return Child{}, err
 	}
+	// an Orphan child outlives its parent: an ownerReference would have the garbage collector
+	// delete it with the parent, so the parent's finalizer releases it instead
+	owned = owned && ch.DeletionPolicy != policy.DeletionOrphan
 	r.mark(ch, obj, owned)
 	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, entry: ch}, nil
 }

@@ -35,7 +35,8 @@ type Child struct {
 	// DeletionPolicy applies when the child is no longer desired.
 	DeletionPolicy policy.DeletionPolicy
 	// Owned is true when the child carries a controller ownerReference to the parent; false for
-	// cross-namespace and cluster-scoped children, which the parent's finalizer cleans up.
+	// cross-namespace and cluster-scoped children, which the parent's finalizer cleans up, and
+	// for Orphan children, which it releases.
 	Owned bool
 	// Ready is the child's readiness: it exists and passes readyWhen.
 	Ready bool
