@@ -206,7 +206,8 @@ func (r *run) ownerRef() map[string]any {
 	}
 }
 
-// judgeReadiness evaluates readyWhen of every desired child against its observed object.
+// judgeReadiness evaluates readyWhen of every desired child against its observed object; a child
+// that does not exist, or is being deleted, is not ready.
 func (r *run) judgeReadiness(children []Child) ([]string, error) {
 	observed := map[string]*unstructured.Unstructured{}
 	for _, objs := range r.in.Observed {
@@ -217,8 +218,9 @@ func (r *run) judgeReadiness(children []Child) ([]string, error) {
 	var notReady []string
 	for i := range children {
 		child := &children[i]
+		// a child being deleted (to be recreated, say) is not ready, whatever readyWhen says
 		obs, ok := observed[Identity(child.Object)]
-		if ok {
+		if ok && obs.GetDeletionTimestamp() == nil {
 			ready, err := r.ready(child, obs)
 			if err != nil {
 				return nil, err

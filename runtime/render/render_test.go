@@ -107,6 +107,36 @@ func TestRender(t *testing.T) {
 	}
 }
 
+func TestReadiness(t *testing.T) {
+	body := `  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`
+	observed := func(extra string) map[string][]*unstructured.Unstructured {
+		return map[string][]*unstructured.Unstructured{"cm": {obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns"+extra+"}}")}}
+	}
+	tests := []struct {
+		name     string
+		observed map[string][]*unstructured.Unstructured
+		ready    bool
+	}{
+		{"a child that does not exist is not ready", nil, false},
+		{"an existing child is ready by default", observed(""), true},
+		{"a child being deleted is not ready", observed(", deletionTimestamp: '2026-01-01T00:00:00Z'"), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Render(t.Context(), load(t, body), Input{Parent: obj(t, testParent), Observed: tc.observed, Mapper: kinds.NewCatalog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Ready() != tc.ready {
+				t.Errorf("ready %v, want %v (not ready: %v)", out.Ready(), tc.ready, out.NotReady)
+			}
+		})
+	}
+}
+
 func TestRenderErrors(t *testing.T) {
 	tests := []struct {
 		name, body, reason, msg string
