@@ -46,7 +46,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	isNew := apierrors.IsNotFound(err)
 	switch {
-	case err == nil && !childOf(existing, parent):
+	case err == nil && !childOf(existing, parent, c.Name(), child.ID):
 		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s: delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
@@ -63,16 +63,20 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	return nil
 }
 
-// childOf reports whether an existing object is a child of parent: its parent-uid label says so,
-// or, when someone removed the labels (the object then left the cache), its controller
-// ownerReference does. The apply that follows restores the labels.
-func childOf(obj, parent *unstructured.Unstructured) bool {
+// childOf reports whether an existing object is the child of parent: its parent-uid label says
+// so; or, when someone removed that label (the object then left the cache), its controller
+// ownerReference does, or, for a child without one (cross-namespace), metacel's other labels and
+// managed fields do. The apply that follows restores the label.
+func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool {
 	switch uid := obj.GetLabels()[render.LabelParentUID]; uid {
 	case string(parent.GetUID()):
 		return true
 	case "":
-		ref := metav1.GetControllerOfNoCopy(obj)
-		return ref != nil && ref.UID == parent.GetUID()
+		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
+			return ref.UID == parent.GetUID()
+		}
+		l := obj.GetLabels()
+		return l[render.LabelPolicy] == policyName && l[render.LabelChildID] == id && apply.AppliedBy(obj)
 	}
 	return false
 }

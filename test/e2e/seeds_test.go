@@ -193,6 +193,16 @@ func TestConfigMapSync(t *testing.T) {
 		waitFor(t, configMapsGVR, dst, "app-config", 10*time.Second, hasData("LOG_LEVEL", "debug"))
 		t.Logf("source change copied in %s", time.Since(start).Round(time.Millisecond))
 	})
+	t.Run("a destination whose parent-uid label was removed gets it back", func(t *testing.T) {
+		patch(t, configMapsGVR, dst, "app-config", `{"metadata":{"labels":{"metacel.dev/parent-uid":null}}}`)
+		waitFor(t, configMapsGVR, dst, "app-config", wait, func(cm *unstructured.Unstructured) error {
+			if cm.GetLabels()["metacel.dev/parent-uid"] == "" {
+				return fmt.Errorf("no parent-uid label")
+			}
+			return nil
+		})
+		waitFor(t, cmSyncsGVR, src, "example-sync", wait, hasCondition("Synced", "True", "", ""))
+	})
 	t.Run("a key removed from the source is removed from the destination", func(t *testing.T) {
 		patch(t, configMapsGVR, src, "app-config", `{"data":{"NEW":null}}`)
 		waitFor(t, configMapsGVR, dst, "app-config", 10*time.Second, func(cm *unstructured.Unstructured) error {
