@@ -22,7 +22,7 @@ func TestChildOf(t *testing.T) {
 		}
 		if appliedByMetacel {
 			o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationApply,
-				FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{}}`)}}})
+				FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)}})
 		}
 		return o
 	}

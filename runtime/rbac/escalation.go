@@ -17,8 +17,8 @@ import (
 const rbacGroup = "rbac.authorization.k8s.io"
 
 // escalationRules returns the bind and escalate rules of the policies' RBAC children. A binding
-// whose roleRef is written literally in a template is bound by name; any other (a templated
-// name, an expression child) needs bind on every role of its kind.
+// whose roleRef is written literally in a template is bound by name; one whose name is templated
+// needs bind on every role of its kind; an expression child, on every role.
 func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 	bind := map[string]*refs{} // by role resource: roles, clusterroles
 	escalate := map[string]bool{}
@@ -33,13 +33,12 @@ func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 			continue
 		}
 		for _, c := range p.Spec.Children {
-			kind, name, literal := roleRef(c)
-			switch {
-			case !literal:
-				refsOf(bind, "roles").any = true
-				refsOf(bind, "clusterroles").any = true
-			case kind != "":
-				refsOf(bind, strings.ToLower(kind)+"s").add(name)
+			for _, r := range roleRefs(c) {
+				if r.name == "" {
+					refsOf(bind, r.resource).any = true
+				} else {
+					refsOf(bind, r.resource).add(r.name)
+				}
 			}
 		}
 	}
@@ -68,23 +67,37 @@ func childResources(p *policy.CompositePolicy) map[string]bool {
 	return out
 }
 
-// roleRef reads the roleRef of a binding child's template. literal is false when it cannot be
-// known before render (an expression child, a templated kind or name); kind is "" when the child
-// is not a binding.
-func roleRef(c policy.Child) (kind, name string, literal bool) {
+// boundRole is a role a binding child may refer to: its resource (roles, clusterroles) and its
+// name, "" when it is not known before render.
+type boundRole struct{ resource, name string }
+
+// roleRefs reads the roles a child may bind: the literal roleRef of a binding template, or, when
+// the kind or the name is templated, any role of the kinds it may refer to (a ClusterRoleBinding
+// binds ClusterRoles only). An expression child may be any binding.
+func roleRefs(c policy.Child) []boundRole {
+	every := []boundRole{{resource: "roles"}, {resource: "clusterroles"}}
 	if c.Template == nil {
-		return "", "", false
+		return every
 	}
-	if k, _ := c.Template["kind"].(string); k != "RoleBinding" && k != "ClusterRoleBinding" {
-		return "", "", true
+	bindingKind, _ := c.Template["kind"].(string)
+	switch bindingKind {
+	case "RoleBinding":
+	case "ClusterRoleBinding":
+		every = every[1:]
+	default:
+		return nil
 	}
 	ref, _ := c.Template["roleRef"].(map[string]any)
-	kind, _ = ref["kind"].(string)
-	name, _ = ref["name"].(string)
-	if kind == "" || name == "" || strings.Contains(kind+name, "${") {
-		return "", "", false
+	kind, _ := ref["kind"].(string)
+	name, _ := ref["name"].(string)
+	if kind == "" || strings.Contains(kind, "${") {
+		return every
 	}
-	return kind, name, true
+	resource := strings.ToLower(kind) + "s"
+	if strings.Contains(name, "${") {
+		name = ""
+	}
+	return []boundRole{{resource: resource, name: name}}
 }
 
 // refs are the names of the roles of one resource that bindings refer to; any is true when
