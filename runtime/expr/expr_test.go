@@ -213,3 +213,14 @@ properties:
 	}
 	evaluateCases(t, env, act, tests)
 }
+
+func TestLongExpressionsAreShortenedInMessages(t *testing.T) {
+	long := "parent.spec.imgae + '" + strings.Repeat("x", 5000) + "'"
+	_, err := mustEnv(t, Scope{Parent: parentType(t, `{type: object, properties: {spec: {type: object, properties: {image: {type: string}}}}}`)}).Compile(long, WantAny)
+	if err == nil {
+		t.Fatal("want a compile error")
+	}
+	if msg := err.Error(); len(msg) > 400 || !strings.Contains(msg, "(5022 characters)") || !strings.Contains(msg, "undefined field 'imgae'") {
+		t.Errorf("the message must be short and keep its point, got %d characters: %.400s", len(msg), msg)
+	}
+}

@@ -3,6 +3,7 @@ package expr
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -77,24 +78,24 @@ func (e *Env) Compile(src string, want Want) (*Program, error) {
 		return nil, compileError(src, iss)
 	}
 	if out := ast.OutputType(); !want.accepts(out) {
-		return nil, fmt.Errorf("%q must return %s, but returns %s", src, want, cel.FormatCELType(out))
+		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
 	}
 	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes))
 	if err != nil {
-		return nil, fmt.Errorf("estimate cost of %q: %w", src, err)
+		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)
 	}
 	if est.Max > PerExpressionCostLimit {
-		return nil, fmt.Errorf("%q has an estimated cost of %d, over the limit of %d per expression: "+
+		return nil, fmt.Errorf("%s has an estimated cost of %d, over the limit of %d per expression: "+
 			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
-			src, est.Max, PerExpressionCostLimit)
+			quote(src), est.Max, PerExpressionCostLimit)
 	}
 	metered, err := e.dependsOnSizes(ast, est)
 	if err != nil {
-		return nil, fmt.Errorf("estimate cost of %q: %w", src, err)
+		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)
 	}
 	prg, err := e.cel.Program(ast, programOptions(metered)...)
 	if err != nil {
-		return nil, fmt.Errorf("plan %q: %w", src, err)
+		return nil, fmt.Errorf("plan %s: %w", quote(src), err)
 	}
 	p := &Program{Source: src, Out: ast.OutputType(), want: want, prg: prg}
 	if !metered {
@@ -114,6 +115,18 @@ func (e *Env) dependsOnSizes(ast *cel.Ast, est checker.CostEstimate) (bool, erro
 	return larger.Max != est.Max, nil
 }
 
+// quotedMax is the length past which an expression is shortened in messages: the message must
+// still show its point (an event's note holds 1 KB).
+const quotedMax = 120
+
+// quote quotes an expression for a message, shortened when long.
+func quote(src string) string {
+	if r := []rune(src); len(r) > quotedMax {
+		return strconv.Quote(string(r[:quotedMax])) + fmt.Sprintf("... (%d characters)", len(r))
+	}
+	return strconv.Quote(src)
+}
+
 // compileError turns CEL issues into one line per problem, with the column in the expression.
 func compileError(src string, iss *cel.Issues) error {
 	var msgs []string
@@ -124,7 +137,7 @@ func compileError(src string, iss *cel.Issues) error {
 		}
 		msgs = append(msgs, msg)
 	}
-	return fmt.Errorf("compile %q: %s", src, strings.Join(msgs, "; "))
+	return fmt.Errorf("compile %s: %s", quote(src), strings.Join(msgs, "; "))
 }
 
 // Budget is the cost that the expressions of one sync may still spend.
@@ -157,14 +170,14 @@ func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val,
 	}
 	if cost > b.remaining {
 		b.remaining = 0
-		return nil, fmt.Errorf("evaluate %q: the cost budget of %d per sync is used up", p.Source, SyncCostBudget)
+		return nil, fmt.Errorf("evaluate %s: the cost budget of %d per sync is used up", quote(p.Source), SyncCostBudget)
 	}
 	b.remaining -= cost
 	if err != nil {
-		return nil, fmt.Errorf("evaluate %q: %w", p.Source, err)
+		return nil, fmt.Errorf("evaluate %s: %w", quote(p.Source), err)
 	}
 	if !p.want.acceptsValue(val) {
-		return nil, fmt.Errorf("evaluate %q: must return %s, got %s", p.Source, p.want, val.Type().TypeName())
+		return nil, fmt.Errorf("evaluate %s: must return %s, got %s", quote(p.Source), p.want, val.Type().TypeName())
 	}
 	return val, nil
 }
