@@ -52,3 +52,18 @@ func TestReadmeWalkThrough(t *testing.T) {
 		}
 	}
 }
+
+func TestNothingToCheckIsAnError(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "empty.yaml"), []byte("---\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"validate", "rbac"} {
+		t.Run(cmd, func(t *testing.T) {
+			_, errOut, err := runCLI(t, cmd, dir)
+			if err == nil || !strings.Contains(errOut+err.Error(), "no policy found") {
+				t.Errorf("want 'no policy found', got %v: %s", err, errOut)
+			}
+		})
+	}
+}

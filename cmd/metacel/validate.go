@@ -20,7 +20,7 @@ func newValidateCommand() *cobra.Command {
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
 (*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them). Errors read
 file:line: field.path: message. With --crd, parents are typed from their CRD's schema, so a
-misspelt field is an error. Exits 1 if any policy is invalid.`,
+misspelt field is an error. Exits 1 if any policy is invalid, or if there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
@@ -42,9 +42,15 @@ misspelt field is an error. Exits 1 if any policy is invalid.`,
 }
 
 // validateFiles prints one line per valid policy and every error; it reports whether all passed.
-func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) bool {
-	ok := true
+func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) (ok bool) {
+	ok = true
 	names := map[string]string{}
+	defer func() {
+		if ok && len(names) == 0 { // nothing checked is no success: a CI job would pass on a typo
+			fmt.Fprintln(errOut, "no policy found in the given paths")
+			ok = false
+		}
+	}()
 	for _, file := range files {
 		data, err := readFile(file)
 		if err != nil {
