@@ -21,10 +21,19 @@ var (
 // every parent would fail. Only the fields of the policy's status known at load (the top-level
 // keys of a status template) are checked.
 func (c *compiler) checkStatusSchema(parent kinds.Info) {
+	gr := parent.GVR.GroupResource()
+	if !parent.HasStatus && !parent.Guessed && c.spec.Status != nil {
+		if parent.Schema != nil {
+			c.errorf("spec.status", "the CRD of %s has no status subresource, so this status would never be written: "+
+				"add subresources: {status: {}} to its version %s", gr, parent.GVR.Version)
+		} else {
+			c.errorf("spec.status", "%s is a built-in resource, whose status metacel never writes: remove spec.status", gr)
+		}
+		return
+	}
 	if !parent.HasStatus || parent.Schema == nil {
 		return
 	}
-	gr := parent.GVR.GroupResource()
 	status, ok := parent.Schema.Properties["status"]
 	if !ok {
 		c.errorf("spec.parentResource", "the CRD of %s declares no status, where metacel writes %v: add "+
@@ -37,7 +46,9 @@ func (c *compiler) checkStatusSchema(parent kinds.Info) {
 				"(see crds/myapp.yaml), or set x-kubernetes-preserve-unknown-fields: true on status", gr, f)
 		}
 	}
-	if conds, ok := status.Properties["conditions"]; ok && conds.Items != nil && conds.Items.Schema != nil {
+	if conds, ok := status.Properties["conditions"]; ok && conds.Type != "array" {
+		c.errorf("spec.parentResource", "the CRD of %s declares status.conditions as %q: metacel writes a list of conditions (type: array)", gr, conds.Type)
+	} else if ok && conds.Items != nil && conds.Items.Schema != nil {
 		for _, f := range runtimeConditionFields {
 			if !declares(conds.Items.Schema, f) {
 				c.errorf("spec.parentResource", "the CRD of %s declares no status.conditions[].%s, which metacel writes: "+
