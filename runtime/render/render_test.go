@@ -238,3 +238,26 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+func TestNewStatusDropsEmptyObjects(t *testing.T) {
+	status, err := NewStatus(obj(t, testParent), map[string]any{
+		"alb":   map[string]any{},
+		"deep":  map[string]any{"inner": map[string]any{}},
+		"kept":  map[string]any{"dns": "x"},
+		"list":  []any{},
+		"empty": "",
+	}, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, gone := range []string{"alb", "deep"} {
+		if _, ok := status[gone]; ok {
+			t.Errorf("status.%s must be dropped: %v", gone, status)
+		}
+	}
+	for _, kept := range []string{"kept", "list", "empty"} {
+		if _, ok := status[kept]; !ok {
+			t.Errorf("status.%s must stay: %v", kept, status)
+		}
+	}
+}

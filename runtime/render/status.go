@@ -66,6 +66,7 @@ func NewStatus(parent *unstructured.Unstructured, fields map[string]any, conds [
 		status = old
 	}
 	status = runtime.DeepCopyJSON(orEmpty(status))
+	dropEmptyObjects(status)
 	policyConds, err := policyConditions(status["conditions"])
 	if err != nil {
 		return nil, err
@@ -86,6 +87,20 @@ func NewStatus(parent *unstructured.Unstructured, fields map[string]any, conds [
 	status["conditions"] = out
 	status["observedGeneration"] = gen
 	return status, nil
+}
+
+// dropEmptyObjects removes, in place, the fields whose value is an empty object (after removing
+// theirs): server-side apply stores an empty object applied over fields metacel applied before as
+// null, which a CRD schema refuses ("must be of type object"). Not applying the field removes it.
+func dropEmptyObjects(m map[string]any) {
+	for k, v := range m {
+		if sub, ok := v.(map[string]any); ok {
+			dropEmptyObjects(sub)
+			if len(sub) == 0 {
+				delete(m, k)
+			}
+		}
+	}
 }
 
 func orEmpty(m map[string]any) map[string]any {

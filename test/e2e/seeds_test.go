@@ -246,6 +246,22 @@ func TestMyIngress(t *testing.T) {
 	p := waitFor(t, myIngressesGVR, ns, "example-ingress", wait, hasCondition("Ready", "True", "", ""))
 	expectEqual(t, "status.alb.dns", str(p, "status", "alb", "dns"), "example-ingress-alb-1.eu-west-1.elb.amazonaws.com")
 	expectEqual(t, "status.alb.arn", str(p, "status", "alb", "arn"), "arn:aws:elasticloadbalancing:eu-west-1:1:loadbalancer/app/x/1")
+
+	t.Run("a load balancer that loses its address empties status.alb", func(t *testing.T) {
+		// alb: {} over the alb metacel applied before is stored as null, which the schema refuses:
+		// an empty object is not applied at all
+		_, err := cluster.dynamic.Resource(lbGVR).Namespace(ns).Patch(t.Context(), "example-ingress-alb", types.MergePatchType,
+			[]byte(`{"status":{"dnsName":null,"ackResourceMetadata":null}}`), metav1.PatchOptions{}, "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, myIngressesGVR, ns, "example-ingress", wait, func(p *unstructured.Unstructured) error {
+			if alb, found, _ := unstructured.NestedFieldNoCopy(p.Object, "status", "alb"); found {
+				return fmt.Errorf("status.alb is still %v", alb)
+			}
+			return nil
+		})
+	})
 }
 
 func container(t *testing.T, pod *unstructured.Unstructured) map[string]any {
