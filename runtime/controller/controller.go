@@ -10,7 +10,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -54,6 +56,10 @@ type Controller struct {
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (see Replaces), or nil
 	previous *policy.Compiled
+	// selector selects the parents (the policy's labelSelector, or everything)
+	selector labels.Selector
+	// leaving are parents that left the cache with the cleanup finalizer (leaving.go)
+	leaving leavingSet
 }
 
 // managedSelector selects the objects metacel manages: children are watched through it.
@@ -71,6 +77,7 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		relIndex: newRelatedIndex(),
 	}
 	c.lastConds.m = map[string]string{}
+	c.leaving.uids = map[string]types.UID{}
 	return c
 }
 
@@ -141,12 +148,13 @@ func (c *Controller) release() {
 // that the informers they share keep running (no re-list).
 func (c *Controller) Watch() error {
 	selector := ""
+	c.selector = labels.Everything()
 	if s := c.policy.ParentSelector; s != nil {
 		sel, err := metav1.LabelSelectorAsSelector(s)
 		if err != nil {
 			return fmt.Errorf("policy %q: parent selector: %w", c.Name(), err)
 		}
-		selector = sel.String()
+		c.selector, selector = sel, sel.String()
 	}
 	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler())
 	for gvr := range c.policy.ChildResources {
@@ -231,7 +239,10 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
-		DeleteFunc: c.enqueueObject,
+		DeleteFunc: func(obj any) {
+			c.noteLeaving(obj)
+			c.enqueueObject(obj)
+		},
 	}
 }
 

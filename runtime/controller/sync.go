@@ -14,8 +14,14 @@ import (
 // sync brings one parent's children and status in line with its policy.
 func (c *Controller) sync(ctx context.Context, key string) error {
 	parent, err := c.getParent(key)
-	if err != nil || parent == nil {
-		return err // a deleted parent's owned children go with it (garbage collection)
+	if err != nil {
+		return err
+	}
+	if parent == nil {
+		if uid, ok := c.takeLeaving(key); ok {
+			return c.letGo(ctx, key, uid) // it left with the cleanup finalizer
+		}
+		return nil // a deleted parent's owned children go with it (garbage collection)
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, parent)
