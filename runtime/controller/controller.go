@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"errors"
 	"fmt"
 	"sync"
@@ -60,6 +61,9 @@ type Controller struct {
 	selector labels.Selector
 	// leaving are parents that left the cache with the cleanup finalizer (leaving.go)
 	leaving leavingSet
+	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
+	// waitForCaches)
+	OnNotSynced func(msg string)
 }
 
 // managedSelector selects the objects metacel manages: children are watched through it.
@@ -95,11 +99,8 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 			return err
 		}
 	}
-	if !cache.WaitForCacheSync(ctx.Done(), c.informers()...) {
-		if ctx.Err() != nil {
-			return nil // stopped before it started, e.g. swapped by a newer version
-		}
-		return fmt.Errorf("policy %q: caches did not sync", c.Name())
+	if !c.waitForCaches(ctx) {
+		return nil // stopped before it started, e.g. swapped by a newer version
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
 	c.pruneDropped(ctx)
@@ -123,15 +124,12 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	return nil
 }
 
-func (c *Controller) informers() []cache.InformerSynced {
-	synced := []cache.InformerSynced{c.parents.HasSynced}
-	for _, inf := range c.children {
-		synced = append(synced, inf.HasSynced)
-	}
-	for _, inf := range c.related {
-		synced = append(synced, inf.HasSynced)
-	}
-	return synced
+// informers returns the controller's informers by resource.
+func (c *Controller) informers() map[string]cache.SharedIndexInformer {
+	out := map[string]cache.SharedIndexInformer{c.policy.Parent.GVR.String(): c.parents}
+	maps.Copy(out, c.children)
+	maps.Copy(out, c.related)
+	return out
 }
 
 // release removes the event handlers and releases the informers.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -75,7 +76,12 @@ type poolEntry struct {
 	informer cache.SharedIndexInformer
 	stop     context.CancelFunc
 	refs     int
+	// lastErr is the informer's last list or watch error (a *watchError), kept to explain a
+	// cache that does not sync: a forbidden resource, say
+	lastErr atomic.Value
 }
+
+type watchError struct{ err error }
 
 // NewPool returns a pool whose informers run until ctx is done or they are released.
 func NewPool(ctx context.Context, client dynamic.Interface) *Pool {
@@ -94,6 +100,10 @@ func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf ca
 		inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
 		ctx, stop := context.WithCancel(p.ctx)
 		e = &poolEntry{informer: inf, stop: stop}
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			e.lastErr.Store(&watchError{err})
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
 		p.entries[k] = e
 		go inf.RunWithContext(ctx)
 	}
@@ -112,6 +122,37 @@ func (p *Pool) release(k informerKey, e *poolEntry) {
 	delete(p.retired, e)
 	if p.entries[k] == e {
 		delete(p.entries, k)
+	}
+}
+
+// WatchError returns the last list or watch error of an informer of the pool, or nil.
+func (p *Pool) WatchError(inf cache.SharedIndexInformer) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for e := range p.all() {
+		if e.informer == inf {
+			if we, ok := e.lastErr.Load().(*watchError); ok {
+				return we.err
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// all yields every running informer's entry, shared or retired.
+func (p *Pool) all() func(func(*poolEntry) bool) {
+	return func(yield func(*poolEntry) bool) {
+		for _, e := range p.entries {
+			if !yield(e) {
+				return
+			}
+		}
+		for e := range p.retired {
+			if !yield(e) {
+				return
+			}
+		}
 	}
 }
 

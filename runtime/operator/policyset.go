@@ -278,6 +278,8 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
 	if old != nil {
 		ctrl.Replaces(old.policy)
 	}
+	unit := st.unit
+	ctrl.OnNotSynced = func(msg string) { s.event(unit, "Warning", "PolicyNotSynced", msg) }
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return

@@ -78,10 +78,26 @@ func startRuntimeWith(t testing.TB, o operator.Options) *metacel {
 	return startRuntimeAs(t, "", o)
 }
 
-// startRuntimeAs runs the runtime as user (impersonated; "" for the cluster admin).
+// startRuntimeAs runs the runtime as user (impersonated; "" for the cluster admin), and waits
+// until its caches have synced.
 func startRuntimeAs(t testing.TB, user string, o operator.Options) *metacel {
 	t.Helper()
-	rt := &metacel{registry: prometheus.NewRegistry()}
+	rt, ready, done := launchRuntime(t, user, o)
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("runtime stopped: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("runtime caches did not sync in 60s")
+	}
+	return rt
+}
+
+// launchRuntime runs the runtime as user until the test ends; ready is closed once its caches
+// have synced, done receives its result.
+func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, ready <-chan struct{}, done <-chan error) {
+	t.Helper()
+	rt = &metacel{registry: prometheus.NewRegistry()}
 	cfg := rest.CopyConfig(cluster.config)
 	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
 	cfg.Impersonate.UserName = user
@@ -98,30 +114,23 @@ func startRuntimeAs(t testing.TB, user string, o operator.Options) *metacel {
 		})
 	})
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().V(1)))
-	ready := make(chan struct{})
-	done := make(chan error, 1)
+	readyCh := make(chan struct{})
+	doneCh := make(chan error, 1)
 	go func() {
-		o.Config, o.Workers, o.Registry, o.Ready = cfg, runtimeWorkers, rt.registry, ready
-		done <- operator.Run(ctx, o)
+		o.Config, o.Workers, o.Registry, o.Ready = cfg, runtimeWorkers, rt.registry, readyCh
+		doneCh <- operator.Run(ctx, o)
 	}()
 	var once sync.Once
 	rt.stop = func() {
 		once.Do(func() {
 			cancel()
-			if err := <-done; err != nil {
+			if err := <-doneCh; err != nil {
 				t.Errorf("runtime: %v", err)
 			}
 		})
 	}
 	t.Cleanup(rt.stop)
-	select {
-	case <-ready:
-	case err := <-done:
-		t.Fatalf("runtime stopped: %v", err)
-	case <-time.After(60 * time.Second):
-		t.Fatal("runtime caches did not sync in 60s")
-	}
-	return rt
+	return rt, readyCh, doneCh
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

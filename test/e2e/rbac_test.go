@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -130,4 +131,28 @@ func grantRole(t *testing.T, user string, role *rbacv1.ClusterRole) {
 		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 		_ = roles.Delete(context.Background(), role.Name, metav1.DeleteOptions{})
 	})
+}
+
+// TestForbiddenPolicyIsReported runs a policy whose parents the runtime may not list: its caches
+// never sync and it never runs, which a Warning event on its ConfigMap says, with the reason.
+func TestForbiddenPolicyIsReported(t *testing.T) {
+	const user = "e2e-no-widgets"
+	grantRole(t, user, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
+		},
+	})
+	policyNS := newNamespace(t, "forbidden-policies")
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "widget", Namespace: policyNS, Labels: map[string]string{"metacel.dev/policy": "true"}},
+		Data:       map[string]string{"widget.yaml": readFile(t, filepath.Join("testdata", "policies", "resync", "widget.yaml"))},
+	}
+	applyConfigMap(t, cm)
+	launchRuntime(t, user, operator.Options{PolicyNamespace: policyNS}) // it never gets ready
+	if note := waitEvent(t, policyNS, "widget", "PolicyNotSynced"); !strings.Contains(note, "forbidden") || !strings.Contains(note, "widgets") {
+		t.Errorf("the event must say which resource and why: %s", note)
+	}
 }
