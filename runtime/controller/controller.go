@@ -2,9 +2,9 @@ package controller
 
 import (
 	"context"
-	"maps"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
