@@ -57,7 +57,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 		return applyError("create", child.Object, err)
 	}
 	if isNew { // else it is ours, and the cache had not seen it yet
-		c.deps.Recorder.Eventf(parent, child.Object, "Normal", "Created", "Create", "Created %s %s", child.Object.GetKind(), render.NamespacedName(child.Object))
+		c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return nil
@@ -99,7 +99,7 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return applyError("delete (to recreate)", obs, err)
 	}
-	c.deps.Recorder.Eventf(parent, obs, "Normal", "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec", obs.GetKind(), render.NamespacedName(obs))
+	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	return nil
 }
 

@@ -100,12 +100,12 @@ func (s *policySet) crdsChanged(specs map[string]bool) {
 		return
 	}
 	s.reset()
+	var restart func(*policy.Compiled) bool
 	if len(specs) > 0 {
 		s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, specs) })
-		s.restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
-		defer func() { s.restart = nil }()
+		restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
 	}
-	s.reconcile(retry)
+	s.reconcile(retry, restart)
 }
 
 // usesCRD reports whether a resource is served by one of the named CRDs.

@@ -37,8 +37,6 @@ type policySet struct {
 
 	mu      sync.Mutex
 	running map[string]*running // by policy name
-	// restart, while not nil, picks running policies to restart even when unchanged
-	restart func(*policy.Compiled) bool
 }
 
 // unitState is what one unit last gave.
@@ -83,12 +81,12 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 // update takes a source's new snapshot and reconciles.
 func (s *policySet) update(snap source.Snapshot) {
 	s.snapshots[snap.Source] = snap.Units
-	s.reconcile(nil)
+	s.reconcile(nil, nil)
 }
 
 // reconcile compiles what changed (and the units retry picks), then starts, swaps and stops
-// controllers.
-func (s *policySet) reconcile(retry func(*unitState) bool) {
+// controllers; restart, when not nil, picks running policies to restart even when unchanged.
+func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.Compiled) bool) {
 	s.loadUnits(retry)
 	desired := s.resolveConflicts()
 	s.mu.Lock()
@@ -99,7 +97,7 @@ func (s *policySet) reconcile(retry func(*unitState) bool) {
 		}
 	}
 	for _, d := range sortedDesired(desired) {
-		s.runLocked(d.policy, d.unit)
+		s.runLocked(d.policy, d.unit, restart != nil && restart(d.policy))
 	}
 }
 
@@ -265,12 +263,13 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 	return out
 }
 
-// runLocked starts a policy's controller, or swaps the running one when the policy changed. The
+// runLocked starts a policy's controller, or swaps the running one when the policy changed (or
+// restart asks for it). The
 // new controller takes its informers before the old one lets go of them, so shared informers keep
 // running (no re-list); the new one then re-syncs its parents (every parent is an event to it).
-func (s *policySet) runLocked(p *policy.Compiled, st *unitState) {
+func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	old := s.running[p.Name()]
-	if old != nil && sameCompiled(old.policy, p) && (s.restart == nil || !s.restart(p)) {
+	if old != nil && sameCompiled(old.policy, p) && !restart {
 		old.unit = st.unit.Name
 		return
 	}
