@@ -42,7 +42,10 @@ func newRunCommand() *cobra.Command {
 		Short: "Reconcile the policies' parents in a cluster",
 		Long: `Run loads the policies and runs one controller per policy: it watches parents, children and
 related objects, applies the desired children with server-side apply, deletes the ones no longer
-desired, and writes the parents' status and conditions.`,
+desired, and writes the parents' status and conditions.
+
+The Go runtime's soft memory limit is 90 % of $METACEL_MEMORY_LIMIT (bytes; the shipped
+Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return o.run(cmd.Context())
@@ -94,6 +97,9 @@ func (o *runOptions) run(ctx context.Context) error {
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, o.logger())
+	if err := setGoMemoryLimit(ctx, os.Getenv); err != nil {
+		return err
+	}
 	opts := operator.Options{
 		Config:          cfg,
 		PolicyDirs:      o.policyDirs,

@@ -24,14 +24,17 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 		obs := findObserved(observed[child.ID], child.Object)
 		var err error
 		switch {
-		case obs == nil:
-			err = c.create(ctx, parent, child)
-		case child.Resource.Method == policy.OnDelete, !apply.NeedsApply(child.Object, obs):
+		case obs != nil && (child.Resource.Method == policy.OnDelete || !apply.NeedsApply(child.Object, obs)):
 			continue
-		case child.Resource.Method == policy.Recreate:
+		case obs != nil && child.Resource.Method == policy.Recreate:
 			err = c.recreate(ctx, parent, child, obs)
 		default:
-			err = c.update(ctx, child)
+			err = c.writeUnlessRefused(parent, child, func() error {
+				if obs == nil {
+					return c.create(ctx, parent, child)
+				}
+				return c.update(ctx, child)
+			})
 		}
 		if err != nil {
 			return err
@@ -179,8 +182,12 @@ func (c *Controller) resourceOf(obj *unstructured.Unstructured) (policy.ChildRes
 }
 
 func applyError(verb string, obj *unstructured.Unstructured, err error) error {
+	format := "%s %s %s: %w"
+	if isTooLarge(err) {
+		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
+	}
 	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
-		err: fmt.Errorf("%s %s %s: %w", verb, obj.GetKind(), render.NamespacedName(obj), err)}
+		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
 }
 
 func findObserved(objs []*unstructured.Unstructured, desired *unstructured.Unstructured) *unstructured.Unstructured {

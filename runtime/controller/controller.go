@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -61,6 +62,8 @@ type Controller struct {
 	selector labels.Selector
 	// leaving are parents that left the cache with the cleanup finalizer (leaving.go)
 	leaving leavingSet
+	// refused are the children whose write the API server refused for good (refused.go)
+	refused refusedWrites
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
@@ -197,6 +200,11 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	start := c.deps.Clock.Now()
 	err := c.sync(klog.NewContext(ctx, logger), key)
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		// the controller stops (a reload swapped it, or shutdown): its successor syncs the parent
+		logger.V(2).Info("Sync cancelled: the controller is stopping", "err", err)
+		return false
+	}
 	c.deps.Metrics.observe(c.Name(), start, c.deps.Clock.Now(), err)
 	var perm *permanentError
 	switch {
@@ -221,9 +229,17 @@ type permanentError struct{ err error }
 func (e *permanentError) Error() string { return e.err.Error() }
 func (e *permanentError) Unwrap() error { return e.err }
 
-// isPermanent classifies an API error: a request the server rejects as invalid stays invalid.
+// isPermanent classifies an API error: a request the server rejects as invalid, or as larger
+// than it can ever store, is rejected again when sent again.
 func isPermanent(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)
+}
+
+// isTooLarge reports whether the API server refused an object for its size: the request body
+// limit (413), or etcd's request limit, which comes back as an internal error (500).
+func isTooLarge(err error) bool {
+	return apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "request is too large")
 }
 
 // enqueueAll asks for a sync of every parent.

@@ -20,7 +20,9 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	}
 	for _, objs := range observed {
 		for _, o := range objs {
-			need = need || !hasOwnerRef(o, parent)
+			// only what metacel applied is its to clean up: an object made by hand that merely
+			// carries the parent's labels is not
+			need = need || !hasOwnerRef(o, parent) && apply.AppliedBy(o)
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)

@@ -59,6 +59,7 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 	}
 	if !exists {
 		c.relIndex.forget(key)
+		c.refused.forgetParent(key)
 		return nil, nil
 	}
 	u, ok := obj.(*unstructured.Unstructured)

@@ -1,16 +1,21 @@
 package operator
 
 import (
+	"bytes"
+	"errors"
+	"io"
 	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/cache"
 
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
 )
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -86,12 +91,11 @@ func watchCRDs(pool *controller.Pool) (*crdChanges, func()) {
 
 // crdsChanged loads again, with what the cluster now says, the units a CRD change may affect:
 // those waiting for a resource; and when CRD specs changed, those whose latest version failed
-// (perhaps against the old schema) and those whose policies use a changed CRD's resources. The
+// and names a changed CRD (it may have failed against the old schema), and those whose policies
+// use a changed CRD's resources. A failed version that names none of them would fail the same way. The
 // policies that use them restart, compiled against the new schema, on informers that list afresh.
 func (s *policySet) crdsChanged(specs map[string]bool) {
-	retry := func(st *unitState) bool {
-		return st.waiting || len(specs) > 0 && (st.failed || slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }))
-	}
+	retry := affectedBy(specs)
 	affected := false
 	for _, st := range s.units {
 		affected = affected || retry(st)
@@ -106,6 +110,21 @@ func (s *policySet) crdsChanged(specs map[string]bool) {
 		restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
 	}
 	s.reconcile(retry, restart)
+}
+
+// affectedBy picks the units a CRD change may change: waiting ones, and when the named CRDs'
+// specs changed, failed ones that name one of them and running ones that use one of them.
+func affectedBy(specs map[string]bool) func(*unitState) bool {
+	return func(st *unitState) bool {
+		if st.waiting {
+			return true
+		}
+		if len(specs) == 0 {
+			return false
+		}
+		return st.failed && namesAny(st.crds, specs) ||
+			slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) })
+	}
 }
 
 // usesCRD reports whether a resource is served by one of the named CRDs.
@@ -125,4 +144,67 @@ func policyUsesCRD(p *policy.Compiled, crds map[string]bool) bool {
 		}
 	}
 	return slices.ContainsFunc(p.Related, func(r policy.CompiledRelated) bool { return usesCRD(r.GVR, crds) })
+}
+
+// crdsNamed returns the CRDs (resource.group) that a unit's policies name as parent, child or
+// related resources. It reads the text loosely (unknown fields and wrong types elsewhere are
+// ignored), so that a unit that fails to load still says which CRD changes may fix it.
+func crdsNamed(u source.Unit) map[string]bool {
+	out := map[string]bool{}
+	addResourcesNamed(u.Data, out, true)
+	return out
+}
+
+// namedResources is what crdsNamed reads of a document: a policy's resources, or a ConfigMap's
+// data values holding policies.
+type namedResources struct {
+	Kind string            `json:"kind"`
+	Data map[string]string `json:"data"`
+	Spec struct {
+		ParentResource namedResource   `json:"parentResource"`
+		ChildResources []namedResource `json:"childResources"`
+		Related        []namedResource `json:"related"`
+	} `json:"spec"`
+}
+
+type namedResource struct {
+	APIVersion string `json:"apiVersion"`
+	Resource   string `json:"resource"`
+}
+
+// maxDocuments bounds the documents read from one unit (a reader error repeats rather than ends).
+const maxDocuments = 1000
+
+func addResourcesNamed(data []byte, out map[string]bool, inConfigMap bool) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for range maxDocuments {
+		var doc namedResources
+		if err := dec.Decode(&doc); err != nil {
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			continue // a document of the wrong shape names nothing; the next may
+		}
+		if doc.Kind == "ConfigMap" && inConfigMap {
+			for _, v := range doc.Data {
+				addResourcesNamed([]byte(v), out, false)
+			}
+			continue
+		}
+		for _, r := range append(append([]namedResource{doc.Spec.ParentResource}, doc.Spec.ChildResources...), doc.Spec.Related...) {
+			if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && gv.Group != "" && r.Resource != "" {
+				out[r.Resource+"."+gv.Group] = true
+			}
+		}
+	}
+}
+
+// namesAny reports whether a and b have a name in common.
+func namesAny(a, b map[string]bool) bool {
+	for n := range a {
+		if b[n] {
+			return true
+		}
+	}
+	return false
 }

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
@@ -51,6 +52,14 @@ type unitState struct {
 	waiting bool
 	// failed is true when the unit's latest version did not load
 	failed bool
+	// crds names the CRDs (resource.group) that the unit's latest version refers to: a change
+	// to one of them may make a failed version load
+	crds map[string]bool
+	// reported is the last load problem reported (reason and message): the same problem found
+	// again (a retry, a rescan) is not reported again
+	reported string
+	// conflicts are the conflicts reported for the unit's policies, kept while they last
+	conflicts map[string]bool
 }
 
 // running is a policy whose controller runs.
@@ -128,35 +137,26 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 }
 
 func (s *policySet) load(st *unitState) {
-	logger := klog.FromContext(s.ctx).WithValues("source", st.unit.Name)
-	compiled, err := policy.Load(st.unit.Name, st.unit.Data, s.mapper)
-	if err == nil && anyMissing(compiled) {
-		// what discovery said may predate a CRD created since: ask again before waiting
-		s.reset()
-		compiled, err = policy.Load(st.unit.Name, st.unit.Data, s.mapper)
-	}
-	st.failed = err != nil
+	compiled, err := s.compile(st.unit)
+	st.failed, st.crds = err != nil, crdsNamed(st.unit)
 	if err != nil {
-		kept := names(st.good)
-		s.metrics.loadError(st.unit.Name, kept)
-		if len(kept) == 0 {
-			logger.Error(err, "Policy failed to load")
-			s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded: %v", err))
-			return
-		}
-		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
-		s.event(st.unit, "Warning", "PolicyInvalid", fmt.Sprintf("not loaded (the last good version of %s keeps running): %v", strings.Join(kept, ", "), err))
+		s.reportFailure(st, err)
 		return
 	}
 	st.waiting = false
+	var waits []string
 	for _, p := range compiled {
 		if missing := missingResources(p); len(missing) > 0 {
 			st.waiting = true
-			logger.Info("Policy waits for resources the cluster does not serve yet",
-				"policy", p.Name(), "missing", missing)
-			s.event(st.unit, "Warning", "PolicyWaiting", fmt.Sprintf(
-				"policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
+			waits = append(waits, fmt.Sprintf("policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
 		}
+	}
+	if st.waiting {
+		s.report(st, "PolicyWaiting", strings.Join(waits, "; "), func(logger klog.Logger, msg string) {
+			logger.Info("Policy waits for resources the cluster does not serve yet", "reason", msg)
+		})
+	} else {
+		st.reported = "" // loaded: a problem found again later is news
 	}
 	if st.waiting && st.good != nil && st.goodHash != st.hash {
 		return // a new version waits: the last good one runs until the cluster serves its resources
@@ -168,6 +168,49 @@ func (s *policySet) load(st *unitState) {
 	// the same version waits when the cluster stopped serving a resource (its CRD was deleted):
 	// it stops, and starts again when the resource is back
 	st.good, st.goodHash = compiled, st.hash
+}
+
+// compile loads a unit's policies with what the cluster says of their resources.
+func (s *policySet) compile(u source.Unit) ([]*policy.Compiled, error) {
+	if u.Problem != "" {
+		return nil, errors.New(u.Problem)
+	}
+	compiled, err := policy.Load(u.Name, u.Data, s.mapper)
+	if err == nil && anyMissing(compiled) {
+		// what discovery said may predate a CRD created since: ask again before waiting
+		s.reset()
+		compiled, err = policy.Load(u.Name, u.Data, s.mapper)
+	}
+	return compiled, err
+}
+
+// reportFailure reports a unit that did not load (once per distinct error): a log line, a
+// PolicyInvalid event on its ConfigMap, and metacel_policy_load_errors_total.
+func (s *policySet) reportFailure(st *unitState, err error) {
+	kept := names(st.good)
+	msg := fmt.Sprintf("not loaded: %v", err)
+	if len(kept) > 0 {
+		msg = fmt.Sprintf("not loaded (the last good version of %s keeps running): %v", strings.Join(kept, ", "), err)
+	}
+	s.report(st, "PolicyInvalid", msg, func(logger klog.Logger, _ string) {
+		s.metrics.loadError(st.unit.Name, kept)
+		if len(kept) == 0 {
+			logger.Error(err, "Policy failed to load")
+			return
+		}
+		logger.Error(err, "Policy failed to load; its last good version keeps running", "kept", kept)
+	})
+}
+
+// report records a Warning event on the unit's ConfigMap and calls log, unless the unit's last
+// report was the same: a retry or a rescan that finds the same problem says nothing new.
+func (s *policySet) report(st *unitState, reason, msg string, log func(logger klog.Logger, msg string)) {
+	if st.reported == reason+": "+msg {
+		return
+	}
+	st.reported = reason + ": " + msg
+	log(klog.FromContext(s.ctx).WithValues("source", st.unit.Name), msg)
+	s.event(st.unit, "Warning", reason, msg)
 }
 
 func anyMissing(ps []*policy.Compiled) bool {
@@ -225,29 +268,37 @@ func (s *policySet) resolveConflicts() map[string]desiredPolicy {
 	desired := map[string]desiredPolicy{}
 	parents := map[schema.GroupVersionResource]desiredPolicy{}
 	for _, st := range units {
+		conflicts := map[string]bool{}
 		for _, p := range st.good {
 			if missingResources(p) != nil {
 				continue
 			}
 			if first, dup := desired[p.Name()]; dup {
-				s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which was loaded first", p.Name(), first.unit.unit.Name))
+				s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which was loaded first", p.Name(), first.unit.unit.Name), conflicts)
 				continue
 			}
 			if first, dup := parents[p.Parent.GVR]; dup {
 				s.reject(st, p, fmt.Sprintf("policy %q claims parent resource %s, which policy %q (%s) already claims: one policy per parent resource",
-					p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name))
+					p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name), conflicts)
 				continue
 			}
 			d := desiredPolicy{policy: p, unit: st}
 			desired[p.Name()], parents[p.Parent.GVR] = d, d
 		}
+		st.conflicts = conflicts
 	}
 	return desired
 }
 
-func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string) {
+// reject reports a policy that loses a conflict, once while the conflict lasts: reported holds
+// the unit's conflicts reported so far in this round, st.conflicts those of the round before.
+func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, reported map[string]bool) {
 	if r := s.running[p.Name()]; r != nil && r.unit == st.unit.Name {
 		return // it is the running one; the conflict is reported on the other side
+	}
+	reported[msg] = true
+	if st.conflicts[msg] {
+		return // reported when the conflict began
 	}
 	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)
 	s.metrics.loadError(st.unit.Name, []string{p.Name()})
@@ -386,7 +437,7 @@ func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
 		}, []string{"policy", "source", "generation"}),
 		loadErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "metacel_policy_load_errors_total",
-			Help: "Policy loads that failed (parse, validation, compilation) or were rejected (conflicts).",
+			Help: "Policy versions that failed to load (parse, validation, compilation) or were rejected (conflicts), each counted once: retries of the same version are not counted.",
 		}, []string{"policy"}),
 	}
 	reg.MustRegister(m.info, m.loadErrors)

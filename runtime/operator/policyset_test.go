@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/events"
 
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
@@ -85,5 +87,117 @@ func TestBrokenVersionKeepsTheLastGood(t *testing.T) {
 	s.loadUnits(nil)
 	if desired := s.resolveConflicts(); len(desired) != 0 {
 		t.Errorf("a removed unit's policies must go, got %v", desired)
+	}
+}
+
+// events drains a fake recorder's events.
+func drain(r *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-r.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func TestAFailureIsReportedOncePerCause(t *testing.T) {
+	const gadgets = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: gadgets}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: gadgets}
+  bogus: 1
+`
+	rec := events.NewFakeRecorder(100)
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, rec, prometheus.NewRegistry())
+	cm := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "metacel-system", Name: "gadgets"}
+	s.snapshots["configmaps"] = []source.Unit{{Name: "configmap/metacel-system/gadgets/p.yaml", Data: []byte(gadgets), ConfigMap: cm}}
+	s.loadUnits(nil)
+	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "PolicyInvalid") {
+		t.Fatalf("first load: events %q, want one PolicyInvalid", got)
+	}
+	tests := []struct {
+		name       string
+		crdChanged string
+		edit       string
+		wantRetry  bool
+		wantEvents int
+	}{
+		{"a change to a CRD the policy does not name retries nothing", "widgets.example.com", "", false, 0},
+		{"a change to a CRD the policy names retries it, and the same error says nothing new", "gadgets.example.com", "", true, 0},
+		{"an edit with the same error is loaded and says nothing new", "", "# a comment\n", true, 0},
+		{"an edit with another error is reported", "", "  other: 2\n", true, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.edit != "" {
+				u := s.snapshots["configmaps"][0]
+				u.Data = append(append([]byte{}, u.Data...), tc.edit...)
+				s.snapshots["configmaps"] = []source.Unit{u}
+			}
+			var retried bool
+			retry := func(st *unitState) bool {
+				r := tc.crdChanged != "" && affectedBy(map[string]bool{tc.crdChanged: true})(st)
+				retried = retried || r
+				return r
+			}
+			s.loadUnits(retry)
+			if tc.crdChanged != "" && retried != tc.wantRetry {
+				t.Errorf("retried %v, want %v", retried, tc.wantRetry)
+			}
+			if got := drain(rec); len(got) != tc.wantEvents {
+				t.Errorf("events %q, want %d", got, tc.wantEvents)
+			}
+		})
+	}
+	if n := testutil.ToFloat64(s.metrics.loadErrors.WithLabelValues("configmap/metacel-system/gadgets/p")); n != 2 {
+		t.Errorf("metacel_policy_load_errors_total = %v, want 2 (two distinct failures)", n)
+	}
+}
+
+func TestAConflictIsReportedOnceWhileItLasts(t *testing.T) {
+	rec := events.NewFakeRecorder(100)
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, rec, prometheus.NewRegistry())
+	cm := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "metacel-system", Name: "b"}
+	s.snapshots["dir"] = []source.Unit{{Name: "a.yaml", Data: []byte(policyText("a", "namespaces"))}}
+	s.loadUnits(nil) // loaded first: it wins
+	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("a", "nodes")), ConfigMap: cm}}
+	for range 3 { // rescans
+		s.loadUnits(nil)
+		s.resolveConflicts()
+	}
+	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "PolicyConflict") {
+		t.Errorf("events %q, want one PolicyConflict", got)
+	}
+	if n := testutil.ToFloat64(s.metrics.loadErrors.WithLabelValues("a")); n != 1 {
+		t.Errorf("metacel_policy_load_errors_total = %v, want 1", n)
+	}
+	// the conflict ends, then begins again: that is news
+	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("b", "nodes")), ConfigMap: cm}}
+	s.loadUnits(nil)
+	s.resolveConflicts()
+	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("a", "nodes")), ConfigMap: cm}}
+	s.loadUnits(nil)
+	s.resolveConflicts()
+	if got := drain(rec); len(got) != 1 {
+		t.Errorf("events after the conflict came back: %q, want one", got)
+	}
+}
+
+func TestAPolicyConfigMapWithoutDataIsReported(t *testing.T) {
+	rec := events.NewFakeRecorder(100)
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, rec, prometheus.NewRegistry())
+	cm := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "metacel-system", Name: "empty"}
+	s.snapshots["configmaps"] = []source.Unit{{Name: "configmap/metacel-system/empty", ConfigMap: cm, Problem: "ConfigMap metacel-system/empty is labelled metacel.dev/policy=true but has no data key"}}
+	s.loadUnits(nil)
+	got := drain(rec)
+	if len(got) != 1 || !strings.Contains(got[0], "Warning PolicyInvalid not loaded: ConfigMap metacel-system/empty is labelled") {
+		t.Errorf("events %q, want one PolicyInvalid naming the problem", got)
+	}
+	if n := testutil.ToFloat64(s.metrics.loadErrors.WithLabelValues("configmap/metacel-system/empty")); n != 1 {
+		t.Errorf("metacel_policy_load_errors_total = %v, want 1", n)
 	}
 }

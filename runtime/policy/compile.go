@@ -62,7 +62,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Related = c.related()
 	out.Validations = c.validations()
 	out.Variables = c.variables()
-	out.Children = c.children(out.ChildResources)
+	out.Children = c.children(out.Parent, out.ChildResources)
 	out.Status = c.status()
 	c.checkStatusSchema(out.Parent)
 	if err := c.errs.Err(); err != nil {
@@ -252,7 +252,7 @@ func (c *compiler) variables() []CompiledVariable {
 	return out
 }
 
-func (c *compiler) children(allowed map[schema.GroupVersionResource]ChildResourceInfo) []CompiledChild {
+func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionResource]ChildResourceInfo) []CompiledChild {
 	out := make([]CompiledChild, 0, len(c.spec.Children))
 	for i, ch := range c.spec.Children {
 		path := expr.IndexPath("spec.children", i)
@@ -276,6 +276,7 @@ func (c *compiler) children(allowed map[schema.GroupVersionResource]ChildResourc
 			cc.Template = t
 			c.checkKind(ch.Template, path+".template", allowed)
 		}
+		c.checkPlacement(ch, path, parent)
 		out = append(out, cc)
 	}
 	return out

@@ -11,7 +11,11 @@
 //     between children and childResources.
 //   - Compile type-checks and compiles every CEL expression and ${} template once (package expr),
 //     against the parent CRD's schema when one is known, so that a policy that loads never fails
-//     to compile later, and evaluation per sync does no parsing.
+//     to compile later, and evaluation per sync does no parsing. It also rejects what the run time
+//     would reject for every parent and is written literally: a template child's kind outside
+//     childResources; a literal namespace under a namespaced parent without crossNamespace; a
+//     cluster-scoped kind with a namespace, or under a namespaced parent without crossNamespace.
+//     A scope the mapper only guesses decides nothing, and expression children are left to run time.
 //
 // The compiled form is immutable and safe to share between goroutines; a reload compiles a new one
 // off to the side and swaps it in.

@@ -2,7 +2,10 @@ package source
 
 import (
 	"context"
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -59,7 +62,9 @@ func WatchConfigMaps(ctx context.Context, client kubernetes.Interface, namespace
 	}
 }
 
-// configMapUnits turns each data value of each ConfigMap into a unit, in a stable order.
+// configMapUnits turns each data value of each ConfigMap into a unit, in a stable order. A
+// labelled ConfigMap without data values is a unit too, with the problem said, so that it is
+// reported instead of silently ignored.
 func configMapUnits(cms []*corev1.ConfigMap) []Unit {
 	sort.Slice(cms, func(i, j int) bool { return cms[i].Name < cms[j].Name })
 	var out []Unit
@@ -70,9 +75,28 @@ func configMapUnits(cms []*corev1.ConfigMap) []Unit {
 		}
 		sort.Strings(keys)
 		ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: cm.Namespace, Name: cm.Name, UID: cm.UID, ResourceVersion: cm.ResourceVersion}
+		if len(keys) == 0 {
+			out = append(out, Unit{Name: "configmap/" + cm.Namespace + "/" + cm.Name, ConfigMap: ref, Problem: noDataProblem(cm)})
+			continue
+		}
 		for _, k := range keys {
 			out = append(out, Unit{Name: "configmap/" + cm.Namespace + "/" + cm.Name + "/" + k, Data: []byte(cm.Data[k]), ConfigMap: ref})
 		}
 	}
 	return out
+}
+
+// noDataProblem says why a labelled ConfigMap holds no policy, and how to fix it.
+func noDataProblem(cm *corev1.ConfigMap) string {
+	const fix = "put each policy under data (kubectl create configmap NAME --from-file=policy.yaml), or remove the label " + PolicyLabel
+	if len(cm.BinaryData) > 0 {
+		keys := make([]string, 0, len(cm.BinaryData))
+		for k := range cm.BinaryData {
+			keys = append(keys, strconv.Quote(k))
+		}
+		sort.Strings(keys)
+		return fmt.Sprintf("ConfigMap %s/%s is labelled %s=true but holds its content under binaryData (%s), which is never read: %s",
+			cm.Namespace, cm.Name, PolicyLabel, strings.Join(keys, ", "), fix)
+	}
+	return fmt.Sprintf("ConfigMap %s/%s is labelled %s=true but has no data key: %s", cm.Namespace, cm.Name, PolicyLabel, fix)
 }

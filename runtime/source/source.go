@@ -14,12 +14,19 @@ type Unit struct {
 	Data []byte
 	// ConfigMap is the ConfigMap the unit comes from, if any: events about the unit go to it.
 	ConfigMap *corev1.ObjectReference
+	// Problem, when not empty, says why a source that should hold a policy holds none (a policy
+	// ConfigMap without data): the unit is reported as an invalid policy rather than ignored.
+	Problem string
 }
 
 // Hash identifies the unit's content.
 func (u Unit) Hash() string {
-	sum := sha256.Sum256(u.Data)
-	return hex.EncodeToString(sum[:])
+	h := sha256.New()
+	h.Write(u.Data)
+	if u.Problem != "" {
+		h.Write([]byte("\x00problem:" + u.Problem))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // Snapshot is everything one source holds now.

@@ -62,3 +62,27 @@ func TestConfigMapUnitsAreStable(t *testing.T) {
 		t.Errorf("order: %v", names)
 	}
 }
+
+func TestAPolicyConfigMapWithoutDataIsAUnitWithItsProblem(t *testing.T) {
+	tests := []struct {
+		name string
+		cm   *corev1.ConfigMap
+		want string
+	}{
+		{"no data at all", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "empty", Namespace: "ns"}},
+			"ConfigMap ns/empty is labelled metacel.dev/policy=true but has no data key: put each policy under data"},
+		{"only binaryData", &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "bin", Namespace: "ns"}, BinaryData: map[string][]byte{"p.yaml": []byte("x")}},
+			`ConfigMap ns/bin is labelled metacel.dev/policy=true but holds its content under binaryData ("p.yaml"), which is never read`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			units := configMapUnits([]*corev1.ConfigMap{tc.cm})
+			if len(units) != 1 {
+				t.Fatalf("units: %+v, want one", units)
+			}
+			if u := units[0]; !strings.HasPrefix(u.Problem, tc.want) || u.ConfigMap == nil || u.Name != "configmap/ns/"+tc.cm.Name {
+				t.Errorf("unit %+v, want the problem %q and the ConfigMap for its event", u, tc.want)
+			}
+		})
+	}
+}

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +18,7 @@ func BenchmarkThousandMyApps(b *testing.B) {
 	const parents = 1000
 	for b.Loop() {
 		b.StopTimer()
+		heapBefore := heapInUse()
 		rt := startRuntime(b, policies)
 		ns := newNamespace(b, "bench")
 		b.StartTimer()
@@ -55,6 +57,10 @@ func BenchmarkThousandMyApps(b *testing.B) {
 		b.ReportMetric(time.Since(start).Seconds(), "s-all-ready")
 		b.ReportMetric(float64(rt.writes.Load()), "writes")
 		b.ReportMetric(rt.reconciles("myapp"), "syncs")
+		// the runtime runs in this process: its heap is what the test's own heap gained
+		heap := heapInUse() - heapBefore
+		b.ReportMetric(heap/1e6, "heap-MB")
+		b.ReportMetric(heap/1e3/parents, "heap-KB/parent")
 		b.Logf("QPS %v, burst %v, %d workers", runtimeQPS, runtimeBurst, runtimeWorkers)
 	}
 }
@@ -77,4 +83,12 @@ func createMyApps(b *testing.B, ns string, n int) {
 	}
 	close(names)
 	wg.Wait()
+}
+
+// heapInUse is the live heap after a garbage collection, in bytes.
+func heapInUse() float64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return float64(m.HeapInuse)
 }

@@ -45,6 +45,22 @@ func TestHelmChartMatchesKustomize(t *testing.T) {
 			t.Errorf("%s: the chart's rules differ from the kustomize base's", kind)
 		}
 	}
+	// both pass the container's memory limit to the runtime (METACEL_MEMORY_LIMIT)
+	if c, b := containerEnv(chartObjs["Deployment/metacel"]), containerEnv(baseObjs["Deployment/metacel"]); c == nil || !reflect.DeepEqual(c, b) {
+		t.Errorf("the chart's container env %v differs from the kustomize base's %v", c, b)
+	}
+}
+
+// containerEnv is the env of a Deployment's first container.
+func containerEnv(d *unstructured.Unstructured) any {
+	if d == nil {
+		return nil
+	}
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(cs) == 0 {
+		return nil
+	}
+	return cs[0].(map[string]any)["env"]
 }
 
 func writeTemp(t *testing.T, name string, data []byte) string {

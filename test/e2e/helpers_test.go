@@ -59,7 +59,9 @@ func envFloat(name string, def float32) float32 {
 
 // metacel is a metacel runtime running in-process for one test.
 type metacel struct {
-	writes   atomic.Int64 // requests other than GET, LIST and WATCH (events and leases aside)
+	writes atomic.Int64 // requests other than GET, LIST and WATCH (events and leases aside)
+	// written counts those writes by URL path
+	written  sync.Map // string -> *atomic.Int64
 	registry *prometheus.Registry
 	// stop stops the runtime and waits for it; the test's end stops it anyway
 	stop func()
@@ -108,6 +110,8 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 			default:
 				if !strings.Contains(r.URL.Path, "/events") && !strings.Contains(r.URL.Path, "/leases") {
 					rt.writes.Add(1)
+					n, _ := rt.written.LoadOrStore(r.URL.Path, new(atomic.Int64))
+					n.(*atomic.Int64).Add(1)
 				}
 			}
 			return next.RoundTrip(r)
@@ -136,6 +140,14 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// writesTo returns how many writes the runtime sent to a URL path.
+func (rt *metacel) writesTo(path string) int64 {
+	if n, ok := rt.written.Load(path); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
+}
 
 // reconciles returns how many syncs a policy has run.
 func (rt *metacel) reconciles(policy string) float64 {

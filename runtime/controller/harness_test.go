@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// harness is a controller over a fake dynamic client whose caches the test fills: sync runs
+// for real, and the client records what it was asked to write.
+type harness struct {
+	c        *Controller
+	client   *dynamicfake.FakeDynamicClient
+	recorder *events.FakeRecorder
+}
+
+func newHarness(t *testing.T, policyText string) *harness {
+	t.Helper()
+	compiled, err := policy.Load("p.yaml", []byte(policyText), kinds.NewCatalog())
+	if err != nil || len(compiled) != 1 {
+		t.Fatalf("load policy: %v", err)
+	}
+	p := compiled[0]
+	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	rec := events.NewFakeRecorder(100)
+	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: kinds.NewCatalog(), Recorder: rec,
+		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}})
+	newInformer := func() cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
+	}
+	c.parents, c.selector = newInformer(), labels.Everything()
+	for gvr := range p.ChildResources {
+		c.children[gvr.String()] = newInformer()
+	}
+	t.Cleanup(c.queue.ShutDown)
+	return &harness{c: c, client: client, recorder: rec}
+}
+
+// cacheParent puts a parent in the parent cache.
+func (h *harness) cacheParent(t *testing.T, obj *unstructured.Unstructured) {
+	t.Helper()
+	if err := h.c.parents.GetIndexer().Add(obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// cacheChild puts an object in the cache of its resource (given as GroupVersionResource string).
+func (h *harness) cacheChild(t *testing.T, gvr string, obj *unstructured.Unstructured) {
+	t.Helper()
+	if err := h.c.children[gvr].GetIndexer().Add(obj); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// writes returns the write actions the client received, as "verb resource[/subresource]".
+func (h *harness) writes() []string {
+	var out []string
+	for _, a := range h.client.Actions() {
+		switch a.GetVerb() {
+		case "get", "list", "watch":
+			continue
+		}
+		r := a.GetResource().Resource
+		if a.GetSubresource() != "" {
+			r += "/" + a.GetSubresource()
+		}
+		out = append(out, a.GetVerb()+" "+r)
+	}
+	return out
+}
+
+// react makes the client answer verb on resource with fn (before its default reaction).
+func (h *harness) react(verb, resource string, fn clienttesting.ReactionFunc) {
+	h.client.PrependReactor(verb, resource, fn)
+}
+
+func objectFrom(t *testing.T, text string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(text), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}

@@ -1,0 +1,119 @@
+package controller
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/render"
+)
+
+// Some writes the API server will never accept, however often they are sent: a child larger
+// than etcd stores, or one its schema or admission rejects. Such a write is not retried with
+// backoff; the controller remembers, per parent, the desired child it refused (by a hash of what
+// was sent) and does not send that same object again: a sync reports the same failure without a
+// write until the parent, its related objects or the policy render something else. The memory
+// is only an economy: a restart sends the object once more and finds out again.
+
+// refusedWrites holds, by parent key, the children whose last write was refused for good.
+type refusedWrites struct {
+	sync.Mutex
+	byParent map[string]*refusedOf
+}
+
+// refusedOf are one parent's refused children, by child identity.
+type refusedOf struct {
+	uid      types.UID
+	children map[string]refusal
+}
+
+type refusal struct {
+	hash [sha256.Size]byte
+	err  error
+}
+
+// writeUnlessRefused calls write for a child, unless the API server refused this very object
+// before: then it returns that refusal again without a request. A refusal is remembered; a
+// write that goes through forgets the child's.
+func (c *Controller) writeUnlessRefused(parent *unstructured.Unstructured, child *render.Child, write func() error) error {
+	key, id := parentKey(parent), render.Identity(child.Object)
+	if err := c.refused.previous(key, parent.GetUID(), id, child.Object); err != nil {
+		return err
+	}
+	err := write()
+	var se *syncError
+	switch {
+	case err == nil:
+		c.refused.forget(key, id)
+	case errors.As(err, &se) && !se.retry:
+		c.refused.remember(key, parent.GetUID(), id, child.Object, err)
+	}
+	return err
+}
+
+// previous returns the refusal of this very object for this parent, if any.
+func (r *refusedWrites) previous(key string, uid types.UID, id string, obj *unstructured.Unstructured) error {
+	r.Lock()
+	defer r.Unlock()
+	of := r.byParent[key]
+	if of == nil || of.uid != uid {
+		return nil
+	}
+	if ref, ok := of.children[id]; ok && ref.hash == hashOf(obj) {
+		return ref.err
+	}
+	return nil
+}
+
+func (r *refusedWrites) remember(key string, uid types.UID, id string, obj *unstructured.Unstructured, err error) {
+	r.Lock()
+	defer r.Unlock()
+	if r.byParent == nil {
+		r.byParent = map[string]*refusedOf{}
+	}
+	of := r.byParent[key]
+	if of == nil || of.uid != uid {
+		of = &refusedOf{uid: uid, children: map[string]refusal{}}
+		r.byParent[key] = of
+	}
+	of.children[id] = refusal{hash: hashOf(obj), err: err}
+}
+
+func (r *refusedWrites) forget(key, id string) {
+	r.Lock()
+	defer r.Unlock()
+	if of := r.byParent[key]; of != nil {
+		delete(of.children, id)
+		if len(of.children) == 0 {
+			delete(r.byParent, key)
+		}
+	}
+}
+
+// forgetParent drops what was remembered of a parent that is gone.
+func (r *refusedWrites) forgetParent(key string) {
+	r.Lock()
+	defer r.Unlock()
+	delete(r.byParent, key)
+}
+
+// hashOf hashes an object as it would be sent (JSON, whose map keys are sorted).
+func hashOf(obj *unstructured.Unstructured) [sha256.Size]byte {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return [sha256.Size]byte{} // never equal to a real hash's refusal: sent again
+	}
+	return sha256.Sum256(data)
+}
+
+// parentKey is the queue key of a parent: namespace/name, or name.
+func parentKey(parent *unstructured.Unstructured) string {
+	if parent.GetNamespace() == "" {
+		return parent.GetName()
+	}
+	return parent.GetNamespace() + "/" + parent.GetName()
+}

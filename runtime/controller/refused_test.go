@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+const copyPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+  children:
+    - id: copy
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}-copy"}
+        stringData: "${parent.data}"
+`
+
+func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
+	etcdTooLarge := apierrors.NewInternalError(errors.New("etcdserver: request is too large"))
+	tests := []struct {
+		name       string
+		refusal    error
+		wantReason string // in the error, naming the cause
+		wantRetry  bool
+	}{
+		{"etcd's request limit", etcdTooLarge, "larger than the API server can store (etcd's request limit, 1.5 MiB by default)", false},
+		{"the request body limit", apierrors.NewRequestEntityTooLargeError("limit is 3145728"), "larger than the API server can store", false},
+		{"a value the schema refuses", apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "big-copy", nil), "is invalid", false},
+		{"a passing server error is retried", apierrors.NewInternalError(errors.New("connection reset")), "connection reset", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, copyPolicy)
+			parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: big, namespace: ns, uid: p-1, resourceVersion: "1"}, data: {a: "x"}}`)
+			h.cacheParent(t, parent)
+			h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.refusal })
+
+			err := h.c.sync(t.Context(), "ns/big")
+			var perm *permanentError
+			if gotRetry := !errors.As(err, &perm); gotRetry != tc.wantRetry {
+				t.Fatalf("sync: %v; retried %v, want %v", err, gotRetry, tc.wantRetry)
+			}
+			if !strings.Contains(err.Error(), tc.wantReason) {
+				t.Errorf("error %q does not say %q", err, tc.wantReason)
+			}
+			// the next syncs (a resync, a child event) of the same parent
+			for range 3 {
+				_ = h.c.sync(t.Context(), "ns/big")
+			}
+			want := 4
+			if !tc.wantRetry {
+				want = 1
+			}
+			if n := countOf(h.writes(), "patch secrets"); n != want {
+				t.Errorf("%d writes of the child, want %d", n, want)
+			}
+			if tc.wantRetry {
+				return
+			}
+			// the parent changes what it renders: it is sent again
+			changed := parent.DeepCopy()
+			_ = unstructured.SetNestedField(changed.Object, "y", "data", "a")
+			changed.SetResourceVersion("2")
+			h.cacheParent(t, changed)
+			_ = h.c.sync(t.Context(), "ns/big")
+			if n := countOf(h.writes(), "patch secrets"); n != 2 {
+				t.Errorf("%d writes after the parent changed, want 2", n)
+			}
+		})
+	}
+}
+
+func TestAnObjectMadeByHandWithAParentsLabelsAddsNoFinalizer(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}, data: {a: "x"}}`)
+	h.cacheParent(t, parent)
+	// made by hand (kubectl create): metacel's labels, no ownerReference, no metacel apply
+	h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  managedFields: [{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {}}}]}}`))
+	_ = h.c.sync(t.Context(), "ns/p")
+	if slices.Contains(h.writes(), "patch configmaps") {
+		t.Errorf("writes %v: the parent got a finalizer for an object metacel never applied", h.writes())
+	}
+}
+
+func countOf(list []string, s string) int {
+	n := 0
+	for _, x := range list {
+		if x == s {
+			n++
+		}
+	}
+	return n
+}
+
+func TestASyncCancelledByAStoppingControllerIsNoError(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+	ctx, stop := context.WithCancel(t.Context())
+	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		stop() // a reload swaps the controller while it writes
+		return true, nil, fmt.Errorf("client rate limiter Wait returned an error: %w", context.Canceled)
+	})
+	h.c.queue.Add("ns/p")
+	h.c.processNextWorkItem(ctx)
+	if n := testutil.ToFloat64(h.c.deps.Metrics.errors.WithLabelValues("copy")); n != 0 {
+		t.Errorf("controller_runtime_reconcile_errors_total = %v, want 0", n)
+	}
+	if n := h.c.queue.NumRequeues("ns/p"); n != 0 {
+		t.Errorf("requeued %d times, want 0: its successor syncs it", n)
+	}
+}
