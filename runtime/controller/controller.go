@@ -11,7 +11,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -161,11 +160,7 @@ func (c *Controller) Watch() error {
 	for gvr := range c.policy.ChildResources {
 		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler())
 	}
-	for _, rel := range c.policy.Related {
-		if _, ok := c.related[rel.GVR.String()]; !ok {
-			c.related[rel.GVR.String()] = c.acquire(rel.GVR, "", c.relatedHandler(rel.GVR))
-		}
-	}
+	c.watchRelated()
 	return nil
 }
 
@@ -280,24 +275,6 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 		parents, _ := c.parents.GetIndexer().ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
 			c.enqueueObject(p)
-		}
-	}
-	return routeHandler(route)
-}
-
-// relatedHandler routes a related object's events to the parents that read it; an update routes
-// the old object too, so that an object that stops matching a selector re-syncs its readers.
-func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
-	route := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return
-		}
-		for _, key := range c.relIndex.parentsReading(gvr, u) {
-			c.queue.Add(key)
 		}
 	}
 	return routeHandler(route)

@@ -87,40 +87,6 @@ func (c *Controller) observedChildren(parent *unstructured.Unstructured) map[str
 	return out
 }
 
-// readRelated resolves the parent's related references and reads them from the caches; it
-// remembers what the parent read, so that a change to it re-syncs the parent.
-func (c *Controller) readRelated(ctx context.Context, key string, parent *unstructured.Unstructured) (map[string][]*unstructured.Unstructured, error) {
-	if len(c.policy.Related) == 0 {
-		return nil, nil
-	}
-	refs, err := render.Related(ctx, c.policy, parent)
-	if err != nil {
-		return nil, err
-	}
-	c.relIndex.set(key, refs)
-	out := map[string][]*unstructured.Unstructured{}
-	for _, ref := range refs {
-		indexer := c.related[ref.Resource.String()].GetIndexer()
-		if ref.Selector == nil {
-			k := ref.Name
-			if ref.Namespace != "" {
-				k = ref.Namespace + "/" + ref.Name
-			}
-			if obj, ok, _ := indexer.GetByKey(k); ok {
-				out[ref.ID] = append(out[ref.ID], obj.(*unstructured.Unstructured))
-			}
-			continue
-		}
-		objs, _ := indexer.ByIndex("namespace", ref.Namespace)
-		for _, obj := range objs {
-			if u := obj.(*unstructured.Unstructured); ref.Matches(u) {
-				out[ref.ID] = append(out[ref.ID], u)
-			}
-		}
-	}
-	return out, nil
-}
-
 // syncError is a failure to apply, with the reason reported on the parent.
 type syncError struct {
 	reason string
