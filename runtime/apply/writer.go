@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,10 @@ import (
 
 // FieldManager is the field manager of every write.
 const FieldManager = "metacel"
+
+// RequestTimeout bounds every request of a Writer: a hung connection must not hold a worker (and
+// its parent) for ever. Informers' watches are not requests of a Writer.
+const RequestTimeout = 30 * time.Second
 
 // Writer makes metacel's writes.
 type Writer struct {
@@ -34,18 +39,24 @@ func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dyn
 // Apply server-side applies a desired object, taking over conflicting fields: metacel owns what
 // its policy sets, so a manual edit of such a field is reverted (drift correction).
 func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	return w.resource(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 }
 
 // Get reads an object from the API server, for the rare case where the cache cannot say (an
 // object metacel does not manage).
 func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, namespace, name string) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	return w.resource(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // List lists objects of a resource in all namespaces by label selector, from the API server: for
 // the rare decision that must not trust a cache (removing a finalizer).
 func (w *Writer) List(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	list, err := w.client.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, err
@@ -56,6 +67,8 @@ func (w *Writer) List(ctx context.Context, gvr schema.GroupVersionResource, sele
 // Delete deletes an object if it is still the one observed (UID precondition), in the
 // background. An object already gone is not an error.
 func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	uid := obj.GetUID()
 	propagation := metav1.DeletePropagationBackground
 	err := w.resource(gvr, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
@@ -72,6 +85,8 @@ func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ob
 // it removes metacel's labels and the ownerReference to the parent, so that neither metacel nor
 // the garbage collector touches it again.
 func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, labels []string, parentUID types.UID) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	patchLabels := map[string]any{}
 	for _, l := range labels {
 		patchLabels[l] = nil
@@ -97,6 +112,8 @@ func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, o
 
 // ApplyStatus server-side applies the parent's status subresource.
 func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]any) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	obj := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": parent.GetAPIVersion(),
 		"kind":       parent.GetKind(),
@@ -110,6 +127,8 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 // SetFinalizer adds (present) or removes a finalizer from an object, guarded by its
 // resourceVersion so that a concurrent change is retried rather than overwritten.
 func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, finalizer string, present bool) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	var out []string
 	for _, f := range obj.GetFinalizers() {
 		if f != finalizer {

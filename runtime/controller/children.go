@@ -51,7 +51,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	switch {
 	case err == nil && !childOf(existing, parent, c.Name(), child.ID):
 		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
-			"%s %s already exists and is not managed by this %s: delete or rename it, or change the child's name in policy %q",
+			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
 	case err != nil && !isNew:
 		return applyError("read", child.Object, err)
@@ -66,11 +66,16 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	return nil
 }
 
-// childOf reports whether an existing object is the child of parent: its parent-uid label says
-// so; or, when someone removed that label (the object then left the cache), its controller
-// ownerReference does, or, for a child without one (cross-namespace), metacel's other labels and
-// managed fields do. The apply that follows restores the label.
+// childOf reports whether an existing object is the child of parent. metacel must have applied
+// it (its managed fields say so: labels alone are anyone's to set, and never make an object
+// metacel's to take over); then its parent-uid label says whose it is; or, when someone removed
+// that label (the object then left the cache), its controller ownerReference does, or, for a
+// child without one (cross-namespace), metacel's other labels do. The apply that follows
+// restores the label.
 func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool {
+	if !apply.AppliedBy(obj) {
+		return false
+	}
 	switch uid := obj.GetLabels()[render.LabelParentUID]; uid {
 	case string(parent.GetUID()):
 		return true
@@ -79,7 +84,7 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 			return ref.UID == parent.GetUID()
 		}
 		l := obj.GetLabels()
-		return l[render.LabelPolicy] == policyName && l[render.LabelChildID] == id && apply.AppliedBy(obj)
+		return l[render.LabelPolicy] == policyName && l[render.LabelChildID] == id
 	}
 	return false
 }

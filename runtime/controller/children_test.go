@@ -32,9 +32,11 @@ func TestChildOf(t *testing.T) {
 		obj  *unstructured.Unstructured
 		want bool
 	}{
-		{"its parent-uid label names the parent", object(map[string]string{render.LabelParentUID: "p-1"}, "", false), true},
+		{"its parent-uid label names the parent", object(map[string]string{render.LabelParentUID: "p-1"}, "", true), true},
+		{"its parent-uid label names the parent but metacel never applied it", object(map[string]string{render.LabelParentUID: "p-1"}, "", false), false},
 		{"its parent-uid label names another parent", object(map[string]string{render.LabelParentUID: "p-2"}, "p-1", true), false},
-		{"label removed, controller ownerReference to the parent", object(nil, "p-1", false), true},
+		{"label removed, controller ownerReference to the parent", object(nil, "p-1", true), true},
+		{"a controller ownerReference to the parent set by hand", object(nil, "p-1", false), false},
 		{"label removed, controller ownerReference to another", object(ours, "p-2", true), false},
 		{"label removed, no ownerReference, metacel's labels and managed fields", object(ours, "", true), true},
 		{"metacel's labels but applied by someone else", object(ours, "", false), false},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -48,7 +49,7 @@ type Controller struct {
 	children map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	relIndex *relatedIndex
-	// lastConds holds the last conditions of parents without status, by UID
+	// lastConds holds the last conditions of parents without status, by parent key
 	lastConds struct {
 		sync.Mutex
 		m map[string]string
@@ -141,6 +142,17 @@ func (c *Controller) release() {
 		c.cleanups[i]()
 	}
 	c.cleanups = nil
+	c.drainQueue()
+}
+
+// drainQueue empties a queue that was shut down: its successor (the same policy's next version)
+// reports under the same name, and workqueue_depth would keep what this one left.
+func (c *Controller) drainQueue() {
+	for c.queue.Len() > 0 {
+		key, _ := c.queue.Get()
+		c.queue.Forget(key)
+		c.queue.Done(key)
+	}
 }
 
 // Watch acquires the informers of the parent, child and related resources and routes their
@@ -194,7 +206,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	start := c.deps.Clock.Now()
-	err := c.sync(klog.NewContext(ctx, logger), key)
+	err := c.syncRecovering(klog.NewContext(ctx, logger), key)
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		// the controller stops (a reload swapped it, or shutdown): its successor syncs the parent
 		logger.V(2).Info("Sync cancelled: the controller is stopping", "err", err)
@@ -216,6 +228,19 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		logger.Error(err, "Sync failed; will retry")
 	}
 	return true
+}
+
+// syncRecovering syncs a parent; a panic is turned into an error (retried with backoff), so that
+// one parent's bug in the runtime or a library stops neither its policy nor the others.
+func (c *Controller) syncRecovering(ctx context.Context, key string) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.deps.Metrics.panicked(c.Name())
+			err = fmt.Errorf("panic in the sync of %q (policy %q): %v", key, c.Name(), r)
+			klog.FromContext(ctx).Error(err, "Sync panicked; will retry", "stack", string(debug.Stack()))
+		}
+	}()
+	return c.sync(ctx, key)
 }
 
 // permanentError is a failure that retrying the same inputs cannot fix.

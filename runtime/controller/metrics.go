@@ -13,6 +13,7 @@ type Metrics struct {
 	duration *prometheus.HistogramVec
 	// render is the time a render takes: every CEL expression of one sync
 	render *prometheus.HistogramVec
+	panics *prometheus.CounterVec
 }
 
 // NewMetrics registers the reconcile metrics in reg.
@@ -36,14 +37,24 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Time to evaluate a policy's CEL for one parent (one render), per policy.",
 			Buckets: prometheus.ExponentialBuckets(1e-6, 4, 12),
 		}, []string{"policy"}),
+		panics: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metacel_sync_panics_total",
+			Help: "Syncs that panicked (recovered, logged with their stack, and retried with backoff), per policy.",
+		}, []string{"policy"}),
 	}
-	reg.MustRegister(m.total, m.errors, m.duration, m.render)
+	reg.MustRegister(m.total, m.errors, m.duration, m.render, m.panics)
 	return m
 }
 
 func (m *Metrics) observeRender(policy string, seconds float64) {
 	if m != nil {
 		m.render.WithLabelValues(policy).Observe(seconds)
+	}
+}
+
+func (m *Metrics) panicked(policy string) {
+	if m != nil {
+		m.panics.WithLabelValues(policy).Inc()
 	}
 }
 

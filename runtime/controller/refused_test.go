@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/render"
 )
 
 const copyPolicy = `apiVersion: metacel.dev/v1alpha1
@@ -126,5 +128,99 @@ func TestASyncCancelledByAStoppingControllerIsNoError(t *testing.T) {
 	}
 	if n := h.c.queue.NumRequeues("ns/p"); n != 0 {
 		t.Errorf("requeued %d times, want 0: its successor syncs it", n)
+	}
+}
+
+func TestAnObjectMadeByHandIsNeverTakenOver(t *testing.T) {
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	tests := []struct {
+		name   string
+		labels string
+	}{
+		{"with a parent's labels", `{app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}`},
+		{"with only the parent-uid label", `{metacel.dev/parent-uid: p-1}`},
+		{"without metacel's labels", `{}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, copyPolicy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+			byHand := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, labels: `+tc.labels+`,
+  managedFields: [{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {}}}]}}`)
+			if err := h.client.Tracker().Create(secrets, byHand, "ns"); err != nil {
+				t.Fatal(err)
+			}
+			if byHand.GetLabels()[render.LabelManagedBy] != "" {
+				h.cacheChild(t, "/v1, Resource=secrets", byHand)
+			}
+			err := h.c.sync(t.Context(), "ns/p")
+			if !isConflict(err) {
+				t.Errorf("sync: %v, want a ChildConflict", err)
+			}
+			if w := h.writes(); len(w) != 0 {
+				t.Errorf("writes %v: an object metacel did not apply was written", w)
+			}
+		})
+	}
+}
+
+func TestAPanickingSyncIsRecoveredAndRetried(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { panic("a bug") })
+	h.c.queue.Add("ns/p")
+	if !h.c.processNextWorkItem(t.Context()) {
+		t.Fatal("the worker stopped")
+	}
+	if n := testutil.ToFloat64(h.c.deps.Metrics.panics.WithLabelValues("copy")); n != 1 {
+		t.Errorf("metacel_sync_panics_total = %v, want 1", n)
+	}
+	if n := h.c.queue.NumRequeues("ns/p"); n != 1 {
+		t.Errorf("requeued %d times, want 1 (with backoff)", n)
+	}
+}
+
+func TestAReplacedControllerLeavesNoQueueDepth(t *testing.T) {
+	RegisterProcessMetrics() // before the queue is made: it takes its metrics from the provider
+	h := newHarness(t, strings.Replace(copyPolicy, "name: copy}", "name: drained}", 1))
+	for _, k := range []string{"ns/a", "ns/b", "ns/c"} {
+		h.c.queue.Add(k)
+	}
+	h.c.release()
+	families, err := ProcessRegistry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "workqueue_depth" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "name" && l.GetValue() == "drained" && m.GetGauge().GetValue() != 0 {
+					t.Errorf("workqueue_depth{name=drained} = %v after release, want 0", m.GetGauge().GetValue())
+				}
+			}
+		}
+	}
+}
+
+func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`)
+	h.cacheParent(t, parent)
+	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "p-copy", nil)
+	})
+	_ = h.c.sync(t.Context(), "ns/p")
+	if len(h.c.lastConds.m) != 1 || len(h.c.refused.byParent) != 1 {
+		t.Fatalf("remembered %d conditions and %d refusals, want 1 and 1", len(h.c.lastConds.m), len(h.c.refused.byParent))
+	}
+	if err := h.c.parents.GetIndexer().Delete(parent); err != nil {
+		t.Fatal(err)
+	}
+	_ = h.c.sync(t.Context(), "ns/p")
+	if len(h.c.lastConds.m) != 0 || len(h.c.refused.byParent) != 0 {
+		t.Errorf("remembered %d conditions and %d refusals of a deleted parent, want none", len(h.c.lastConds.m), len(h.c.refused.byParent))
 	}
 }

@@ -46,8 +46,8 @@ func sameJSON(a, b any) bool {
 // conditionsChanged remembers the conditions of parents without a status subresource (built-in
 // kinds), so that their failures are reported as events once per change, not once per sync.
 func (c *Controller) conditionsChanged(parent *unstructured.Unstructured, conds []render.Condition) bool {
-	key := string(parent.GetUID())
-	summary := fmt.Sprint(conds)
+	key := parentKey(parent)
+	summary := string(parent.GetUID()) + fmt.Sprint(conds)
 	c.lastConds.Lock()
 	defer c.lastConds.Unlock()
 	if c.lastConds.m[key] == summary {
@@ -55,4 +55,11 @@ func (c *Controller) conditionsChanged(parent *unstructured.Unstructured, conds 
 	}
 	c.lastConds.m[key] = summary
 	return true
+}
+
+// forgetConditions drops the conditions remembered of a parent that is gone.
+func (c *Controller) forgetConditions(key string) {
+	c.lastConds.Lock()
+	defer c.lastConds.Unlock()
+	delete(c.lastConds.m, key)
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -60,6 +61,7 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 	if !exists {
 		c.relIndex.forget(key)
 		c.refused.forgetParent(key)
+		c.forgetConditions(key)
 		return nil, nil
 	}
 	u, ok := obj.(*unstructured.Unstructured)
@@ -70,14 +72,15 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 }
 
 // observedChildren returns the parent's children as the caches hold them, by child id, found
-// through the parent-uid index.
+// through the parent-uid index. Only objects metacel applied are children: an object made by
+// someone else that merely carries a parent's labels is not (a child of its name is a conflict).
 func (c *Controller) observedChildren(parent *unstructured.Unstructured) map[string][]*unstructured.Unstructured {
 	out := map[string][]*unstructured.Unstructured{}
 	for _, inf := range c.children {
 		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(parent.GetUID()))
 		for _, obj := range objs {
 			u, ok := obj.(*unstructured.Unstructured)
-			if !ok || u.GetLabels()[render.LabelPolicy] != c.Name() {
+			if !ok || u.GetLabels()[render.LabelPolicy] != c.Name() || !apply.AppliedBy(u) {
 				continue
 			}
 			id := u.GetLabels()[render.LabelChildID]

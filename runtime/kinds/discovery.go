@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -17,6 +18,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
 )
+
+// requestTimeout bounds each request Discovery makes.
+const requestTimeout = 30 * time.Second
 
 var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourcedefinitions")
 
@@ -109,7 +113,10 @@ func (d *Discovery) fetchCRD(gvr schema.GroupVersionResource) (crdVersion, error
 	if gvr.Group == "" || d.dynamic == nil {
 		return crdVersion{}, fmt.Errorf("not a custom resource")
 	}
-	u, err := d.dynamic.Resource(crdResource).Get(context.Background(), gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
+	// under d.mu: bounded, so that an API server that does not answer blocks no load for ever
+	ctx, cancel := context.WithTimeout(context.Background(), requestTimeout)
+	defer cancel()
+	u, err := d.dynamic.Resource(crdResource).Get(ctx, gvr.Resource+"."+gvr.Group, metav1.GetOptions{})
 	if err != nil {
 		return crdVersion{}, err
 	}

@@ -8,7 +8,9 @@
 // keeps its last good policies. Conflicts (one name, or one parent resource, claimed twice) go to
 // the policy loaded first. A policy whose resources are not served yet waits for a CRD change. A
 // changed policy's new controller acquires its informers before the old one is stopped, so that
-// informers shared between them never stop and re-list. A CRD whose spec changes is the exception
+// informers shared between them never stop and re-list; the old one keeps syncing until the new
+// one's caches have synced, and stops before the new one's workers start (no gap, no overlap).
+// Each failure to load is reported once per distinct cause. A CRD whose spec changes is the exception
 // (crds.go): its informers are retired, so that the policies using it, compiled again against the
 // new schema, restart on caches listed with it.
 package operator

@@ -70,11 +70,42 @@ type running struct {
 	cancel     context.CancelFunc
 	done       chan struct{}
 	synced     chan struct{}
+	// predecessor is the controller this one replaces: it keeps syncing until this one's caches
+	// have synced, and is stopped before this one's workers start
+	mu          sync.Mutex
+	predecessor *running
 }
 
+// stop stops the controller and its predecessor, and waits for them; stopping twice is harmless.
 func (r *running) stop() {
 	r.cancel()
 	<-r.done
+	r.stopPredecessor()
+}
+
+// stopPredecessor stops the controller this one replaces, if it still runs.
+func (r *running) stopPredecessor() {
+	if p := r.takePredecessor(); p != nil {
+		p.stop()
+	}
+}
+
+func (r *running) takePredecessor() *running {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.predecessor
+	r.predecessor = nil
+	return p
+}
+
+// isSynced reports whether the controller's caches have synced.
+func (r *running) isSynced() bool {
+	select {
+	case <-r.synced:
+		return true
+	default:
+		return false
+	}
 }
 
 func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), workers int, recorder events.EventRecorder, reg prometheus.Registerer) *policySet {
@@ -334,27 +365,42 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return
 	}
-	generation := 1
-	if old != nil {
-		generation = old.generation + 1
-		s.stopLocked(p.Name(), old)
-	}
 	ctx, cancel := context.WithCancel(s.ctx)
-	r := &running{policy: p, unit: st.unit.Name, generation: generation, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
+	r := &running{policy: p, unit: st.unit.Name, generation: 1, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
+	if old != nil {
+		r.generation = old.generation + 1
+		r.predecessor = s.handOver(old)
+	}
 	s.running[p.Name()] = r
 	go func() {
 		defer close(r.done)
-		if err := ctrl.Run(ctx, s.workers, func() { close(r.synced) }); err != nil {
+		started := func() {
+			close(r.synced)
+			r.stopPredecessor() // the old version syncs until the new one can: no gap, no overlap
+		}
+		if err := ctrl.Run(ctx, s.workers, started); err != nil {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
 		}
 	}()
-	s.metrics.loaded(p.Name(), st.unit.Name, generation)
+	s.metrics.loaded(p.Name(), st.unit.Name, r.generation)
 	verb := "loaded"
-	if generation > 1 {
+	if r.generation > 1 {
 		verb = "reloaded"
 	}
-	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", st.unit.Name, "generation", generation)
-	s.event(st.unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, generation))
+	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", st.unit.Name, "generation", r.generation)
+	s.event(st.unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
+}
+
+// handOver returns the controller that keeps syncing until a replacement of old has synced its
+// caches: old itself, or, when old never synced (it was replaced again at once), the one it was
+// waiting to replace; old is then stopped now.
+func (s *policySet) handOver(old *running) *running {
+	if old.isSynced() {
+		return old
+	}
+	old.cancel()
+	<-old.done
+	return old.takePredecessor() // nil if old synced meanwhile, and stopped it
 }
 
 func (s *policySet) stopLocked(name string, r *running) {

@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -199,5 +200,53 @@ func TestAPolicyConfigMapWithoutDataIsReported(t *testing.T) {
 	}
 	if n := testutil.ToFloat64(s.metrics.loadErrors.WithLabelValues("configmap/metacel-system/empty")); n != 1 {
 		t.Errorf("metacel_policy_load_errors_total = %v, want 1", n)
+	}
+}
+
+// fakeRunning is a running controller that stops when cancelled.
+func fakeRunning(synced bool) *running {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
+	if synced {
+		close(r.synced)
+	}
+	go func() {
+		<-ctx.Done()
+		close(r.done)
+	}()
+	return r
+}
+
+func stopped(r *running) bool {
+	select {
+	case <-r.done:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
+	s := &policySet{}
+	v1 := fakeRunning(true)
+	v2 := fakeRunning(false)
+	v2.predecessor = s.handOver(v1)
+	if v2.predecessor != v1 || stopped(v1) {
+		t.Fatal("v1 must keep running while v2's caches sync")
+	}
+	// v3 replaces v2 before v2 synced: v2 stops now, v1 still runs, until v3 has synced
+	v3 := fakeRunning(false)
+	v3.predecessor = s.handOver(v2)
+	if !stopped(v2) || stopped(v1) || v3.predecessor != v1 {
+		t.Fatalf("v2 stopped %v (want true), v1 stopped %v (want false), v3 replaces v1: %v", stopped(v2), stopped(v1), v3.predecessor == v1)
+	}
+	close(v3.synced)
+	v3.stopPredecessor()
+	if !stopped(v1) {
+		t.Error("v1 must stop once v3 has synced")
+	}
+	v3.stop()
+	if !stopped(v3) {
+		t.Error("v3 must stop")
 	}
 }
