@@ -82,9 +82,9 @@ func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ob
 }
 
 // Release lets go of a child that is no longer desired but must be kept (deletionPolicy: Orphan):
-// it removes metacel's labels and the ownerReference to the parent, so that neither metacel nor
-// the garbage collector touches it again.
-func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, labels []string, parentUID types.UID) error {
+// it removes metacel's labels and annotations and the ownerReference to the parent, so that
+// neither metacel nor the garbage collector touches it again.
+func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, labels, annotations []string, parentUID types.UID) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	patchLabels := map[string]any{}
@@ -97,8 +97,12 @@ func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, o
 			refs = append(refs, map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID), "controller": r.Controller, "blockOwnerDeletion": r.BlockOwnerDeletion})
 		}
 	}
+	patchAnnotations := map[string]any{}
+	for _, a := range annotations {
+		patchAnnotations[a] = nil
+	}
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels": patchLabels, "ownerReferences": refs, "resourceVersion": obj.GetResourceVersion(),
+		"labels": patchLabels, "annotations": patchAnnotations, "ownerReferences": refs, "resourceVersion": obj.GetResourceVersion(),
 	}})
 	if err != nil {
 		return err

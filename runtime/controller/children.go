@@ -118,12 +118,12 @@ func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Uns
 	for _, ch := range out.Children {
 		desired[render.Identity(ch.Object)] = true
 	}
-	for id, objs := range observed {
+	for _, objs := range observed {
 		for _, obs := range objs {
 			if desired[render.Identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
 				continue // wanted, going, or a copy that only carries metacel's labels
 			}
-			if err := c.prune(ctx, parent, id, obs); err != nil {
+			if err := c.prune(ctx, parent, obs); err != nil {
 				return err
 			}
 		}
@@ -131,12 +131,12 @@ func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Uns
 	return nil
 }
 
-func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, id string, obs *unstructured.Unstructured) error {
+func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, obs *unstructured.Unstructured) error {
 	res, ok := c.resourceOf(obs)
 	if !ok {
 		return nil
 	}
-	return c.removeChild(ctx, parent, res.GVR, deletionPolicy(c.policy, id), obs)
+	return c.removeChild(ctx, parent, res.GVR, c.deletionPolicyOf(obs), obs)
 }
 
 // removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when
@@ -144,7 +144,8 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 func (c *Controller) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
 	if dp == policy.DeletionOrphan {
 		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID}
-		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
+		annotations := []string{render.AnnotationDeletionPolicy}
+		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)
 		}
 		c.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
@@ -163,16 +164,6 @@ func (c *Controller) childEvent(parent, child *unstructured.Unstructured, reason
 	if parent != nil {
 		c.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
 	}
-}
-
-// deletionPolicy of a child entry of p; an entry p does not have deletes its children.
-func deletionPolicy(p *policy.Compiled, id string) policy.DeletionPolicy {
-	for _, ch := range p.Children {
-		if ch.ID == id {
-			return ch.DeletionPolicy
-		}
-	}
-	return policy.DeletionDelete
 }
 
 // resourceOf finds the child resource of an observed object.

@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,13 +26,16 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
 // Deps are what every controller shares.
 type Deps struct {
-	Pool     *Pool
+	Pool *Pool
+	// Ledger keeps what the controller must know across restarts (nil: off)
+	Ledger   *ledger.Ledger
 	Writer   *apply.Writer
 	Mapper   kinds.Mapper
 	Recorder events.EventRecorder
@@ -64,6 +68,8 @@ type Controller struct {
 	leaving leavingSet
 	// refused are the children whose write the API server refused for good (refused.go)
 	refused refusedWrites
+	// dropped is true while children of resources the policy no longer lists remain (dropped.go)
+	dropped atomic.Bool
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
@@ -107,6 +113,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
 	c.pruneDropped(ctx)
+	c.letGoOfStrays(ctx)
 	if synced != nil {
 		synced()
 	}
@@ -117,7 +124,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	if period := c.policy.ResyncPeriod; period > 0 {
 		// re-sync every parent periodically, from the cache: the shared informers never re-list
 		wg.Go(func() {
-			wait.JitterUntilWithContext(ctx, func(context.Context) { c.enqueueAll(c.queue.Add) }, period, 0.1, false)
+			wait.JitterUntilWithContext(ctx, c.resync, period, 0.1, false)
 		})
 	}
 	<-ctx.Done()
@@ -125,6 +132,15 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	wg.Wait()
 	logger.Info("Stopped controller")
 	return nil
+}
+
+// resync re-syncs every parent from the cache (the shared informers never re-list), and finishes
+// the cleanups that the objects say are left: children of dropped resources, parents out of the
+// labelSelector that still carry the finalizer.
+func (c *Controller) resync(ctx context.Context) {
+	c.enqueueAll(c.queue.Add)
+	c.pruneDroppedAgain(ctx)
+	c.letGoOfStrays(ctx)
 }
 
 // informers returns the controller's informers by resource.
@@ -159,20 +175,31 @@ func (c *Controller) drainQueue() {
 // events to the queue. A reload calls it on the new controller before stopping the old one, so
 // that the informers they share keep running (no re-list).
 func (c *Controller) Watch() error {
+	if err := c.setSelector(); err != nil {
+		return err
+	}
 	selector := ""
-	c.selector = labels.Everything()
-	if s := c.policy.ParentSelector; s != nil {
-		sel, err := metav1.LabelSelectorAsSelector(s)
-		if err != nil {
-			return fmt.Errorf("policy %q: parent selector: %w", c.Name(), err)
-		}
-		c.selector, selector = sel, sel.String()
+	if c.policy.ParentSelector != nil {
+		selector = c.selector.String()
 	}
 	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler())
 	for gvr := range c.policy.ChildResources {
 		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler())
 	}
 	c.watchRelated()
+	return nil
+}
+
+// setSelector sets the selector of the parents: the policy's labelSelector, or everything.
+func (c *Controller) setSelector() error {
+	c.selector = labels.Everything()
+	if s := c.policy.ParentSelector; s != nil {
+		sel, err := metav1.LabelSelectorAsSelector(s)
+		if err != nil {
+			return fmt.Errorf("policy %q: parent selector: %w", c.Name(), err)
+		}
+		c.selector = sel
+	}
 	return nil
 }
 

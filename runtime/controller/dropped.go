@@ -2,8 +2,14 @@ package controller
 
 import (
 	"context"
+	"slices"
+	"strings"
+	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -11,39 +17,126 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// Replaces tells the controller the version of its policy it replaces, before Run. The children
-// of a resource that version listed and this one does not are no longer watched, so no sync would
-// see them again: Run removes them once, as a sync removes the children no longer desired.
+// Replaces tells the controller the version of its policy it replaces, before Run: the resources
+// that version listed count as recorded, even when the ledger is off.
 func (c *Controller) Replaces(previous *policy.Compiled) { c.previous = previous }
 
-// pruneDropped deletes, or releases by their old entry's deletionPolicy, the children of the
-// resources the previous version of the policy listed and this one does not. It reads them from
-// the API server (this controller has no informer for them); failures are logged, not retried.
+// The children of a resource that a new version of the policy no longer lists are not watched
+// any more, so no sync would see them again: the controller removes them when it starts, before
+// its workers do anything. Which resources those are is read from the ledger (what earlier
+// versions recorded, surviving restarts) and the version this controller replaces; the ledger is
+// narrowed to the current resources only once their children are gone, and widened to them before
+// any of their children is created, so a crash at any point leaves the work to the next start.
+
+// pruneDropped removes the children of the resources recorded for the policy that it no longer
+// lists, then records what remains: the current resources, and the dropped ones whose children
+// could not all be removed (tried again on the next resync).
 func (c *Controller) pruneDropped(ctx context.Context) {
-	if c.previous == nil {
-		return
-	}
 	logger := klog.FromContext(ctx)
-	for gvr := range c.previous.ChildResources {
-		if _, kept := c.policy.ChildResources[gvr]; kept {
+	recorded, err := c.deps.Ledger.ChildResources(ctx, c.Name())
+	if err != nil {
+		logger.Error(err, "Cannot read which child resources the policy had; the children of resources it no longer lists may stay")
+	}
+	if c.previous != nil {
+		recorded = append(recorded, sortedResources(c.previous.ChildResources)...)
+	}
+	keep := sortedResources(c.policy.ChildResources)
+	for _, gvr := range recorded {
+		if _, listed := c.policy.ChildResources[gvr]; listed || slices.Contains(keep, gvr) {
 			continue
 		}
-		items, err := c.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+c.Name())
-		if err != nil {
-			logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; they stay", "resource", gvr.String())
-			continue
-		}
-		for i := range items {
-			obj := &items[i]
-			if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
-				continue
-			}
-			dp := deletionPolicy(c.previous, obj.GetLabels()[render.LabelChildID])
-			if err := c.removeChild(ctx, c.parentOf(obj), gvr, dp, obj); err != nil {
-				logger.Error(err, "Cannot remove a child of a resource the policy no longer lists", "child", klog.KObj(obj))
-			}
+		if !c.pruneResource(ctx, gvr) {
+			keep = append(keep, gvr) // some remain: recorded until they are gone
 		}
 	}
+	c.dropped.Store(len(keep) > len(c.policy.ChildResources))
+	c.record(ctx, keep)
+}
+
+// record writes the policy's child resources to the ledger, retrying for a while: a resource not
+// recorded before its children are created would be forgotten by a restart after it is dropped.
+func (c *Controller) record(ctx context.Context, gvrs []schema.GroupVersionResource) {
+	var last error
+	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 8}, func(ctx context.Context) (bool, error) {
+		last = c.deps.Ledger.RecordChildResources(ctx, c.Name(), gvrs)
+		if apierrors.IsForbidden(last) {
+			return false, last // RBAC does not change by waiting
+		}
+		return last == nil, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		klog.FromContext(ctx).Error(last, "Cannot record the policy's child resources; if one is dropped while the runtime restarts, its children stay")
+	}
+}
+
+// pruneResource deletes, or releases by their recorded deletionPolicy, the policy's children of a
+// resource it no longer lists, read from the API server (no informer watches them); it reports
+// whether none is left.
+func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
+	logger := klog.FromContext(ctx)
+	items, err := c.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+c.Name())
+	if err != nil {
+		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
+		return false
+	}
+	done := true
+	for i := range items {
+		obj := &items[i]
+		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
+			continue
+		}
+		if err := c.removeChild(ctx, c.parentOf(obj), gvr, c.deletionPolicyOf(obj), obj); err != nil {
+			logger.Error(err, "Cannot remove a child of a resource the policy no longer lists; will retry", "child", klog.KObj(obj))
+			done = false
+		}
+	}
+	return done
+}
+
+// pruneDroppedAgain retries, at a resync, the dropped resources whose children could not all be
+// removed when the controller started.
+func (c *Controller) pruneDroppedAgain(ctx context.Context) {
+	if c.dropped.Load() {
+		c.pruneDropped(ctx)
+	}
+}
+
+// deletionPolicyOf says what becomes of a child no longer desired: what the child records (its
+// entry said Orphan when it was applied); else what its entry says now, in this version or the
+// one it replaces; else it is deleted.
+func (c *Controller) deletionPolicyOf(obj *unstructured.Unstructured) policy.DeletionPolicy {
+	if obj.GetAnnotations()[render.AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
+		return policy.DeletionOrphan
+	}
+	id := obj.GetLabels()[render.LabelChildID]
+	if dp, ok := entryDeletionPolicy(c.policy, id); ok {
+		return dp
+	}
+	if c.previous != nil {
+		if dp, ok := entryDeletionPolicy(c.previous, id); ok {
+			return dp
+		}
+	}
+	return policy.DeletionDelete
+}
+
+// entryDeletionPolicy is the deletionPolicy of a child entry of p, if p has it.
+func entryDeletionPolicy(p *policy.Compiled, id string) (policy.DeletionPolicy, bool) {
+	for _, ch := range p.Children {
+		if ch.ID == id {
+			return ch.DeletionPolicy, true
+		}
+	}
+	return "", false
+}
+
+func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupVersionResource {
+	out := make([]schema.GroupVersionResource, 0, len(m))
+	for gvr := range m {
+		out = append(out, gvr)
+	}
+	slices.SortFunc(out, func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+	return out
 }
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.

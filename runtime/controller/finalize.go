@@ -43,14 +43,14 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 		return nil
 	}
 	remaining := 0
-	for id, objs := range c.observedChildren(parent) {
+	for _, objs := range c.observedChildren(parent) {
 		for _, obs := range objs {
 			if hasOwnerRef(obs, parent) || !apply.AppliedBy(obs) {
 				continue // garbage collection removes it with the parent; or it is not metacel's
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
-				if err := c.prune(ctx, parent, id, obs); err != nil {
+				if err := c.prune(ctx, parent, obs); err != nil {
 					return err
 				}
 			}
@@ -96,7 +96,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 			}
 			left++
 			if obj.GetDeletionTimestamp() == nil {
-				if err := c.prune(ctx, parent, obj.GetLabels()[render.LabelChildID], obj); err != nil {
+				if err := c.prune(ctx, parent, obj); err != nil {
 					return 0, err
 				}
 			}

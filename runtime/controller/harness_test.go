@@ -5,9 +5,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -16,6 +17,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -25,6 +27,8 @@ type harness struct {
 	c        *Controller
 	client   *dynamicfake.FakeDynamicClient
 	recorder *events.FakeRecorder
+	// kube holds the ledger's Leases
+	kube *kubefake.Clientset
 }
 
 func newHarness(t *testing.T, policyText string) *harness {
@@ -34,19 +38,26 @@ func newHarness(t *testing.T, policyText string) *harness {
 		t.Fatalf("load policy: %v", err)
 	}
 	p := compiled[0]
-	client := dynamicfake.NewSimpleDynamicClient(runtime.NewScheme())
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		{Version: "v1", Resource: "secrets"}:    "SecretList",
+		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+	})
 	rec := events.NewFakeRecorder(100)
+	kube := kubefake.NewClientset()
 	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: kinds.NewCatalog(), Recorder: rec,
-		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}})
+		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")})
 	newInformer := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
 	}
-	c.parents, c.selector = newInformer(), labels.Everything()
+	c.parents = newInformer()
+	if err := c.setSelector(); err != nil {
+		t.Fatal(err)
+	}
 	for gvr := range p.ChildResources {
 		c.children[gvr.String()] = newInformer()
 	}
 	t.Cleanup(c.queue.ShutDown)
-	return &harness{c: c, client: client, recorder: rec}
+	return &harness{c: c, client: client, recorder: rec, kube: kube}
 }
 
 // cacheParent puts a parent in the parent cache.
@@ -95,3 +106,14 @@ func objectFrom(t *testing.T, text string) *unstructured.Unstructured {
 	}
 	return u
 }
+
+// store puts an object in the fake API server.
+func (h *harness) store(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+	t.Helper()
+	if err := h.client.Tracker().Create(gvr, obj, obj.GetNamespace()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// appliedByMetacel marks an object as applied by metacel (its managed fields).
+const appliedByMetacel = `managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {}}}]`

@@ -9,8 +9,10 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/render"
 )
@@ -84,4 +86,57 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 	c.deps.Recorder.Eventf(live, nil, "Normal", "LeftPolicy", "Release",
 		"No longer matches the labelSelector of policy %q: metacel lets go of it; its children stay and are no longer cleaned up with it", c.Name())
 	return nil
+}
+
+// letGoOfStrays finds, in the API server, the parents that carry the cleanup finalizer but no
+// longer match the policy's labelSelector, and lets go of each: those whose labels changed while
+// the runtime was down, and all of them when the selector itself changed. The cache cannot say
+// (it holds matching parents only), and memory does not survive a restart: the objects do. It
+// lists, for each requirement of the selector, the parents failing it, so that it reads only the
+// parents out of the selector, never all of them.
+func (c *Controller) letGoOfStrays(ctx context.Context) {
+	if c.policy.ParentSelector == nil {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	reqs, _ := c.selector.Requirements()
+	for _, r := range reqs {
+		failing, ok := negated(r)
+		if !ok {
+			continue
+		}
+		items, err := c.deps.Writer.List(ctx, c.policy.Parent.GVR, failing.String())
+		if err != nil {
+			logger.Error(err, "Cannot look for parents that left the policy's labelSelector; will look again at the next start or resync")
+			return
+		}
+		for i := range items {
+			p := &items[i]
+			if !slices.Contains(p.GetFinalizers(), render.Finalizer) {
+				continue
+			}
+			key, _ := cache.MetaNamespaceKeyFunc(p)
+			if err := c.letGo(ctx, key, p.GetUID()); err != nil {
+				logger.Error(err, "Cannot let go of a parent that left the policy's labelSelector", "parent", klog.KObj(p))
+			}
+		}
+	}
+}
+
+// negated returns the requirement that selects the objects r does not.
+func negated(r labels.Requirement) (labels.Requirement, bool) {
+	ops := map[selection.Operator]selection.Operator{
+		selection.Equals: selection.NotEquals, selection.DoubleEquals: selection.NotEquals, selection.NotEquals: selection.Equals,
+		selection.In: selection.NotIn, selection.NotIn: selection.In,
+		selection.Exists: selection.DoesNotExist, selection.DoesNotExist: selection.Exists,
+	}
+	op, ok := ops[r.Operator()]
+	if !ok {
+		return labels.Requirement{}, false
+	}
+	n, err := labels.NewRequirement(r.Key(), op, r.ValuesUnsorted())
+	if err != nil {
+		return labels.Requirement{}, false
+	}
+	return *n, true
 }

@@ -25,6 +25,7 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -113,6 +114,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}, func() float64 { return float64(pool.Len()) }))
 	deps := controller.Deps{
 		Pool:     pool,
+		Ledger:   ledger.New(r.clients.kube, ledgerNamespace(o)),
 		Writer:   apply.NewWriter(r.clients.dynamic),
 		Mapper:   mapper,
 		Recorder: r.recorder,
@@ -146,6 +148,15 @@ func (r *reconciler) run(ctx context.Context) error {
 			go whenSynced(ctx, set, r.markReady)
 		}
 	}
+}
+
+// ledgerNamespace is where policies' ledger entries live: the policy namespace, else the leader
+// election Lease's; "" (policies from files only) turns the ledger off.
+func ledgerNamespace(o Options) string {
+	if o.PolicyNamespace == "" && o.LeaderElection != nil {
+		return o.LeaderElection.Namespace
+	}
+	return o.PolicyNamespace
 }
 
 // whenSynced calls done once every running controller has synced its caches.

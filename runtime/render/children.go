@@ -191,6 +191,14 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 	labels[LabelPolicy] = r.c.Name()
 	labels[LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[LabelChildID] = ch.ID
+	if ch.DeletionPolicy == policy.DeletionOrphan {
+		annotations, _ := meta["annotations"].(map[string]any)
+		if annotations == nil {
+			annotations = map[string]any{}
+			meta["annotations"] = annotations
+		}
+		annotations[AnnotationDeletionPolicy] = string(policy.DeletionOrphan)
+	}
 	if owned {
 		refs, _ := meta["ownerReferences"].([]any)
 		meta["ownerReferences"] = append(refs, r.ownerRef())

@@ -11,6 +11,10 @@ const (
 	LabelParentUID = "metacel.dev/parent-uid"
 	// LabelChildID holds the id of the policy's child entry that produced the child.
 	LabelChildID = "metacel.dev/child-id"
+	// AnnotationDeletionPolicy records on a child its entry's deletionPolicy when it is Orphan, so
+	// that what becomes of the child is read from the child itself, even once its entry, or its
+	// whole resource, is gone from the policy.
+	AnnotationDeletionPolicy = "metacel.dev/deletion-policy"
 	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
 	// cluster-scoped), so that they are removed when the parent is deleted.
 	Finalizer = "metacel.dev/cleanup"

@@ -1,0 +1,135 @@
+package controller
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/ledger"
+)
+
+var (
+	secretsGVR    = schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	configmapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+)
+
+// noChildrenPolicy lists secrets as a child resource but has no entry any more.
+const noChildrenPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+`
+
+func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
+	tests := []struct {
+		name       string
+		annotation string
+		want       string // the write that removes it
+	}{
+		{"an Orphan child is released", `annotations: {metacel.dev/deletion-policy: Orphan},`, "patch secrets"},
+		{"a child without the record is deleted", ``, "delete secrets"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, noChildrenPolicy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}}`))
+			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, `+tc.annotation+`
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
+			h.store(t, secretsGVR, child)
+			h.cacheChild(t, "/v1, Resource=secrets", child)
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if w := h.writes(); !slices.Contains(w, tc.want) || len(w) != 1 {
+				t.Errorf("writes %v, want [%s]", w, tc.want)
+			}
+		})
+	}
+}
+
+// configMapChildPolicy has configmaps as its only child resource: secrets were dropped.
+const configMapChildPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: namespaces}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+`
+
+func TestADroppedResourcesChildrenAreRemovedAfterARestart(t *testing.T) {
+	h := newHarness(t, configMapChildPolicy)
+	// what the ledger says an earlier version had; the runtime restarted: no previous version
+	if err := h.c.deps.Ledger.RecordChildResources(t.Context(), "copy", []schema.GroupVersionResource{secretsGVR, configmapsGVR}); err != nil {
+		t.Fatal(err)
+	}
+	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: kept, namespace: ns, uid: s-1,
+  annotations: {metacel.dev/deletion-policy: Orphan},
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
+	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: gone, namespace: ns, uid: s-2,
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
+	h.c.pruneDropped(t.Context())
+	if w := strings.Join(h.writes(), ","); w != "patch secrets,delete secrets" && w != "delete secrets,patch secrets" {
+		t.Errorf("writes %s, want the Orphan child released and the other deleted", w)
+	}
+	got, err := h.c.deps.Ledger.ChildResources(t.Context(), "copy")
+	if err != nil || len(got) != 1 || got[0] != configmapsGVR {
+		t.Errorf("ledger %v (%v), want only configmaps once the dropped children are gone", got, err)
+	}
+	if h.c.dropped.Load() {
+		t.Error("nothing is left to prune")
+	}
+}
+
+func TestAPolicyRecordsItsResourcesBeforeItsWorkersStart(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	h.c.pruneDropped(t.Context())
+	got, _ := h.c.deps.Ledger.ChildResources(t.Context(), "copy")
+	if len(got) != 1 || got[0] != secretsGVR {
+		t.Errorf("ledger %v, want secrets", got)
+	}
+	if _, err := h.kube.CoordinationV1().Leases("metacel-system").Get(t.Context(), ledger.LeaseName("copy"), metav1.GetOptions{}); err != nil {
+		t.Errorf("the ledger's Lease: %v", err)
+	}
+}
+
+const selectingPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource:
+    apiVersion: v1
+    resource: configmaps
+    labelSelector: {matchLabels: {role: parent}, matchExpressions: [{key: tier, operator: In, values: [a, b]}]}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+`
+
+func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
+	h := newHarness(t, selectingPolicy)
+	parent := func(name, labels, finalizers string) {
+		h.store(t, configmapsGVR, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: `+name+`, namespace: ns, uid: `+name+`, labels: `+labels+`, finalizers: `+finalizers+`}}`))
+	}
+	parent("matching", `{role: parent, tier: a}`, `[metacel.dev/cleanup]`)
+	parent("relabelled", `{role: other, tier: a}`, `[metacel.dev/cleanup]`)
+	parent("other-tier", `{role: parent, tier: c}`, `[metacel.dev/cleanup, example.com/keep]`)
+	parent("never-ours", `{role: other}`, `[]`)
+	h.c.letGoOfStrays(t.Context())
+	var patched []string
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" {
+			patched = append(patched, a.(interface{ GetName() string }).GetName())
+		}
+	}
+	slices.Sort(patched)
+	if strings.Join(patched, ",") != "other-tier,relabelled" {
+		t.Errorf("let go of %v, want other-tier and relabelled", patched)
+	}
+}

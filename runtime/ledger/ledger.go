@@ -1,0 +1,111 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+)
+
+// AnnotationChildResources lists, on a policy's Lease, the child resources it has had children of.
+const AnnotationChildResources = "metacel.dev/child-resources"
+
+// requestTimeout bounds each request of the ledger.
+const requestTimeout = 30 * time.Second
+
+// Ledger reads and writes policies' entries. A nil Ledger is off: it records nothing and knows
+// nothing.
+type Ledger struct {
+	client    kubernetes.Interface
+	namespace string
+}
+
+// New returns the ledger kept in namespace; "" turns it off (nil).
+func New(client kubernetes.Interface, namespace string) *Ledger {
+	if namespace == "" {
+		return nil
+	}
+	return &Ledger{client: client, namespace: namespace}
+}
+
+// LeaseName is the name of a policy's Lease.
+func LeaseName(policy string) string { return "metacel-policy-" + policy }
+
+// ChildResources returns the child resources recorded for a policy (none when it has no entry).
+func (l *Ledger) ChildResources(ctx context.Context, policy string) ([]schema.GroupVersionResource, error) {
+	if l == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	lease, err := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, LeaseName(policy), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the ledger of policy %q: %w", policy, err)
+	}
+	return parseResources(lease.Annotations[AnnotationChildResources]), nil
+}
+
+// RecordChildResources sets the child resources recorded for a policy.
+func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs []schema.GroupVersionResource) error {
+	if l == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	value := formatResources(gvrs)
+	leases := l.client.CoordinationV1().Leases(l.namespace)
+	lease, err := leases.Get(ctx, LeaseName(policy), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+			Name: LeaseName(policy), Namespace: l.namespace,
+			Labels:      map[string]string{"app.kubernetes.io/managed-by": "metacel"},
+			Annotations: map[string]string{AnnotationChildResources: value},
+		}}
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager})
+	case err == nil && lease.Annotations[AnnotationChildResources] == value:
+		return nil
+	case err == nil:
+		lease = lease.DeepCopy()
+		if lease.Annotations == nil {
+			lease.Annotations = map[string]string{}
+		}
+		lease.Annotations[AnnotationChildResources] = value
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
+	}
+	if err != nil {
+		return fmt.Errorf("record the child resources of policy %q: %w", policy, err)
+	}
+	return nil
+}
+
+const fieldManager = "metacel"
+
+func formatResources(gvrs []schema.GroupVersionResource) string {
+	out := make([]string, 0, len(gvrs))
+	for _, gvr := range gvrs {
+		out = append(out, gvr.Group+"/"+gvr.Version+"/"+gvr.Resource)
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
+}
+
+func parseResources(s string) []schema.GroupVersionResource {
+	var out []schema.GroupVersionResource
+	for item := range strings.SplitSeq(s, ",") {
+		if parts := strings.Split(item, "/"); len(parts) == 3 && parts[1] != "" && parts[2] != "" {
+			out = append(out, schema.GroupVersionResource{Group: parts[0], Version: parts[1], Resource: parts[2]})
+		}
+	}
+	return out
+}

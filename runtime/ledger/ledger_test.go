@@ -1,0 +1,43 @@
+package ledger
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+func TestTheLedgerRemembersAPolicysChildResources(t *testing.T) {
+	l := New(fake.NewClientset(), "metacel-system")
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	steps := []struct {
+		name   string
+		record []schema.GroupVersionResource
+		want   string
+	}{
+		{"a policy never recorded has none", nil, ""},
+		{"recorded resources are read back, sorted", []schema.GroupVersionResource{deployments, configmaps}, "/v1/configmaps,apps/v1/deployments"},
+		{"a later record replaces it", []schema.GroupVersionResource{configmaps}, "/v1/configmaps"},
+	}
+	for _, st := range steps {
+		t.Run(st.name, func(t *testing.T) {
+			if st.record != nil {
+				if err := l.RecordChildResources(t.Context(), "p", st.record); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := l.ChildResources(t.Context(), "p")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s := formatResources(got); s != st.want {
+				t.Errorf("recorded %q, want %q", s, st.want)
+			}
+		})
+	}
+	var off *Ledger
+	if got, err := off.ChildResources(t.Context(), "p"); got != nil || err != nil || off.RecordChildResources(t.Context(), "p", nil) != nil {
+		t.Error("a ledger that is off knows nothing and records nothing")
+	}
+}
