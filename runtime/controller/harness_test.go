@@ -31,9 +31,13 @@ type harness struct {
 	kube *kubefake.Clientset
 }
 
-func newHarness(t *testing.T, policyText string) *harness {
+func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
 	t.Helper()
-	compiled, err := policy.Load("p.yaml", []byte(policyText), kinds.NewCatalog())
+	catalog, err := kinds.LoadCRDFiles(crdFiles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := policy.Load("p.yaml", []byte(policyText), catalog)
 	if err != nil || len(compiled) != 1 {
 		t.Fatalf("load policy: %v", err)
 	}
@@ -41,10 +45,11 @@ func newHarness(t *testing.T, policyText string) *harness {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "secrets"}:    "SecretList",
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+		widgetsGVR: "WidgetList",
 	})
 	rec := events.NewFakeRecorder(100)
 	kube := kubefake.NewClientset()
-	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: kinds.NewCatalog(), Recorder: rec,
+	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: catalog, Recorder: rec,
 		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")})
 	newInformer := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)

@@ -40,19 +40,31 @@ type refusal struct {
 // before: then it returns that refusal again without a request. A refusal is remembered; a
 // write that goes through forgets the child's.
 func (c *Controller) writeUnlessRefused(parent *unstructured.Unstructured, child *render.Child, write func() error) error {
-	key, id := parentKey(parent), render.Identity(child.Object)
-	if err := c.refused.previous(key, parent.GetUID(), id, child.Object); err != nil {
+	return c.sendUnlessRefused(parent, render.Identity(child.Object), child.Object, write)
+}
+
+// sendUnlessRefused calls write for obj, what the parent's write named id sends, unless the API
+// server refused this very object before.
+func (c *Controller) sendUnlessRefused(parent *unstructured.Unstructured, id string, obj *unstructured.Unstructured, write func() error) error {
+	key := parentKey(parent)
+	if err := c.refused.previous(key, parent.GetUID(), id, obj); err != nil {
 		return err
 	}
 	err := write()
-	var se *syncError
 	switch {
 	case err == nil:
 		c.refused.forget(key, id)
-	case errors.As(err, &se) && !se.retry:
-		c.refused.remember(key, parent.GetUID(), id, child.Object, err)
+	case isRefusal(err):
+		c.refused.remember(key, parent.GetUID(), id, obj, err)
 	}
 	return err
+}
+
+// isRefusal reports whether err is a write the API server will refuse again.
+func isRefusal(err error) bool {
+	var se *syncError
+	var perm *permanentError
+	return errors.As(err, &se) && !se.retry || errors.As(err, &perm)
 }
 
 // previous returns the refusal of this very object for this parent, if any.

@@ -9,30 +9,52 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/render"
 )
 
-// updateStatus writes the parent's status when it differs from what the parent has, and says
-// whether it did. fields nil keeps the policy's fields from before (a failed sync). Parents
-// without a status subresource (built-in kinds) get no status: their conditions are events only.
+// updateStatus writes the parent's status when it differs from what metacel wrote before, and
+// says whether it did. fields nil keeps the policy's fields from before (a failed sync). Only
+// metacel's share of the status is compared and re-applied (apply.OwnedStatus): another writer's
+// status fields are neither compared, so they cause no write, nor taken over. A status the API
+// server refuses for good (the schema rejects a field) is reported once and not sent again until
+// it changes. Parents without a status subresource (built-in kinds) get no status: their
+// conditions are events only.
 func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (bool, error) {
 	if !c.policy.Parent.HasStatus {
 		return c.conditionsChanged(parent, conds), nil
+	}
+	owned := apply.OwnedStatus(parent)
+	if fields == nil {
+		fields = orEmpty(owned) // never another writer's fields
 	}
 	now := metav1.NewTime(c.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
 		return false, &permanentError{err: fmt.Errorf("status: %w", err)}
 	}
-	if sameJSON(status, parent.Object["status"]) {
+	if sameJSON(status, owned) {
 		return false, nil
 	}
-	if err := c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
-		// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
-		c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
-		return false, fmt.Errorf("write status: %w", err)
+	err = c.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() error {
+		if err := c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
+			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
+			c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
+			if isPermanent(err) {
+				return &permanentError{err: fmt.Errorf("write status: %w", err)}
+			}
+			return fmt.Errorf("write status: %w", err)
+		}
+		return nil
+	})
+	return err == nil, err
+}
+
+func orEmpty(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
 	}
-	return true, nil
+	return m
 }
 
 // sameJSON compares two values as the API server stores them: as JSON (a float 100.0 computed

@@ -126,8 +126,9 @@ func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured
 		c.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
 	}
 	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
+	var perm *permanentError
 	switch {
-	case serr != nil:
+	case serr != nil && !errors.As(serr, &perm):
 		return errors.Join(err, serr)
 	case retry:
 		return err

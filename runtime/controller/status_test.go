@@ -1,0 +1,126 @@
+package controller
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+var widgetsGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "widgets"}
+
+const widgetCRD = "../../test/e2e/testdata/crds/widget.yaml"
+
+const widgetStatusPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: colors}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  validations:
+    - expression: "parent.spec.color != 'black'"
+      message: "no black widgets"
+  status:
+    color: "${parent.spec.color}"
+`
+
+// statusWrites records the status applies a harness's client receives, and answers them with err.
+func statusWrites(h *harness, err error) *[]map[string]any {
+	var sent []map[string]any
+	h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		var obj map[string]any
+		_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &obj)
+		status, _ := obj["status"].(map[string]any)
+		sent = append(sent, status)
+		if err != nil {
+			return true, nil, err
+		}
+		return true, &unstructured.Unstructured{Object: obj}, nil
+	})
+	return &sent
+}
+
+// widgetWithStatus is a Widget whose status metacel wrote (status, owning its fields), with another
+// writer's field status.extra beside it.
+func widgetWithStatus(t *testing.T, color string, status map[string]any) *unstructured.Unstructured {
+	w := objectFrom(t, `{apiVersion: e2e.metacel.dev/v1, kind: Widget, metadata: {name: w, namespace: ns, uid: w-1, generation: 1}, spec: {color: `+color+`}}`)
+	if status == nil {
+		return w
+	}
+	owned := map[string]any{}
+	for k := range status {
+		owned["f:"+k] = map[string]any{}
+	}
+	full := runtime.DeepCopyJSON(status)
+	full["extra"] = "another writer's"
+	w.Object["status"] = full
+	mine, _ := json.Marshal(map[string]any{"f:status": owned})
+	w.Object["metadata"].(map[string]any)["managedFields"] = []any{
+		map[string]any{"manager": "metacel", "operation": "Apply", "subresource": "status", "fieldsType": "FieldsV1", "fieldsV1": json.RawMessage(mine)},
+		map[string]any{"manager": "other", "operation": "Update", "subresource": "status", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:status": map[string]any{"f:extra": map[string]any{}}}},
+	}
+	// as the API server returns it: managedFields' fieldsV1 are plain JSON objects
+	data, _ := json.Marshal(w.Object)
+	w.Object = nil
+	_ = json.Unmarshal(data, &w.Object)
+	return w
+}
+
+func TestStatusIsMetacelsShareOnly(t *testing.T) {
+	// what metacel writes for a red Widget, the first time
+	first := newHarness(t, widgetStatusPolicy, widgetCRD)
+	sent := statusWrites(first, nil)
+	first.cacheParent(t, widgetWithStatus(t, "red", nil))
+	if err := first.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 1 {
+		t.Fatalf("first sync: %v, %d status writes", err, len(*sent))
+	}
+	written := (*sent)[0]
+
+	t.Run("another writer's field causes no write", func(t *testing.T) {
+		h := newHarness(t, widgetStatusPolicy, widgetCRD)
+		sent := statusWrites(h, nil)
+		h.cacheParent(t, widgetWithStatus(t, "red", written))
+		if err := h.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
+			t.Errorf("sync: %v, status writes %v, want none", err, *sent)
+		}
+	})
+	t.Run("a failed sync re-applies only metacel's fields", func(t *testing.T) {
+		h := newHarness(t, widgetStatusPolicy, widgetCRD)
+		sent := statusWrites(h, nil)
+		h.cacheParent(t, widgetWithStatus(t, "black", written))
+		_ = h.c.sync(t.Context(), "ns/w")
+		if len(*sent) != 1 {
+			t.Fatalf("status writes %v, want one", *sent)
+		}
+		if _, ok := (*sent)[0]["extra"]; ok || (*sent)[0]["color"] != "red" {
+			t.Errorf("status written %v: want metacel's color kept and no other writer's field", (*sent)[0])
+		}
+	})
+	t.Run("a status the schema refuses is sent once", func(t *testing.T) {
+		h := newHarness(t, widgetStatusPolicy, widgetCRD)
+		sent := statusWrites(h, apierrors.NewInvalid(schema.GroupKind{Group: "e2e.metacel.dev", Kind: "Widget"}, "w", nil))
+		h.cacheParent(t, widgetWithStatus(t, "red", nil))
+		for range 3 {
+			_ = h.c.sync(t.Context(), "ns/w")
+		}
+		if len(*sent) != 1 {
+			t.Errorf("%d status writes, want 1", len(*sent))
+		}
+		events := 0
+		for len(h.recorder.Events) > 0 {
+			if strings.Contains(<-h.recorder.Events, ReasonStatusFailed) {
+				events++
+			}
+		}
+		if events != 1 {
+			t.Errorf("%d StatusFailed events, want 1", events)
+		}
+	})
+}
