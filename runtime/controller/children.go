@@ -18,29 +18,42 @@ import (
 
 // applyChildren creates the missing children and brings the others in line, each by its
 // resource's update method. A child that already matches costs no write.
-func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+// It says how many children it wrote.
+func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (int, error) {
+	writes := 0
 	for i := range out.Children {
 		child := &out.Children[i]
 		obs := findObserved(observed[child.ID], child.Object)
-		var err error
-		switch {
-		case obs != nil && (child.Resource.Method == policy.OnDelete || !apply.NeedsApply(child.Object, obs)):
+		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.NeedsApply(child.Object, obs)) {
 			continue
-		case obs != nil && child.Resource.Method == policy.Recreate:
-			err = c.recreate(ctx, parent, child, obs)
-		default:
-			err = c.writeUnlessRefused(parent, child, func() error {
-				if obs == nil {
-					return c.create(ctx, parent, child)
-				}
-				return c.update(ctx, child)
-			})
 		}
-		if err != nil {
-			return err
+		writes++
+		if err := c.applyChild(ctx, parent, child, obs); err != nil {
+			return writes, err
 		}
 	}
-	return nil
+	return writes, nil
+}
+
+// applyChild writes one child that is missing or differs: recreated, created or updated, unless
+// the API server refused this very object before, or metacel is in a fight over it.
+func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) error {
+	if obs != nil && child.Resource.Method == policy.Recreate {
+		return c.recreate(ctx, parent, child, obs)
+	}
+	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
+		return err
+	}
+	err := c.writeUnlessRefused(parent, child, func() error {
+		if obs == nil {
+			return c.create(ctx, parent, child)
+		}
+		return c.update(ctx, child)
+	})
+	if err == nil {
+		c.fights.written(parent, child)
+	}
+	return err
 }
 
 // create applies a child metacel does not have yet, unless an object of that name exists that

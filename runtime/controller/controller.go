@@ -70,6 +70,11 @@ type Controller struct {
 	refused refusedWrites
 	// dropped is true while children of resources the policy no longer lists remain (dropped.go)
 	dropped atomic.Bool
+	// fights are the children whose writes others keep undoing (fights.go)
+	fights fights
+	// childEvents spaces the re-syncs that a parent's child events cause, per parent: a child
+	// changed by another writer after each of metacel's writes cannot make a hot loop
+	childEvents workqueue.TypedRateLimiter[string]
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
@@ -88,6 +93,8 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		children: map[string]cache.SharedIndexInformer{},
 		related:  map[string]cache.SharedIndexInformer{},
 		relIndex: newRelatedIndex(),
+		// from 5 ms, doubling while each sync writes children; forgotten by one that writes none
+		childEvents: workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute),
 	}
 	c.lastConds.m = map[string]string{}
 	c.leaving.uids = map[string]types.UID{}
@@ -326,7 +333,9 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 		}
 		parents, _ := c.parents.GetIndexer().ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
-			c.enqueueObject(p)
+			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
+				c.queue.AddAfter(key, c.childEvents.When(key))
+			}
 		}
 	}
 	return routeHandler(route)

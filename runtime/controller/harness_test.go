@@ -45,7 +45,7 @@ func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "secrets"}:    "SecretList",
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
-		widgetsGVR: "WidgetList",
+		widgetsGVR:                              "WidgetList",
 	})
 	rec := events.NewFakeRecorder(100)
 	kube := kubefake.NewClientset()

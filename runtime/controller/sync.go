@@ -41,8 +41,12 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.ensureFinalizer(ctx, parent, out, observed); err != nil {
 		return err
 	}
-	if err := c.applyChildren(ctx, parent, out, observed); err != nil {
+	writes, err := c.applyChildren(ctx, parent, out, observed)
+	if err != nil {
 		return c.fail(ctx, parent, err)
+	}
+	if writes == 0 {
+		c.childEvents.Forget(key) // settled: the next child event is news, not an echo
 	}
 	if err := c.pruneChildren(ctx, parent, out, observed); err != nil {
 		return c.fail(ctx, parent, err)
@@ -62,6 +66,8 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 		c.relIndex.forget(key)
 		c.refused.forgetParent(key)
 		c.forgetConditions(key)
+		c.fights.forgetParent(key)
+		c.childEvents.Forget(key)
 		return nil, nil
 	}
 	u, ok := obj.(*unstructured.Unstructured)

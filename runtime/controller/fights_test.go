@@ -1,0 +1,103 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
+	tests := []struct {
+		name       string
+		observed   bool // the child exists, changed by another writer; else it was deleted again
+		wantReason string
+		wantSays   string
+	}{
+		{"another writer keeps changing a field", true, ReasonDriftConflict, `field manager "hpa"`},
+		{"something keeps deleting the child", false, ReasonChildKeepsDisappearing, "was deleted 5 times"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, copyPolicy)
+			h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret"}}, nil
+			})
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+			if tc.observed {
+				// as the other writer leaves it after each revert: its data differs from the policy's
+				h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  managedFields: [
+    {manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:stringData": {"f:a": {}}}},
+    {manager: hpa, operation: Update, time: "2026-11-23T12:00:00Z", fieldsType: FieldsV1, fieldsV1: {"f:stringData": {"f:a": {}}}}]},
+  stringData: {a: "changed"}}`))
+			}
+			var last error
+			for range 10 { // every child event: the other writer undid metacel's write
+				last = h.c.sync(t.Context(), "ns/p")
+			}
+			if n := countOf(h.writes(), "patch secrets"); n != 1+fightLimit {
+				t.Errorf("%d writes of the child, want %d: the first, then %d reverts, then none", n, 1+fightLimit, fightLimit)
+			}
+			var se *syncError
+			if !errors.As(last, &se) || se.reason != tc.wantReason || !se.retry || !strings.Contains(se.Error(), tc.wantSays) {
+				t.Errorf("last sync: %v, want a retried %s saying %q", last, tc.wantReason, tc.wantSays)
+			}
+		})
+	}
+}
+
+// typedPolicy makes a Secret whose type is the parent's data.a.
+const typedPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+  children:
+    - id: copy
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}-copy"}
+        type: "${parent.data.a}"
+`
+
+func TestChildEventsAreSpacedUntilASyncSettles(t *testing.T) {
+	h := newHarness(t, typedPolicy)
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
+	handler := h.c.childHandler()
+	for range 3 {
+		handler.OnUpdate(child, child)
+	}
+	// each event routes the old and the new object: 6 requeues, each waiting twice as long
+	if n := h.c.childEvents.NumRequeues("ns/p"); n != 6 {
+		t.Errorf("%d spaced requeues, want 6", n)
+	}
+	if d := h.c.childEvents.When("ns/p"); d < 300*time.Millisecond {
+		t.Errorf("the next child event waits %s, want the doubled backoff (320ms)", d)
+	}
+	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
+	})
+	_ = h.c.sync(t.Context(), "ns/p") // creates the child: not settled
+	h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:type": {}, "f:metadata": {
+    "f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:metacel.dev/child-id": {}, "f:metacel.dev/parent-uid": {}, "f:metacel.dev/policy": {}},
+    "f:ownerReferences": {"k:{\"uid\":\"p-1\"}": {}}}}}]},
+  type: "x"}`))
+	_ = h.c.sync(t.Context(), "ns/p") // writes nothing: settled
+	if n := h.c.childEvents.NumRequeues("ns/p"); n != 0 {
+		t.Errorf("%d spaced requeues after a sync that wrote nothing, want 0", n)
+	}
+}
