@@ -275,6 +275,7 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			}
 			cc.Template = t
 			c.checkKind(ch.Template, path+".template", allowed)
+			c.checkReserved(ch.Template, path+".template")
 		}
 		c.checkPlacement(ch, path, parent)
 		out = append(out, cc)

@@ -2,6 +2,9 @@ package render
 
 import (
 	"fmt"
+	"maps"
+	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -121,6 +124,9 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	if err != nil {
 		return Child{}, err
 	}
+	if err := reserved(ch, obj); err != nil {
+		return Child{}, err
+	}
 	owned, err := r.place(ch, obj, res.Info)
 	if err != nil {
 		return Child{}, err
@@ -130,6 +136,26 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	owned = owned && ch.DeletionPolicy != policy.DeletionOrphan
 	r.mark(ch, obj, owned)
 	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, entry: ch}, nil
+}
+
+// reserved rejects an object that sets what the runtime owns (a template's are rejected at load;
+// an expression's object is known only now): ownerReferences, and metacel's labels and
+// annotations, which the runtime would overwrite and the garbage collector fight over.
+func reserved(ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
+	if len(obj.GetOwnerReferences()) > 0 {
+		return childError(ch.Path, "%s %q sets metadata.ownerReferences, which metacel sets itself (an owner of the policy's choosing has the garbage collector delete the child): remove it", obj.GetKind(), obj.GetName())
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj.GetLabels())) {
+		if strings.HasPrefix(k, "metacel.dev/") || k == LabelManagedBy {
+			return childError(ch.Path, "%s %q sets the label %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(obj.GetAnnotations())) {
+		if strings.HasPrefix(k, "metacel.dev/") {
+			return childError(ch.Path, "%s %q sets the annotation %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
+		}
+	}
+	return nil
 }
 
 // allowed resolves a child's kind and checks it against spec.childResources.

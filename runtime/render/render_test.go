@@ -158,6 +158,14 @@ func TestRenderErrors(t *testing.T) {
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'x'}}"
 `, ReasonInvalidChild, `v1 Secret (resource "secrets") is not listed in spec.childResources`},
+		{"an expression's object cannot name its owner", `  children:
+    - id: cm
+      expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'ownerReferences': [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'o', 'uid': 'u'}]}}"
+`, ReasonInvalidChild, `ConfigMap "x" sets metadata.ownerReferences, which metacel sets itself`},
+		{"an expression's object cannot set metacel's labels", `  children:
+    - id: cm
+      expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'labels': {'metacel.dev/parent-uid': 'other'}}}"
+`, ReasonInvalidChild, `sets the label "metacel.dev/parent-uid", which is metacel's own`},
 		{"two children with one name", `  children:
     - id: cm
       forEach: "['x', 'x']"

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"sort"
+	"strings"
+)
+
+// The fields of a child that the runtime owns: a template that sets them would fight the runtime
+// or the garbage collector (an ownerReference to another parent, or across namespaces, has the
+// child deleted as soon as it is created, and created again), or hide what the child belongs to.
+var (
+	// reservedMetadata are metadata fields the runtime sets, with why
+	reservedMetadata = map[string]string{
+		"ownerReferences": "metacel sets the parent's ownerReference itself (an owner of the template's choosing has the garbage collector delete the child, and metacel create it again)",
+		"uid":             "the API server assigns it",
+		"resourceVersion": "the API server assigns it (applied, it would be a precondition that fails)",
+		"managedFields":   "the API server keeps it",
+	}
+	// reservedLabelPrefix marks the labels and annotations that are metacel's own
+	reservedLabelPrefix = "metacel.dev/"
+	// managedByLabel is set to "metacel" on every child
+	managedByLabel = "app.kubernetes.io/managed-by"
+)
+
+// checkReserved rejects a template that sets what the runtime owns: metadata.ownerReferences and
+// the like, metacel's labels (metacel.dev/*, app.kubernetes.io/managed-by) and annotations.
+func (c *compiler) checkReserved(tmpl map[string]any, path string) {
+	meta, _ := tmpl["metadata"].(map[string]any)
+	for _, f := range sortedKeys(meta) {
+		if why, ok := reservedMetadata[f]; ok {
+			c.errorf(path+".metadata."+f, "is set by the runtime, not by a template: %s; remove it", why)
+		}
+	}
+	for _, kind := range []string{"labels", "annotations"} {
+		m, _ := meta[kind].(map[string]any)
+		for _, k := range sortedKeys(m) {
+			if strings.HasPrefix(k, reservedLabelPrefix) || kind == "labels" && k == managedByLabel {
+				c.errorf(path+".metadata."+kind+"."+k, "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
+			}
+		}
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
