@@ -2,8 +2,9 @@ package apply
 
 import (
 	"encoding/json"
-	"fmt"
+	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -13,11 +14,22 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// NeedsApply reports whether applying desired would change observed: a field metacel sets differs,
-// or a field metacel set before is no longer desired (it would be removed). Observed's managed
-// fields say what metacel set before.
+// NeedsApply is Schema.NeedsApply for a caller that has no schema of desired's kind: a built-in
+// kind follows the schema client-go ships, any other kind none. A caller that knows a custom
+// resource's schema uses SchemaFor(gvk, crdSchema).NeedsApply instead.
 func NeedsApply(desired, observed *unstructured.Unstructured) bool {
-	return !satisfied(desired.Object, observed.Object, managedBy(observed, FieldManager))
+	return SchemaFor(desired.GroupVersionKind(), nil).NeedsApply(desired, observed)
+}
+
+// NeedsApply reports whether applying desired would change observed, an object of s's kind: a
+// field metacel sets differs, or a field metacel set before is no longer desired (it would be
+// removed). Observed's managed fields say what metacel set before. A nil s knows only metadata.
+func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
+	root := unknownRoot()
+	if s != nil {
+		root = s.root
+	}
+	return !satisfied(desired.Object, observed.Object, root, managedBy(observed, FieldManager))
 }
 
 // AppliedBy reports whether metacel has applied obj (it has metacel's Apply entry in its managed
@@ -27,7 +39,35 @@ func AppliedBy(obj *unstructured.Unstructured) bool {
 }
 
 // managedBy returns the fields a manager applied to obj, as the fieldsV1 tree ("f:spec": {...}).
+// It reads them in place when obj holds them as decoded JSON (as informers and clients give
+// objects), without a copy: the tree must not be changed.
 func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	entries, ok := meta["managedFields"].([]any)
+	if !ok {
+		return decodeManagedBy(obj, manager)
+	}
+	for _, e := range entries {
+		mf, _ := e.(map[string]any)
+		if mf["manager"] != manager || mf["operation"] != string(metav1.ManagedFieldsOperationApply) {
+			continue
+		}
+		if sub, _ := mf["subresource"].(string); sub != "" {
+			continue
+		}
+		switch tree := mf["fieldsV1"].(type) {
+		case nil:
+		case map[string]any:
+			return tree
+		default:
+			return decodeManagedBy(obj, manager)
+		}
+	}
+	return nil
+}
+
+// decodeManagedBy is managedBy for an object whose managed fields are not plain JSON values.
+func decodeManagedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 	for _, mf := range obj.GetManagedFields() {
 		if mf.Manager == manager && mf.Operation == metav1.ManagedFieldsOperationApply && mf.Subresource == "" && mf.FieldsV1 != nil {
 			var tree map[string]any
@@ -40,17 +80,18 @@ func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 }
 
 // satisfied reports whether observed already holds every field of desired, as the API server
-// stores it:
+// stores it; n is the schema of the value (nil: unknown), managed the fields metacel set there
+// before (nil: not known):
 //   - each map key of desired is in observed with a satisfied value; a zero value ("", 0, false,
 //     empty list or map) also matches an absent key, since the server drops omitempty fields;
 //   - a map key metacel set before (managed, "f:<key>") and no longer desires must be removed;
-//   - a list matches item by item; observed may have more items (admission appends some, such as
-//     a service account token volume), unless metacel itself set more items before (managed
-//     counts them), which means an item was removed;
-//   - numbers compare by value, and quantities by quantity ("0.5" and "500m" are the same CPU).
+//   - a list matches as its schema says (listSatisfied): by key, as a set, or item by item;
+//   - numbers compare by value (3 and 3.0 are equal); strings compare as strings, except where
+//     the schema says quantity: there "0.5" and "500m" are the same CPU, as the server rewrites
+//     one as the other.
 //
 // Fields only observed has (defaults, status, fields of other managers) do not matter.
-func satisfied(desired, observed any, managed map[string]any) bool {
+func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
 		o, ok := observed.(map[string]any)
@@ -74,27 +115,126 @@ func satisfied(desired, observed any, managed map[string]any) bool {
 				}
 				return false
 			}
-			sub, _ := managed["f:"+k].(map[string]any)
-			if !satisfied(dv, ov, sub) {
+			var sub map[string]any
+			if len(managed) > 0 {
+				sub, _ = managed["f:"+k].(map[string]any)
+			}
+			if !satisfied(dv, ov, n.field(k), sub) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		o, _ := observed.([]any)
-		if len(o) < len(d) || managedItems(managed) > len(d) {
-			return false
-		}
-		for i := range d {
-			if !satisfied(d[i], o[i], itemManaged(managed, o[i], i)) {
-				return false
-			}
-		}
-		return true
+		return listSatisfied(d, o, n, managed)
 	case nil:
 		return observed == nil
 	}
-	return sameScalar(desired, observed)
+	return sameScalar(desired, observed, n)
+}
+
+// listSatisfied matches a list by its type:
+//   - a map list (containers by name, ports by containerPort and protocol, a CRD's
+//     x-kubernetes-list-type: map) matches each desired item with the observed item of the same
+//     keys, wherever it is: order does not matter, and items admission added (a token volume, an
+//     injected sidecar) are ignored, first or last. An item metacel set before (managed "k:") and
+//     no longer desires must be removed;
+//   - a set (finalizers, x-kubernetes-list-type: set) needs each desired value somewhere, and a
+//     value metacel set before ("v:") and no longer desires removed;
+//   - an atomic list (a container's args, tolerations, a CRD list without a list type) matches
+//     item by item, in order; observed may have more items after them (admission appends some,
+//     such as default tolerations).
+//
+// Without a schema the managed fields tell: "k:" entries make it a map list by those keys, "v:"
+// a set, an entry without items an atomic list. With no managed fields either, a list whose
+// desired items all have distinct names matches them by name in the same order, whatever
+// observed has around them; any other list is atomic.
+func listSatisfied(d, o []any, n *node, managed map[string]any) bool {
+	var elem *node
+	list := listUnknown
+	var keys []string
+	var defaults []any
+	if n != nil {
+		elem, list, keys, defaults = n.elem, n.list, n.keys, n.keyDefaults
+	}
+	if list == listUnknown {
+		list, keys = unknownList(d, managed)
+	}
+	switch list {
+	case listMap:
+		return mapListSatisfied(d, o, elem, keys, defaults, managed)
+	case listSet:
+		return setSatisfied(d, o, elem, managed)
+	case listNamed:
+		return namedSatisfied(d, o, elem)
+	}
+	return atomicSatisfied(d, o, elem, managed)
+}
+
+// unknownList guesses the type of a list without a schema, and a map list's keys (every key field
+// its keyed entries name: one without a value and a default is left out of an entry).
+func unknownList(d []any, managed map[string]any) (listType, []string) {
+	var keys []string
+	for f := range managed {
+		switch {
+		case strings.HasPrefix(f, "k:"):
+			var key map[string]any
+			if json.Unmarshal([]byte(f[2:]), &key) == nil {
+				for k := range key {
+					if !slices.Contains(keys, k) {
+						keys = append(keys, k)
+					}
+				}
+			}
+		case strings.HasPrefix(f, "v:"):
+			return listSet, nil
+		case strings.HasPrefix(f, "i:"):
+			return listAtomic, nil
+		}
+	}
+	switch {
+	case len(keys) > 0:
+		slices.Sort(keys)
+		return listMap, keys
+	case managed == nil && distinctNames(d):
+		return listNamed, nil
+	}
+	return listAtomic, nil
+}
+
+// distinctNames reports whether every item has a name, and no two the same.
+func distinctNames(d []any) bool {
+	if len(d) == 0 {
+		return false
+	}
+	seen := make(map[string]bool, len(d))
+	for _, item := range d {
+		m, _ := item.(map[string]any)
+		name, _ := m["name"].(string)
+		if name == "" || seen[name] {
+			return false
+		}
+		seen[name] = true
+	}
+	return true
+}
+
+// atomicSatisfied matches items by position; observed may have more, unless metacel set more
+// before (managed counts them), which means an item was removed.
+func atomicSatisfied(d, o []any, elem *node, managed map[string]any) bool {
+	if len(o) < len(d) || managedItems(managed) > len(d) {
+		return false
+	}
+	for i := range d {
+		var sub map[string]any
+		if len(managed) > 0 {
+			sub, _ = managed["i:"+strconv.Itoa(i)].(map[string]any)
+		}
+		if !satisfied(d[i], o[i], elem, sub) {
+			return false
+		}
+	}
+	return true
 }
 
 // managedItems counts the list items metacel set before: keyed ("k:"), set ("v:") or indexed ("i:").
@@ -108,32 +248,224 @@ func managedItems(managed map[string]any) int {
 	return n
 }
 
-// itemManaged finds the managed fields of one list item: by its key fields ("k:{...}") or index.
-func itemManaged(managed map[string]any, item any, i int) map[string]any {
-	if sub, ok := managed[fmt.Sprintf("i:%d", i)].(map[string]any); ok {
-		return sub
+// mapListSatisfied matches a map list by keys. Each desired item's managed fields are found by
+// its key ("k:{...}"), spelt as the API server spells it when that is simple; the other keyed
+// entries metacel set before are parsed only when some are not desired any more.
+func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, managed map[string]any) bool {
+	owned := 0
+	for f := range managed {
+		if strings.HasPrefix(f, "k:") {
+			owned++
+		}
 	}
-	m, ok := item.(map[string]any)
-	if !ok {
-		return nil
+	var matched []string // the keyed entries of desired items
+	for _, item := range d {
+		di, ok := item.(map[string]any)
+		if !ok {
+			return false
+		}
+		oi := findItem(o, di, keys, defaults)
+		if oi == nil {
+			return false
+		}
+		var fields map[string]any
+		if owned > 0 {
+			f, found := keyPath(di, keys, defaults)
+			if _, ok := managed[f]; !found || !ok {
+				f, found = findOwned(managed, di, keys, defaults)
+			}
+			if found {
+				fields, _ = managed[f].(map[string]any)
+				if !slices.Contains(matched, f) {
+					matched = append(matched, f)
+				}
+			}
+		}
+		if !satisfied(di, oi, elem, fields) {
+			return false
+		}
 	}
-	for f, sub := range managed {
-		var keys map[string]any
-		if k, isKey := strings.CutPrefix(f, "k:"); isKey && json.Unmarshal([]byte(k), &keys) == nil && matchesKeys(m, keys) {
-			s, _ := sub.(map[string]any)
-			return s
+	if len(matched) == owned {
+		return true
+	}
+	for f := range managed { // an item metacel set before and no longer desires must be removed
+		if k, isKey := strings.CutPrefix(f, "k:"); isKey && !slices.Contains(matched, f) {
+			var key map[string]any
+			if json.Unmarshal([]byte(k), &key) == nil && findItem(o, key, keys, defaults) != nil {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// findOwned finds the keyed entry of an item in managed fields by parsing each.
+func findOwned(managed map[string]any, item map[string]any, keys []string, defaults []any) (string, bool) {
+	for f := range managed {
+		if k, isKey := strings.CutPrefix(f, "k:"); isKey {
+			var key map[string]any
+			if json.Unmarshal([]byte(k), &key) == nil && sameKey(key, item, keys, defaults) {
+				return f, true
+			}
+		}
+	}
+	return "", false
+}
+
+// keyPath spells the managed fields entry of a map list's item as the API server does:
+// k:{"containerPort":80,"protocol":"TCP"}, key fields sorted, defaults filled in. It reports
+// false for a value it cannot be sure to spell the same way.
+func keyPath(item map[string]any, keys []string, defaults []any) (string, bool) {
+	b := make([]byte, 0, 64)
+	b = append(b, "k:{"...)
+	n := 0
+	for i, k := range keys {
+		v, ok := item[k]
+		if !ok && defaults != nil && defaults[i] != nil {
+			v, ok = defaults[i], true
+		}
+		if !ok {
+			continue
+		}
+		if n > 0 {
+			b = append(b, ',')
+		}
+		n++
+		var plain bool
+		if b, plain = appendJSONString(b, k); !plain {
+			return "", false
+		}
+		b = append(b, ':')
+		if b, plain = appendJSONScalar(b, v); !plain {
+			return "", false
+		}
+	}
+	return string(append(b, '}')), n > 0
+}
+
+// appendJSONScalar appends a scalar as JSON if it is plain: an integer, a boolean or a string of
+// printable ASCII that no JSON encoder escapes.
+func appendJSONScalar(b []byte, v any) ([]byte, bool) {
+	switch x := v.(type) {
+	case string:
+		return appendJSONString(b, x)
+	case bool:
+		return strconv.AppendBool(b, x), true
+	}
+	if n, ok := toNumber(v); ok {
+		if n.isInt {
+			return strconv.AppendInt(b, n.i, 10), true
+		}
+		if n.f == math.Trunc(n.f) && math.Abs(n.f) < 1<<53 {
+			return strconv.AppendInt(b, int64(n.f), 10), true
+		}
+	}
+	return b, false
+}
+
+func appendJSONString(b []byte, s string) ([]byte, bool) {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return b, false
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"'), true
+}
+
+// findItem returns the item of a map list with the keys of want.
+func findItem(list []any, want map[string]any, keys []string, defaults []any) map[string]any {
+	for _, item := range list {
+		if m, ok := item.(map[string]any); ok && sameKey(want, m, keys, defaults) {
+			return m
 		}
 	}
 	return nil
 }
 
-func matchesKeys(item, keys map[string]any) bool {
-	for k, v := range keys {
-		if !sameScalar(v, item[k]) {
+// sameKey reports whether two items of a map list have the same keys; a key field an item does
+// not set has its default, and one without a default matches any value (the server would have
+// refused an item missing it).
+func sameKey(a, b map[string]any, keys []string, defaults []any) bool {
+	for i, k := range keys {
+		av, aok := a[k]
+		bv, bok := b[k]
+		if !aok && defaults != nil && defaults[i] != nil {
+			av, aok = defaults[i], true
+		}
+		if !bok && defaults != nil && defaults[i] != nil {
+			bv, bok = defaults[i], true
+		}
+		if aok && bok && !sameScalar(av, bv, nil) {
 			return false
 		}
 	}
-	return len(keys) > 0
+	return true
+}
+
+// setSatisfied needs each desired value in observed. A value metacel set before ("v:") and no
+// longer desires must be removed; those entries are parsed only when some are not desired.
+func setSatisfied(d, o []any, elem *node, managed map[string]any) bool {
+	owned := 0
+	for f := range managed {
+		if strings.HasPrefix(f, "v:") {
+			owned++
+		}
+	}
+	var matched []string // the entries of desired values, spelt as the API server does
+	for _, v := range d {
+		if !containsScalar(o, v, elem) {
+			return false
+		}
+		if owned > 0 {
+			if b, plain := appendJSONScalar([]byte("v:"), v); plain {
+				if _, ok := managed[string(b)]; ok && !slices.Contains(matched, string(b)) {
+					matched = append(matched, string(b))
+				}
+			}
+		}
+	}
+	if len(matched) == owned {
+		return true
+	}
+	for f := range managed {
+		if v, isValue := strings.CutPrefix(f, "v:"); isValue && !slices.Contains(matched, f) {
+			var val any
+			if json.Unmarshal([]byte(v), &val) == nil && !containsScalar(d, val, elem) && containsScalar(o, val, elem) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func containsScalar(list []any, v any, elem *node) bool {
+	for _, item := range list {
+		if sameScalar(v, item, elem) {
+			return true
+		}
+	}
+	return false
+}
+
+// namedSatisfied matches items by name, in desired's order, skipping observed items in between.
+func namedSatisfied(d, o []any, elem *node) bool {
+	next := 0
+	for _, item := range d {
+		di := item.(map[string]any)
+		found := -1
+		for j := next; j < len(o) && found < 0; j++ {
+			if oi, ok := o[j].(map[string]any); ok && oi["name"] == di["name"] {
+				found = j
+			}
+		}
+		if found < 0 || !satisfied(di, o[found], elem, nil) {
+			return false
+		}
+		next = found + 1
+	}
+	return true
 }
 
 func isZero(v any) bool {
@@ -149,55 +481,79 @@ func isZero(v any) bool {
 	case bool:
 		return !x
 	}
-	n, ok := number(v)
-	return ok && n == 0
+	n, ok := toNumber(v)
+	return ok && n.float() == 0
 }
 
-// sameScalar compares scalars as the server stores them: numbers by value, and two values that
-// both read as quantities by quantity.
-func sameScalar(desired, observed any) bool {
-	if reflect.DeepEqual(desired, observed) {
-		return true
-	}
-	if dn, ok := number(desired); ok {
-		if on, ok := number(observed); ok {
-			return dn == on
-		}
-	}
-	if _, isString := observed.(string); !isString {
-		return false // the server turns a quantity into a string, never a string into a number
-	}
-	dq, ok1 := quantity(desired)
-	oq, ok2 := quantity(observed)
-	return ok1 && ok2 && dq.Cmp(oq) == 0
-}
-
-func quantity(v any) (resource.Quantity, bool) {
-	var s string
-	switch x := v.(type) {
+// sameScalar compares scalars as the server stores them: strings as strings, numbers by value,
+// and where n is a quantity, a quantity by value (the server stores a quantity, string or
+// number, as its canonical string).
+func sameScalar(desired, observed any, n *node) bool {
+	switch d := desired.(type) {
 	case string:
-		s = x
-	default:
-		n, ok := number(v)
-		if !ok {
-			return resource.Quantity{}, false
-		}
-		s = strconv.FormatFloat(n, 'f', -1, 64)
+		o, ok := observed.(string)
+		return ok && (d == o || n.isQuantity() && sameQuantity(d, o))
+	case bool:
+		o, ok := observed.(bool)
+		return ok && d == o
 	}
-	q, err := resource.ParseQuantity(s)
-	return q, err == nil
+	if dn, ok := toNumber(desired); ok {
+		if on, ok := toNumber(observed); ok {
+			return dn.equal(on)
+		}
+		o, isString := observed.(string)
+		return isString && n.isQuantity() && sameQuantity(dn.String(), o)
+	}
+	return reflect.DeepEqual(desired, observed)
 }
 
-func number(v any) (float64, bool) {
+func sameQuantity(a, b string) bool {
+	qa, err := resource.ParseQuantity(a)
+	if err != nil {
+		return false
+	}
+	qb, err := resource.ParseQuantity(b)
+	return err == nil && qa.Cmp(qb) == 0
+}
+
+// num is a JSON number: an integer, exactly, or a float.
+type num struct {
+	i     int64
+	f     float64
+	isInt bool
+}
+
+func (n num) float() float64 {
+	if n.isInt {
+		return float64(n.i)
+	}
+	return n.f
+}
+
+func (n num) equal(m num) bool {
+	if n.isInt && m.isInt {
+		return n.i == m.i
+	}
+	return n.float() == m.float()
+}
+
+func (n num) String() string {
+	if n.isInt {
+		return strconv.FormatInt(n.i, 10)
+	}
+	return strconv.FormatFloat(n.f, 'f', -1, 64)
+}
+
+func toNumber(v any) (num, bool) {
 	switch x := v.(type) {
 	case int64:
-		return float64(x), true
+		return num{i: x, isInt: true}, true
 	case int:
-		return float64(x), true
+		return num{i: int64(x), isInt: true}, true
 	case int32:
-		return float64(x), true
+		return num{i: int64(x), isInt: true}, true
 	case float64:
-		return x, true
+		return num{f: x}, true
 	}
-	return 0, false
+	return num{}, false
 }

@@ -3,6 +3,33 @@
 // whether a write is needed at all: a child whose observed state already holds every field the
 // policy sets needs none, so a converged parent costs no write.
 //
+// That check (Schema.NeedsApply) follows the kind's schema, as server-side apply does, so that a
+// change is never judged "no change" and skipped for ever, and a converged child never looks
+// changed (a write on every sync):
+//   - strings compare as strings ("1.1" and "1.10", "1000" and "1e3", "10" and "010" differ);
+//     only a quantity compares by value ("0.5" and "500m"), where the schema says quantity:
+//     resource.Quantity in built-in kinds, x-kubernetes-int-or-string in a CRD. Numbers compare
+//     by value (2 and 2.0 are equal), integers exactly;
+//   - a map list (containers by name, ports by containerPort and protocol, volumes by name,
+//     x-kubernetes-list-type: map) matches items by key, in any order, ignoring items others added
+//     (a token volume, an injected sidecar) wherever they are; a set (x-kubernetes-list-type:
+//     set) matches values in any order; an atomic list (a container's args, tolerations, a CRD
+//     list without a list type) matches item by item in order, and may have more items after
+//     them, as admission appends some (default tolerations);
+//   - a zero value the server drops ("", 0, false, empty) matches an absent field; fields only
+//     observed has (defaults, status, other managers' fields) do not matter; a field, list item
+//     or set value metacel applied before (its managed fields say so) and no longer desires needs
+//     an apply, which removes it.
+//
+// SchemaFor gives the schema: a CRD's OpenAPI schema when the caller has it, else the
+// structured-merge-diff schema client-go ships for built-in kinds. Without either, strings compare
+// strictly and lists follow their managed fields (keyed items by key, set values by value,
+// others in order); with no managed fields either, items that all have distinct names match by
+// name, in order, whatever lies between them.
+//
+// One change the check cannot see: an item removed from the end of an atomic list, since
+// admission may append items to such lists and the managed fields do not count them.
+//
 // Nothing here reads an informer's cache for writing: observed objects are only compared, and
 // what is sent is the desired object, built fresh by render.
 package apply

@@ -24,7 +24,7 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 	for i := range out.Children {
 		child := &out.Children[i]
 		obs := findObserved(observed[child.ID], child.Object)
-		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.NeedsApply(child.Object, obs)) {
+		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs)) {
 			continue
 		}
 		writes++

@@ -1,0 +1,367 @@
+package apply
+
+import (
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+	"weak"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/yaml"
+)
+
+// The fixtures in testdata are real: each *-desired.yaml was server-side applied by the field
+// manager metacel to a kube-apiserver v1.36.3 (the Widget after widget-crd.yaml), and
+// *-observed.yaml is the object read back, with its managed fields, defaults and what admission
+// added (a service account token volume and mounts, default tolerations).
+
+func readObject(t testing.TB, file string) *unstructured.Unstructured {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := yaml.YAMLToJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func widgetCRDSchema(t testing.TB) *apiextensionsv1.JSONSchemaProps {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "widget-crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+}
+
+// at returns the value at a path of string keys and int indexes.
+func at(v any, path ...any) any {
+	for _, p := range path {
+		switch p := p.(type) {
+		case string:
+			v = v.(map[string]any)[p]
+		case int:
+			v = v.([]any)[p]
+		}
+	}
+	return v
+}
+
+// put sets the value at a path; the last element is a key or an index.
+func put(v any, value any, path ...any) {
+	parent := at(v, path[:len(path)-1]...)
+	switch p := path[len(path)-1].(type) {
+	case string:
+		parent.(map[string]any)[p] = value
+	case int:
+		parent.([]any)[p] = value
+	}
+}
+
+func list(v any, path ...any) []any { return at(v, path...).([]any) }
+
+func reversed(l []any) []any {
+	out := slices.Clone(l)
+	slices.Reverse(out)
+	return out
+}
+
+func TestNeedsApplyFollowsTheSchema(t *testing.T) {
+	const (
+		pod        = "pod"
+		deployment = "deployment"
+		widget     = "widget" // a custom resource, with its CRD's schema
+		untyped    = "widget without its schema"
+	)
+	container := func(i int, path ...any) []any { return append([]any{"spec", "containers", i}, path...) }
+	podTemplate := func(path ...any) []any { return append([]any{"spec", "template", "spec"}, path...) }
+	tests := []struct {
+		name    string
+		object  string
+		edit    func(desired, observed map[string]any)
+		changed bool
+	}{
+		// built-in kinds: client-go's schema
+		{"a converged Pod needs no apply (defaults, a token volume and default tolerations added, 0.5 CPU stored as 500m)", pod, nil, false},
+		{"an env value from 1.1 to 1.10 is a change", pod, func(d, o map[string]any) {
+			put(d, "1.10", container(0, "env", 0, "value")...)
+		}, true},
+		{"an annotation from 1.1 to 1.10 is a change", pod, func(d, o map[string]any) {
+			put(d, "1.10", "metadata", "annotations", "example.com/version")
+		}, true},
+		{"an env value from 1000 to 1e3 is a change", pod, func(d, o map[string]any) {
+			put(d, "1e3", container(0, "env", 1, "value")...)
+		}, true},
+		{"500m and 0.5 on resources.limits.cpu are no change", pod, func(d, o map[string]any) {
+			put(d, "0.5", container(0, "resources", "limits", "cpu")...)
+			put(o, "500m", container(0, "resources", "limits", "cpu")...)
+		}, false},
+		{"1Gi and 1024Mi on resources.limits.memory are no change", pod, func(d, o map[string]any) {
+			put(d, "1024Mi", container(0, "resources", "limits", "memory")...)
+		}, false},
+		{"an integer CPU limit matches the string the server stores", pod, func(d, o map[string]any) {
+			put(d, int64(2), container(0, "resources", "limits", "cpu")...)
+			put(o, "2", container(0, "resources", "limits", "cpu")...)
+		}, false},
+		{"a CPU limit from 0.5 to 0.6 is a change", pod, func(d, o map[string]any) {
+			put(d, "0.6", container(0, "resources", "limits", "cpu")...)
+		}, true},
+		{"a token volume admission put first in a Pod's volumes is no change", pod, func(d, o map[string]any) {
+			put(o, reversed(list(o, "spec", "volumes")), "spec", "volumes")
+		}, false},
+		{"a sidecar admission put first in a Pod's containers is no change", pod, func(d, o map[string]any) {
+			put(o, append([]any{map[string]any{"name": "injected-proxy", "image": "proxy:1"}}, list(o, "spec", "containers")...), "spec", "containers")
+		}, false},
+		{"reordered args of a container (an atomic list) are a change", pod, func(d, o map[string]any) {
+			put(d, reversed(list(d, container(0, "args")...)), container(0, "args")...)
+		}, true},
+		{"a toleration metacel sets, moved behind the ones admission added, is a change (tolerations are atomic)", pod, func(d, o map[string]any) {
+			put(o, reversed(list(o, "spec", "tolerations")), "spec", "tolerations")
+		}, true},
+		{"a container metacel no longer sets is a change", pod, func(d, o map[string]any) {
+			put(d, list(d, "spec", "containers")[:1], "spec", "containers")
+		}, true},
+		{"a volume metacel no longer sets is a change", pod, func(d, o map[string]any) {
+			delete(d["spec"].(map[string]any), "volumes")
+		}, true},
+		{"a changed key of a port (containerPort and protocol) is a change", pod, func(d, o map[string]any) {
+			put(d, "UDP", container(0, "ports", 0, "protocol")...)
+		}, true},
+		{"a converged Deployment needs no apply", deployment, nil, false},
+		{"reordered containers of a Deployment are no change", deployment, func(d, o map[string]any) {
+			put(d, reversed(list(d, podTemplate("containers")...)), podTemplate("containers")...)
+		}, false},
+		{"an env var admission put first is no change", deployment, func(d, o map[string]any) {
+			env := podTemplate("containers", 0, "env")
+			put(o, append([]any{map[string]any{"name": "INJECTED", "value": "1"}}, list(o, env...)...), env...)
+		}, false},
+		{"an env value from 010 to 10 is a change", deployment, func(d, o map[string]any) {
+			put(d, "10", podTemplate("containers", 0, "env", 1, "value")...)
+		}, true},
+		{"an image changed in the second container is a change", deployment, func(d, o map[string]any) {
+			put(d, "exporter:2.0", podTemplate("containers", 1, "image")...)
+		}, true},
+		{"replicas 2 and 2.0 are no change", deployment, func(d, o map[string]any) {
+			put(d, float64(2), "spec", "replicas")
+		}, false},
+
+		// a custom resource: its CRD's schema
+		{"a converged custom resource needs no apply", widget, nil, false},
+		{"1000 and 1e3 on a CRD's int-or-string field are no change", widget, func(d, o map[string]any) {
+			put(d, "1e3", "spec", "size")
+		}, false},
+		{"0.5 and 500m in a CRD's map of int-or-string are no change", widget, func(d, o map[string]any) {
+			put(d, "0.5", "spec", "limits", "cpu")
+		}, false},
+		{"an int-or-string from 1000 to 1001 is a change", widget, func(d, o map[string]any) {
+			put(d, "1001", "spec", "size")
+		}, true},
+		{"1000 to 1e3 on a CRD's string field is a change", widget, func(d, o map[string]any) {
+			put(o, "1000", "spec", "version")
+			put(d, "1e3", "spec", "version")
+		}, true},
+		{"1.1 to 1.10 on a CRD's string field is a change", widget, func(d, o map[string]any) {
+			put(d, "1.10", "spec", "version")
+		}, true},
+		{"reordered items of a CRD's map list are no change", widget, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "endpoints")), "spec", "endpoints")
+		}, false},
+		{"an item someone else put first in a CRD's map list is no change", widget, func(d, o map[string]any) {
+			put(o, append([]any{map[string]any{"name": "other", "port": int64(1)}}, list(o, "spec", "endpoints")...), "spec", "endpoints")
+		}, false},
+		{"an item metacel no longer sets in a CRD's map list is a change", widget, func(d, o map[string]any) {
+			put(d, list(d, "spec", "endpoints")[:1], "spec", "endpoints")
+		}, true},
+		{"reordered values of a CRD's set are no change", widget, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "tags")), "spec", "tags")
+		}, false},
+		{"a value metacel no longer sets in a CRD's set is a change", widget, func(d, o map[string]any) {
+			put(d, list(d, "spec", "tags")[:1], "spec", "tags")
+		}, true},
+		{"reordered items of a CRD's list without a list type (atomic) are a change", widget, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "args")), "spec", "args")
+		}, true},
+		{"strings under x-kubernetes-preserve-unknown-fields compare as strings", widget, func(d, o map[string]any) {
+			put(d, "1.0", "spec", "extra", "items", 0, "v")
+		}, true},
+
+		// a custom resource whose schema the caller does not have
+		{"without a schema, 1000 to 1e3 is a change", untyped, func(d, o map[string]any) {
+			put(d, "1e3", "spec", "size")
+		}, true},
+		{"without a schema, 500m to 0.5 is a change", untyped, func(d, o map[string]any) {
+			put(d, "0.5", "spec", "limits", "cpu")
+		}, true},
+		{"without a schema, a map list (managed fields list its items by key) matches by key", untyped, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "endpoints")), "spec", "endpoints")
+		}, false},
+		{"without a schema, a set (managed fields list its values) matches in any order", untyped, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "tags")), "spec", "tags")
+		}, false},
+		{"without a schema, an atomic list (managed fields list no items) keeps its order", untyped, func(d, o map[string]any) {
+			put(d, reversed(list(d, "spec", "args")), "spec", "args")
+		}, true},
+	}
+	crd := widgetCRDSchema(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file, s := tc.object, (*Schema)(nil)
+			switch tc.object {
+			case widget:
+				s = SchemaFor(readObject(t, "widget-observed.yaml").GroupVersionKind(), crd)
+			case untyped:
+				file = widget
+			default:
+				s = SchemaFor(readObject(t, tc.object+"-observed.yaml").GroupVersionKind(), nil)
+				if s == nil {
+					t.Fatalf("no schema for %s", tc.object)
+				}
+			}
+			desired, observed := readObject(t, file+"-desired.yaml"), readObject(t, file+"-observed.yaml")
+			if tc.edit != nil {
+				tc.edit(desired.Object, observed.Object)
+			}
+			if got := s.NeedsApply(desired, observed); got != tc.changed {
+				t.Errorf("NeedsApply = %v, want %v", got, tc.changed)
+			}
+		})
+	}
+}
+
+// BenchmarkNeedsApply measures the check every sync makes for every child: converged objects,
+// as read from the API server, against their desired state.
+func BenchmarkNeedsApply(b *testing.B) {
+	crd := widgetCRDSchema(b)
+	for _, object := range []string{"pod", "deployment", "widget"} {
+		desired, observed := readObject(b, object+"-desired.yaml"), readObject(b, object+"-observed.yaml")
+		var schema *apiextensionsv1.JSONSchemaProps
+		if object == "widget" {
+			schema = crd
+		}
+		b.Run(object, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if SchemaFor(desired.GroupVersionKind(), schema).NeedsApply(desired, observed) {
+					b.Fatal("converged: no apply needed")
+				}
+			}
+		})
+	}
+}
+
+func TestSchemaFor(t *testing.T) {
+	deployment := schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}
+	widget := schema.GroupVersionKind{Group: "example.com", Version: "v1", Kind: "Widget"}
+	crd := widgetCRDSchema(t)
+
+	d := SchemaFor(deployment, nil)
+	if d == nil {
+		t.Fatal("a built-in kind has client-go's schema")
+	}
+	podSpec := d.root.field("spec").field("template").field("spec")
+	containers := podSpec.field("containers")
+	if containers.list != listMap || !slices.Equal(containers.keys, []string{"name"}) {
+		t.Errorf("containers are a map list by name: %+v", containers)
+	}
+	if args := containers.elem.field("args"); args.list != listAtomic {
+		t.Errorf("args are an atomic list: %+v", args)
+	}
+	if cpu := containers.elem.field("resources").field("limits").field("cpu"); !cpu.isQuantity() {
+		t.Error("resources.limits values are quantities")
+	}
+	if env := containers.elem.field("env").elem.field("value"); env.isQuantity() {
+		t.Error("an env value is a string")
+	}
+	if finalizers := d.root.field("metadata").field("finalizers"); finalizers.list != listSet {
+		t.Errorf("finalizers are a set: %+v", finalizers)
+	}
+	if SchemaFor(deployment, nil) != d {
+		t.Error("a built-in kind's schema is built once")
+	}
+	if SchemaFor(widget, nil) != nil {
+		t.Error("a custom resource without its CRD's schema has none")
+	}
+
+	w := SchemaFor(widget, crd)
+	if w == nil || SchemaFor(widget, crd) != w {
+		t.Fatal("a CRD's schema is built once")
+	}
+	spec := w.root.field("spec")
+	if !spec.field("size").isQuantity() || spec.field("version").isQuantity() || !spec.field("limits").field("any").isQuantity() {
+		t.Error("int-or-string fields, and only they, are quantities")
+	}
+	if l := spec.field("endpoints"); l.list != listMap || !slices.Equal(l.keys, []string{"name"}) {
+		t.Errorf("endpoints are a map list by name: %+v", l)
+	}
+	if spec.field("tags").list != listSet || spec.field("args").list != listAtomic {
+		t.Error("x-kubernetes-list-type set is a set; no list type is atomic")
+	}
+	if spec.field("extra") != nil {
+		t.Error("an object that preserves unknown fields is unknown")
+	}
+	if w.root.field("metadata").field("ownerReferences").list != listMap {
+		t.Error("a custom resource's metadata is ObjectMeta")
+	}
+}
+
+func TestSchemaForIsSafeForConcurrentUse(t *testing.T) {
+	kinds := []schema.GroupVersionKind{
+		{Version: "v1", Kind: "Service"}, {Group: "batch", Version: "v1", Kind: "Job"},
+		{Group: "networking.k8s.io", Version: "v1", Kind: "Ingress"}, {Version: "v1", Kind: "Secret"},
+	}
+	crd := widgetCRDSchema(t)
+	var wg sync.WaitGroup
+	got := make([][]*Schema, 8)
+	for g := range got {
+		wg.Go(func() {
+			for _, k := range kinds {
+				got[g] = append(got[g], SchemaFor(k, nil))
+			}
+			got[g] = append(got[g], SchemaFor(schema.GroupVersionKind{}, crd))
+		})
+	}
+	wg.Wait()
+	for g := range got {
+		if !slices.Equal(got[g], got[0]) || slices.Contains(got[g], nil) {
+			t.Fatalf("every goroutine gets the same schemas: %v, %v", got[g], got[0])
+		}
+	}
+}
+
+func TestACRDSchemaNoLongerUsedIsForgotten(t *testing.T) {
+	key := func() weak.Pointer[apiextensionsv1.JSONSchemaProps] {
+		crd := widgetCRDSchema(t)
+		if SchemaFor(schema.GroupVersionKind{}, crd) == nil {
+			t.Fatal("no schema")
+		}
+		key := weak.Make(crd)
+		if _, ok := crds.Load(key); !ok {
+			t.Fatal("a CRD's schema is cached")
+		}
+		return key
+	}()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		runtime.GC()
+		if _, ok := crds.Load(key); !ok {
+			return
+		}
+	}
+	t.Error("the cache still holds the schema of a CRD nobody uses")
+}
