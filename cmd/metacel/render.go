@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
@@ -60,8 +61,8 @@ func (o *renderOptions) run(ctx context.Context, w io.Writer) error {
 	if err != nil {
 		return err
 	}
-	in := render.Input{Parent: parent, Mapper: cat}
-	if in.Related, err = o.loadRelated(ctx, c, parent, cat); err != nil {
+	in := render.Input{Parent: parent, Mapper: cat, Budget: expr.NewBudget()}
+	if in.Related, in.Namespaces, err = o.loadRelated(ctx, c, parent, cat, in.Budget); err != nil {
 		return err
 	}
 	observed, err := readAll(o.observed)
@@ -135,15 +136,30 @@ func (o *renderOptions) loadParent(c *policy.Compiled, m kinds.Mapper) (*unstruc
 	return parent, nil
 }
 
-// loadRelated gives each related entry the objects of the --related files that it reads.
-func (o *renderOptions) loadRelated(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper) (map[string][]*unstructured.Unstructured, error) {
+// loadRelated gives each related entry the objects of the --related files that it reads, and
+// the labels of the Namespaces among them (for the consent labels of the policy's confinement),
+// after checking, as the runtime does, that the parent may read where its entries read.
+func (o *renderOptions) loadRelated(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, budget *expr.Budget) (map[string][]*unstructured.Unstructured, render.NamespaceLabels, error) {
 	objs, err := readAll(o.related)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	refs, err := render.Related(ctx, c, parent)
+	namespaces := map[string]map[string]string{}
+	for _, obj := range objs {
+		if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" {
+			namespaces[obj.GetName()] = obj.GetLabels()
+		}
+	}
+	labels := func(name string) (map[string]string, bool) {
+		l, ok := namespaces[name]
+		return l, ok
+	}
+	refs, err := render.Related(ctx, c, parent, budget)
+	if err == nil {
+		err = render.CheckRelatedReach(ctx, c, parent, refs, labels, budget)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", reason(err), err)
+		return nil, nil, fmt.Errorf("%s: %w", reason(err), err)
 	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, obj := range objs {
@@ -154,7 +170,7 @@ func (o *renderOptions) loadRelated(ctx context.Context, c *policy.Compiled, par
 			}
 		}
 	}
-	return out, nil
+	return out, labels, nil
 }
 
 // renderWithObserved renders with the observed children: those labelled with a child id belong
@@ -170,7 +186,11 @@ func renderWithObserved(ctx context.Context, c *policy.Compiled, in render.Input
 			unlabelled = append(unlabelled, obj)
 		}
 	}
-	out, err := render.Render(ctx, c, in)
+	first := in
+	if len(unlabelled) > 0 {
+		first.Budget = in.Budget.Copy() // this render only finds which child an unlabelled object is
+	}
+	out, err := render.Render(ctx, c, first)
 	if err != nil || len(unlabelled) == 0 {
 		return out, err
 	}

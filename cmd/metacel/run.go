@@ -29,6 +29,7 @@ type runOptions struct {
 	burst           int
 	metricsAddr     string
 	healthAddr      string
+	profiling       bool
 	leaderElect     bool
 	election        operator.LeaderElection
 	logFormat       string
@@ -60,6 +61,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
+	f.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ on the metrics address (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
 	def := operator.DefaultLeaderElection("")
 	f.StringVar(&o.election.ID, "leader-election-id", def.ID, "name of the leader election Lease")
@@ -107,6 +109,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		Workers:         o.workers,
 		MetricsAddr:     o.metricsAddr,
 		HealthAddr:      o.healthAddr,
+		Profiling:       o.profiling,
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {

@@ -43,7 +43,7 @@ func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
 			h.store(t, secretsGVR, child)
-			h.cacheChild(t, "/v1, Resource=secrets", child)
+			h.cacheChild(t, child)
 			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
@@ -131,5 +131,53 @@ func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
 	slices.Sort(patched)
 	if strings.Join(patched, ",") != "other-tier,relabelled" {
 		t.Errorf("let go of %v, want other-tier and relabelled", patched)
+	}
+}
+
+// farPolicy writes its child into the namespace of the parent's data.ns: it cannot be owned, and
+// the parent's finalizer cleans it up.
+const farPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  confinement: {childNamespaces: {names: ["*"]}}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+  children:
+    - id: copy
+      crossNamespace: true
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}-copy", namespace: "${parent.data.ns}"}
+`
+
+func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
+	h := newHarness(t, farPolicy)
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, deletionTimestamp: "2026-11-23T12:00:00Z", finalizers: [metacel.dev/cleanup]}, data: {ns: far}}`)
+	h.store(t, configmapsGVR, parent)
+	h.cacheParent(t, parent)
+	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: far, uid: s-1,
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
+	h.store(t, secretsGVR, child)
+	h.cacheChild(t, child)
+
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(h.writes(), ","); w != "delete secrets" {
+		t.Fatalf("first sync wrote %s, want the child deleted and the finalizer kept", w)
+	}
+	// the child is gone (from the cache too): the parent is finalized
+	if err := h.c.children[secretsGVR.String()].GetIndexer().Delete(child); err != nil {
+		t.Fatal(err)
+	}
+	h.client.ClearActions()
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(h.writes(), ","); w != "patch configmaps" {
+		t.Errorf("second sync wrote %s, want the finalizer removed", w)
 	}
 }

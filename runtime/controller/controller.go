@@ -52,7 +52,9 @@ type Controller struct {
 	parents  cache.SharedIndexInformer
 	children map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
-	relIndex *relatedIndex
+	// namespaces is the namespaces' informer, when the policy's confinement asks for consent
+	namespaces cache.SharedIndexInformer
+	relIndex   *relatedIndex
 	// lastConds holds the last conditions of parents without status, by parent key
 	lastConds struct {
 		sync.Mutex
@@ -155,6 +157,9 @@ func (c *Controller) informers() map[string]cache.SharedIndexInformer {
 	out := map[string]cache.SharedIndexInformer{c.policy.Parent.GVR.String(): c.parents}
 	maps.Copy(out, c.children)
 	maps.Copy(out, c.related)
+	if c.namespaces != nil {
+		out[namespacesGVR.String()] = c.namespaces
+	}
 	return out
 }
 
@@ -257,6 +262,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	case isConflict(err):
 		c.queue.AddRateLimited(key)
 		logger.V(1).Info("Child conflict; will retry", "err", err)
+	case apierrors.ReasonForError(err) == reasonWriteFenced:
+		// this replica's Lease may have expired: it stops leading soon, or renews and goes on
+		c.queue.AddRateLimited(key)
+		logger.V(2).Info("Write fenced: the leader election Lease may have expired; will retry", "err", err)
 	default:
 		c.queue.AddRateLimited(key)
 		logger.Error(err, "Sync failed; will retry")
@@ -276,6 +285,10 @@ func (c *Controller) syncRecovering(ctx context.Context, key string) (err error)
 	}()
 	return c.sync(ctx, key)
 }
+
+// reasonWriteFenced is the reason of a write that the leader election fence refused (package
+// operator): no error of the sync's own.
+const reasonWriteFenced = "WriteFenced"
 
 // permanentError is a failure that retrying the same inputs cannot fix.
 type permanentError struct{ err error }

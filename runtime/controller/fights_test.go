@@ -24,13 +24,13 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, copyPolicy)
-			h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret"}}, nil
 			})
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 			if tc.observed {
 				// as the other writer leaves it after each revert: its data differs from the policy's
-				h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+				h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
   managedFields: [
@@ -85,11 +85,11 @@ func TestChildEventsAreSpacedUntilASyncSettles(t *testing.T) {
 	if d := h.c.childEvents.When("ns/p"); d < 300*time.Millisecond {
 		t.Errorf("the next child event waits %s, want the doubled backoff (320ms)", d)
 	}
-	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+	h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
 	})
 	_ = h.c.sync(t.Context(), "ns/p") // creates the child: not settled
-	h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+	h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
   managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:type": {}, "f:metadata": {

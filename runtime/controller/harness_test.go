@@ -73,10 +73,14 @@ func (h *harness) cacheParent(t *testing.T, obj *unstructured.Unstructured) {
 	}
 }
 
-// cacheChild puts an object in the cache of its resource (given as GroupVersionResource string).
-func (h *harness) cacheChild(t *testing.T, gvr string, obj *unstructured.Unstructured) {
+// cacheChild puts an object in the cache of its child resource.
+func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	if err := h.c.children[gvr].GetIndexer().Add(obj); err != nil {
+	res, ok := h.c.resourceOf(obj)
+	if !ok {
+		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
+	}
+	if err := h.c.children[res.GVR.String()].GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -98,9 +102,10 @@ func (h *harness) writes() []string {
 	return out
 }
 
-// react makes the client answer verb on resource with fn (before its default reaction).
-func (h *harness) react(verb, resource string, fn clienttesting.ReactionFunc) {
-	h.client.PrependReactor(verb, resource, fn)
+// reactToPatch makes the client answer patches (applies) of resource with fn, before its default
+// reaction.
+func (h *harness) reactToPatch(resource string, fn clienttesting.ReactionFunc) {
+	h.client.PrependReactor("patch", resource, fn)
 }
 
 func objectFrom(t *testing.T, text string) *unstructured.Unstructured {

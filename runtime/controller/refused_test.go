@@ -52,7 +52,7 @@ func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
 			h := newHarness(t, copyPolicy)
 			parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: big, namespace: ns, uid: p-1, resourceVersion: "1"}, data: {a: "x"}}`)
 			h.cacheParent(t, parent)
-			h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.refusal })
+			h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.refusal })
 
 			err := h.c.sync(t.Context(), "ns/big")
 			var perm *permanentError
@@ -94,7 +94,7 @@ func TestAnObjectMadeByHandWithAParentsLabelsAddsNoFinalizer(t *testing.T) {
 	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}, data: {a: "x"}}`)
 	h.cacheParent(t, parent)
 	// made by hand (kubectl create): metacel's labels, no ownerReference, no metacel apply
-	h.cacheChild(t, "/v1, Resource=secrets", objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+	h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
   managedFields: [{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {}}}]}}`))
 	_ = h.c.sync(t.Context(), "ns/p")
@@ -117,7 +117,7 @@ func TestASyncCancelledByAStoppingControllerIsNoError(t *testing.T) {
 	h := newHarness(t, copyPolicy)
 	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 	ctx, stop := context.WithCancel(t.Context())
-	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+	h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		stop() // a reload swaps the controller while it writes
 		return true, nil, fmt.Errorf("client rate limiter Wait returned an error: %w", context.Canceled)
 	})
@@ -151,7 +151,7 @@ func TestAnObjectMadeByHandIsNeverTakenOver(t *testing.T) {
 				t.Fatal(err)
 			}
 			if byHand.GetLabels()[render.LabelManagedBy] != "" {
-				h.cacheChild(t, "/v1, Resource=secrets", byHand)
+				h.cacheChild(t, byHand)
 			}
 			err := h.c.sync(t.Context(), "ns/p")
 			if !isConflict(err) {
@@ -167,7 +167,7 @@ func TestAnObjectMadeByHandIsNeverTakenOver(t *testing.T) {
 func TestAPanickingSyncIsRecoveredAndRetried(t *testing.T) {
 	h := newHarness(t, copyPolicy)
 	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
-	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { panic("a bug") })
+	h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) { panic("a bug") })
 	h.c.queue.Add("ns/p")
 	if !h.c.processNextWorkItem(t.Context()) {
 		t.Fatal("the worker stopped")
@@ -209,7 +209,7 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 	h := newHarness(t, copyPolicy)
 	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`)
 	h.cacheParent(t, parent)
-	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+	h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "p-copy", nil)
 	})
 	_ = h.c.sync(t.Context(), "ns/p")

@@ -2,22 +2,112 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
-// watchRelated acquires the informers of the policy's related resources.
+// watchRelated acquires the informers of the policy's related resources, and of namespaces when
+// its confinement asks for their consent. A resource that the policy reads only through one
+// selector with literal labels is watched through that selector: the runtime then holds only
+// what the policy may read, not every object of the resource.
 func (c *Controller) watchRelated() {
-	for _, rel := range c.policy.Related {
-		if _, ok := c.related[rel.GVR.String()]; !ok {
-			c.related[rel.GVR.String()] = c.acquire(rel.GVR, "", c.relatedHandler(rel.GVR))
+	for gvr, selector := range relatedSelectors(c.policy.Related) {
+		c.related[gvr.String()] = c.acquire(gvr, selector, c.relatedHandler(gvr))
+	}
+	if labels := c.policy.Confinement.ConsentLabels(); len(labels) > 0 {
+		c.namespaces = c.acquire(namespacesGVR, "", c.namespaceHandler(labels))
+	}
+}
+
+var namespacesGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
+
+// relatedSelectors gives the label selector to watch each related resource through: its entries'
+// one selector when they all read through it and it is literal, else "" (every object).
+func relatedSelectors(rels []policy.CompiledRelated) map[schema.GroupVersionResource]string {
+	out := map[schema.GroupVersionResource]string{}
+	seen := map[schema.GroupVersionResource]bool{}
+	for _, rel := range rels {
+		sel := literalSelector(rel.Selector)
+		if prev, ok := out[rel.GVR]; seen[rel.GVR] && (!ok || prev != sel) {
+			sel = ""
+		}
+		seen[rel.GVR] = true
+		out[rel.GVR] = sel
+	}
+	return out
+}
+
+// literalSelector is a selector's string when it has no ${} template, else "".
+func literalSelector(s *metav1.LabelSelector) string {
+	if s == nil {
+		return ""
+	}
+	for _, v := range s.MatchLabels {
+		if strings.Contains(v, "${") {
+			return ""
 		}
 	}
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil || sel.Empty() {
+		return ""
+	}
+	return sel.String()
+}
+
+// namespaceHandler re-syncs every parent when a namespace's consent labels change: what the
+// parents may reach changed.
+func (c *Controller) namespaceHandler(consent []string) cache.ResourceEventHandler {
+	changed := func(old, obj any) bool {
+		o, err1 := metaOf(old)
+		n, err2 := metaOf(obj)
+		if err1 != nil || err2 != nil {
+			return true
+		}
+		for _, l := range consent {
+			if o.GetLabels()[l] != n.GetLabels()[l] {
+				return true
+			}
+		}
+		return false
+	}
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				c.enqueueAll(c.queue.Add)
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if changed(old, obj) {
+				c.enqueueAll(c.queue.Add)
+			}
+		},
+		DeleteFunc: func(any) { c.enqueueAll(c.queue.Add) },
+	}
+}
+
+// namespaceLabels returns the labels of a namespace from the cache (the policy asks for consent).
+func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
+	if c.namespaces == nil {
+		return nil, false
+	}
+	obj, ok, _ := c.namespaces.GetIndexer().GetByKey(name)
+	if !ok {
+		return nil, false
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return nil, false
+	}
+	return m.GetLabels(), true
 }
 
 // relatedHandler routes a related object's events to the parents that read it; an update routes
@@ -40,15 +130,18 @@ func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.Resou
 
 // readRelated resolves the parent's related references and reads them from the caches; it
 // remembers what the parent read, so that a change to it re-syncs the parent.
-func (c *Controller) readRelated(ctx context.Context, key string, parent *unstructured.Unstructured) (map[string][]*unstructured.Unstructured, error) {
+func (c *Controller) readRelated(ctx context.Context, key string, parent *unstructured.Unstructured, budget *expr.Budget) (map[string][]*unstructured.Unstructured, error) {
 	if len(c.policy.Related) == 0 {
 		return nil, nil
 	}
-	refs, err := render.Related(ctx, c.policy, parent)
+	refs, err := render.Related(ctx, c.policy, parent, budget)
 	if err != nil {
 		return nil, err
 	}
 	c.relIndex.set(key, refs)
+	if err := render.CheckRelatedReach(ctx, c.policy, parent, refs, c.namespaceLabels, budget); err != nil {
+		return nil, err
+	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, ref := range refs {
 		indexer := c.related[ref.Resource.String()].GetIndexer()

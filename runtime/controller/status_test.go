@@ -31,7 +31,7 @@ spec:
 // statusWrites records the status applies a harness's client receives, and answers them with err.
 func statusWrites(h *harness, err error) *[]map[string]any {
 	var sent []map[string]any
-	h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.reactToPatch("widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -28,12 +29,13 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.finalize(ctx, parent)
 	}
 	observed := c.observedChildren(parent)
-	related, err := c.readRelated(ctx, key, parent)
+	budget := expr.NewBudget() // what every expression of this sync may spend together
+	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}
 	start := c.deps.Clock.Now()
-	out, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: observed, Related: related, Mapper: c.deps.Mapper})
+	out, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: observed, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget})
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		return c.fail(ctx, parent, err)

@@ -6,8 +6,8 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	"github.com/google/cel-go/common/decls"
 	"github.com/google/cel-go/ext"
-	"github.com/google/cel-go/interpreter"
 	apiservercel "k8s.io/apiserver/pkg/cel"
 	"k8s.io/apiserver/pkg/cel/library"
 )
@@ -23,26 +23,48 @@ const (
 var (
 	baseOnce sync.Once
 	baseEnv  *cel.Env
+	runEnv   *cel.Env
 	baseErr  error
 )
 
 // base returns the environment every scope extends; it is built once per process.
 func base() (*cel.Env, error) {
-	baseOnce.Do(func() {
-		baseEnv, baseErr = cel.NewEnv(baseOptions()...)
-	})
-	return baseEnv, baseErr
+	b, _, err := bases()
+	return b, err
 }
 
-func baseOptions() []cel.EnvOption {
+// bases returns the environment every scope extends, and the one its programs are planned in.
+//
+// The second has the same functions without the cost trackers of cel-go's lists and sets
+// libraries, which cel-go would build into a map at every evaluation (more than half the time of
+// a short one); runtimeCosts charges those functions the same. Everything a program is planned
+// from (functions, their overload ids, types, variables) is declared alike in both.
+func bases() (check, run *cel.Env, err error) {
+	baseOnce.Do(func() {
+		if baseEnv, baseErr = cel.NewEnv(baseOptions(3, ext.Sets())...); baseErr != nil {
+			return
+		}
+		fns := baseEnv.Functions()
+		var sets []*decls.FunctionDecl
+		for _, name := range []string{"sets.contains", "sets.equivalent", "sets.intersects"} {
+			sets = append(sets, fns[name])
+		}
+		runEnv, baseErr = cel.NewEnv(baseOptions(2, cel.FunctionDecls(sets...))...)
+	})
+	return baseEnv, runEnv, baseErr
+}
+
+// baseOptions are the base environment's options, with cel-go's lists library at listsVersion (3
+// adds cost estimates and trackers only) and its sets library as sets.
+func baseOptions(listsVersion uint32, sets cel.EnvOption) []cel.EnvOption {
 	return []cel.EnvOption{
 		cel.EagerlyValidateDeclarations(true),
 		cel.DefaultUTCTimeZone(true),
 		cel.CrossTypeNumericComparisons(true),
 		cel.OptionalTypes(),
 		ext.Strings(ext.StringsVersion(2)),
-		ext.Lists(ext.ListsVersion(3)),
-		ext.Sets(),
+		ext.Lists(ext.ListsVersion(listsVersion)),
+		sets,
 		ext.Math(),
 		ext.Encoders(),
 		ext.Bindings(),
@@ -89,13 +111,15 @@ type Var struct {
 
 // Env is the CEL environment of one Scope.
 type Env struct {
-	cel   *cel.Env
+	cel *cel.Env
+	// run is the same scope over the base its programs are planned in (bases).
+	run   *cel.Env
 	sizes *sizes
 }
 
 // NewEnv builds the environment of a scope. It is done once per place in a policy, at load.
 func NewEnv(s Scope) (*Env, error) {
-	b, err := base()
+	b, rb, err := bases()
 	if err != nil {
 		return nil, fmt.Errorf("build CEL base environment: %w", err)
 	}
@@ -132,6 +156,19 @@ func NewEnv(s Scope) (*Env, error) {
 	if s.Child {
 		opts = append(opts, cel.Variable("child", cel.DynType))
 	}
+	env, err := declare(b, declTypes, opts)
+	if err != nil {
+		return nil, err
+	}
+	run, err := declare(rb, declTypes, opts)
+	if err != nil {
+		return nil, err
+	}
+	return &Env{cel: env, run: run, sizes: newSizes(roots)}, nil
+}
+
+// declare extends a base with a scope's types and variables.
+func declare(b *cel.Env, declTypes []*apiservercel.DeclType, opts []cel.EnvOption) (*cel.Env, error) {
 	if len(declTypes) > 0 {
 		provider := apiservercel.NewDeclTypeProvider(declTypes...)
 		// a field named by a CEL keyword (metadata.namespace) is declared escaped (__namespace__):
@@ -147,7 +184,7 @@ func NewEnv(s Scope) (*Env, error) {
 	if err != nil {
 		return nil, fmt.Errorf("declare policy variables: %w", err)
 	}
-	return &Env{cel: env, sizes: &sizes{roots: roots, elements: AssumedMaxElements}}, nil
+	return env, nil
 }
 
 func objectType(name string, fields map[string]*apiservercel.DeclField) *apiservercel.DeclType {
@@ -205,19 +242,4 @@ func declTypeOf(t *cel.Type) *apiservercel.DeclType {
 		return apiservercel.NewMapType(declTypeOf(params[0]), declTypeOf(params[1]), -1)
 	}
 	return apiservercel.DynType
-}
-
-// programOptions are the run-time options of a program; metered programs track their actual
-// cost as they run.
-func programOptions(metered bool) []cel.ProgramOption {
-	if !metered {
-		return []cel.ProgramOption{cel.EvalOptions(cel.OptOptimize)}
-	}
-	return []cel.ProgramOption{
-		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
-		cel.CostTracking(runtimeCosts{}),
-		cel.CostLimit(SyncCostBudget),
-		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
-		cel.InterruptCheckFrequency(100),
-	}
 }

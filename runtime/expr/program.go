@@ -2,12 +2,15 @@ package expr
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/interpreter"
@@ -62,9 +65,13 @@ type Program struct {
 	// Out is the checked result type.
 	Out  *cel.Type
 	want Want
-	prg  cel.Program
-	// static is the cost charged per evaluation of an unmetered program: its estimate.
-	static uint64
+	// instances are planned copies of the program, each metered on its own (meter.go); nil for
+	// a bounded program.
+	instances *instances
+	// bounded is a program whose cost cannot exceed its estimate, whatever its input (bounded):
+	// it runs unmetered and is charged its estimate, static, before it runs.
+	bounded cel.Program
+	static  uint64
 }
 
 // Compile parses, type-checks and plans one expression, and rejects it when its estimated cost
@@ -89,30 +96,67 @@ func (e *Env) Compile(src string, want Want) (*Program, error) {
 			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
 			quote(src), est.Max, PerExpressionCostLimit)
 	}
-	metered, err := e.dependsOnSizes(ast, est)
+	p := &Program{Source: src, Out: ast.OutputType(), want: want}
+	bounded, err := e.bounded(ast, est)
 	if err != nil {
 		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)
 	}
-	prg, err := e.cel.Program(ast, programOptions(metered)...)
+	if bounded {
+		p.static = est.Max
+		p.bounded, err = e.run.Program(ast, cel.EvalOptions(cel.OptOptimize))
+	} else {
+		run := e.run
+		p.instances, err = newInstances(func(m *meter) (cel.Program, error) {
+			return run.Program(ast, programOptions(m)...)
+		})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", quote(src), err)
-	}
-	p := &Program{Source: src, Out: ast.OutputType(), want: want, prg: prg}
-	if !metered {
-		p.static = est.Max
 	}
 	return p, nil
 }
 
-// dependsOnSizes reports whether an expression's cost grows with the size of the lists and maps
-// it reads (a comprehension, say): only those are metered as they run, which costs about a
-// microsecond per evaluation. The others cost at most their estimate, which is charged instead.
-func (e *Env) dependsOnSizes(ast *cel.Ast, est checker.CostEstimate) (bool, error) {
-	larger, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.withElements(1000*AssumedMaxElements)))
+// boundedCalls are the functions and operators whose cost and result are bounded by the sizes
+// the cost estimate knows: they build nothing larger than a literal of the expression, or they
+// cost by the size of what they read, which the estimate counts.
+var boundedCalls = map[string]bool{
+	"_==_": true, "_!=_": true, "_<_": true, "_<=_": true, "_>_": true, "_>=_": true,
+	"_&&_": true, "_||_": true, "!_": true, "_?_:_": true, "@not_strictly_false": true,
+	"-_": true, "_+_": true, "_-_": true, "_*_": true, "_/_": true, "_%_": true,
+	"_[_]": true, "_[?_]": true, "_?._": true, "@in": true,
+	"size": true, "int": true, "uint": true, "double": true, "string": true, "bool": true,
+	"dyn": true, "type": true,
+	"optional.of": true, "optional.ofNonZeroValue": true, "optional.none": true,
+	"orValue": true, "or": true, "hasValue": true, "value": true,
+}
+
+// boundedCostMax is the largest estimate charged instead of metering: a larger one is better
+// metered, which charges what the expression actually spends.
+const boundedCostMax = 1_000
+
+// bounded reports whether an expression is cheap and its run-time cost cannot exceed its
+// estimate, whatever its input, so that it needs no metering (which costs a few microseconds per
+// evaluation): it loops over no list but a literal one (cel.bind and optMap loop over []), calls
+// only boundedCalls, and its estimate stays the same when the sizes no schema bounds grow a
+// thousandfold, so that nothing it does grows with its input.
+func (e *Env) bounded(ast *cel.Ast, est checker.CostEstimate) (bool, error) {
+	ok := est.Max <= boundedCostMax
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(x celast.Expr) {
+		switch x.Kind() {
+		case celast.ComprehensionKind:
+			ok = ok && x.AsComprehension().IterRange().Kind() == celast.ListKind
+		case celast.CallKind:
+			ok = ok && boundedCalls[x.AsCall().FunctionName()]
+		}
+	}))
+	if !ok {
+		return false, nil
+	}
+	larger, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.scaled(1000)))
 	if err != nil {
 		return false, err
 	}
-	return larger.Max != est.Max, nil
+	return larger.Max == est.Max, nil
 }
 
 // quotedMax is the length past which an expression is shortened in messages: the message must
@@ -140,11 +184,48 @@ func compileError(src string, iss *cel.Issues) error {
 	return fmt.Errorf("compile %s: %s", quote(src), strings.Join(msgs, "; "))
 }
 
-// Budget is the cost that the expressions of one sync may still spend.
+// Budget is the cost that the expressions of one sync may still spend. It is not safe for
+// concurrent use: one sync evaluates one expression at a time.
 type Budget struct{ remaining uint64 }
 
 // NewBudget returns a full budget of SyncCostBudget.
 func NewBudget() *Budget { return &Budget{remaining: SyncCostBudget} }
+
+// Remaining is what is left to spend.
+func (b *Budget) Remaining() uint64 { return b.remaining }
+
+// Copy returns a budget with what is left of b, spent apart from it; nil for nil.
+func (b *Budget) Copy() *Budget {
+	if b == nil {
+		return nil
+	}
+	return &Budget{remaining: b.remaining}
+}
+
+// spend charges cost, or empties the budget and reports false when it is more than what is left.
+func (b *Budget) spend(cost uint64) bool {
+	if cost > b.remaining {
+		b.remaining = 0
+		return false
+	}
+	b.remaining -= cost
+	return true
+}
+
+// overBudget is the error of an expression stopped by the budget, with left the budget it
+// started with; what, when known, is what would have cost too much, and cost its cost
+// (math.MaxUint64: counted only up to past left).
+func overBudget(src string, left uint64, what string, cost uint64) error {
+	switch {
+	case what == "":
+		what = "costs more than"
+	case cost == math.MaxUint64:
+		what += " would cost more than"
+	default:
+		what = fmt.Sprintf("%s would cost %d, more than", what, cost)
+	}
+	return fmt.Errorf("evaluate %s: %s the %d left of the cost budget of %d per sync", quote(src), what, left, SyncCostBudget)
+}
 
 // Activation binds variable names to values (plain Go maps and lists, as unstructured objects hold).
 type Activation = interpreter.Activation
@@ -160,19 +241,44 @@ func Extend(a Activation, vars map[string]any) Activation {
 	return interpreter.NewHierarchicalActivation(a, NewActivation(vars))
 }
 
-// Eval evaluates the program, charges its cost to b and checks its result against what it must
-// return. Errors name the expression.
+// Eval evaluates the program, charging its cost to b as it runs, and checks its result against
+// what it must return. The evaluation stops as soon as it has spent what is left of b, before a
+// call that would build more than that (meter.go). Errors name the expression.
 func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val, error) {
-	val, det, err := p.prg.ContextEval(ctx, act)
-	cost := p.static
-	if det != nil && det.ActualCost() != nil {
-		cost = *det.ActualCost()
+	if p.instances == nil {
+		return p.evalBounded(ctx, act, b)
 	}
-	if cost > b.remaining {
+	in, err := p.instances.get()
+	if err != nil {
+		return nil, fmt.Errorf("evaluate %s: %w", quote(p.Source), err)
+	}
+	left := b.remaining
+	in.m.limit = left
+	val, det, err := in.prg.ContextEval(ctx, act)
+	var cost uint64
+	if c := det.ActualCost(); c != nil {
+		cost = *c
+	}
+	refused, refusedCost := in.m.refused, in.m.refusedCost
+	p.instances.put(in)
+	if !b.spend(cost) || (err != nil && stoppedByCost(err)) {
 		b.remaining = 0
-		return nil, fmt.Errorf("evaluate %s: the cost budget of %d per sync is used up", quote(p.Source), SyncCostBudget)
+		return nil, overBudget(p.Source, left, refused, refusedCost)
 	}
-	b.remaining -= cost
+	return p.result(val, err)
+}
+
+// evalBounded evaluates a bounded program, charged its estimate before it runs.
+func (p *Program) evalBounded(ctx context.Context, act Activation, b *Budget) (ref.Val, error) {
+	if left := b.remaining; !b.spend(p.static) {
+		return nil, overBudget(p.Source, left, "it", p.static)
+	}
+	val, _, err := p.bounded.ContextEval(ctx, act)
+	return p.result(val, err)
+}
+
+// result checks the result of an evaluation.
+func (p *Program) result(val ref.Val, err error) (ref.Val, error) {
 	if err != nil {
 		return nil, fmt.Errorf("evaluate %s: %w", quote(p.Source), err)
 	}
@@ -180,6 +286,40 @@ func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val,
 		return nil, fmt.Errorf("evaluate %s: must return %s, got %s", quote(p.Source), p.want, val.Type().TypeName())
 	}
 	return val, nil
+}
+
+// stoppedByCost reports whether cel-go stopped an evaluation for its cost.
+func stoppedByCost(err error) bool {
+	var cancelled interpreter.EvalCancelledError
+	return errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
+}
+
+// EvalNative evaluates the program like Eval and converts its result with ToNative, charging
+// the conversion to b too: the result is written out in full, as a child object or a status,
+// however often it refers to one value (buildCost).
+func (p *Program) EvalNative(ctx context.Context, act Activation, b *Budget) (any, error) {
+	val, err := p.Eval(ctx, act, b)
+	if err != nil {
+		return nil, err
+	}
+	// counted before it is built, so that a result over the budget is never built
+	if err := p.chargeResult(b, buildCost(val, b.remaining)); err != nil {
+		return nil, err
+	}
+	v, err := ToNative(val)
+	if err != nil {
+		return nil, fmt.Errorf("result of %s: %w", quote(p.Source), err)
+	}
+	return v, nil
+}
+
+// chargeResult charges b for writing out the program's result.
+func (p *Program) chargeResult(b *Budget, cost uint64) error {
+	left := b.remaining
+	if !b.spend(cost) {
+		return overBudget(p.Source, left, "writing out its result", cost)
+	}
+	return nil
 }
 
 // EvalBool evaluates a program that returns a bool.

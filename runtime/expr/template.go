@@ -153,16 +153,9 @@ func (n constNode) eval(context.Context, Activation, *Budget) (any, bool, error)
 type exprNode struct{ p *Program }
 
 func (n exprNode) eval(ctx context.Context, act Activation, b *Budget) (any, bool, error) {
-	val, err := n.p.Eval(ctx, act, b)
+	v, err := n.p.EvalNative(ctx, act, b) // an optional without a value gives nil: absent
 	if err != nil {
 		return nil, false, err
-	}
-	if o, ok := val.(*types.Optional); ok && !o.HasValue() {
-		return nil, false, nil
-	}
-	v, err := ToNative(val)
-	if err != nil {
-		return nil, false, fmt.Errorf("result of %q: %w", n.p.Source, err)
 	}
 	return v, v != nil, nil
 }
@@ -187,6 +180,10 @@ func (n interpNode) eval(ctx context.Context, act Activation, b *Budget) (any, b
 		}
 		switch x := val.(type) {
 		case types.String:
+			// written out once more each time the template is evaluated
+			if err := p.prg.chargeResult(b, traversal(uint64(len(x)))); err != nil {
+				return nil, false, err
+			}
 			sb.WriteString(string(x))
 		case types.Int:
 			sb.WriteString(strconv.FormatInt(int64(x), 10))

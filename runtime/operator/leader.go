@@ -10,6 +10,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	coordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
@@ -25,7 +27,8 @@ type LeaderElection struct {
 }
 
 // DefaultLeaderElection has Kubernetes' usual timings: a standby takes over at most 15 s after
-// the leader stops renewing, at once when it releases the Lease on shutdown.
+// the leader stops renewing, at once when it releases the Lease on shutdown. The leader stops
+// writing 10 s (RenewDeadline) after its last renewal, whether or not it knows (fence.go).
 func DefaultLeaderElection(namespace string) LeaderElection {
 	return LeaderElection{ID: "metacel", Namespace: namespace, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second}
 }
@@ -36,18 +39,19 @@ func DefaultLeaderElection(namespace string) LeaderElection {
 var errLostLease = errors.New("lost the leader election Lease")
 
 // runElected runs lead while this replica holds the Lease; it returns when ctx is done (having
-// released the Lease) or when the Lease is lost.
-func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(context.Context) error) error {
+// released the Lease) or when the Lease is lost. The Lease is read and written with a client of
+// cfg, which must not go through fence: fence learns from it when the Lease is acquired, renewed
+// or lost, and the leader's other clients write through it (fence.go).
+func runElected(ctx context.Context, cfg *rest.Config, fence *writeFence, le LeaderElection, lead func(context.Context) error) error {
 	logger := klog.FromContext(ctx)
 	identity := le.Identity
 	if identity == "" {
 		host, _ := os.Hostname()
 		identity = host + "_" + string(uuid.NewUUID())
 	}
-	lock := &resourcelock.LeaseLock{
-		LeaseMeta:  metav1.ObjectMeta{Name: le.ID, Namespace: le.Namespace},
-		Client:     c.kube.CoordinationV1(),
-		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	lock, err := electionLock(cfg, fence, le, identity)
+	if err != nil {
+		return err
 	}
 	// The elector runs on its own context, stopped only once the leader's work has returned, so
 	// that the Lease is released after the last write, not before; and a leader whose work ends
@@ -98,4 +102,19 @@ func runElected(ctx context.Context, c *clients, le LeaderElection, lead func(co
 		return err
 	}
 	return errLostLease
+}
+
+// electionLock is the Lease lock of identity. It reads and writes the Lease with its own client
+// of cfg, outside the fence, so that the elector can renew (or release) the Lease when the fence
+// is closed; and it tells the fence of every acquire, renewal and loss.
+func electionLock(cfg *rest.Config, fence *writeFence, le LeaderElection, identity string) (resourcelock.Interface, error) {
+	leases, err := coordinationv1.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("leader election client: %w", err)
+	}
+	return fence.lock(&resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: le.ID, Namespace: le.Namespace},
+		Client:     leases,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: identity},
+	}), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,6 +43,9 @@ type Options struct {
 	Workers int
 	// MetricsAddr and HealthAddr are listen addresses; "" or "0" serves nothing.
 	MetricsAddr, HealthAddr string
+	// Profiling serves Go's pprof profiles at /debug/pprof/ on MetricsAddr, as Kubernetes
+	// components do with --profiling.
+	Profiling bool
 	// Registry receives the metrics; nil makes a new one.
 	Registry *prometheus.Registry
 	// Ready, when set, is closed once the first policies are loaded and their caches synced.
@@ -57,7 +61,14 @@ type Options struct {
 // loses its Lease).
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
-	clients, err := newClients(o.Config)
+	// With leader election, the clients write through a fence that refuses writes once this
+	// replica's Lease may have expired by its own clock; the elector's Lease client does not.
+	cfg, fence := o.Config, (*writeFence)(nil)
+	if o.LeaderElection != nil {
+		fence = newWriteFence(logger, *o.LeaderElection, clock.RealClock{})
+		cfg = fence.config(o.Config)
+	}
+	clients, err := newClients(cfg)
 	if err != nil {
 		return err
 	}
@@ -76,7 +87,7 @@ func Run(ctx context.Context, o Options) error {
 
 	var ready atomic.Bool
 	errs := make(chan error, 4)
-	serve(ctx, o.MetricsAddr, metricsMux(reg), errs)
+	serve(ctx, o.MetricsAddr, metricsMux(reg, o.Profiling), errs)
 	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
 	logger.Info("Started", "policyDirs", o.PolicyDirs, "policyNamespace", o.PolicyNamespace, "workers", o.Workers)
 	markReady := sync.OnceFunc(func() {
@@ -90,7 +101,7 @@ func Run(ctx context.Context, o Options) error {
 		return r.run(ctx)
 	}
 	markReady() // a standby is ready: ready to take over
-	return runElected(ctx, clients, *o.LeaderElection, r.run)
+	return runElected(ctx, o.Config, fence, *o.LeaderElection, r.run)
 }
 
 // reconciler is the part of the process that reconciles: the leader's, with leader election.
@@ -212,10 +223,19 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube}, nil
 }
 
-func metricsMux(reg *prometheus.Registry) *http.ServeMux {
+// metricsMux serves /metrics and, with profiling, net/http/pprof's /debug/pprof/ (the named
+// profiles under it: heap, goroutine, ...; profile and trace take ?seconds=N).
+func metricsMux(reg *prometheus.Registry, profiling bool) *http.ServeMux {
 	mux := http.NewServeMux()
 	gatherers := prometheus.Gatherers{reg, controller.ProcessRegistry}
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
+	if profiling {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	return mux
 }
 

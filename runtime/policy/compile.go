@@ -60,6 +60,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 		return nil, c.errs
 	}
 	out.Related = c.related()
+	out.Confinement = c.confinement()
 	out.Validations = c.validations()
 	out.Variables = c.variables()
 	out.Children = c.children(out.Parent, out.ChildResources)

@@ -28,6 +28,7 @@ type Compiled struct {
 	Validations    []CompiledValidation
 	Variables      []CompiledVariable
 	Related        []CompiledRelated
+	Confinement    CompiledConfinement
 	Children       []CompiledChild
 	// Status, when not nil, computes the fields merged into the parent's status.
 	Status *expr.Template

@@ -36,6 +36,30 @@ type Spec struct {
 	Children            []Child         `json:"children,omitempty"`
 	// Status holds the fields merged into the parent's status: a YAML tree of ${} templates.
 	Status map[string]any `json:"status,omitempty"`
+	// Confinement bounds how far the author of a namespaced parent reaches through it: the
+	// namespaces other than the parent's own that its related objects may be read from and its
+	// children written to. Without it, a parent reaches its own namespace only.
+	Confinement *Confinement `json:"confinement,omitempty"`
+}
+
+// Confinement says which namespaces, beyond the parent's own, a namespaced parent may reach.
+type Confinement struct {
+	// RelatedNamespaces are the namespaces related objects may be read from.
+	RelatedNamespaces *NamespaceRule `json:"relatedNamespaces,omitempty"`
+	// ChildNamespaces are the namespaces crossNamespace children may be written to.
+	ChildNamespaces *NamespaceRule `json:"childNamespaces,omitempty"`
+}
+
+// NamespaceRule allows namespaces by name (names, expression) and, with consentLabel, only those
+// of them that consent: a namespace is allowed when it is named (or nothing names any) and, if
+// consentLabel is set, carries that label with the value "true".
+type NamespaceRule struct {
+	// Names lists allowed namespaces; "*" allows every namespace.
+	Names []string `json:"names,omitempty"`
+	// Expression is CEL over parent returning a list of allowed namespace names, checked per sync.
+	Expression string `json:"expression,omitempty"`
+	// ConsentLabel is a label the namespace must carry with the value "true" (its owners opt in).
+	ConsentLabel string `json:"consentLabel,omitempty"`
 }
 
 // ParentResource names the resource whose objects are parents.

@@ -43,6 +43,10 @@ func Validate(doc *Document) error {
 	for i, c := range p.Spec.Children {
 		v.child(expr.IndexPath("spec.children", i), c, ids)
 	}
+	if c := p.Spec.Confinement; c != nil {
+		v.namespaceRule("spec.confinement.relatedNamespaces", c.RelatedNamespaces)
+		v.namespaceRule("spec.confinement.childNamespaces", c.ChildNamespaces)
+	}
 	if len(p.Spec.Children) > 0 && len(p.Spec.ChildResources) == 0 {
 		v.errorf("spec.childResources", "is required: list every resource the children may be (apiVersion and resource)")
 	}
@@ -175,5 +179,28 @@ func (v *validator) child(path string, c Child, ids map[string]string) {
 	case "", DeletionDelete, DeletionOrphan:
 	default:
 		v.errorf(path+".deletionPolicy", "unknown deletion policy %q: use Delete or Orphan", c.DeletionPolicy)
+	}
+}
+
+// namespaceRule checks a confinement rule: valid names, a valid consent label, something allowed.
+func (v *validator) namespaceRule(path string, r *NamespaceRule) {
+	if r == nil {
+		return
+	}
+	for i, n := range r.Names {
+		if n == "*" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			v.errorf(expr.IndexPath(path+".names", i), "%q is not a namespace name: %s", n, errs[0])
+		}
+	}
+	if r.ConsentLabel != "" {
+		if errs := validation.IsQualifiedName(r.ConsentLabel); len(errs) > 0 {
+			v.errorf(path+".consentLabel", "%q is not a label key: %s", r.ConsentLabel, errs[0])
+		}
+	}
+	if len(r.Names) == 0 && r.Expression == "" && r.ConsentLabel == "" {
+		v.errorf(path, "allows nothing: give names (\"*\" for any), an expression, or a consentLabel")
 	}
 }

@@ -36,6 +36,9 @@ func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(s
 		for _, r := range p.Spec.Related {
 			rules.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
 		}
+		if asksConsent(p.Spec.Confinement) { // namespaces' consent labels are read from a cache
+			rules.add(schema.GroupResource{Resource: "namespaces"}, relatedVerbs...)
+		}
 	}
 	rules.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create", "patch")
 	rules.add(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "get", "list", "watch")
@@ -103,4 +106,10 @@ func sortedVerbs(vs map[string]bool) []string {
 		}
 	}
 	return out
+}
+
+// asksConsent reports whether a confinement reads consent labels on namespaces.
+func asksConsent(c *policy.Confinement) bool {
+	return c != nil && (c.RelatedNamespaces != nil && c.RelatedNamespaces.ConsentLabel != "" ||
+		c.ChildNamespaces != nil && c.ChildNamespaces.ConsentLabel != "")
 }

@@ -59,11 +59,7 @@ func (r *run) evalChild(ch *policy.CompiledChild) ([]any, error) {
 	if ch.ForEach == nil {
 		return r.evalObjects(ch, r.act)
 	}
-	val, err := ch.ForEach.Eval(r.ctx, r.act, r.budget)
-	if err != nil {
-		return nil, evalError(ch.Path+".forEach", err)
-	}
-	items, err := expr.ToNative(val)
+	items, err := ch.ForEach.EvalNative(r.ctx, r.act, r.budget)
 	if err != nil {
 		return nil, evalError(ch.Path+".forEach", err)
 	}
@@ -91,11 +87,7 @@ func (r *run) evalObjects(ch *policy.CompiledChild, act expr.Activation) ([]any,
 		}
 		return []any{obj}, nil
 	}
-	val, err := ch.Expression.Eval(r.ctx, act, r.budget)
-	if err != nil {
-		return nil, evalError(ch.Path+".expression", err)
-	}
-	v, err := expr.ToNative(val)
+	v, err := ch.Expression.EvalNative(r.ctx, act, r.budget)
 	if err != nil {
 		return nil, evalError(ch.Path+".expression", err)
 	}
@@ -129,6 +121,9 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	}
 	owned, err := r.place(ch, obj, res.Info)
 	if err != nil {
+		return Child{}, err
+	}
+	if err := r.checkChildReach(r.ctx, ch, obj); err != nil {
 		return Child{}, err
 	}
 	// an Orphan child outlives its parent: an ownerReference would have the garbage collector

@@ -6,7 +6,9 @@
 // A render runs as narrated steps: check the validations, evaluate the variables, build each
 // child (includeWhen, forEach, template or expression), finish it (namespace, labels,
 // ownerReference, allowlist), judge readiness (readyWhen against the observed child) and compute
-// the status fields. All expressions of one render share one cost Budget.
+// the status fields. All expressions of one sync, Related's and the render's, spend from one cost
+// budget: the caller makes it (expr.NewBudget) and passes it to Related and, in Input.Budget, to
+// Render.
 //
 // Failures are typed (*Error with a Reason) so that callers can report them as the parent's
 // Synced condition; they are all permanent for the given inputs: retrying the same inputs gives

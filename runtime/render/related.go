@@ -36,10 +36,13 @@ func (r RelatedRef) Matches(obj *unstructured.Unstructured) bool {
 
 // Related resolves the related entries of a policy for a parent: names, namespaces and selector
 // labels are templates over the parent. A namespaced related resource defaults to the parent's
-// namespace.
-func Related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) ([]RelatedRef, error) {
+// namespace. Its expressions spend from budget, the sync's (pass the same to Render through
+// Input.Budget); nil gives them a full budget of their own.
+func Related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, budget *expr.Budget) ([]RelatedRef, error) {
 	act := expr.NewActivation(map[string]any{"parent": parent.Object})
-	budget := expr.NewBudget()
+	if budget == nil {
+		budget = expr.NewBudget()
+	}
 	str := func(t *expr.Template, path string) (string, error) {
 		if t == nil {
 			return "", nil

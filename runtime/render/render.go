@@ -24,6 +24,12 @@ type Input struct {
 	Related map[string][]*unstructured.Unstructured
 	// Mapper resolves the kinds of child objects.
 	Mapper kinds.Mapper
+	// Budget is what is left of the sync's cost budget (expr.NewBudget, less what Related spent);
+	// the render spends from it. Nil gives the render a full budget of its own.
+	Budget *expr.Budget
+	// Namespaces gives the labels of namespaces, for the consent labels of the policy's
+	// confinement; nil knows none (no namespace has consented).
+	Namespaces NamespaceLabels
 }
 
 // Child is one desired child.
@@ -91,7 +97,11 @@ type run struct {
 }
 
 func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {
-	r := &run{ctx: ctx, c: c, in: in, budget: expr.NewBudget(), vars: map[string]any{}}
+	budget := in.Budget
+	if budget == nil {
+		budget = expr.NewBudget()
+	}
+	r := &run{ctx: ctx, c: c, in: in, budget: budget, vars: map[string]any{}}
 	r.act = expr.NewActivation(map[string]any{
 		"parent":    in.Parent.Object,
 		"related":   relatedValues(c, in.Related),
@@ -180,11 +190,7 @@ func (r *run) validate() error {
 // evalVariables evaluates the variables in order; each sees those before it.
 func (r *run) evalVariables() error {
 	for _, v := range r.c.Variables {
-		val, err := v.Expr.Eval(r.ctx, r.act, r.budget)
-		if err != nil {
-			return evalError(v.Path+".expression", err)
-		}
-		native, err := expr.ToNative(val)
+		native, err := v.Expr.EvalNative(r.ctx, r.act, r.budget)
 		if err != nil {
 			return evalError(v.Path+".expression", err)
 		}

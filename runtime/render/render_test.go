@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -78,7 +79,9 @@ func TestRender(t *testing.T) {
     - id: cm
       expression: "parent.spec.names.map(n, {'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': n}})"
 `, []string{"ns/a", "ns/b"}},
-		{"cross-namespace child when allowed", `  children:
+		{"cross-namespace child when allowed", `  confinement:
+    childNamespaces: {names: [elsewhere]}
+  children:
     - id: cm
       crossNamespace: true
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: "${parent.spec.other}"}}
@@ -267,5 +270,73 @@ func TestNewStatusDropsEmptyObjects(t *testing.T) {
 		if _, ok := status[kept]; !ok {
 			t.Errorf("status.%s must stay: %v", kept, status)
 		}
+	}
+}
+
+func TestConfinement(t *testing.T) {
+	child := `  children:
+    - id: cm
+      crossNamespace: true
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: "${parent.spec.other}"}}
+`
+	consenting := func(name string) (map[string]string, bool) {
+		return map[string]string{"example.com/share": "true"}, name == "elsewhere"
+	}
+	tests := []struct {
+		name        string
+		confinement string
+		namespaces  NamespaceLabels
+		want        string // "" when the child may be written
+	}{
+		{"no confinement: the parent's own namespace only", "", nil, "the policy reaches the parent's own namespace only"},
+		{"named", "{childNamespaces: {names: [elsewhere]}}", nil, ""},
+		{"any", `{childNamespaces: {names: ["*"]}}`, nil, ""},
+		{"named by an expression over the parent", "{childNamespaces: {expression: \"[parent.spec.other]\"}}", nil, ""},
+		{"not named", "{childNamespaces: {names: [other]}}", nil, "spec.confinement.childNamespaces does not name it"},
+		{"consent missing", "{childNamespaces: {consentLabel: example.com/share}}", nil, `namespace "elsewhere" has not opted in: its owners label it example.com/share=true`},
+		{"consent given", "{childNamespaces: {consentLabel: example.com/share}}", consenting, ""},
+		{"named but without consent", "{childNamespaces: {names: [elsewhere], consentLabel: example.com/other}}", consenting, "has not opted in"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			body := child
+			if tc.confinement != "" {
+				body = "  confinement: " + tc.confinement + "\n" + child
+			}
+			_, err := Render(t.Context(), load(t, body), Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog(), Namespaces: tc.namespaces})
+			var re *Error
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("render: %v, want the child", err)
+			case tc.want != "" && (!errors.As(err, &re) || re.Reason != ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("render: %v, want %s saying %q", err, ReasonNamespaceNotAllowed, tc.want)
+			}
+		})
+	}
+}
+
+func TestRelatedReach(t *testing.T) {
+	related := `  related:
+    - {id: src, apiVersion: v1, resource: configmaps, namespace: "${parent.spec.other}", name: cfg}
+`
+	tests := []struct {
+		name, confinement, want string
+	}{
+		{"another namespace without confinement", "", `spec.related.src: reads configmaps in namespace "elsewhere", which this MyApp may not reach`},
+		{"another namespace allowed", "  confinement: {relatedNamespaces: {names: [elsewhere]}}\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.confinement+related)
+			parent := obj(t, testParent)
+			refs, err := Related(t.Context(), c, parent, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = CheckRelatedReach(t.Context(), c, parent, refs, nil, expr.NewBudget())
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("reach: %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

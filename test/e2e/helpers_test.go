@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
@@ -197,6 +199,11 @@ func readObjects(t testing.TB, path string) []*unstructured.Unstructured {
 // copying it to dst.
 func configMapSync(t testing.TB, src, dst string) {
 	t.Helper()
+	// dst's owners let ConfigMapSyncs copy into it (the policy's confinement)
+	patch := []byte(`{"metadata":{"labels":{"configmapsync.apps.bixbite.io/destination":"true"}}}`)
+	if _, err := cluster.kube.CoreV1().Namespaces().Patch(t.Context(), dst, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	create(t, configMapsGVR, &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
 		"metadata": map[string]any{"name": "app-config", "namespace": src},
@@ -321,4 +328,16 @@ func waitEvent(t *testing.T, ns, regarding, reason string) string {
 		return fmt.Errorf("none among %d events", len(list.Items))
 	})
 	return note
+}
+
+// buildMetacel builds `metacel` for the test and returns its path.
+func buildMetacel(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "metacel")
+	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/metacel")
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/metacel: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -88,10 +88,19 @@ func installCRDs() error {
 	if out, err := kubectlCmd(context.Background(), args...); err != nil {
 		return fmt.Errorf("install CRDs: %w: %s", err, out)
 	}
-	if out, err := kubectlCmd(context.Background(), "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"); err != nil {
-		return fmt.Errorf("wait for CRDs: %w: %s", err, out)
+	// kubectl wait fails at once on a CRD whose status has no conditions yet: ask again until the
+	// deadline
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		out, err := kubectlCmd(context.Background(), "wait", "--for=condition=Established", "crd", "--all", "--timeout=60s")
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("wait for CRDs: %w: %s", err, out)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return nil
 }
 
 // kubectlCmd runs the control plane's kubectl.

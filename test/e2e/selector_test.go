@@ -25,6 +25,8 @@ spec:
     apiVersion: e2e.metacel.dev/v1
     resource: widgets
     labelSelector: {matchLabels: {tier: gold}}
+  confinement:
+    childNamespaces: {names: ["*"]}
   childResources:
     - apiVersion: v1
       resource: configmaps
