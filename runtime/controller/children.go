@@ -18,65 +18,81 @@ import (
 
 // applyChildren creates the missing children and brings the others in line, each by its
 // resource's update method. A child that already matches costs no write.
-// It says how many children it wrote.
-func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (int, error) {
-	writes := 0
+// It says what it wrote: how many writes, and the children as the API server returned them.
+func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (written, error) {
+	var w written
 	for i := range out.Children {
 		child := &out.Children[i]
 		obs := findObserved(observed[child.ID], child.Object)
 		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs)) {
 			continue
 		}
-		writes++
-		if err := c.applyChild(ctx, parent, child, obs); err != nil {
-			return writes, err
+		w.writes++
+		got, err := c.applyChild(ctx, parent, child, obs)
+		if err != nil {
+			return w, err
+		}
+		if got != nil {
+			w.objects = append(w.objects, got)
 		}
 	}
-	return writes, nil
+	return w, nil
+}
+
+// written is what a sync wrote of its children.
+type written struct {
+	writes int
+	// objects are the children created or updated, as the API server returned them
+	objects []*unstructured.Unstructured
 }
 
 // applyChild writes one child that is missing or differs: recreated, created or updated, unless
-// the API server refused this very object before, or metacel is in a fight over it.
-func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) error {
+// the API server refused this very object before, or metacel is in a fight over it. It returns
+// the child as the API server stored it (nil for a deletion to recreate it).
+func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obs != nil && child.Resource.Method == policy.Recreate {
-		return c.recreate(ctx, parent, child, obs)
+		return nil, c.recreate(ctx, parent, child, obs)
 	}
 	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
-		return err
+		return nil, err
 	}
-	err := c.writeUnlessRefused(parent, child, func() error {
+	var got *unstructured.Unstructured
+	err := c.writeUnlessRefused(parent, child, func() (err error) {
 		if obs == nil {
-			return c.create(ctx, parent, child)
+			got, err = c.create(ctx, parent, child)
+		} else {
+			got, err = c.update(ctx, child)
 		}
-		return c.update(ctx, child)
+		return err
 	})
 	if err == nil {
 		c.fights.written(parent, child)
 	}
-	return err
+	return got, err
 }
 
 // create applies a child metacel does not have yet, unless an object of that name exists that
 // metacel does not manage for this parent: that is a conflict, never a takeover.
-func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) error {
+func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	isNew := apierrors.IsNotFound(err)
 	switch {
 	case err == nil && !childOf(existing, parent, c.Name(), child.ID):
-		return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
+		return nil, &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
 	case err != nil && !isNew:
-		return applyError("read", child.Object, err)
+		return nil, applyError("read", child.Object, err)
 	}
-	if _, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object); err != nil {
-		return applyError("create", child.Object, err)
+	got, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
+	if err != nil {
+		return nil, applyError("create", child.Object, err)
 	}
 	if isNew { // else it is ours, and the cache had not seen it yet
 		c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	}
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
-	return nil
+	return got, nil
 }
 
 // childOf reports whether an existing object is the child of parent. metacel must have applied
@@ -103,12 +119,13 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 }
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is reverted).
-func (c *Controller) update(ctx context.Context, child *render.Child) error {
-	if _, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object); err != nil {
-		return applyError("apply", child.Object, err)
+func (c *Controller) update(ctx context.Context, child *render.Child) (*unstructured.Unstructured, error) {
+	got, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
+	if err != nil {
+		return nil, applyError("apply", child.Object, err)
 	}
 	klog.FromContext(ctx).V(2).Info("Updated child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
-	return nil
+	return got, nil
 }
 
 // recreate deletes a child that differs from its desired state; its deletion re-syncs the

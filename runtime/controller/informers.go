@@ -7,11 +7,13 @@ import (
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -98,6 +100,7 @@ func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf ca
 	if !ok {
 		tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 		inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
+		_ = inf.SetTransform(slim)
 		ctx, stop := context.WithCancel(p.ctx)
 		e = &poolEntry{informer: inf, stop: stop}
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -176,4 +179,36 @@ func (p *Pool) Len() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.entries) + len(p.retired)
+}
+
+// lastApplied is kubectl's copy of the whole object as last applied by it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// slim drops, before an object enters a cache, what the runtime never reads and that can weigh
+// as much as the object itself: kubectl's last-applied-configuration annotation, and the fields
+// (fieldsV1) of every field manager but metacel's. Other managers' entries stay, with their name,
+// operation and time (a drift fight names the other writer). metacel's own entries, which say
+// what it applied, stay whole.
+func slim(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return obj, nil
+	}
+	meta, _ := u.Object["metadata"].(map[string]any)
+	if meta == nil {
+		return obj, nil
+	}
+	if annotations, _ := meta["annotations"].(map[string]any); annotations[lastApplied] != nil {
+		delete(annotations, lastApplied)
+		if len(annotations) == 0 {
+			delete(meta, "annotations")
+		}
+	}
+	entries, _ := meta["managedFields"].([]any)
+	for _, e := range entries {
+		if m, ok := e.(map[string]any); ok && m["manager"] != apply.FieldManager {
+			delete(m, "fieldsV1")
+		}
+	}
+	return u, nil
 }

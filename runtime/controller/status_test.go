@@ -124,3 +124,40 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		}
 	})
 }
+
+const widgetChildPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: colors}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm"}}
+  status:
+    color: "${parent.spec.color}"
+`
+
+func TestASyncThatCreatesItsChildrenWritesTheStatusOnce(t *testing.T) {
+	h := newHarness(t, widgetChildPolicy, widgetCRD)
+	sent := statusWrites(h, nil)
+	h.reactToPatch("configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := map[string]any{}
+		_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &obj)
+		return true, &unstructured.Unstructured{Object: obj}, nil // as created
+	})
+	h.cacheParent(t, widgetWithStatus(t, "red", nil))
+	if err := h.c.sync(t.Context(), "ns/w"); err != nil {
+		t.Fatal(err)
+	}
+	if len(*sent) != 1 {
+		t.Fatalf("%d status writes, want 1", len(*sent))
+	}
+	conds, _ := (*sent)[0]["conditions"].([]any)
+	for _, c := range conds {
+		if c := c.(map[string]any); c["type"] == "Ready" && c["status"] != "True" {
+			t.Errorf("Ready %v %q: the status must see the child this sync created", c["status"], c["message"])
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
@@ -43,18 +44,43 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err := c.ensureFinalizer(ctx, parent, out, observed); err != nil {
 		return err
 	}
-	writes, err := c.applyChildren(ctx, parent, out, observed)
+	w, err := c.applyChildren(ctx, parent, out, observed)
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}
-	if writes == 0 {
+	if w.writes == 0 {
 		c.childEvents.Forget(key) // settled: the next child event is news, not an echo
 	}
 	if err := c.pruneChildren(ctx, parent, out, observed); err != nil {
 		return c.fail(ctx, parent, err)
 	}
+	out = c.statusAfterWrites(ctx, parent, out, observed, related, budget, w)
 	_, err = c.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return err
+}
+
+// statusAfterWrites renders again with the children this sync wrote, as the API server returned
+// them, so that the status it writes already sees them (a child just created exists, and may be
+// ready): one status write where the child's own event would have caused a second. It keeps the
+// first render when nothing was written, or when the sync's budget cannot pay for a second.
+func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, w written) *render.Output {
+	if len(w.objects) == 0 || budget.Remaining() < expr.SyncCostBudget-budget.Remaining() {
+		return out
+	}
+	now := make(map[string][]*unstructured.Unstructured, len(observed))
+	for id, objs := range observed {
+		now[id] = slices.Clone(objs)
+	}
+	for _, got := range w.objects {
+		id := got.GetLabels()[render.LabelChildID]
+		now[id] = slices.DeleteFunc(now[id], func(o *unstructured.Unstructured) bool { return render.Identity(o) == render.Identity(got) })
+		now[id] = append(now[id], got)
+	}
+	again, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: now, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget})
+	if err != nil {
+		return out
+	}
+	return again
 }
 
 // getParent reads a parent from the cache; nil when it is gone. The object is the cache's own:

@@ -78,7 +78,11 @@ func Run(ctx context.Context, o Options) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	controller.RegisterProcessMetrics()
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clients.kube.EventsV1()})
+	eventsClient, err := kubernetes.NewForConfig(eventsConfig(cfg))
+	if err != nil {
+		return fmt.Errorf("events client: %w", err)
+	}
+	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: eventsClient.EventsV1()})
 	if err := broadcaster.StartRecordingToSinkWithContext(ctx); err != nil {
 		return fmt.Errorf("start events: %w", err)
 	}
@@ -102,6 +106,22 @@ func Run(ctx context.Context, o Options) error {
 	}
 	markReady() // a standby is ready: ready to take over
 	return runElected(ctx, o.Config, fence, *o.LeaderElection, r.run)
+}
+
+// Events have their own client and request budget: a burst of child creations makes as many
+// events, and they must never delay a sync nor take the children's requests. The recorder never
+// blocks (the broadcaster queues up to 1,000 events and drops past that, as client-go's
+// recorders do); the client sends them at eventsQPS at most.
+const (
+	eventsQPS   = 10
+	eventsBurst = 50
+)
+
+// eventsConfig is cfg with the events' own rate limit.
+func eventsConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.QPS, out.Burst, out.RateLimiter = eventsQPS, eventsBurst, nil
+	return out
 }
 
 // reconciler is the part of the process that reconciles: the leader's, with leader election.
