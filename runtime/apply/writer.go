@@ -11,7 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/util/csaupgrade"
+	"k8s.io/client-go/util/retry"
 )
 
 // FieldManager is the field manager of every write.
@@ -42,6 +45,38 @@ func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	return w.resource(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+}
+
+// Create creates a child (POST) with metacel's field manager: unlike an apply, it fails
+// (AlreadyExists) rather than take over an object of that name that metacel does not know, so a
+// new child costs one request and no read. The child's fields are then in an Update entry, which
+// UpgradeToApply moves to an Apply entry before metacel first applies it.
+func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	return w.resource(gvr, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
+}
+
+// UpgradeToApply moves what metacel set when it created an object into its Apply entry (client-go's
+// csaupgrade), so that its next apply owns those fields and removes any it no longer sets. It
+// reads the object live: caches hold other managers' entries without their fields.
+func (w *Writer) UpgradeToApply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	// the patch is guarded by the resourceVersion read: an object whose status moves on (a
+	// Deployment's) is read again
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live, err := w.resource(gvr, obj.GetNamespace()).Get(ctx, obj.GetName(), metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		patch, err := csaupgrade.UpgradeManagedFieldsPatch(live, sets.New(FieldManager), FieldManager)
+		if err != nil || patch == nil {
+			return err
+		}
+		_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
+		return err
+	})
 }
 
 // Get reads an object from the API server, for the rare case where the cache cannot say (an

@@ -57,42 +57,54 @@ func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstru
 		return nil, err
 	}
 	var got *unstructured.Unstructured
+	created := false // a new object: one of its name was not there
 	err := c.writeUnlessRefused(parent, child, func() (err error) {
 		if obs == nil {
-			got, err = c.create(ctx, parent, child)
+			got, created, err = c.create(ctx, parent, child)
 		} else {
-			got, err = c.update(ctx, child)
+			got, err = c.update(ctx, child, obs)
 		}
 		return err
 	})
 	if err == nil {
-		c.fights.written(parent, child)
+		c.fights.written(parent, child, obs != nil || created, c.deps.Clock.Now())
 	}
 	return got, err
 }
 
-// create applies a child metacel does not have yet, unless an object of that name exists that
-// metacel does not manage for this parent: that is a conflict, never a takeover.
-func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
+// create creates a child that is not in the cache (POST: one request, no read before it). An
+// object of its name that exists already is read then: metacel's own is applied, anyone else's
+// is a conflict, never a takeover.
+func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (got *unstructured.Unstructured, created bool, err error) {
+	got, err = c.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
+	if apierrors.IsAlreadyExists(err) {
+		got, err = c.takeExisting(ctx, parent, child)
+		return got, false, err
+	}
+	if err != nil {
+		return nil, false, applyError("create", child.Object, err)
+	}
+	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
+	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
+	return got, true, nil
+}
+
+// takeExisting handles a child that exists although the cache does not have it: metacel's own
+// (the cache had not seen it yet, or someone removed its labels) is applied; anyone else's is a
+// conflict, never taken over.
+func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
-	isNew := apierrors.IsNotFound(err)
 	switch {
-	case err == nil && !childOf(existing, parent, c.Name(), child.ID):
+	case apierrors.IsNotFound(err):
+		return nil, applyError("create", child.Object, err) // gone meanwhile: the next sync creates it
+	case err != nil:
+		return nil, applyError("read", child.Object, err)
+	case !childOf(existing, parent, c.Name(), child.ID):
 		return nil, &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
-	case err != nil && !isNew:
-		return nil, applyError("read", child.Object, err)
 	}
-	got, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
-	if err != nil {
-		return nil, applyError("create", child.Object, err)
-	}
-	if isNew { // else it is ours, and the cache had not seen it yet
-		c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
-	}
-	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
-	return got, nil
+	return c.update(ctx, child, existing)
 }
 
 // childOf reports whether an existing object is the child of parent. metacel must have applied
@@ -118,8 +130,15 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 	return false
 }
 
-// update applies a child whose managed fields differ (server-side apply, forced: drift is reverted).
-func (c *Controller) update(ctx context.Context, child *render.Child) (*unstructured.Unstructured, error) {
+// update applies a child whose managed fields differ (server-side apply, forced: drift is
+// reverted). A child metacel created and never applied first has its fields moved to metacel's
+// Apply entry.
+func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if apply.CreatedNotApplied(obs) {
+		if err := c.deps.Writer.UpgradeToApply(ctx, child.Resource.GVR, obs); err != nil {
+			return nil, applyError("take over the fields it created of", child.Object, err)
+		}
+	}
 	got, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
 	if err != nil {
 		return nil, applyError("apply", child.Object, err)

@@ -45,8 +45,7 @@ type fight struct {
 }
 
 // allow says whether metacel may write a child again now: an error (retried with backoff) when
-// the same content has been undone too often lately. It counts this write as undone when it
-// re-sends what was written last time.
+// what it wrote of it has been undone too often lately.
 func (f *fights) allow(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured, now time.Time) error {
 	f.Lock()
 	defer f.Unlock()
@@ -64,12 +63,13 @@ func (f *fights) allow(parent *unstructured.Unstructured, child *render.Child, o
 	if len(recent) >= fightLimit {
 		return fightError(child, obs, len(recent))
 	}
-	st.undone = append(st.undone, now)
 	return nil
 }
 
-// written remembers what metacel wrote of a child.
-func (f *fights) written(parent *unstructured.Unstructured, child *render.Child) {
+// written remembers what metacel wrote of a child; undone says that the write re-did what another
+// writer had undone (it reverted drift, or created anew a child that was deleted), which counts
+// when it re-sends what was written last time.
+func (f *fights) written(parent *unstructured.Unstructured, child *render.Child, undone bool, now time.Time) {
 	f.Lock()
 	defer f.Unlock()
 	if f.byChild == nil {
@@ -78,6 +78,9 @@ func (f *fights) written(parent *unstructured.Unstructured, child *render.Child)
 	k := parentKey(parent) + " " + render.Identity(child.Object)
 	h := hashOf(child.Object)
 	if st := f.byChild[k]; st != nil && st.written == h {
+		if undone {
+			st.undone = append(st.undone, now)
+		}
 		return
 	}
 	f.byChild[k] = &fight{written: h}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -24,9 +25,11 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, copyPolicy)
-			h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+			written := func(clienttesting.Action) (bool, runtime.Object, error) {
 				return true, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret"}}, nil
-			})
+			}
+			h.react("create", "secrets", written)
+			h.react("patch", "secrets", written)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 			if tc.observed {
 				// as the other writer leaves it after each revert: its data differs from the policy's
@@ -42,7 +45,7 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 			for range 10 { // every child event: the other writer undid metacel's write
 				last = h.c.sync(t.Context(), "ns/p")
 			}
-			if n := countOf(h.writes(), "patch secrets"); n != 1+fightLimit {
+			if n := countOf(h.writes(), "patch secrets") + countOf(h.writes(), "create secrets"); n != 1+fightLimit {
 				t.Errorf("%d writes of the child, want %d: the first, then %d reverts, then none", n, 1+fightLimit, fightLimit)
 			}
 			var se *syncError
@@ -85,19 +88,43 @@ func TestChildEventsAreSpacedUntilASyncSettles(t *testing.T) {
 	if d := h.c.childEvents.When("ns/p"); d < 300*time.Millisecond {
 		t.Errorf("the next child event waits %s, want the doubled backoff (320ms)", d)
 	}
-	h.reactToPatch("secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
-		return true, &unstructured.Unstructured{Object: map[string]any{}}, nil
+	var created *unstructured.Unstructured
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		created = a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		return true, created, nil
 	})
 	_ = h.c.sync(t.Context(), "ns/p") // creates the child: not settled
-	h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
-  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
-  managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:type": {}, "f:metadata": {
-    "f:labels": {"f:app.kubernetes.io/managed-by": {}, "f:metacel.dev/child-id": {}, "f:metacel.dev/parent-uid": {}, "f:metacel.dev/policy": {}},
-    "f:ownerReferences": {"k:{\"uid\":\"p-1\"}": {}}}}}]},
-  type: "x"}`))
+	// as the cache then sees it: created by metacel (an Update entry)
+	created.SetUID("s-1")
+	created.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationUpdate,
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type": {}}`)}})
+	h.cacheChild(t, created)
 	_ = h.c.sync(t.Context(), "ns/p") // writes nothing: settled
 	if n := h.c.childEvents.NumRequeues("ns/p"); n != 0 {
 		t.Errorf("%d spaced requeues after a sync that wrote nothing, want 0", n)
+	}
+}
+
+func TestAChildMetacelCreatedIsTakenOverByItsFirstApply(t *testing.T) {
+	h := newHarness(t, typedPolicy)
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "new"}}`))
+	// created (POST) with type "old": metacel's fields are in an Update entry
+	created := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "7",
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  managedFields: [{manager: metacel, operation: Update, apiVersion: v1, fieldsType: FieldsV1, fieldsV1: {"f:type": {}}}]},
+  type: "old"}`)
+	h.store(t, secretsGVR, created)
+	h.cacheChild(t, created)
+	var patches []string
+	h.react("patch", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patches = append(patches, string(a.(clienttesting.PatchAction).GetPatchType()))
+		return true, created, nil
+	})
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(patches, ",") != "application/json-patch+json,application/apply-patch+yaml" {
+		t.Errorf("patches %v: want the created fields moved to metacel's Apply entry, then the apply", patches)
 	}
 }

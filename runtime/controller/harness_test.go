@@ -102,10 +102,10 @@ func (h *harness) writes() []string {
 	return out
 }
 
-// reactToPatch makes the client answer patches (applies) of resource with fn, before its default
-// reaction.
-func (h *harness) reactToPatch(resource string, fn clienttesting.ReactionFunc) {
-	h.client.PrependReactor("patch", resource, fn)
+// react makes the client answer verb (create, patch for an apply, ...) on resource with fn,
+// before its default reaction.
+func (h *harness) react(verb, resource string, fn clienttesting.ReactionFunc) {
+	h.client.PrependReactor(verb, resource, fn)
 }
 
 func objectFrom(t *testing.T, text string) *unstructured.Unstructured {

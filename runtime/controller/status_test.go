@@ -31,7 +31,7 @@ spec:
 // statusWrites records the status applies a harness's client receives, and answers them with err.
 func statusWrites(h *harness, err error) *[]map[string]any {
 	var sent []map[string]any
-	h.reactToPatch("widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		if a.GetSubresource() != "status" {
 			return false, nil, nil
 		}
@@ -142,7 +142,7 @@ spec:
 func TestASyncThatCreatesItsChildrenWritesTheStatusOnce(t *testing.T) {
 	h := newHarness(t, widgetChildPolicy, widgetCRD)
 	sent := statusWrites(h, nil)
-	h.reactToPatch("configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+	h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		obj := map[string]any{}
 		_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &obj)
 		return true, &unstructured.Unstructured{Object: obj}, nil // as created

@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -213,17 +216,33 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 	labels[LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[LabelChildID] = ch.ID
 	if ch.DeletionPolicy == policy.DeletionOrphan {
-		annotations, _ := meta["annotations"].(map[string]any)
-		if annotations == nil {
-			annotations = map[string]any{}
-			meta["annotations"] = annotations
-		}
-		annotations[AnnotationDeletionPolicy] = string(policy.DeletionOrphan)
+		annotate(meta, AnnotationDeletionPolicy, string(policy.DeletionOrphan))
 	}
 	if owned {
 		refs, _ := meta["ownerReferences"].([]any)
 		meta["ownerReferences"] = append(refs, r.ownerRef())
 	}
+	annotate(meta, AnnotationDesiredHash, desiredHash(obj))
+}
+
+// annotate sets an annotation in an object's metadata map.
+func annotate(meta map[string]any, key, value string) {
+	annotations, _ := meta["annotations"].(map[string]any)
+	if annotations == nil {
+		annotations = map[string]any{}
+		meta["annotations"] = annotations
+	}
+	annotations[key] = value
+}
+
+// desiredHash hashes an object as rendered (JSON, whose map keys are sorted): 16 hex digits.
+func desiredHash(obj *unstructured.Unstructured) string {
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
 }
 
 // ownerRef is the parent's controller reference, as unstructured content.

@@ -15,6 +15,11 @@ const (
 	// that what becomes of the child is read from the child itself, even once its entry, or its
 	// whole resource, is gone from the policy.
 	AnnotationDeletionPolicy = "metacel.dev/deletion-policy"
+	// AnnotationDesiredHash holds a hash of the child as the policy rendered it (this annotation
+	// aside): any change of what the policy wants changes it, so that the no-op check sees it even
+	// where the child's fields alone cannot tell (a field removed from a child that metacel
+	// created and never applied since, an item removed from the end of an atomic list).
+	AnnotationDesiredHash = "metacel.dev/desired-hash"
 	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
 	// cluster-scoped), so that they are removed when the parent is deleted.
 	Finalizer = "metacel.dev/cleanup"

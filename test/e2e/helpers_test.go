@@ -151,6 +151,27 @@ func (rt *metacel) writesTo(path string) int64 {
 	return 0
 }
 
+// writeCounts returns how many writes the runtime sent to each URL path so far.
+func (rt *metacel) writeCounts() map[string]int64 {
+	out := map[string]int64{}
+	rt.written.Range(func(k, v any) bool {
+		out[k.(string)] = v.(*atomic.Int64).Load()
+		return true
+	})
+	return out
+}
+
+// writesSince returns the writes by URL path made since the counts before.
+func (rt *metacel) writesSince(before map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for path, n := range rt.writeCounts() {
+		if d := n - before[path]; d > 0 {
+			out[path] = d
+		}
+	}
+	return out
+}
+
 // reconciles returns how many syncs a policy has run.
 func (rt *metacel) reconciles(policy string) float64 {
 	families, _ := rt.registry.Gather()

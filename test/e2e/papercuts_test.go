@@ -66,7 +66,7 @@ func TestAChildTooLargeToStoreIsReportedAndNotRetried(t *testing.T) {
 	})
 	// the failed sync wrote the parent's status, which syncs it again; an edit that renders the
 	// same child syncs it once more: neither sends the child again
-	child := "/apis/e2e.metacel.dev/v1/namespaces/" + ns + "/blobs/big-doubled"
+	child := "/apis/e2e.metacel.dev/v1/namespaces/" + ns + "/blobs" // created: POST to the collection
 	syncs := rt.reconciles("doubled")
 	patch := []byte(`{"metadata":{"annotations":{"touched":"1"}}}`)
 	if _, err := cluster.dynamic.Resource(blobsGVR).Namespace(ns).Patch(t.Context(), "big", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
