@@ -39,19 +39,23 @@ spec:
     - id: kept
       deletionPolicy: Orphan
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-kept"}}
+    - id: extra
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-extra"}}
     - id: secret
       template: {apiVersion: v1, kind: Secret, metadata: {name: "${parent.metadata.name}-secret"}}
 `
 
-// killedPolicyV2 drops the Orphan entry, and the Secret entry with its resource.
+// killedPolicyV2 drops the Orphan entry, an entry whose resource stays, and the Secret entry with
+// its resource.
 var killedPolicyV2 = func() string {
 	head, _, _ := strings.Cut(killedPolicy, "    - id: kept")
 	return strings.Replace(head, "    - {apiVersion: v1, resource: secrets}\n", "", 1)
 }()
 
 // TestCleanupSurvivesKill9: the runtime is killed (SIGKILL) while a cleanup is due or under way;
-// the next one finishes it: a dropped resource's child deleted, a dropped Orphan entry's child
-// released, a parent that left the selector (by its labels, or by a new selector) let go of.
+// the next one finishes it: a dropped resource's child and a dropped entry's deleted, a dropped
+// Orphan entry's child released, a parent that left the selector (by its labels, or by a new
+// selector) let go of.
 func TestCleanupSurvivesKill9(t *testing.T) {
 	bin := buildMetacel(t)
 	policyNS, ns, far := newNamespace(t, "kill9-policies"), newNamespace(t, "kill9"), newNamespace(t, "kill9-far")
@@ -76,12 +80,14 @@ func TestCleanupSurvivesKill9(t *testing.T) {
 	waitFor(t, configMapsGVR, far, "w-far", wait, exists)
 	waitFor(t, configMapsGVR, ns, "w-kept", wait, exists)
 	waitFor(t, secretsGVR, ns, "w-secret", wait, exists)
+	waitFor(t, configMapsGVR, ns, "w-extra", wait, exists)
 
 	t.Run("killed as a new version drops an Orphan entry and a resource", func(t *testing.T) {
 		setPolicy(killedPolicyV2)
 		rt.kill9() // at once: the cleanup is due, or under way
 		rt = startProcess(outer, bin, rt.args...)
 		waitGone(t, secretsGVR, ns, "w-secret", wait)
+		waitGone(t, configMapsGVR, ns, "w-extra", wait)
 		waitFor(t, configMapsGVR, ns, "w-kept", wait, func(cm *unstructured.Unstructured) error {
 			if l := cm.GetLabels()["metacel.dev/policy"]; l != "" || len(cm.GetOwnerReferences()) > 0 {
 				return fmt.Errorf("not released: label %q, ownerReferences %v", l, cm.GetOwnerReferences())
