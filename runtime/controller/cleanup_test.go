@@ -16,15 +16,31 @@ var (
 	configmapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
-// noChildrenPolicy lists secrets as a child resource but has no entry any more.
-const noChildrenPolicy = `apiVersion: metacel.dev/v1alpha1
+// secretsPolicy is policy "copy": ConfigMap parents, Secret children, with the given children.
+func secretsPolicy(children string) string {
+	return `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata: {name: copy}
 spec:
   parentResource: {apiVersion: v1, resource: configmaps}
   childResources:
     - {apiVersion: v1, resource: secrets}
-`
+` + children
+}
+
+// secretChild is a child entry "copy": a Secret named after the parent, with the given fields.
+func secretChild(fields string) string {
+	return `  children:
+    - id: copy
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}-copy"}
+        ` + fields + "\n"
+}
+
+// noChildrenPolicy lists secrets as a child resource but has no entry any more.
+var noChildrenPolicy = secretsPolicy("")
 
 func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
 	tests := []struct {

@@ -57,21 +57,7 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 }
 
 // typedPolicy makes a Secret whose type is the parent's data.a.
-const typedPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  children:
-    - id: copy
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}-copy"}
-        type: "${parent.data.a}"
-`
+var typedPolicy = secretsPolicy(secretChild(`type: "${parent.data.a}"`))
 
 func TestChildEventsAreSpacedUntilASyncSettles(t *testing.T) {
 	h := newHarness(t, typedPolicy)

@@ -18,21 +18,8 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-const copyPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  children:
-    - id: copy
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}-copy"}
-        stringData: "${parent.data}"
-`
+// copyPolicy copies the parent's data into a Secret.
+var copyPolicy = secretsPolicy(secretChild(`stringData: "${parent.data}"`))
 
 func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
 	etcdTooLarge := apierrors.NewInternalError(errors.New("etcdserver: request is too large"))
