@@ -75,8 +75,19 @@ golden: ## Regenerate the golden files of `metacel render` after an intended cha
 bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./runtime/render
 
+# The side-by-side benchmark: BENCH_PARENTS MyApps, BENCH_RUNS repetitions (medians), the
+# configurations of BENCH_CONFIGS; docs/benchmarks.md has the command for 10,000 x 3.
+BENCH_PARENTS ?= 1000
+BENCH_RUNS    ?= 1
+BENCH_CONFIGS ?= equal,unthrottled,defaults
+BENCH_FLAGS   ?=
+
 .PHONY: bench-e2e
-bench-e2e: ## Benchmark on a local control plane: 1,000 MyApps until all are Ready
+bench-e2e: ## metacel vs a hand-written client-go controller, each on a fresh API server: one table (bin/bench-e2e.md)
+	$(GO) run -tags e2e ./test/bench -parents $(BENCH_PARENTS) -runs $(BENCH_RUNS) -configs $(BENCH_CONFIGS) $(BENCH_FLAGS)
+
+.PHONY: bench-ready
+bench-ready: ## In-process: 1,000 MyApps until all are Ready (Pods Running on kwok nodes)
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench ThousandMyApps -benchtime 1x -timeout 30m ./test/e2e
 
 .PHONY: lint

@@ -47,7 +47,13 @@ Cache: \${METACEL_CACHE:-\${XDG_CACHE_HOME:-\$HOME/.cache}/metacel} (now $CACHE_
 Environment for 'up' (ports default to free ones):
   METACEL_ETCD_PORT, METACEL_ETCD_PEER_PORT, METACEL_APISERVER_PORT,
   METACEL_KWOK_NODES (default: kwok-node-0), METACEL_UP_TIMEOUT (s, default 180),
-  METACEL_DOWN_TIMEOUT (s, default 20)
+  METACEL_DOWN_TIMEOUT (s, default 20),
+  METACEL_COMPONENTS (space separated, default: all of
+    "${ALL_COMPONENTS[*]}"; must hold etcd and kube-apiserver;
+    "etcd kube-apiserver" is an API server with no other writer, as the
+    benchmark wants: no garbage collector, no scheduler, no nodes),
+  METACEL_AUDIT_POLICY (an audit policy file: kube-apiserver logs the
+    requests it selects as JSON lines to DIR/logs/audit.log)
 EOF
 }
 
@@ -211,7 +217,32 @@ cmd_bin_dir() {
 # ------------------------------------------------------------- cluster ----
 
 # Component start order; `down` stops them in reverse.
-COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+ALL_COMPONENTS=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+# The components `up` starts (METACEL_COMPONENTS, default all); `down` stops
+# whichever of ALL_COMPONENTS run.
+read -r -a COMPONENTS <<<"${METACEL_COMPONENTS:-${ALL_COMPONENTS[*]}}"
+
+# Succeeds when `up` starts the named component.
+enabled() {
+	local name
+	for name in "${COMPONENTS[@]}"; do
+		[[ "$name" != "$1" ]] || return 0
+	done
+	return 1
+}
+
+check_components() {
+	local name known
+	for name in "${COMPONENTS[@]}"; do
+		for known in "${ALL_COMPONENTS[@]}"; do
+			[[ "$name" != "$known" ]] || continue 2
+		done
+		die "METACEL_COMPONENTS: unknown component $name (known: ${ALL_COMPONENTS[*]})"
+	done
+	if ! enabled etcd || ! enabled kube-apiserver; then
+		die "METACEL_COMPONENTS must hold etcd and kube-apiserver"
+	fi
+}
 
 abs_dir() {
 	mkdir -p "$1"
@@ -402,10 +433,11 @@ EOF
 cmd_up() {
 	local dir bin name
 	command -v openssl >/dev/null || die "openssl is needed (apt-get install -y openssl)"
+	check_components
 	bin="$(cmd_bin_dir)"
 	KUBECTL="$bin/kubectl"
 	dir="$(abs_dir "$1")"
-	for name in "${COMPONENTS[@]}"; do
+	for name in "${ALL_COMPONENTS[@]}"; do
 		if component_pid "$dir" "$name" >/dev/null; then
 			die "$name is already running for $dir; run '$0 down $dir' first"
 		fi
@@ -459,6 +491,13 @@ cmd_up() {
 		--unsafe-no-fsync \
 		--log-level=warn
 
+	local audit=()
+	if [[ -n "${METACEL_AUDIT_POLICY:-}" ]]; then
+		[[ -f "$METACEL_AUDIT_POLICY" ]] || die "METACEL_AUDIT_POLICY: no file $METACEL_AUDIT_POLICY"
+		audit=(--audit-policy-file="$(realpath "$METACEL_AUDIT_POLICY")"
+			--audit-log-path="$dir/logs/audit.log" --audit-log-format=json)
+	fi
+
 	start_component "$dir" kube-apiserver "$bin/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$etcd_port" \
 		--bind-address=127.0.0.1 \
@@ -476,46 +515,55 @@ cmd_up() {
 		--service-cluster-ip-range="$SERVICE_CIDR" \
 		--endpoint-reconciler-type=none \
 		--allow-privileged=true \
-		--profiling=false
+		--profiling=false \
+		${audit[@]+"${audit[@]}"}
 
 	local kubectl=("$KUBECTL" --kubeconfig="$dir/kubeconfig")
 	wait_for "$dir" "kube-apiserver /readyz" "${kubectl[@]}" get --raw /readyz
 
-	start_component "$dir" kube-controller-manager "$bin/kube-controller-manager" \
-		--kubeconfig="$dir/run/controller-manager.kubeconfig" \
-		--controllers='*' \
-		--secure-port=0 \
-		--leader-elect=false \
-		--use-service-account-credentials=true \
-		--service-account-private-key-file="$pki/sa.key" \
-		--root-ca-file="$pki/ca.crt" \
-		--cluster-signing-cert-file="$pki/ca.crt" \
-		--cluster-signing-key-file="$pki/ca.key" \
-		--service-cluster-ip-range="$SERVICE_CIDR" \
-		--allocate-node-cidrs=false \
-		--profiling=false
+	if enabled kube-controller-manager; then
+		start_component "$dir" kube-controller-manager "$bin/kube-controller-manager" \
+			--kubeconfig="$dir/run/controller-manager.kubeconfig" \
+			--controllers='*' \
+			--secure-port=0 \
+			--leader-elect=false \
+			--use-service-account-credentials=true \
+			--service-account-private-key-file="$pki/sa.key" \
+			--root-ca-file="$pki/ca.crt" \
+			--cluster-signing-cert-file="$pki/ca.crt" \
+			--cluster-signing-key-file="$pki/ca.key" \
+			--service-cluster-ip-range="$SERVICE_CIDR" \
+			--allocate-node-cidrs=false \
+			--profiling=false
+	fi
 
-	start_component "$dir" kube-scheduler "$bin/kube-scheduler" \
-		--kubeconfig="$dir/run/scheduler.kubeconfig" \
-		--secure-port=0 \
-		--leader-elect=false \
-		--profiling=false
+	if enabled kube-scheduler; then
+		start_component "$dir" kube-scheduler "$bin/kube-scheduler" \
+			--kubeconfig="$dir/run/scheduler.kubeconfig" \
+			--secure-port=0 \
+			--leader-elect=false \
+			--profiling=false
+	fi
 
-	node_manifest | "${kubectl[@]}" apply -f - >/dev/null
+	if enabled kwok; then
+		node_manifest | "${kubectl[@]}" apply -f - >/dev/null
 
-	# HOME keeps kwok from reading a user's ~/.kwok/kwok.yaml.
-	HOME="$dir/kwok-home" start_component "$dir" kwok "$bin/kwok" \
-		--kubeconfig="$dir/run/kwok.kubeconfig" \
-		--config="$STAGES_FILE" \
-		--manage-all-nodes=false \
-		--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
-		--cidr="$POD_CIDR" \
-		--node-ip=127.0.0.1 \
-		--node-lease-duration-seconds=40
-
-	wait_for "$dir" "nodes Ready ($KWOK_NODES)" nodes_ready "$dir/kubeconfig"
-	wait_for "$dir" "default ServiceAccount" "${kubectl[@]}" -n default get serviceaccount default
-	wait_for "$dir" "kube-root-ca.crt ConfigMap" "${kubectl[@]}" -n default get configmap kube-root-ca.crt
+		# HOME keeps kwok from reading a user's ~/.kwok/kwok.yaml.
+		HOME="$dir/kwok-home" start_component "$dir" kwok "$bin/kwok" \
+			--kubeconfig="$dir/run/kwok.kubeconfig" \
+			--config="$STAGES_FILE" \
+			--manage-all-nodes=false \
+			--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
+			--cidr="$POD_CIDR" \
+			--node-ip=127.0.0.1 \
+			--node-lease-duration-seconds=40
+		wait_for "$dir" "nodes Ready ($KWOK_NODES)" nodes_ready "$dir/kubeconfig"
+	fi
+	# The controller-manager makes the default ServiceAccount and the root CA ConfigMap.
+	if enabled kube-controller-manager; then
+		wait_for "$dir" "default ServiceAccount" "${kubectl[@]}" -n default get serviceaccount default
+		wait_for "$dir" "kube-root-ca.crt ConfigMap" "${kubectl[@]}" -n default get configmap kube-root-ca.crt
+	fi
 	check_alive "$dir"
 
 	trap - EXIT

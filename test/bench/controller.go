@@ -1,0 +1,182 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Controllers.
+const (
+	metacel     = "metacel"
+	handwritten = "hand-written"
+)
+
+// proc is one controller process.
+type proc struct {
+	kind, bin string
+	args      []string // its configuration's flags
+	cmd       *exec.Cmd
+	exited    chan struct{}
+	waitErr   error
+	metrics   string // base URL of /metrics (and /debug/pprof/ for metacel with --profiling)
+	ready     string // URL of /readyz
+	log       string
+	started   time.Time
+}
+
+// start starts the controller against kubeconfig, logging to logPath (appended to).
+func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, profiling bool) error {
+	metricsAddr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	var args []string
+	switch p.kind {
+	case metacel:
+		healthAddr, err := freeAddr()
+		if err != nil {
+			return err
+		}
+		args = []string{"run", "--kubeconfig", kubeconfig, "--policy-dir", policy,
+			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
+		if profiling {
+			args = append(args, "--profiling")
+		}
+		p.ready = "http://" + healthAddr + "/readyz"
+	default:
+		args = []string{"--kubeconfig", kubeconfig, "--namespace", benchNamespace, "--resync", resync.String(),
+			"--metrics-bind-address", metricsAddr}
+		p.ready = "http://" + metricsAddr + "/readyz"
+	}
+	p.metrics = "http://" + metricsAddr
+	p.log = logPath
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	p.cmd = exec.Command(p.bin, append(args, p.args...)...)
+	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
+	p.exited = make(chan struct{})
+	p.started = time.Now()
+	if err := p.cmd.Start(); err != nil {
+		_ = logFile.Close()
+		return err
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		_ = logFile.Close()
+		close(p.exited)
+	}()
+	return nil
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// waitReady waits for /readyz and for the controller's queue metric: the policy runs.
+func (p *proc) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		if err := p.alive(); err != nil {
+			return err
+		}
+		if resp, err := http.Get(p.ready); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				if _, _, err := p.scrape(ctx); err == nil {
+					return nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (log: %s)", p.kind, timeout, p.log)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// alive fails when the process has exited.
+func (p *proc) alive() error {
+	select {
+	case <-p.exited:
+		return fmt.Errorf("%s exited: %w; last lines of %s:\n%s", p.kind, p.waitErr, p.log, tail(p.log, 30))
+	default:
+		return nil
+	}
+}
+
+// scrape reads the controller's syncs (controller_runtime_reconcile_total) and queue depth of the
+// myapp policy.
+func (p *proc) scrape(ctx context.Context) (syncs, depth float64, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics+"/metrics", http.NoBody)
+	if err != nil {
+		return 0, 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, 0, err
+	}
+	text := string(body)
+	syncs, _ = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": "myapp"})
+	depth, ok := sumSamples(text, "workqueue_depth", map[string]string{"name": "myapp"})
+	if !ok {
+		return 0, 0, errors.New("no workqueue_depth{name=\"myapp\"} yet")
+	}
+	return syncs, depth, nil
+}
+
+// stop sends SIGTERM and waits; after timeout, SIGKILL.
+func (p *proc) stop(timeout time.Duration) {
+	if p.cmd == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(timeout):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// freeAddr is a free loopback address.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String(), nil
+}
+
+// tail is the last n lines of a file.
+func tail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

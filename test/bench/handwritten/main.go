@@ -1,0 +1,258 @@
+//go:build e2e
+
+// Command handwritten is the benchmark's baseline: the MyApp operator as a minimal hand-written
+// client-go controller, the way one writes it without a framework. Informers on MyApps and on
+// its Pods (by label), a rate-limited workqueue, and a sync that creates the Pod <name>-pod when
+// the cache has none (POST) and writes status.podName once (PUT .../status). No events, no
+// server-side apply, no conditions.
+//
+// Its flags mirror `metacel run`'s (--kube-api-qps, --kube-api-burst, --workers,
+// --metrics-bind-address), and it serves the metrics the benchmark reads from metacel:
+// controller_runtime_reconcile_total{controller="myapp"} and workqueue_depth{name="myapp"},
+// with /readyz once its caches have synced.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/flowcontrol"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+var myApps = schema.GroupVersionResource{Group: "demo.rtfm.co.ua", Version: "v1", Resource: "myapps"}
+
+const (
+	name         = "myapp"
+	managedLabel = "app.kubernetes.io/managed-by"
+	managedBy    = "myapp-handwritten"
+)
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
+	namespace := flag.String("namespace", "", "namespace to watch (default: all)")
+	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (negative: no client-side limit)")
+	burst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
+	workers := flag.Int("workers", 4, "concurrent syncs")
+	resync := flag.Duration("resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
+	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
+	klog.InitFlags(nil)
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, *kubeconfig, *namespace, float32(*qps), *burst, *workers, *resync, *metricsAddr)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "handwritten:", err)
+		os.Exit(1)
+	}
+}
+
+type controller struct {
+	kube    kubernetes.Interface
+	dynamic dynamic.Interface
+	apps    cache.SharedIndexInformer
+	pods    corelisters.PodLister
+	queue   workqueue.TypedRateLimitingInterface[string]
+	syncs   *prometheus.CounterVec
+}
+
+func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, workers int, resync time.Duration, metricsAddr string) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, managedBy
+	if qps > 0 {
+		// one budget for the process, as metacel's (its children and status share one client):
+		// the typed and the dynamic client would otherwise get one limiter each
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	appFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, nil)
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedLabel + "=" + managedBy }))
+	c := &controller{
+		kube:    kube,
+		dynamic: dyn,
+		apps:    appFactory.ForResource(myApps).Informer(),
+		pods:    podFactory.Core().V1().Pods().Lister(),
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: name}),
+		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "controller_runtime_reconcile_total", Help: "Syncs by result.",
+		}, []string{"controller", "result"}),
+	}
+	defer c.queue.ShutDown()
+	if _, err := c.apps.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueue,
+		UpdateFunc: func(_, obj any) { c.enqueue(obj) }, // a resync too
+		DeleteFunc: c.enqueue,
+	}); err != nil {
+		return err
+	}
+	if _, err := podFactory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    c.enqueueOwner,
+		UpdateFunc: func(_, obj any) { c.enqueueOwner(obj) },
+		DeleteFunc: c.enqueueOwner,
+	}); err != nil {
+		return err
+	}
+
+	var ready atomic.Bool
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(c.syncs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "workqueue_depth", Help: "Current depth of the workqueue.", ConstLabels: prometheus.Labels{"name": name},
+	}, func() float64 { return float64(c.queue.Len()) }))
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
+		}
+	})
+	ln, err := net.Listen("tcp", metricsAddr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	defer func() { _ = srv.Close() }()
+
+	appFactory.Start(ctx.Done())
+	podFactory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), c.apps.HasSynced, podFactory.Core().V1().Pods().Informer().HasSynced) {
+		return errors.New("caches did not sync")
+	}
+	ready.Store(true)
+	klog.InfoS("Started", "workers", workers, "qps", qps, "burst", burst, "resync", resync)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	appFactory.Shutdown()
+	podFactory.Shutdown()
+	return nil
+}
+
+func (c *controller) enqueue(obj any) {
+	if key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj); err == nil {
+		c.queue.Add(key)
+	}
+}
+
+// enqueueOwner enqueues the MyApp that controls a Pod.
+func (c *controller) enqueueOwner(obj any) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "MyApp" {
+		c.queue.Add(pod.Namespace + "/" + ref.Name)
+	}
+}
+
+func (c *controller) worker(ctx context.Context) {
+	for {
+		key, shutdown := c.queue.Get()
+		if shutdown {
+			return
+		}
+		if err := c.sync(ctx, key); err != nil {
+			klog.ErrorS(err, "Sync failed", "key", key)
+			c.queue.AddRateLimited(key)
+			c.syncs.WithLabelValues(name, "error").Inc()
+		} else {
+			c.queue.Forget(key)
+			c.syncs.WithLabelValues(name, "success").Inc()
+		}
+		c.queue.Done(key)
+	}
+}
+
+// sync creates the MyApp's Pod when the cache has none, then writes status.podName if it differs.
+func (c *controller) sync(ctx context.Context, key string) error {
+	obj, exists, err := c.apps.GetIndexer().GetByKey(key)
+	if err != nil || !exists {
+		return err // deleted: the garbage collector removes the Pod (its ownerReference)
+	}
+	app := obj.(*unstructured.Unstructured)
+	podName := app.GetName() + "-pod"
+	if _, err := c.pods.Pods(app.GetNamespace()).Get(podName); apierrors.IsNotFound(err) {
+		_, err := c.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, newPod(app, podName), metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create pod %s: %w", podName, err)
+		}
+	}
+	if got, _, _ := unstructured.NestedString(app.Object, "status", "podName"); got == podName {
+		return nil
+	}
+	app = app.DeepCopy()
+	if err := unstructured.SetNestedField(app.Object, podName, "status", "podName"); err != nil {
+		return err
+	}
+	_, err = c.dynamic.Resource(myApps).Namespace(app.GetNamespace()).UpdateStatus(ctx, app, metav1.UpdateOptions{})
+	return err // a conflict is retried from the cache
+}
+
+// newPod is the Pod of policies/myapp.yaml: the MyApp's image, its banner echoed first.
+func newPod(app *unstructured.Unstructured, podName string) *corev1.Pod {
+	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
+	container := corev1.Container{
+		Name:    app.GetName(),
+		Image:   image,
+		Command: []string{"/bin/sh", "-c", `if [ -n "$BANNER" ]; then echo "$BANNER"; fi; exec sleep infinity`},
+		Ports:   []corev1.ContainerPort{{ContainerPort: 80}},
+	}
+	if banner, ok, _ := unstructured.NestedString(app.Object, "spec", "banner"); ok {
+		container.Env = []corev1.EnvVar{{Name: "BANNER", Value: banner}}
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            podName,
+			Namespace:       app.GetNamespace(),
+			Labels:          map[string]string{"app": app.GetName(), managedLabel: managedBy},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, app.GroupVersionKind())},
+		},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
+	}
+}

@@ -1,0 +1,607 @@
+//go:build e2e
+
+// Command bench is the side-by-side benchmark of `make bench-e2e`: metacel running the MyApp
+// policy (testdata/myapp.yaml) against a minimal hand-written client-go controller for the same
+// job (./handwritten), each as its own process on a fresh etcd and kube-apiserver with no other
+// writer (hack/control-plane.sh with METACEL_COMPONENTS="etcd kube-apiserver").
+//
+// Per run: start the controller and wait until its caches have synced; create -parents MyApps in
+// a burst; wait (through watches) until every Pod exists and every MyApp's status.podName is set
+// (and, for metacel, Synced=True); wait until the API server and the controller are quiet; then an
+// idle window longer than a resync period; then restart the controller (SIGTERM, start again)
+// and wait until it has synced every parent. It prints one markdown table, medians over -runs.
+//
+// Requests are the API server's apiserver_request_total, scraped before and after each window,
+// minus the requests of the benchmark's own clients (counted client-side, labelled as the API
+// server labels them) and minus the API server's own (its loopback client, read from an audit
+// log that records only the user system:apiserver). WATCH is left out: the API server counts a
+// watch when it ends. CPU and RSS come from /proc/<pid> of the controller process.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+)
+
+// options are the benchmark's flags.
+type options struct {
+	parents        int
+	runs           int
+	configs        []string
+	resync, idle   time.Duration
+	quiet          time.Duration
+	timeout        time.Duration
+	out            string
+	keep           bool
+	profile        time.Duration
+	profileConfig  string
+	metacelBin     string
+	metacelRev     string
+	handwrittenBin string
+}
+
+// benchConfig is one configuration: the flags both controllers get.
+type benchConfig struct {
+	name, desc       string
+	metacel, handArg []string
+	// handFrom names the configuration whose hand-written run this one shares (same flags)
+	handFrom string
+}
+
+func configurations(metacelDefaults string) []benchConfig {
+	equal := []string{"--workers=5", "--kube-api-qps=100", "--kube-api-burst=200"}
+	unthrottled := []string{"--workers=5", "--kube-api-qps=-1"}
+	return []benchConfig{
+		{name: "equal", desc: "both: QPS 100, burst 200, 5 workers", metacel: equal, handArg: equal},
+		{name: "unthrottled", desc: "both: no client-side rate limit, 5 workers", metacel: unthrottled, handArg: unthrottled},
+		{name: "defaults", desc: "metacel: its defaults (" + metacelDefaults + "); hand-written: unthrottled, 5 workers",
+			metacel: nil, handArg: unthrottled, handFrom: "unthrottled"},
+	}
+}
+
+func main() {
+	var o options
+	var configs string
+	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
+	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults")
+	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
+	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
+	flag.DurationVar(&o.quiet, "quiet", 3*time.Second, "a window ends once the API server and the controller have been quiet this long")
+	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest converge")
+	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
+	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
+	flag.DurationVar(&o.profile, "profile", 0, "with metacel --profiling, take a CPU profile this long from the burst on (first run of -profile-config); 0: none")
+	flag.StringVar(&o.profileConfig, "profile-config", "equal", "configuration whose metacel run is profiled")
+	flag.StringVar(&o.metacelBin, "metacel", "", "metacel binary (default: go build ./cmd/metacel of the work tree, or of -metacel-rev)")
+	flag.StringVar(&o.metacelRev, "metacel-rev", "", "build metacel from this git revision (git archive) instead of the work tree, e.g. HEAD")
+	flag.StringVar(&o.handwrittenBin, "handwritten", "", "hand-written controller binary (default: go build ./test/bench/handwritten)")
+	flag.Parse()
+	o.configs = strings.Split(configs, ",")
+	if o.idle <= o.resync {
+		fmt.Fprintln(os.Stderr, "bench: -idle must be longer than -resync")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is what every run shares.
+type bench struct {
+	o       options
+	repo    string
+	binDir  string
+	policy  string // the policy file, resync applied
+	sample  *unstructured.Unstructured
+	version string // the API server's
+}
+
+func run(ctx context.Context, o options) error {
+	repo, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	b := &bench{o: o, repo: repo}
+	if b.binDir, err = os.MkdirTemp("", "metacel-bench-bin-"); err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(b.binDir) }()
+	if err := b.build(ctx); err != nil {
+		return err
+	}
+	if err := b.writePolicy(); err != nil {
+		return err
+	}
+	if b.sample, err = sample(repo); err != nil {
+		return err
+	}
+	defaults := metacelDefaults(b.o.metacelBin)
+	var selected []benchConfig
+	for _, c := range configurations(defaults) {
+		if slices.Contains(o.configs, c.name) {
+			selected = append(selected, c)
+		}
+	}
+	if len(selected) == 0 {
+		return fmt.Errorf("no configuration among %q", o.configs)
+	}
+	started := time.Now()
+	header := b.header(defaults)
+	logf("%s", strings.TrimSpace(header))
+
+	results := map[string][]*result{} // controller/config -> one per run
+	var details []string
+	for rep := range o.runs {
+		for _, c := range selected {
+			for _, ctl := range []string{handwritten, metacel} {
+				key := ctl + "/" + c.name
+				if ctl == handwritten && c.handFrom != "" && slices.ContainsFunc(selected, func(s benchConfig) bool { return s.name == c.handFrom }) {
+					shared := *results[handwritten+"/"+c.handFrom][rep]
+					shared.config = c.name
+					shared.sharedWith = c.handFrom
+					results[key] = append(results[key], &shared)
+					continue
+				}
+				logf("run %d/%d, %s, %s (%s)", rep+1, o.runs, c.name, ctl, c.desc)
+				r, err := b.runOne(ctx, ctl, c, rep)
+				if err != nil {
+					return fmt.Errorf("%s, %s, run %d: %w", ctl, c.name, rep+1, err)
+				}
+				logf("  %s", r.oneLine())
+				results[key] = append(results[key], r)
+				details = append(details, r.details())
+			}
+		}
+	}
+	table := b.table(selected, results)
+	fmt.Println(table)
+	doc := header + "\n" + table + "\n" + fmt.Sprintf("Machine time: %s; load average at the end %s.\n\n## Runs\n\n", time.Since(started).Round(time.Second), loadAvg()) + strings.Join(details, "\n")
+	out := o.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(repo, out)
+	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(out, []byte(doc), 0o644); err != nil {
+		return err
+	}
+	logf("wrote %s", out)
+	return nil
+}
+
+// runOne measures one controller in one configuration on a fresh control plane.
+func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) (_ *result, err error) {
+	o := b.o
+	dir, err := os.MkdirTemp("", "metacel-bench-")
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil || o.keep {
+			logf("  kept %s (logs, control plane state)", dir)
+			return
+		}
+		_ = os.RemoveAll(dir)
+	}()
+	own := &counter{c: counts{}}
+	cl, err := startCluster(ctx, b.repo, dir, own)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.stop()
+	if b.version == "" {
+		b.version = cl.serverVersion()
+	}
+	if err := cl.setup(ctx, b.repo); err != nil {
+		return nil, err
+	}
+
+	names := make([]string, o.parents)
+	pods := make(map[string]bool, o.parents)
+	for i := range names {
+		names[i] = fmt.Sprintf("app-%05d", i)
+		pods[names[i]+"-pod"] = true
+	}
+	trackCtx, stopTracking := context.WithCancel(ctx)
+	defer stopTracking()
+	load := rest.CopyConfig(cl.config)
+	load.UserAgent = "metacel-bench-load"
+	tr, err := newTracker(trackCtx, load, benchNamespace, o.parents, isDone(ctl), func(p string) bool { return pods[p] })
+	if err != nil {
+		return nil, err
+	}
+	loadClient, err := dynamic.NewForConfig(load)
+	if err != nil {
+		return nil, err
+	}
+
+	p := &proc{kind: ctl, bin: b.o.handwrittenBin, args: c.handArg}
+	if ctl == metacel {
+		p.bin, p.args = b.o.metacelBin, c.metacel
+	}
+	profiling := ctl == metacel && o.profile > 0 && rep == 0 && c.name == o.profileConfig
+	logPath := filepath.Join(dir, "logs", "controller.log")
+	if err := p.start(cl.kubeconfig(), b.policy, logPath, o.resync, profiling); err != nil {
+		return nil, err
+	}
+	defer p.stop(30 * time.Second)
+	if err := p.waitReady(ctx, 60*time.Second); err != nil {
+		return nil, err
+	}
+	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " ")}
+	// the controller's start-up requests (lists, its ledger Lease) are not the converge's
+	w0, err := b.waitQuiet(ctx, cl, p, own)
+	if err != nil {
+		return nil, err
+	}
+	p0 := readProc(p.pid())
+
+	// converge
+	var profileDone chan string
+	if profiling {
+		profileDone = make(chan string, 1)
+		go func() { profileDone <- b.cpuProfile(ctx, p, c.name) }()
+	}
+	start := time.Now()
+	if err := createParents(ctx, loadClient, b.sample, benchNamespace, names); err != nil {
+		return nil, err
+	}
+	r.created = time.Since(start)
+	if err := b.waitConverged(ctx, tr, p); err != nil {
+		return nil, err
+	}
+	r.converge = tr.doneAt.Sub(start)
+	w1, err := b.waitQuiet(ctx, cl, p, own)
+	if err != nil {
+		return nil, err
+	}
+	r.settled = w1.at.Sub(start)
+	p1 := readProc(p.pid())
+	r.cpu = p1.CPU - p0.CPU
+	if r.converged, r.apiserver, err = cl.attribute(w0, w1); err != nil {
+		return nil, err
+	}
+
+	// idle: longer than a resync period
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(o.idle):
+	}
+	w2, err := cl.window(ctx, p, own)
+	if err != nil {
+		return nil, err
+	}
+	if r.idle, _, err = cl.attribute(w1, w2); err != nil {
+		return nil, err
+	}
+	r.idleSyncs = w2.syncs - w1.syncs
+	p2 := readProc(p.pid())
+	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
+
+	// restart over the converged parents
+	p.stop(30 * time.Second)
+	w3, err := cl.window(ctx, nil, own)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.start(cl.kubeconfig(), b.policy, logPath, o.resync, false); err != nil {
+		return nil, err
+	}
+	if err := b.waitResynced(ctx, p); err != nil {
+		return nil, err
+	}
+	r.restart = time.Since(p.started)
+	w4, err := b.waitQuiet(ctx, cl, p, own)
+	if err != nil {
+		return nil, err
+	}
+	if r.restarted, _, err = cl.attribute(w3, w4); err != nil {
+		return nil, err
+	}
+	r.restartSyncs = w4.syncs
+	if profileDone != nil {
+		r.profile = <-profileDone
+	}
+	return r, nil
+}
+
+// isDone is the load client's test of a converged parent: status.podName set, and for metacel
+// its Synced condition True.
+func isDone(ctl string) func(*unstructured.Unstructured) bool {
+	return func(u *unstructured.Unstructured) bool {
+		if name, _, _ := unstructured.NestedString(u.Object, "status", "podName"); name != u.GetName()+"-pod" {
+			return false
+		}
+		if ctl != metacel {
+			return true
+		}
+		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+		for _, c := range conds {
+			if m, ok := c.(map[string]any); ok && m["type"] == "Synced" {
+				return m["status"] == "True"
+			}
+		}
+		return false
+	}
+}
+
+func (b *bench) waitConverged(ctx context.Context, tr *tracker, p *proc) error {
+	deadline := time.After(b.o.timeout)
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-tr.done:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("not converged after %s: %s (log: %s)", b.o.timeout, tr.state(), p.log)
+		case <-p.exited:
+			return p.alive()
+		case <-tick.C:
+			logf("  %s", tr.state())
+		}
+	}
+}
+
+// waitResynced waits until a restarted controller has synced every parent: its syncs reach the
+// parents and its queue is empty.
+func (b *bench) waitResynced(ctx context.Context, p *proc) error {
+	deadline := time.Now().Add(b.o.timeout)
+	for {
+		if err := p.alive(); err != nil {
+			return err
+		}
+		if syncs, depth, err := p.scrape(ctx); err == nil && syncs >= float64(b.o.parents) && depth == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("restart: not re-synced after %s (log: %s)", b.o.timeout, p.log)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// window is a scrape that opens or closes a measuring window.
+type window struct {
+	at    time.Time
+	api   counts // apiserver_request_total
+	own   counts // the benchmark's clients'
+	syncs float64
+	depth float64
+}
+
+func (cl *cluster) window(ctx context.Context, p *proc, own *counter) (window, error) {
+	w := window{}
+	if p != nil {
+		var err error
+		if w.syncs, w.depth, err = p.scrape(ctx); err != nil {
+			return w, fmt.Errorf("scrape %s: %w", p.kind, err)
+		}
+	}
+	api, err := cl.metrics(ctx)
+	if err != nil {
+		return w, err
+	}
+	w.at, w.api, w.own = time.Now(), api, own.snapshot()
+	return w, nil
+}
+
+// attribute returns the controller's requests between two windows: the API server's count less
+// the benchmark's clients' and the API server's own (from its audit log); and the latter.
+func (cl *cluster) attribute(from, to window) (ctl, apiserver counts, err error) {
+	if apiserver, err = auditCounts(cl.audit, from.at, to.at); err != nil {
+		return nil, nil, err
+	}
+	ctl = to.api.minus(from.api).minus(to.own.minus(from.own)).minus(apiserver)
+	for k, v := range ctl {
+		if v < 0 && requests(k) {
+			logf("  warning: %s: %v after attribution (the API server counted fewer than were taken out)", k, v)
+		}
+	}
+	return ctl, apiserver, nil
+}
+
+// waitQuiet waits until neither the API server's request counts (WATCH aside) nor the
+// controller's syncs have moved for -quiet, and the controller's queue is empty.
+func (b *bench) waitQuiet(ctx context.Context, cl *cluster, p *proc, own *counter) (window, error) {
+	deadline := time.Now().Add(b.o.timeout)
+	last, err := cl.window(ctx, p, own)
+	if err != nil {
+		return last, err
+	}
+	since, reported := last.at, time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return last, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+		if err := p.alive(); err != nil {
+			return last, err
+		}
+		w, err := cl.window(ctx, p, own)
+		if err != nil {
+			return last, err
+		}
+		if w.api.total(requests) != last.api.total(requests) || w.syncs != last.syncs || w.depth != 0 {
+			since = w.at
+		}
+		if time.Since(reported) >= 30*time.Second {
+			logf("  waiting for quiet: the API server at %s requests, the controller at %s syncs", num(w.api.total(requests)), num(w.syncs))
+			reported = time.Now()
+		}
+		last = w
+		if w.at.Sub(since) >= b.o.quiet {
+			return w, nil
+		}
+		if time.Now().After(deadline) {
+			logf("  warning: not quiet after %s; measuring anyway", b.o.timeout)
+			return w, nil
+		}
+	}
+}
+
+// cpuProfile fetches a CPU profile of metacel and writes it, and `go tool pprof -top` of it,
+// beside -out; it returns the text file's path.
+func (b *bench) cpuProfile(ctx context.Context, p *proc, config string) string {
+	out := strings.TrimSuffix(b.outPath(), ".md") + "-metacel-" + config
+	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.metrics, int(b.o.profile.Seconds()))
+	if err := download(ctx, url, out+".pprof"); err != nil {
+		logf("  profile: %v", err)
+		return ""
+	}
+	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", p.bin, out+".pprof").CombinedOutput()
+	if err != nil {
+		logf("  pprof: %v: %s", err, top)
+		return ""
+	}
+	if err := os.WriteFile(out+".top.txt", top, 0o644); err != nil {
+		return ""
+	}
+	return out + ".top.txt"
+}
+
+func (b *bench) outPath() string {
+	if filepath.IsAbs(b.o.out) {
+		return b.o.out
+	}
+	return filepath.Join(b.repo, b.o.out)
+}
+
+// build builds the controllers unless given.
+func (b *bench) build(ctx context.Context) error {
+	builds := []struct {
+		bin  *string
+		name string
+		args []string
+	}{
+		{&b.o.metacelBin, "metacel", []string{"build", "-trimpath", "-o", filepath.Join(b.binDir, "metacel"), "./cmd/metacel"}},
+		{&b.o.handwrittenBin, "handwritten", []string{"build", "-tags", "e2e", "-trimpath", "-o", filepath.Join(b.binDir, "handwritten"), "./test/bench/handwritten"}},
+	}
+	for i, bd := range builds {
+		if *bd.bin != "" {
+			continue
+		}
+		dir := b.repo
+		if i == 0 && b.o.metacelRev != "" {
+			var err error
+			if dir, err = b.archive(ctx, b.o.metacelRev); err != nil {
+				return err
+			}
+			logf("in git archive %s:", b.o.metacelRev)
+		}
+		logf("go %s", strings.Join(bd.args, " "))
+		cmd := exec.CommandContext(ctx, "go", bd.args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s: %w\n%s", bd.name, err, out)
+		}
+		*bd.bin = filepath.Join(b.binDir, bd.name)
+	}
+	return nil
+}
+
+// archive extracts a revision of the repository into the bin directory.
+func (b *bench) archive(ctx context.Context, rev string) (string, error) {
+	dir := filepath.Join(b.binDir, "src")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", rev)
+	archive.Dir = b.repo
+	extract := exec.CommandContext(ctx, "tar", "-x", "-C", dir)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	extract.Stdin = pipe
+	if err := extract.Start(); err != nil {
+		return "", err
+	}
+	var stderr strings.Builder
+	archive.Stderr = &stderr
+	if err := archive.Run(); err != nil {
+		return "", fmt.Errorf("git archive %s: %w %s", rev, err, stderr.String())
+	}
+	if err := extract.Wait(); err != nil {
+		return "", fmt.Errorf("extract git archive %s: %w", rev, err)
+	}
+	return dir, nil
+}
+
+// writePolicy writes testdata/myapp.yaml with -resync as its resyncPeriodSeconds.
+func (b *bench) writePolicy() error {
+	raw, err := os.ReadFile(filepath.Join(b.repo, "test", "bench", "testdata", "myapp.yaml"))
+	if err != nil {
+		return err
+	}
+	re := regexp.MustCompile(`(?m)^(\s*resyncPeriodSeconds:)\s*\d+`)
+	if !re.Match(raw) {
+		return errors.New("testdata/myapp.yaml has no resyncPeriodSeconds")
+	}
+	raw = re.ReplaceAll(raw, fmt.Appendf(nil, "${1} %d", int(b.o.resync.Seconds())))
+	b.policy = filepath.Join(b.binDir, "myapp.yaml")
+	return os.WriteFile(b.policy, raw, 0o644)
+}
+
+// metacelDefaults reads the client settings `metacel run` defaults to from its help.
+func metacelDefaults(bin string) string {
+	out, _ := exec.Command(bin, "run", "--help").CombinedOutput()
+	get := func(flag string) string {
+		m := regexp.MustCompile(`(?m)^\s+--` + flag + ` \S+\s+.*\(default ([^)]+)\)$`).FindSubmatch(out)
+		if m == nil {
+			return "?"
+		}
+		return string(m[1])
+	}
+	return fmt.Sprintf("QPS %s, burst %s, %s workers", get("kube-api-qps"), get("kube-api-burst"), get("workers"))
+}
+
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "hack", "control-plane.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run from inside the metacel repository")
+		}
+		dir = parent
+	}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}

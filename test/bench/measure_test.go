@@ -1,0 +1,92 @@
+//go:build e2e
+
+package main
+
+import (
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseRequestTotal(t *testing.T) {
+	text := `# HELP apiserver_request_total [STABLE] Counter of apiserver requests
+# TYPE apiserver_request_total counter
+apiserver_request_total{code="201",component="apiserver",dry_run="",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 1000
+apiserver_request_total{code="201",component="apiserver",dry_run="All",group="",resource="pods",scope="resource",subresource="",verb="POST",version="v1"} 7
+apiserver_request_total{code="200",component="apiserver",dry_run="",group="demo.rtfm.co.ua",resource="myapps",scope="resource",subresource="status",verb="APPLY",version="v1"} 998
+apiserver_request_total{code="409",component="apiserver",dry_run="",group="demo.rtfm.co.ua",resource="myapps",scope="resource",subresource="status",verb="PUT",version="v1"} 3
+apiserver_request_total{code="200",component="",dry_run="",group="",resource="",scope="",subresource="/readyz",verb="GET",version=""} 2
+apiserver_request_duration_seconds_bucket{le="0.1"} 5
+`
+	got, err := parseRequestTotal(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := counts{
+		{Verb: "POST", Resource: "pods"}: 1000,
+		{Verb: "APPLY", Group: "demo.rtfm.co.ua", Resource: "myapps", Subresource: "status"}:              998,
+		{Verb: "PUT", Group: "demo.rtfm.co.ua", Resource: "myapps", Subresource: "status", Failed: "409"}: 3,
+		{Verb: "GET", Subresource: "/readyz"}:                                                             2,
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%v: got %v, want %v", k, got[k], v)
+		}
+	}
+	if n := got.total(requests); n != 2001 {
+		t.Errorf("requests: %v, want 2001 (the non-resource GET left out)", n)
+	}
+	if s := got.summary(requests, 2); s != "POST pods 1000, APPLY myapps/status 998, other 3" {
+		t.Errorf("summary: %q", s)
+	}
+}
+
+func TestParseSampleEscapes(t *testing.T) {
+	name, labels, v, ok := parseSample(`m{a="x\"y",b="p\\q"} 2.5`)
+	if !ok || name != "m" || labels["a"] != `x"y` || labels["b"] != `p\q` || v != 2.5 {
+		t.Errorf("got %q %v %v %v", name, labels, v, ok)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, c := range []struct {
+		method, url, contentType string
+		want                     reqKey
+	}{
+		{"POST", "/apis/demo.rtfm.co.ua/v1/namespaces/bench/myapps", "", reqKey{Verb: "POST", Group: "demo.rtfm.co.ua", Resource: "myapps"}},
+		{"GET", "/api/v1/namespaces/bench/pods?limit=500", "", reqKey{Verb: "LIST", Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/bench/pods?watch=true", "", reqKey{Verb: "WATCH", Resource: "pods"}},
+		{"GET", "/api/v1/namespaces/bench/pods/a-pod", "", reqKey{Verb: "GET", Resource: "pods"}},
+		{"PATCH", "/apis/demo.rtfm.co.ua/v1/namespaces/bench/myapps/a/status", "application/apply-patch+yaml", reqKey{Verb: "APPLY", Group: "demo.rtfm.co.ua", Resource: "myapps", Subresource: "status"}},
+		{"PUT", "/api/v1/namespaces/bench", "", reqKey{Verb: "PUT", Resource: "namespaces"}},
+		{"GET", "/api/v1/pods", "", reqKey{Verb: "LIST", Resource: "pods"}},
+		{"GET", "/version", "", reqKey{Verb: "GET", Subresource: "/version"}},
+	} {
+		r, _ := http.NewRequest(c.method, "https://x"+c.url, http.NoBody)
+		if c.contentType != "" {
+			r.Header.Set("Content-Type", c.contentType)
+		}
+		if got := classify(r); got != c.want {
+			t.Errorf("%s %s: got %+v, want %+v", c.method, c.url, got, c.want)
+		}
+	}
+}
+
+func TestReadProc(t *testing.T) {
+	st := readProc(os.Getpid())
+	if st.RSS <= 0 || st.HWM < st.RSS || st.CPU < 0 {
+		t.Errorf("readProc(self) = %+v", st)
+	}
+}
+
+func TestMedians(t *testing.T) {
+	rs := []*result{{cpu: 3, converged: counts{{Verb: "POST", Resource: "pods"}: 10}}, {cpu: 1}, {cpu: 2, converged: counts{{Verb: "POST", Resource: "pods"}: 12}}}
+	m := medians(rs)
+	if m.cpu != 2 || m.converged[reqKey{Verb: "POST", Resource: "pods"}] != 10 {
+		t.Errorf("medians: cpu %v, requests %v", m.cpu, m.converged)
+	}
+}

@@ -1,0 +1,289 @@
+//go:build e2e
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// result is one run of one controller in one configuration.
+type result struct {
+	controller, config, flags string
+	sharedWith                string // the configuration whose run this is (same flags)
+	parents                   int
+	created                   time.Duration // the burst of creates
+	converge                  time.Duration // burst start to every parent done
+	settled                   time.Duration // burst start to the API server and controller quiet
+	converged                 counts        // the controller's requests, burst start to settled
+	apiserver                 counts        // the API server's own requests in that window
+	idle                      counts        // the controller's requests in the idle window
+	idleSyncs                 float64       // its syncs in the idle window (a resync: at least parents)
+	rss, rssNow               float64       // MB: peak (VmHWM) and current, at the end of the idle window
+	cpu, cpuIdle              float64       // CPU seconds: converge window, idle window
+	restart                   time.Duration // process start to every parent re-synced
+	restarted                 counts        // the restarted controller's requests until quiet
+	restartSyncs              float64
+	profile                   string
+}
+
+func (r *result) oneLine() string {
+	return fmt.Sprintf("converged in %.1fs (burst %.1fs, quiet at %.1fs), %s requests, %s writes; idle: %s writes, %s syncs; RSS %.0f MB, CPU %.1fs; restart %.1fs, %s writes",
+		r.converge.Seconds(), r.created.Seconds(), r.settled.Seconds(), num(r.converged.total(requests)), num(r.converged.total(writes)),
+		num(r.idle.total(writes)), num(r.idleSyncs), r.rss, r.cpu, r.restart.Seconds(), num(r.restarted.total(writes)))
+}
+
+// details is a run's full record, for the file.
+func (r *result) details() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "### %s, %s (%s)\n\n", r.controller, r.config, orDefault(r.flags, "its defaults"))
+	fmt.Fprintf(&b, "- %s\n", r.oneLine())
+	fmt.Fprintf(&b, "- converge window (burst start until quiet, %.1fs): %s\n", r.settled.Seconds(), r.converged.summary(requests, 100))
+	fmt.Fprintf(&b, "- the API server's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
+	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB)\n", r.idle.summary(requests, 100), r.cpuIdle, r.rssNow)
+	fmt.Fprintf(&b, "- restart (until quiet; %s syncs): %s\n", num(r.restartSyncs), r.restarted.summary(requests, 100))
+	if r.profile != "" {
+		fmt.Fprintf(&b, "- CPU profile during converge: %s\n", r.profile)
+	}
+	return b.String()
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// header describes the machine and the command.
+func (b *bench) header(metacelDefaults string) string {
+	var h strings.Builder
+	fmt.Fprintf(&h, "# metacel vs a hand-written controller: %d MyApps\n\n", b.o.parents)
+	fmt.Fprintf(&h, "- date: %s\n", time.Now().Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&h, "- command: `%s`\n", strings.Join(os.Args, " "))
+	fmt.Fprintf(&h, "- machine: %d CPUs (%s), %s memory, load average at start %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
+	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\")\n", goVersion(), orDefault(b.version, "(see runs)"))
+	built := gitDescribe(b.repo, "HEAD") + ", the work tree as it was (`git describe --dirty`: " + gitDescribe(b.repo, "--dirty") + ")"
+	if b.o.metacelRev != "" {
+		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
+	}
+	fmt.Fprintf(&h, "- metacel: %s; metacel run's defaults: %s\n", built, metacelDefaults)
+	fmt.Fprintf(&h, "- per run: %d parents, resync %s, idle window %s, a window closes after %s without requests; %d run(s) each, medians\n",
+		b.o.parents, b.o.resync, b.o.idle, b.o.quiet, b.o.runs)
+	return h.String()
+}
+
+// table is the markdown table of medians, with ratios against the hand-written row of the
+// same configuration.
+func (b *bench) table(configs []benchConfig, results map[string][]*result) string {
+	var t strings.Builder
+	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | CPU s | restart s | restart writes |\n")
+	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n")
+	for _, c := range configs {
+		base := medians(results[handwritten+"/"+c.name])
+		if base == nil {
+			base = &result{} // no ratios
+		}
+		for _, ctl := range []string{handwritten, metacel} {
+			rs := results[ctl+"/"+c.name]
+			m := medians(rs)
+			if m == nil {
+				continue
+			}
+			ratio := func(v, h float64, format string) string {
+				s := fmt.Sprintf(format, v)
+				if ctl == metacel {
+					switch {
+					case h > 0:
+						s += fmt.Sprintf(" (×%.1f)", v/h)
+					case v > 0:
+						s += " (×∞)"
+					}
+				}
+				return s
+			}
+			name := ctl
+			if m.sharedWith != "" {
+				name += " (the " + m.sharedWith + " run)"
+			}
+			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				name, c.name,
+				ratio(m.converge.Seconds(), base.converge.Seconds(), "%.1f"),
+				ratio(m.settled.Seconds(), base.settled.Seconds(), "%.1f"),
+				ratio(m.converged.total(requests), base.converged.total(requests), "%.0f"),
+				m.converged.summary(requests, 6),
+				ratio(m.converged.total(eventWrites), base.converged.total(eventWrites), "%.0f"),
+				ratio(m.idle.total(writes), base.idle.total(writes), "%.0f"),
+				ratio(m.rss, base.rss, "%.0f"),
+				ratio(m.cpu, base.cpu, "%.1f"),
+				ratio(m.restart.Seconds(), base.restart.Seconds(), "%.1f"),
+				ratio(m.restarted.total(writes), base.restarted.total(writes), "%.0f"))
+		}
+	}
+	var notes []string
+	for _, c := range configs {
+		notes = append(notes, fmt.Sprintf("%s: %s", c.name, c.desc))
+	}
+	fmt.Fprintf(&t, "\nConfigurations: %s.\n\n", strings.Join(notes, "; "))
+	t.WriteString(legend)
+	return t.String()
+}
+
+// medians is a result whose every figure is the median over rs; its requests are those of the
+// run with the median converge time.
+func medians(rs []*result) *result {
+	if len(rs) == 0 {
+		return nil
+	}
+	byConverge := slices.Clone(rs)
+	sort.Slice(byConverge, func(i, j int) bool { return byConverge[i].converge < byConverge[j].converge })
+	m := *byConverge[len(byConverge)/2]
+	med := func(f func(*result) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			return v[len(v)/2]
+		}
+		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+	}
+	seconds := func(f func(*result) time.Duration) time.Duration {
+		return time.Duration(med(func(r *result) float64 { return float64(f(r)) }))
+	}
+	m.converge = seconds(func(r *result) time.Duration { return r.converge })
+	m.restart = seconds(func(r *result) time.Duration { return r.restart })
+	m.settled = seconds(func(r *result) time.Duration { return r.settled })
+	m.rss = med(func(r *result) float64 { return r.rss })
+	m.cpu = med(func(r *result) float64 { return r.cpu })
+	// the request counts are the median run's, but its totals are medians too
+	m.converged = medianCounts(rs, func(r *result) counts { return r.converged })
+	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
+	m.restarted = medianCounts(rs, func(r *result) counts { return r.restarted })
+	return &m
+}
+
+// medianCounts is the median of each series.
+func medianCounts(rs []*result, f func(*result) counts) counts {
+	keys := map[reqKey]bool{}
+	for _, r := range rs {
+		for k := range f(r) {
+			keys[k] = true
+		}
+	}
+	out := counts{}
+	for k := range keys {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)[k]
+		}
+		sort.Float64s(v)
+		if len(v)%2 == 1 {
+			out[k] = v[len(v)/2]
+		} else {
+			out[k] = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		if out[k] == 0 {
+			delete(out, k)
+		}
+	}
+	return out
+}
+
+func download(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, http.NoBody)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func cpuModel() string {
+	b, _ := os.ReadFile("/proc/cpuinfo")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "?"
+}
+
+func memTotal() string {
+	b, _ := os.ReadFile("/proc/meminfo")
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			var kb float64
+			_, _ = fmt.Sscanf(strings.TrimSpace(v), "%f", &kb)
+			return fmt.Sprintf("%.1f GiB", kb/1024/1024)
+		}
+	}
+	return "?"
+}
+
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "?"
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func goVersion() string {
+	out, err := exec.Command("go", "version").Output()
+	if err != nil {
+		return runtime.Version()
+	}
+	return strings.TrimSpace(string(out))
+}
+
+func gitDescribe(repo, rev string) string {
+	cmd := exec.Command("git", "describe", "--always", rev)
+	cmd.Dir = repo
+	out, err := cmd.Output()
+	if err != nil {
+		return "?"
+	}
+	return "commit " + strings.TrimSpace(string(out))
+}
+
+// legend says what the columns are.
+const legend = `Columns: **converge s**, from the first create of the burst until every Pod exists and every
+MyApp's status.podName is set (metacel: and its Synced condition is True), seen through watches;
+**quiet s**, until the API server has counted no request (WATCH aside) and the controller no
+sync for the quiet period, its queue empty: the converge window, which the next columns count;
+**requests**, the controller's requests in that window by apiserver_request_total (resource
+requests, WATCH aside; a failure shows its code); **event writes**, those to events;
+**idle writes**, its writes in the idle window that follows (longer than a resync period);
+**RSS MB**, its peak resident memory (VmHWM) at the end of the idle window; **CPU s**, its user
+and system CPU seconds in the converge window; **restart s**, from starting it again (after a
+SIGTERM) until it has synced as many times as there are parents with an empty queue;
+**restart writes**, its writes from that start until quiet. metacel's rows give their ratio to
+the hand-written row of the same configuration.
+`
