@@ -266,11 +266,17 @@ port_in_use() {
 	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
 }
 
-# Prints a free loopback port not among the arguments.
+# Prints a free loopback port not among the arguments, below the kernel's
+# ephemeral range when there is room: port_in_use sees only listeners, and a
+# port that an outgoing connection holds as its local end cannot be bound.
 free_port() {
-	local port tries=0 taken
+	local port tries=0 taken lo=20000 span=30000 ephemeral
+	ephemeral="$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true)"
+	if [[ "$ephemeral" =~ ^[0-9]+$ ]] && ((ephemeral - lo >= 2000)); then
+		span=$((ephemeral - lo))
+	fi
 	while ((tries++ < 200)); do
-		port=$((20000 + RANDOM % 30000))
+		port=$((lo + RANDOM % span))
 		for taken in "$@"; do
 			[[ "$port" != "$taken" ]] || continue 2
 		done

@@ -63,13 +63,24 @@ func startCluster(ctx context.Context, repo, dir string, bench *counter) (*clust
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
 	}
-	up := exec.CommandContext(ctx, c.script, "up", dir)
-	up.Env = append(os.Environ(), "METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY="+policy)
-	var out bytes.Buffer
-	up.Stdout, up.Stderr = &out, &out
-	if err := up.Run(); err != nil {
+	// a port taken between the script's choice and etcd's bind fails `up`: start afresh
+	for attempt := 1; ; attempt++ {
+		up := exec.CommandContext(ctx, c.script, "up", dir)
+		up.Env = append(os.Environ(), "METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY="+policy)
+		var out bytes.Buffer
+		up.Stdout, up.Stderr = &out, &out
+		err := up.Run()
+		if err == nil {
+			break
+		}
 		c.stop()
-		return nil, fmt.Errorf("%s up %s: %w\n%s", c.script, dir, err, out.String())
+		if attempt == 3 || ctx.Err() != nil {
+			return nil, fmt.Errorf("%s up %s: %w\n%s", c.script, dir, err, out.String())
+		}
+		logf("  control plane did not start (attempt %d): %v; again with new ports", attempt, err)
+		if err := resetDir(dir, policy); err != nil {
+			return nil, err
+		}
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
 	if err != nil {
@@ -88,6 +99,23 @@ func startCluster(ctx context.Context, repo, dir string, bench *counter) (*clust
 		return nil, err
 	}
 	return c, nil
+}
+
+// resetDir empties a run directory but for the audit policy (the ports and etcd data of a
+// failed start go with it).
+func resetDir(dir, policy string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if p := filepath.Join(dir, e.Name()); p != policy {
+			if err := os.RemoveAll(p); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (c *cluster) stop() {

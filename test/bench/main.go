@@ -86,7 +86,7 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest converge")
 	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
-	flag.DurationVar(&o.profile, "profile", 0, "with metacel --profiling, take a CPU profile this long from the burst on (first run of -profile-config); 0: none")
+	flag.DurationVar(&o.profile, "profile", 0, "with metacel --profiling, take a CPU profile this long from the burst on, and a heap profile at the end of the idle window (first run of -profile-config); 0: none")
 	flag.StringVar(&o.profileConfig, "profile-config", "equal", "configuration whose metacel run is profiled")
 	flag.StringVar(&o.metacelBin, "metacel", "", "metacel binary (default: go build ./cmd/metacel of the work tree, or of -metacel-rev)")
 	flag.StringVar(&o.metacelRev, "metacel-rev", "", "build metacel from this git revision (git archive) instead of the work tree, e.g. HEAD")
@@ -146,8 +146,7 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("no configuration among %q", o.configs)
 	}
 	started := time.Now()
-	header := b.header(defaults)
-	logf("%s", strings.TrimSpace(header))
+	logf("%d parents, configurations %s, %d run(s) each; metacel run's defaults: %s", o.parents, strings.Join(o.configs, ","), o.runs, defaults)
 
 	results := map[string][]*result{} // controller/config -> one per run
 	var details []string
@@ -174,6 +173,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	table := b.table(selected, results)
+	header := b.header(defaults)
+	fmt.Println(header)
 	fmt.Println(table)
 	doc := header + "\n" + table + "\n" + fmt.Sprintf("Machine time: %s; load average at the end %s.\n\n## Runs\n\n", time.Since(started).Round(time.Second), loadAvg()) + strings.Join(details, "\n")
 	out := o.out
@@ -261,7 +262,9 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	var profileDone chan string
 	if profiling {
 		profileDone = make(chan string, 1)
-		go func() { profileDone <- b.cpuProfile(ctx, p, c.name) }()
+		go func() {
+			profileDone <- b.profile(ctx, p, c.name, "cpu", fmt.Sprintf("profile?seconds=%d", int(o.profile.Seconds())))
+		}()
 	}
 	start := time.Now()
 	if err := createParents(ctx, loadClient, b.sample, benchNamespace, names); err != nil {
@@ -299,6 +302,9 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	r.idleSyncs = w2.syncs - w1.syncs
 	p2 := readProc(p.pid())
 	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
+	if profiling {
+		r.heap = b.profile(ctx, p, c.name, "heap", "heap", "-sample_index=inuse_space")
+	}
 
 	// restart over the converged parents
 	p.stop(30 * time.Second)
@@ -469,16 +475,16 @@ func (b *bench) waitQuiet(ctx context.Context, cl *cluster, p *proc, own *counte
 	}
 }
 
-// cpuProfile fetches a CPU profile of metacel and writes it, and `go tool pprof -top` of it,
-// beside -out; it returns the text file's path.
-func (b *bench) cpuProfile(ctx context.Context, p *proc, config string) string {
-	out := strings.TrimSuffix(b.outPath(), ".md") + "-metacel-" + config
-	url := fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", p.metrics, int(b.o.profile.Seconds()))
-	if err := download(ctx, url, out+".pprof"); err != nil {
-		logf("  profile: %v", err)
+// profile fetches a profile of metacel (/debug/pprof/<path>) and writes it, and `go tool pprof
+// -top` of it, beside -out; it returns the text file's path.
+func (b *bench) profile(ctx context.Context, p *proc, config, kind, path string, pprofArgs ...string) string {
+	out := strings.TrimSuffix(b.outPath(), ".md") + "-metacel-" + config + "-" + kind
+	if err := download(ctx, p.metrics+"/debug/pprof/"+path, out+".pprof"); err != nil {
+		logf("  %s profile: %v", kind, err)
 		return ""
 	}
-	top, err := exec.CommandContext(ctx, "go", "tool", "pprof", "-top", "-nodecount=40", p.bin, out+".pprof").CombinedOutput()
+	args := append(append([]string{"tool", "pprof", "-top", "-nodecount=40"}, pprofArgs...), p.bin, out+".pprof")
+	top, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
 	if err != nil {
 		logf("  pprof: %v: %s", err, top)
 		return ""

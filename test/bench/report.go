@@ -33,7 +33,7 @@ type result struct {
 	restart                   time.Duration // process start to every parent re-synced
 	restarted                 counts        // the restarted controller's requests until quiet
 	restartSyncs              float64
-	profile                   string
+	profile, heap             string // pprof -top of metacel's CPU (converge) and heap (after idle)
 }
 
 func (r *result) oneLine() string {
@@ -52,7 +52,10 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB)\n", r.idle.summary(requests, 100), r.cpuIdle, r.rssNow)
 	fmt.Fprintf(&b, "- restart (until quiet; %s syncs): %s\n", num(r.restartSyncs), r.restarted.summary(requests, 100))
 	if r.profile != "" {
-		fmt.Fprintf(&b, "- CPU profile during converge: %s\n", r.profile)
+		fmt.Fprintf(&b, "- CPU profile from the burst on: %s\n", r.profile)
+	}
+	if r.heap != "" {
+		fmt.Fprintf(&b, "- heap profile at the end of the idle window: %s\n", r.heap)
 	}
 	return b.String()
 }
@@ -69,9 +72,9 @@ func (b *bench) header(metacelDefaults string) string {
 	var h strings.Builder
 	fmt.Fprintf(&h, "# metacel vs a hand-written controller: %d MyApps\n\n", b.o.parents)
 	fmt.Fprintf(&h, "- date: %s\n", time.Now().Format("2006-01-02 15:04 MST"))
-	fmt.Fprintf(&h, "- command: `%s`\n", strings.Join(os.Args, " "))
+	fmt.Fprintf(&h, "- command: `go run -tags e2e ./test/bench %s` (`make bench-e2e` runs it)\n", strings.Join(os.Args[1:], " "))
 	fmt.Fprintf(&h, "- machine: %d CPUs (%s), %s memory, load average at start %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
-	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\")\n", goVersion(), orDefault(b.version, "(see runs)"))
+	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\")\n", goVersion(), orDefault(b.version, "?"))
 	built := gitDescribe(b.repo, "HEAD") + ", the work tree as it was (`git describe --dirty`: " + gitDescribe(b.repo, "--dirty") + ")"
 	if b.o.metacelRev != "" {
 		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
