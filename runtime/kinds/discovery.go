@@ -26,12 +26,19 @@ var crdResource = apiextensionsv1.SchemeGroupVersion.WithResource("customresourc
 
 // Discovery is the Mapper of a cluster: discovery for kinds and scopes, CRDs for schemas. It
 // caches what it learns; Reset forgets it, so that a resource created later (a new CRD) is found.
+//
+// The API server drops a deleted CRD's resources from discovery a moment after the CRD is gone;
+// a policy loaded again in that moment would run on a resource nobody serves. So the CRDs seen
+// deleted (CRDDeleted) and not seen again since (CRDPresent) are not served, whatever discovery
+// still says.
 type Discovery struct {
 	mapper  *restmapper.DeferredDiscoveryRESTMapper
 	dynamic dynamic.Interface
+	mu      sync.Mutex
 	// crds caches what CRDs say of custom resources, by resource
-	mu   sync.Mutex
 	crds map[schema.GroupVersionResource]crdVersion
+	// deleted names the CRDs (resource.group) seen deleted and not seen since
+	deleted map[string]bool
 }
 
 // crdVersion is what metacel reads of one version of a CRD.
@@ -46,7 +53,30 @@ func NewDiscovery(dc discovery.DiscoveryInterface, dyn dynamic.Interface) *Disco
 		mapper:  restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
 		dynamic: dyn,
 		crds:    map[schema.GroupVersionResource]crdVersion{},
+		deleted: map[string]bool{},
 	}
+}
+
+// CRDDeleted records that the CRD name (resource.group) is gone: its resources are not served
+// from now on, until CRDPresent says it is back.
+func (d *Discovery) CRDDeleted(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.deleted[name] = true
+}
+
+// CRDPresent records that the CRD name exists (again).
+func (d *Discovery) CRDPresent(name string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.deleted, name)
+}
+
+// isDeleted reports whether a resource is served by a CRD seen deleted.
+func (d *Discovery) isDeleted(gr schema.GroupResource) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return gr.Group != "" && d.deleted[gr.String()]
 }
 
 // Reset forgets what discovery said.
@@ -59,6 +89,9 @@ func (d *Discovery) Reset() {
 
 // ForResource implements Mapper; for a custom resource, Info.Schema is its CRD's schema.
 func (d *Discovery) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
+	if d.isDeleted(gvr.GroupResource()) {
+		return Info{}, false
+	}
 	gvk, err := d.mapper.KindFor(gvr)
 	if err != nil {
 		return Info{}, false
@@ -73,6 +106,9 @@ func (d *Discovery) ForResource(gvr schema.GroupVersionResource) (Info, bool) {
 
 // Versions implements Mapper.
 func (d *Discovery) Versions(gr schema.GroupResource) []string {
+	if d.isDeleted(gr) {
+		return nil
+	}
 	gvrs, err := d.mapper.ResourcesFor(gr.WithVersion(""))
 	if err != nil {
 		return nil
@@ -88,7 +124,7 @@ func (d *Discovery) Versions(gr schema.GroupResource) []string {
 // ForKind implements Mapper.
 func (d *Discovery) ForKind(gvk schema.GroupVersionKind) (Info, bool) {
 	m, err := d.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if err != nil {
+	if err != nil || d.isDeleted(m.Resource.GroupResource()) {
 		return Info{}, false
 	}
 	return Info{GVR: m.Resource, Kind: gvk.Kind, Namespaced: m.Scope.Name() == meta.RESTScopeNameNamespace}, true

@@ -51,8 +51,15 @@ func (c *crdChanges) take() map[string]bool {
 	return specs
 }
 
-// watchCRDs watches CRDs through the shared informer pool; the initial list changes nothing.
-func watchCRDs(pool *controller.Pool) (*crdChanges, func()) {
+// crdPresence is told which CRDs exist: the mapper, whose discovery lags behind a deletion.
+type crdPresence interface {
+	CRDPresent(name string)
+	CRDDeleted(name string)
+}
+
+// watchCRDs watches CRDs through the shared informer pool, telling presence which exist; the
+// initial list changes nothing.
+func watchCRDs(pool *controller.Pool, presence crdPresence) (*crdChanges, func()) {
 	c := &crdChanges{signal: make(chan struct{}, 1), specs: map[string]bool{}}
 	name := func(obj any) string {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -66,6 +73,7 @@ func watchCRDs(pool *controller.Pool) (*crdChanges, func()) {
 	inf, release := pool.Acquire(crdGVR, "")
 	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
+			presence.CRDPresent(name(obj))
 			if !initial {
 				c.add(name(obj))
 			}
@@ -79,7 +87,10 @@ func watchCRDs(pool *controller.Pool) (*crdChanges, func()) {
 			}
 			c.add("")
 		},
-		DeleteFunc: func(obj any) { c.add(name(obj)) },
+		DeleteFunc: func(obj any) {
+			presence.CRDDeleted(name(obj))
+			c.add(name(obj))
+		},
 	})
 	return c, func() {
 		if err == nil {

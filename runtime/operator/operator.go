@@ -155,7 +155,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	defer set.stopAll()
 	snapshots, sources := startSources(ctx, o, r.clients, r.errs)
-	crds, stopCRDs := watchCRDs(pool)
+	crds, stopCRDs := watchCRDs(pool, mapper)
 	defer stopCRDs()
 
 	seen, readying := map[string]bool{}, false
