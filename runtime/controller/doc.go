@@ -1,8 +1,9 @@
 // Package controller runs one policy as a Kubernetes controller.
 //
-// Informers are shared: a Pool keeps one dynamic informer per resource and label selector,
-// refcounted, so that two policies with the same child kind watch it once, and a kind no policy
-// uses any more stops being watched. Children are watched through the label
+// Informers are shared: a Pool keeps one informer per resource and label selector, refcounted,
+// so that two policies with the same child kind watch it once, and a kind no policy uses any more
+// stops being watched. Its caches hold objects as package compact keeps them (metadata decoded,
+// the rest as JSON); a sync decodes the parent and children it reads. Children are watched through the label
 // app.kubernetes.io/managed-by=metacel only, and indexed by their parent's UID, so finding a
 // parent's children never scans all objects.
 //

@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -145,6 +146,6 @@ func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Un
 	if len(objs) == 0 {
 		return nil
 	}
-	p, _ := objs[0].(*unstructured.Unstructured)
+	p, _ := compact.Unstructured(objs[0])
 	return p
 }

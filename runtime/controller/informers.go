@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
 
-	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -57,11 +57,14 @@ func metaOf(obj any) (metav1.Object, error) {
 	return m, nil
 }
 
-// Pool shares dynamic informers between controllers, one per resource and label selector,
-// started on first use and stopped when the last user releases it.
+// Pool shares informers between controllers, one per resource and label selector, started on
+// first use and stopped when the last user releases it. With a compact.Client, caches hold
+// *compact.Object (read them with compact.Unstructured); without, dynamic informers hold
+// *unstructured.Unstructured, slimmed (tests use this).
 type Pool struct {
-	ctx    context.Context
-	client dynamic.Interface
+	ctx     context.Context
+	client  dynamic.Interface
+	compact *compact.Client
 
 	mu      sync.Mutex
 	entries map[informerKey]*poolEntry
@@ -85,9 +88,22 @@ type poolEntry struct {
 
 type watchError struct{ err error }
 
-// NewPool returns a pool whose informers run until ctx is done or they are released.
-func NewPool(ctx context.Context, client dynamic.Interface) *Pool {
-	return &Pool{ctx: ctx, client: client, entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
+// NewPool returns a pool whose informers run until ctx is done or they are released. They list
+// and watch through lister when it is not nil, else through client.
+func NewPool(ctx context.Context, client dynamic.Interface, lister *compact.Client) *Pool {
+	return &Pool{ctx: ctx, client: client, compact: lister, entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
+}
+
+// newInformer returns an informer of the objects of a resource that match a label selector.
+func (p *Pool) newInformer(gvr schema.GroupVersionResource, selector string) cache.SharedIndexInformer {
+	if p.compact != nil {
+		return cache.NewSharedIndexInformerWithOptions(p.compact.ListWatch(gvr, selector), &compact.Object{},
+			cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: gvr.String()})
+	}
+	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
+	inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
+	_ = inf.SetTransform(slim)
+	return inf
 }
 
 // Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
@@ -98,9 +114,7 @@ func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf ca
 	k := informerKey{gvr, selector}
 	e, ok := p.entries[k]
 	if !ok {
-		tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-		inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
-		_ = inf.SetTransform(slim)
+		inf := p.newInformer(gvr, selector)
 		ctx, stop := context.WithCancel(p.ctx)
 		e = &poolEntry{informer: inf, stop: stop}
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -181,34 +195,11 @@ func (p *Pool) Len() int {
 	return len(p.entries) + len(p.retired)
 }
 
-// lastApplied is kubectl's copy of the whole object as last applied by it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// slim drops, before an object enters a cache, what the runtime never reads and that can weigh
-// as much as the object itself: kubectl's last-applied-configuration annotation, and the fields
-// (fieldsV1) of every field manager but metacel's. Other managers' entries stay, with their name,
-// operation and time (a drift fight names the other writer). metacel's own entries, which say
-// what it applied, stay whole.
+// slim drops what the runtime never reads from an object before it enters a dynamic
+// informer's cache (compact.Slim).
 func slim(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return compact.Slim(u), nil
 	}
-	meta, _ := u.Object["metadata"].(map[string]any)
-	if meta == nil {
-		return obj, nil
-	}
-	if annotations, _ := meta["annotations"].(map[string]any); annotations[lastApplied] != nil {
-		delete(annotations, lastApplied)
-		if len(annotations) == 0 {
-			delete(meta, "annotations")
-		}
-	}
-	entries, _ := meta["managedFields"].([]any)
-	for _, e := range entries {
-		if m, ok := e.(map[string]any); ok && m["manager"] != apply.FieldManager {
-			delete(m, "fieldsV1")
-		}
-	}
-	return u, nil
+	return obj, nil
 }

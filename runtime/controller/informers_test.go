@@ -3,12 +3,9 @@ package controller
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
-
-	"metacel.dev/metacel/runtime/apply"
 )
 
 func TestPoolSharesReleasesAndRetires(t *testing.T) {
@@ -17,7 +14,7 @@ func TestPoolSharesReleasesAndRetires(t *testing.T) {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		widgets: "WidgetList", cms: "ConfigMapList",
 	})
-	pool := NewPool(t.Context(), client)
+	pool := NewPool(t.Context(), client, nil)
 	expectLen := func(what string, want int) {
 		t.Helper()
 		if got := pool.Len(); got != want {
@@ -48,29 +45,4 @@ func TestPoolSharesReleasesAndRetires(t *testing.T) {
 	releaseC()
 	releaseCM()
 	expectLen("everything released", 0)
-}
-
-func TestACachedObjectKeepsOnlyWhatTheRuntimeReads(t *testing.T) {
-	obj := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns,
-  annotations: {kubectl.kubernetes.io/last-applied-configuration: "{...the whole object...}", keep: "me"},
-  managedFields: [
-    {manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:a": {}}}},
-    {manager: metacel, operation: Apply, subresource: status, fieldsType: FieldsV1, fieldsV1: {"f:status": {}}},
-    {manager: kubectl, operation: Update, time: "2026-11-23T12:00:00Z", fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:b": {}}}}]},
-  data: {a: "1", b: "2"}}`)
-	got, err := slim(obj)
-	if err != nil {
-		t.Fatal(err)
-	}
-	u := got.(*unstructured.Unstructured)
-	if a := u.GetAnnotations(); a[lastApplied] != "" || a["keep"] != "me" {
-		t.Errorf("annotations %v: want last-applied-configuration dropped, the others kept", a)
-	}
-	mf := u.GetManagedFields()
-	if len(mf) != 3 || mf[0].FieldsV1 == nil || mf[1].FieldsV1 == nil || mf[2].FieldsV1 != nil || mf[2].Manager != "kubectl" || mf[2].Time == nil {
-		t.Errorf("managed fields %+v: want metacel's whole, kubectl's without its fields but with its name and time", mf)
-	}
-	if !apply.AppliedBy(u) || u.Object["data"].(map[string]any)["b"] != "2" {
-		t.Error("the object itself must be untouched")
-	}
 }

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -114,14 +116,11 @@ func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
 // the old object too, so that an object that stops matching a selector re-syncs its readers.
 func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	route := func(obj any) {
-		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = t.Obj
-		}
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
+		m, err := metaOf(obj)
+		if err != nil {
 			return
 		}
-		for _, key := range c.relIndex.parentsReading(gvr, u) {
+		for _, key := range c.relIndex.parentsReading(gvr, m) {
 			c.queue.Add(key)
 		}
 	}
@@ -151,18 +150,32 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 				k = ref.Namespace + "/" + ref.Name
 			}
 			if obj, ok, _ := indexer.GetByKey(k); ok {
-				out[ref.ID] = append(out[ref.ID], obj.(*unstructured.Unstructured))
+				if err := appendDecoded(out, ref.ID, obj); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
 		objs, _ := indexer.ByIndex("namespace", ref.Namespace)
 		for _, obj := range objs {
-			if u := obj.(*unstructured.Unstructured); ref.Matches(u) {
-				out[ref.ID] = append(out[ref.ID], u)
+			if m, err := metaOf(obj); err == nil && ref.Matches(m) {
+				if err := appendDecoded(out, ref.ID, obj); err != nil {
+					return nil, err
+				}
 			}
 		}
 	}
 	return out, nil
+}
+
+// appendDecoded adds a cached object, decoded, to the objects of a related id.
+func appendDecoded(out map[string][]*unstructured.Unstructured, id string, obj any) error {
+	u, err := compact.Unstructured(obj)
+	if err != nil {
+		return fmt.Errorf("related %q: %w", id, err)
+	}
+	out[id] = append(out[id], u)
+	return nil
 }
 
 // relatedIndex remembers which related objects each parent read in its last sync, so that a
@@ -229,7 +242,7 @@ func (ix *relatedIndex) forgetLocked(parent string) {
 
 // parentsReading returns the parents that read obj: by name in constant time, by selector by
 // checking each parent that reads a list of that resource.
-func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj *unstructured.Unstructured) []string {
+func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj metav1.Object) []string {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	var out []string

@@ -7,9 +7,11 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -29,7 +31,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, parent)
 	}
-	observed := c.observedChildren(parent)
+	observed := c.observedChildren(ctx, parent)
 	budget := expr.NewBudget() // what every expression of this sync may spend together
 	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {
@@ -83,8 +85,8 @@ func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured
 	return again
 }
 
-// getParent reads a parent from the cache; nil when it is gone. The object is the cache's own:
-// it is read, never modified.
+// getParent reads a parent from the cache; nil when it is gone. The object may be the cache's
+// own: it is read, never modified.
 func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 	obj, exists, err := c.parents.GetIndexer().GetByKey(key)
 	if err != nil {
@@ -98,9 +100,9 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 		c.childEvents.Forget(key)
 		return nil, nil
 	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return nil, fmt.Errorf("parent %q: unexpected %T in cache", key, obj)
+	u, err := compact.Unstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("parent %q: %w", key, err)
 	}
 	return u, nil
 }
@@ -108,13 +110,21 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 // observedChildren returns the parent's children as the caches hold them, by child id, found
 // through the parent-uid index. Only objects metacel applied are children: an object made by
 // someone else that merely carries a parent's labels is not (a child of its name is a conflict).
-func (c *Controller) observedChildren(parent *unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+func (c *Controller) observedChildren(ctx context.Context, parent *unstructured.Unstructured) map[string][]*unstructured.Unstructured {
 	out := map[string][]*unstructured.Unstructured{}
 	for _, inf := range c.children {
 		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(parent.GetUID()))
 		for _, obj := range objs {
-			u, ok := obj.(*unstructured.Unstructured)
-			if !ok || u.GetLabels()[render.LabelPolicy] != c.Name() || !apply.AppliedBy(u) {
+			m, err := metaOf(obj)
+			if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
+				continue
+			}
+			u, err := compact.Unstructured(obj)
+			if err != nil {
+				utilruntime.HandleErrorWithContext(ctx, err, "Skipping a child the cache cannot decode", "child", klog.KObj(m))
+				continue
+			}
+			if !apply.AppliedBy(u) {
 				continue
 			}
 			id := u.GetLabels()[render.LabelChildID]

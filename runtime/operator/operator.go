@@ -20,10 +20,12 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
@@ -138,7 +140,7 @@ type reconciler struct {
 func (r *reconciler) run(ctx context.Context) error {
 	o := r.o
 	mapper := kinds.NewDiscovery(r.clients.discovery, r.clients.dynamic)
-	pool := controller.NewPool(ctx, r.clients.dynamic)
+	pool := controller.NewPool(ctx, r.clients.dynamic, r.clients.compact)
 	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "metacel_informers",
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",
@@ -229,9 +231,21 @@ type clients struct {
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	kube      kubernetes.Interface
+	// compact lists and watches for the informers
+	compact *compact.Client
 }
 
+// newClients returns the clients of cfg; they share one client-side rate limit (cfg's QPS and
+// burst), as one client would.
 func newClients(cfg *rest.Config) (*clients, error) {
+	if cfg.RateLimiter == nil && cfg.QPS > 0 {
+		cfg = rest.CopyConfig(cfg)
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
+	}
+	lister, err := compact.NewClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
@@ -240,7 +254,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube}, nil
+	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister}, nil
 }
 
 // metricsMux serves /metrics and, with profiling, net/http/pprof's /debug/pprof/ (the named

@@ -24,7 +24,7 @@ type RelatedRef struct {
 }
 
 // Matches reports whether obj is one of the objects the reference reads.
-func (r RelatedRef) Matches(obj *unstructured.Unstructured) bool {
+func (r RelatedRef) Matches(obj metav1.Object) bool {
 	if r.Namespace != "" && obj.GetNamespace() != r.Namespace {
 		return false
 	}

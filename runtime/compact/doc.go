@@ -1,0 +1,18 @@
+// Package compact keeps API objects in informer caches as the JSON the API server sent, beside
+// their metadata, and turns one back into an unstructured object only when a sync reads it.
+//
+// A dynamic informer decodes every object of every list and watch event into nested
+// map[string]any, which costs about five times the object's JSON in memory and most of a
+// controller's CPU: for a cache of Pods, the maps are most of the process. A hand-written
+// controller caches typed structs and pays neither. metacel cannot have Go types for the kinds a
+// policy names, but it reads a cached object far less often than the cache holds it: a sync reads
+// one parent and its children, while every object stays in memory for the life of the process.
+//
+// So the informers of the pool (runtime/controller) list and watch through ListWatch, whose
+// decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
+// typed metav1.ObjectMeta and keeps the object's bytes; Unstructured decodes them on demand,
+// dropping what the runtime never reads (Slim). Nothing here writes to the API server.
+//
+// client-go has no decoder of this kind (its metadata-only client drops the rest of the
+// object, and its unstructured decoder builds the maps), hence this package.
+package compact

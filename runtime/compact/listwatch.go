@@ -1,0 +1,63 @@
+package compact
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Client lists and watches any resource, decoding objects as *Object.
+type Client struct {
+	rest rest.Interface
+}
+
+// NewClient returns a Client for the API server of cfg (its rate limit applies to lists; watches
+// are not rate limited).
+func NewClient(cfg *rest.Config) (*Client, error) {
+	c := rest.CopyConfig(cfg)
+	c.ContentConfig = rest.ContentConfig{
+		AcceptContentTypes:   "application/json",
+		ContentType:          "application/json",
+		NegotiatedSerializer: negotiator{},
+	}
+	rc, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("list and watch client: %w", err)
+	}
+	return &Client{rest: rc}, nil
+}
+
+// ListWatch lists and watches the objects of a resource in every namespace, filtered by a label
+// selector ("" for all), for an informer whose example object is &Object{}.
+func (c *Client) ListWatch(gvr schema.GroupVersionResource, selector string) *cache.ListWatch {
+	request := func(opts metav1.ListOptions) *rest.Request {
+		opts.LabelSelector = selector
+		r := c.rest.Get()
+		if gvr.Group == "" {
+			r = r.AbsPath("/api", gvr.Version, gvr.Resource)
+		} else {
+			r = r.AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource)
+		}
+		return r.VersionedParams(&opts, metav1.ParameterCodec)
+	}
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+			res := request(opts).Do(ctx)
+			if err := res.Error(); err != nil {
+				return nil, err // with the API server's Status, when it sent one
+			}
+			data, _ := res.Raw()
+			return decodeList(data)
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			opts.Watch = true
+			return request(opts).Watch(ctx)
+		},
+	}
+}
