@@ -300,6 +300,9 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, err
 	}
 	r.idleSyncs = w2.syncs - w1.syncs
+	if r.events, _, err = cl.attribute(w0, w2); err != nil {
+		return nil, err
+	}
 	p2 := readProc(p.pid())
 	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
 	if profiling {
@@ -457,11 +460,11 @@ func (b *bench) waitQuiet(ctx context.Context, cl *cluster, p *proc, own *counte
 		if err != nil {
 			return last, err
 		}
-		if w.api.total(requests) != last.api.total(requests) || w.syncs != last.syncs || w.depth != 0 {
+		if w.api.total(work) != last.api.total(work) || w.syncs != last.syncs || w.depth != 0 {
 			since = w.at
 		}
 		if time.Since(reported) >= 30*time.Second {
-			logf("  waiting for quiet: the API server at %s requests, the controller at %s syncs", num(w.api.total(requests)), num(w.syncs))
+			logf("  waiting for quiet: the API server at %s requests, the controller at %s syncs", num(w.api.total(work)), num(w.syncs))
 			reported = time.Now()
 		}
 		last = w

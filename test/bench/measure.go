@@ -90,6 +90,13 @@ func writes(k reqKey) bool { return writeVerbs[k.Verb] }
 
 func eventWrites(k reqKey) bool { return writeVerbs[k.Verb] && k.Resource == "events" }
 
+// work are the requests of the controller's job: requests but events, which are reported apart
+// (they go out on their own queue and rate, after the syncs that made them).
+func work(k reqKey) bool { return requests(k) && k.Resource != "events" }
+
+// workWrites are the writes among work.
+func workWrites(k reqKey) bool { return work(k) && writes(k) }
+
 // summary lists the largest series first, at most n, the rest summed.
 func (c counts) summary(keep func(reqKey) bool, n int) string {
 	type kv struct {

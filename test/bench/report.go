@@ -27,6 +27,7 @@ type result struct {
 	converged                 counts        // the controller's requests, burst start to settled
 	apiserver                 counts        // the API server's own requests in that window
 	idle                      counts        // the controller's requests in the idle window
+	events                    counts        // its requests from burst start to the end of the idle window, for its events
 	idleSyncs                 float64       // its syncs in the idle window (a resync: at least parents)
 	rss, rssNow               float64       // MB: peak (VmHWM) and current, at the end of the idle window
 	cpu, cpuIdle              float64       // CPU seconds: converge window, idle window
@@ -37,9 +38,9 @@ type result struct {
 }
 
 func (r *result) oneLine() string {
-	return fmt.Sprintf("converged in %.1fs (burst %.1fs, quiet at %.1fs), %s requests, %s writes; idle: %s writes, %s syncs; RSS %.0f MB, CPU %.1fs; restart %.1fs, %s writes",
-		r.converge.Seconds(), r.created.Seconds(), r.settled.Seconds(), num(r.converged.total(requests)), num(r.converged.total(writes)),
-		num(r.idle.total(writes)), num(r.idleSyncs), r.rss, r.cpu, r.restart.Seconds(), num(r.restarted.total(writes)))
+	return fmt.Sprintf("converged in %.1fs (burst %.1fs, quiet at %.1fs), %s requests, %s writes, %s event writes; idle: %s writes, %s syncs; RSS %.0f MB, CPU %.1fs; restart %.1fs, %s writes",
+		r.converge.Seconds(), r.created.Seconds(), r.settled.Seconds(), num(r.converged.total(work)), num(r.converged.total(workWrites)),
+		num(r.events.total(eventWrites)), num(r.idle.total(workWrites)), num(r.idleSyncs), r.rss, r.cpu, r.restart.Seconds(), num(r.restarted.total(writes)))
 }
 
 // details is a run's full record, for the file.
@@ -122,10 +123,10 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 				name, c.name,
 				ratio(m.converge.Seconds(), base.converge.Seconds(), "%.1f"),
 				ratio(m.settled.Seconds(), base.settled.Seconds(), "%.1f"),
-				ratio(m.converged.total(requests), base.converged.total(requests), "%.0f"),
-				m.converged.summary(requests, 6),
-				ratio(m.converged.total(eventWrites), base.converged.total(eventWrites), "%.0f"),
-				ratio(m.idle.total(writes), base.idle.total(writes), "%.0f"),
+				ratio(m.converged.total(work), base.converged.total(work), "%.0f"),
+				m.converged.summary(work, 6),
+				ratio(m.events.total(eventWrites), base.events.total(eventWrites), "%.0f"),
+				ratio(m.idle.total(workWrites), base.idle.total(workWrites), "%.0f"),
 				ratio(m.rss, base.rss, "%.0f"),
 				ratio(m.cpu, base.cpu, "%.1f"),
 				ratio(m.restart.Seconds(), base.restart.Seconds(), "%.1f"),
@@ -172,6 +173,7 @@ func medians(rs []*result) *result {
 	// the request counts are the median run's, but its totals are medians too
 	m.converged = medianCounts(rs, func(r *result) counts { return r.converged })
 	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
+	m.events = medianCounts(rs, func(r *result) counts { return r.events })
 	m.restarted = medianCounts(rs, func(r *result) counts { return r.restarted })
 	return &m
 }
@@ -279,14 +281,16 @@ func gitDescribe(repo, rev string) string {
 // legend says what the columns are.
 const legend = `Columns: **converge s**, from the first create of the burst until every Pod exists and every
 MyApp's status.podName is set (metacel: and its Synced condition is True), seen through watches;
-**quiet s**, until the API server has counted no request (WATCH aside) and the controller no
-sync for the quiet period, its queue empty: the converge window, which the next columns count;
-**requests**, the controller's requests in that window by apiserver_request_total (resource
-requests, WATCH aside; a failure shows its code); **event writes**, those to events;
-**idle writes**, its writes in the idle window that follows (longer than a resync period);
-**RSS MB**, its peak resident memory (VmHWM) at the end of the idle window; **CPU s**, its user
-and system CPU seconds in the converge window; **restart s**, from starting it again (after a
-SIGTERM) until it has synced as many times as there are parents with an empty queue;
-**restart writes**, its writes from that start until quiet. metacel's rows give their ratio to
-the hand-written row of the same configuration.
+**quiet s**, until the API server has counted none of the controller's requests (WATCH and
+events aside) and the controller no sync for the quiet period, its queue empty: the converge
+window, which the next columns count; **requests**, the controller's requests in that window by
+apiserver_request_total (resource requests, WATCH and events aside; a failure shows its code);
+**event writes**, its writes to events from the burst until the end of the idle window (they go
+out on their own queue and rate, and may outlast the converge window); **idle writes**, its
+writes but events in the idle window that follows (longer than a resync period); **RSS MB**, its
+peak resident memory (VmHWM) at the end of the idle window; **CPU s**, its user and system CPU
+seconds in the converge window; **restart s**, from starting it again (after a SIGTERM) until it
+has synced as many times as there are parents with an empty queue; **restart writes**, its
+writes from that start until quiet. metacel's rows give their ratio to the hand-written row of
+the same configuration.
 `
