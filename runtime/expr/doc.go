@@ -28,5 +28,13 @@
 // are charged their estimate before they run.
 //
 // Templates are strings holding ${expr}: a string that is exactly "${expr}" takes the
-// expression's value and type, "a-${x}-b" interpolates, and "$${" is a literal "${".
+// expression's value and type, "a-${x}-b" interpolates, and "$${" is a literal "${". A whole
+// value that gives null or an empty optional leaves its field out; so that authors may write
+// "${cond ? value : null}", the null branches of the conditionals that give a whole value are
+// typed dyn (conditional.go). A conditional whose branches differ otherwise is a compile error that
+// says what works.
+//
+// Compile errors name the column in the expression and, for a misspelt field of a declared type
+// (the parent's schema, children, related, variables) or variable, the name likely meant
+// (suggest.go).
 package expr

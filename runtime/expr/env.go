@@ -115,6 +115,8 @@ type Env struct {
 	// run is the same scope over the base its programs are planned in (bases).
 	run   *cel.Env
 	sizes *sizes
+	// types are the object types the scope declares (nil: none), for suggesting field names.
+	types *apiservercel.DeclTypeProvider
 }
 
 // NewEnv builds the environment of a scope. It is done once per place in a policy, at load.
@@ -156,35 +158,36 @@ func NewEnv(s Scope) (*Env, error) {
 	if s.Child {
 		opts = append(opts, cel.Variable("child", cel.DynType))
 	}
-	env, err := declare(b, declTypes, opts)
+	env, provider, err := declare(b, declTypes, opts)
 	if err != nil {
 		return nil, err
 	}
-	run, err := declare(rb, declTypes, opts)
+	run, _, err := declare(rb, declTypes, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Env{cel: env, run: run, sizes: newSizes(roots)}, nil
+	return &Env{cel: env, run: run, sizes: newSizes(roots), types: provider}, nil
 }
 
-// declare extends a base with a scope's types and variables.
-func declare(b *cel.Env, declTypes []*apiservercel.DeclType, opts []cel.EnvOption) (*cel.Env, error) {
+// declare extends a base with a scope's types and variables; it returns the types' provider too.
+func declare(b *cel.Env, declTypes []*apiservercel.DeclType, opts []cel.EnvOption) (*cel.Env, *apiservercel.DeclTypeProvider, error) {
+	var provider *apiservercel.DeclTypeProvider
 	if len(declTypes) > 0 {
-		provider := apiservercel.NewDeclTypeProvider(declTypes...)
+		provider = apiservercel.NewDeclTypeProvider(declTypes...)
 		// a field named by a CEL keyword (metadata.namespace) is declared escaped (__namespace__):
 		// let expressions write it plainly, as the plain maps metacel evaluates hold it
 		provider.SetRecognizeKeywordAsFieldName(true)
 		popts, err := provider.EnvOptions(b.CELTypeProvider())
 		if err != nil {
-			return nil, fmt.Errorf("declare policy types: %w", err)
+			return nil, nil, fmt.Errorf("declare policy types: %w", err)
 		}
 		opts = append(popts, opts...)
 	}
 	env, err := b.Extend(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("declare policy variables: %w", err)
+		return nil, nil, fmt.Errorf("declare policy variables: %w", err)
 	}
-	return env, nil
+	return env, provider, nil
 }
 
 func objectType(name string, fields map[string]*apiservercel.DeclField) *apiservercel.DeclType {

@@ -77,12 +77,18 @@ type Program struct {
 // Compile parses, type-checks and plans one expression, and rejects it when its estimated cost
 // exceeds PerExpressionCostLimit or its type cannot satisfy want.
 func (e *Env) Compile(src string, want Want) (*Program, error) {
+	return e.compile(src, want, false)
+}
+
+// compile compiles an expression; wholeValue is one that gives a template field's whole value,
+// whose conditionals may leave the field out with a null branch (conditional.go).
+func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, fmt.Errorf("empty expression")
 	}
-	ast, iss := e.cel.Compile(src)
+	ast, iss := e.check(src, wholeValue)
 	if iss.Err() != nil {
-		return nil, compileError(src, iss)
+		return nil, e.compileError(src, iss, wholeValue)
 	}
 	if out := ast.OutputType(); !want.accepts(out) {
 		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
@@ -171,17 +177,45 @@ func quote(src string) string {
 	return strconv.Quote(src)
 }
 
-// compileError turns CEL issues into one line per problem, with the column in the expression.
-func compileError(src string, iss *cel.Issues) error {
+// check parses and type-checks an expression, with the null branches of a whole value's
+// conditionals typed dyn.
+func (e *Env) check(src string, wholeValue bool) (*cel.Ast, *cel.Issues) {
+	ast, iss := e.cel.Parse(src)
+	if iss.Err() != nil {
+		return nil, iss
+	}
+	if wholeValue {
+		dynNullBranches(ast)
+	}
+	return e.cel.Check(ast)
+}
+
+// compileError turns CEL issues into one line per problem, with the column in the expression,
+// what a misspelt name likely meant, and how to write a conditional whose branches differ.
+func (e *Env) compileError(src string, iss *cel.Issues, wholeValue bool) error {
+	suggest := e.suggestions(src, iss)
 	var msgs []string
-	for _, e := range iss.Errors() {
-		msg := e.Message
-		if col := e.Location.Column(); col >= 0 {
+	for _, is := range iss.Errors() {
+		msg := is.Message + suggest[is.ExprID]
+		if col := is.Location.Column(); col >= 0 {
 			msg = fmt.Sprintf("%s (column %d of the expression)", msg, col+1)
+		}
+		if strings.Contains(is.Message, "no matching overload for '_?_:_'") {
+			msg += conditionalHint(wholeValue)
 		}
 		msgs = append(msgs, msg)
 	}
 	return fmt.Errorf("compile %s: %s", quote(src), strings.Join(msgs, "; "))
+}
+
+// conditionalHint says what works when the branches of a conditional have different types.
+func conditionalHint(wholeValue bool) string {
+	const mix = "wrap a branch in dyn(...) to mix types"
+	if wholeValue {
+		return ": both branches of \"c ? a : b\" must have the same type (null may be either, to leave the field out); " + mix
+	}
+	return ": both branches of \"c ? a : b\" must have the same type. To leave a template field out, make the conditional its whole value: " +
+		"\"${c ? value : null}\"; elsewhere use optionals (c ? optional.of(value) : optional.none()), or " + mix
 }
 
 // Budget is the cost that the expressions of one sync may still spend. It is not safe for

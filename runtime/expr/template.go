@@ -111,7 +111,7 @@ func (c *templateCompiler) compileString(s, path string, want Want) tnode {
 		return c.fail(path, err)
 	}
 	if len(segs) == 1 && segs[0].expr {
-		p, err := c.env.Compile(segs[0].text, want)
+		p, err := c.env.compile(segs[0].text, want, want == WantAny)
 		if err != nil {
 			return c.fail(path, err)
 		}

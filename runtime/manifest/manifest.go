@@ -4,16 +4,13 @@
 package manifest
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -24,26 +21,31 @@ func ReadFile(file string) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	objs, err := Read(data)
-	if err != nil {
+	var se *SyntaxError
+	switch {
+	case errors.As(err, &se):
+		return nil, fmt.Errorf("%s:%w", file, err) // file:line:column: invalid YAML: ...
+	case err != nil:
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	return objs, nil
 }
 
-// Read reads every object of a YAML or JSON stream.
+// Read reads every object of a YAML or JSON stream. A YAML syntax error is a *SyntaxError that
+// locates the mistake in data.
 func Read(data []byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
-	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
-	for {
-		doc, err := r.Read()
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
+	docs, err := splitDocuments(data)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		js, err := yaml.YAMLToJSON(d.text)
 		if err != nil {
-			return nil, err
-		}
-		js, err := yaml.YAMLToJSON(doc)
-		if err != nil {
+			if se := LocateSyntaxError(d.text, err, parseYAML); se != nil {
+				se.Shift(d.line-1, 0)
+				return nil, se
+			}
 			return nil, err
 		}
 		if t := bytes.TrimSpace(js); len(t) == 0 || string(t) == "null" {
@@ -62,4 +64,48 @@ func Read(data []byte) ([]*unstructured.Unstructured, error) {
 			}
 		}
 	}
+	return out, nil
+}
+
+// parseYAML reports the error of converting doc, for LocateSyntaxError.
+func parseYAML(doc []byte) error {
+	_, err := yaml.YAMLToJSON(doc)
+	return err
+}
+
+// document is one YAML document of a stream and the line of the stream it starts at.
+type document struct {
+	text []byte
+	line int
+}
+
+// splitDocuments cuts a stream at its "---" lines, as apimachinery's YAMLReader does (a separator
+// may be followed by a comment only), keeping the line each document starts at.
+func splitDocuments(data []byte) ([]document, error) {
+	var docs []document
+	start, startLine := 0, 1
+	line := 1
+	for off := 0; off < len(data); line++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[off:], '\n'); i >= 0 {
+			end = off + i + 1
+		}
+		if text := data[off:end]; bytes.HasPrefix(text, []byte("---")) {
+			rest := bytes.TrimSpace(text[3:])
+			if len(rest) > 0 && rest[0] != '#' {
+				return nil, fmt.Errorf("line %d: invalid YAML document separator: %s", line, rest)
+			}
+			docs = appendDocument(docs, data[start:off], startLine)
+			start, startLine = end, line+1
+		}
+		off = end
+	}
+	return appendDocument(docs, data[start:], startLine), nil
+}
+
+func appendDocument(docs []document, text []byte, line int) []document {
+	if len(bytes.TrimSpace(text)) == 0 {
+		return docs
+	}
+	return append(docs, document{text: text, line: line})
 }

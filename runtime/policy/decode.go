@@ -2,7 +2,9 @@ package policy
 
 import (
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -279,36 +281,7 @@ func jsonFields(t reflect.Type) map[string]int {
 	return out
 }
 
-// suggest proposes the known field closest to a misspelt one.
+// suggest proposes the known field closest to a misspelt one: ` (did you mean "x"?)`, or "".
 func suggest(key string, fields map[string]int) string {
-	best, bestDist := "", 3
-	for f := range fields {
-		if dist := editDistance(strings.ToLower(key), strings.ToLower(f)); dist < bestDist || (dist == bestDist && f < best) {
-			best, bestDist = f, dist
-		}
-	}
-	if best == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (did you mean %q?)", best)
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
+	return expr.DidYouMean(key, slices.Collect(maps.Keys(fields)))
 }

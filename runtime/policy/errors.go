@@ -9,6 +9,8 @@ import (
 type FieldError struct {
 	File string
 	Line int
+	// Column, from 1, is set for YAML syntax errors only; 0 prints no column.
+	Column int
 	// Path is the field path inside the policy document, e.g. spec.children[0].template.
 	Path string
 	Msg  string
@@ -19,6 +21,9 @@ func (e *FieldError) Error() string {
 	b.WriteString(e.File)
 	if e.Line > 0 {
 		fmt.Fprintf(&b, ":%d", e.Line)
+		if e.Column > 0 {
+			fmt.Fprintf(&b, ":%d", e.Column)
+		}
 	}
 	if e.Path != "" {
 		b.WriteString(": ")

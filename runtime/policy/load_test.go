@@ -40,7 +40,7 @@ func TestLoadErrors(t *testing.T) {
 		want   string // file:line: path: message (a prefix of the message is enough)
 	}{
 		{"bad YAML", header + "  children: [\n", nil,
-			"p.yaml:12: invalid YAML: did not find expected node content"},
+			"p.yaml:12:13: invalid YAML: did not find expected node content"},
 		{"unknown field with a suggestion", header + "  chidren: []\n", nil,
 			`p.yaml:12: spec.chidren: unknown field "chidren" (did you mean "children"?)`},
 		{"wrong type", header + "  resyncPeriodSeconds: soon\n", nil,

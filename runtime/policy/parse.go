@@ -12,6 +12,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/manifest"
 )
 
 // Document is one policy as parsed, with the source positions of its fields.
@@ -26,15 +27,23 @@ type Document struct {
 func Parse(file string, data []byte) ([]*Document, error) {
 	var docs []*Document
 	var errs ErrorList
-	parseStream(file, data, 0, &docs, &errs, true)
+	parseStream(file, data, origin{text: data}, &docs, &errs, true)
 	if len(errs) > 0 {
 		return docs, errs
 	}
 	return docs, nil
 }
 
-// parseStream decodes the YAML documents of data, whose first line is line offset+1 of file.
-func parseStream(file string, data []byte, offset int, docs *[]*Document, errs *ErrorList, allowConfigMap bool) {
+// origin places a stream in its file: its first line is line+1 of file, and its lines are
+// indented column spaces more there (a ConfigMap's block scalar).
+type origin struct {
+	line, column int
+	// text is the whole file's.
+	text []byte
+}
+
+// parseStream decodes the YAML documents of data, which lies at at in file.
+func parseStream(file string, data []byte, at origin, docs *[]*Document, errs *ErrorList, allowConfigMap bool) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var root yaml.Node
@@ -43,18 +52,18 @@ func parseStream(file string, data []byte, offset int, docs *[]*Document, errs *
 			return
 		}
 		if err != nil {
-			*errs = append(*errs, yamlError(file, offset, err))
+			*errs = append(*errs, yamlError(file, data, at, err))
 			return
 		}
-		shift(&root, offset)
+		shift(&root, at.line)
 		if len(root.Content) == 0 || isNull(resolve(root.Content[0])) {
 			continue
 		}
-		parseDocument(file, resolve(root.Content[0]), docs, errs, allowConfigMap)
+		parseDocument(file, resolve(root.Content[0]), at.text, docs, errs, allowConfigMap)
 	}
 }
 
-func parseDocument(file string, n *yaml.Node, docs *[]*Document, errs *ErrorList, allowConfigMap bool) {
+func parseDocument(file string, n *yaml.Node, text []byte, docs *[]*Document, errs *ErrorList, allowConfigMap bool) {
 	src := &Source{File: file, Line: n.Line, lines: map[string]int{}}
 	if n.Kind != yaml.MappingNode {
 		*errs = append(*errs, src.Errorf("", "expected a CompositePolicy or a ConfigMap holding policies, got %s", describe(n)))
@@ -62,7 +71,7 @@ func parseDocument(file string, n *yaml.Node, docs *[]*Document, errs *ErrorList
 	}
 	apiVersion, kind := scalarField(n, "apiVersion"), scalarField(n, "kind")
 	if allowConfigMap && apiVersion == "v1" && kind == "ConfigMap" {
-		parseConfigMap(file, n, docs, errs)
+		parseConfigMap(file, n, text, docs, errs)
 		return
 	}
 	if apiVersion != APIVersion || kind != Kind {
@@ -81,8 +90,8 @@ func parseDocument(file string, n *yaml.Node, docs *[]*Document, errs *ErrorList
 }
 
 // parseConfigMap parses every data value of a ConfigMap as a stream of policies, keeping the
-// line numbers of the enclosing file.
-func parseConfigMap(file string, n *yaml.Node, docs *[]*Document, errs *ErrorList) {
+// line numbers (and, in block scalars, the columns) of the enclosing file, whose text is text.
+func parseConfigMap(file string, n *yaml.Node, text []byte, docs *[]*Document, errs *ErrorList) {
 	data := mappingField(n, "data")
 	if data == nil || data.Kind != yaml.MappingNode {
 		*errs = append(*errs, &FieldError{File: file, Line: n.Line, Path: "data", Msg: "a policy ConfigMap needs data values holding CompositePolicy documents"})
@@ -102,11 +111,12 @@ func parseConfigMap(file string, n *yaml.Node, docs *[]*Document, errs *ErrorLis
 			*errs = append(*errs, &FieldError{File: file, Line: e.val.Line, Path: expr.FieldPath("data", e.key), Msg: "expected a string holding policy YAML"})
 			continue
 		}
-		offset := e.val.Line - 1
+		at := origin{line: e.val.Line - 1, text: text}
 		if e.val.Style&(yaml.LiteralStyle|yaml.FoldedStyle) != 0 {
-			offset = e.val.Line // a block scalar's text starts on the next line
+			at.line = e.val.Line // a block scalar's text starts on the next line
+			at.column = blockIndent(text, at.line) - indentOf(firstLine(e.val.Value))
 		}
-		parseStream(file, []byte(e.val.Value), offset, docs, errs, false)
+		parseStream(file, []byte(e.val.Value), at, docs, errs, false)
 	}
 }
 
@@ -137,13 +147,32 @@ func shift(n *yaml.Node, offset int) {
 	}
 }
 
-func yamlError(file string, offset int, err error) *FieldError {
+// yamlError locates a YAML error of data, which lies at at in file, at its mistake.
+func yamlError(file string, data []byte, at origin, err error) *FieldError {
 	var te *yaml.TypeError
 	if errors.As(err, &te) {
-		return &FieldError{File: file, Line: offset + 1, Msg: te.Error()}
+		return &FieldError{File: file, Line: at.line + 1, Msg: te.Error()}
+	}
+	if se := manifest.LocateSyntaxError(data, err, decodeAll); se != nil {
+		se.Shift(at.line, at.column)
+		return &FieldError{File: file, Line: se.Line, Column: se.Column, Msg: "invalid YAML: " + se.Message()}
 	}
 	line, msg := splitYAMLError(err.Error())
-	return &FieldError{File: file, Line: line + offset, Msg: "invalid YAML: " + msg}
+	return &FieldError{File: file, Line: line + at.line, Msg: "invalid YAML: " + msg}
+}
+
+// decodeAll decodes every document of data, as parseStream does, and returns the first error.
+func decodeAll(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var root yaml.Node
+		if err := dec.Decode(&root); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // splitYAMLError reads the line out of a YAML syntax error ("yaml: line 5: did not find ...").
@@ -157,3 +186,27 @@ func splitYAMLError(s string) (int, string) {
 	}
 	return 1, s
 }
+
+// blockIndent returns the indentation of the first non-blank line of text after line (the
+// content of a block scalar whose header is on that line), or 0.
+func blockIndent(text []byte, line int) int {
+	lines := strings.Split(string(text), "\n")
+	for i := line; i < len(lines); i++ {
+		if strings.TrimSpace(lines[i]) != "" {
+			return indentOf(lines[i])
+		}
+	}
+	return 0
+}
+
+// firstLine returns the first non-blank line of s.
+func firstLine(s string) string {
+	for l := range strings.SplitSeq(s, "\n") {
+		if strings.TrimSpace(l) != "" {
+			return l
+		}
+	}
+	return ""
+}
+
+func indentOf(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }

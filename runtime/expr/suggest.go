@@ -1,0 +1,178 @@
+package expr
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/cel-go/cel"
+	celast "github.com/google/cel-go/common/ast"
+	"github.com/google/cel-go/common/types"
+)
+
+// Closest returns the candidate that word most likely misspells, or "" when none is close: at
+// most two edits apart (a swap of two neighbouring letters is one edit), fewer edits than word
+// has letters, case ignored. Of equally close candidates, the first in sort order wins.
+func Closest(word string, candidates []string) string {
+	best, bestDist := "", 3
+	for _, c := range candidates {
+		d := editDistance(strings.ToLower(word), strings.ToLower(c))
+		if d < len(word) && (d < bestDist || (d == bestDist && c < best)) {
+			best, bestDist = c, d
+		}
+	}
+	return best
+}
+
+// DidYouMean returns ` (did you mean "candidate"?)` for the candidate closest to word, or "".
+func DidYouMean(word string, candidates []string) string {
+	if c := Closest(word, candidates); c != "" {
+		return fmt.Sprintf(" (did you mean %q?)", c)
+	}
+	return ""
+}
+
+// editDistance is the optimal string alignment distance of a and b: insertions, deletions,
+// substitutions and swaps of neighbouring bytes.
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev = prev, cur
+	}
+	return prev[len(b)]
+}
+
+// suggestions proposes, per expression id of a compile issue, what a misspelt name likely meant:
+// a field of the operand's type for "undefined field", a declared variable or function for
+// "undeclared reference".
+func (e *Env) suggestions(src string, iss *cel.Issues) map[int64]string {
+	out := map[int64]string{}
+	var undefined []int64
+	for _, is := range iss.Errors() {
+		if name, ok := quotedName(is.Message, "undeclared reference to '"); ok {
+			out[is.ExprID] = DidYouMean(name, e.declaredNames())
+		}
+		if _, ok := quotedName(is.Message, "undefined field '"); ok {
+			undefined = append(undefined, is.ExprID)
+		}
+	}
+	if len(undefined) > 0 {
+		for id, s := range e.fieldSuggestions(src, undefined) {
+			out[id] = s
+		}
+	}
+	return out
+}
+
+// quotedName returns the name quoted after prefix in a checker's message.
+func quotedName(msg, prefix string) (string, bool) {
+	_, rest, ok := strings.Cut(msg, prefix)
+	if !ok {
+		return "", false
+	}
+	name, _, ok := strings.Cut(rest, "'")
+	return name, ok
+}
+
+// declaredNames returns the variables of the environment.
+func (e *Env) declaredNames() []string {
+	var names []string
+	for _, v := range e.cel.Variables() {
+		names = append(names, v.Name())
+	}
+	return names
+}
+
+// fieldSuggestions finds the type of the operand of each undefined field selection (ids), and
+// proposes the closest of its fields. To learn the operand's type, it checks the expression again
+// with each bad selection x.f replaced by dyn(x), which type-checks as far as the field would.
+func (e *Env) fieldSuggestions(src string, ids []int64) map[int64]string {
+	ast, iss := e.cel.Parse(src)
+	if iss.Err() != nil {
+		return nil
+	}
+	nodes := map[int64]celast.Expr{}
+	celast.PreOrderVisit(ast.NativeRep().Expr(), celast.NewExprVisitor(func(x celast.Expr) { nodes[x.ID()] = x }))
+	fac := celast.NewExprFactory()
+	operands := map[int64]selection{}
+	for _, id := range ids {
+		sel, ok := selectionOf(nodes[id])
+		if !ok {
+			continue
+		}
+		operands[id] = sel
+		nodes[id].SetKindCase(fac.NewCall(0, "dyn", sel.operand))
+	}
+	checked, iss := e.cel.Check(ast)
+	if iss.Err() != nil {
+		return nil
+	}
+	out := map[int64]string{}
+	for id, sel := range operands {
+		out[id] = DidYouMean(sel.field, e.fieldsOf(checked.NativeRep().GetType(sel.operand.ID())))
+	}
+	return out
+}
+
+// selection is a field selection: operand.field, operand.?field or has(operand.field).
+type selection struct {
+	operand celast.Expr
+	field   string
+}
+
+func selectionOf(x celast.Expr) (selection, bool) {
+	switch {
+	case x == nil:
+		return selection{}, false
+	case x.Kind() == celast.SelectKind:
+		return selection{x.AsSelect().Operand(), x.AsSelect().FieldName()}, true
+	case x.Kind() == celast.CallKind && x.AsCall().FunctionName() == "_?._" && len(x.AsCall().Args()) == 2:
+		args := x.AsCall().Args()
+		if args[1].Kind() == celast.LiteralKind {
+			if s, ok := args[1].AsLiteral().(types.String); ok {
+				return selection{args[0], string(s)}, true
+			}
+		}
+	}
+	return selection{}, false
+}
+
+// fieldsOf returns the field names of an object type the environment declares (the parent's
+// schema, children, related, variables), as expressions write them.
+func (e *Env) fieldsOf(t *types.Type) []string {
+	if t == nil || e.types == nil {
+		return nil
+	}
+	if t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
+		t = t.Parameters()[0]
+	}
+	dt, ok := e.types.FindDeclType(t.TypeName())
+	if !ok || dt.Fields == nil {
+		return nil
+	}
+	names := make([]string, 0, len(dt.Fields))
+	for name := range dt.Fields {
+		if n := strings.TrimSuffix(strings.TrimPrefix(name, "__"), "__"); n != name && IsIdentifier(n) {
+			name = n // a field named by a CEL keyword, declared escaped
+		}
+		if IsIdentifier(name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
