@@ -9,7 +9,9 @@
 // a burst; wait (through watches) until every Pod exists and every MyApp's status.podName is set
 // (and, for metacel, Synced=True); wait until the API server and the controller are quiet; then an
 // idle window longer than a resync period; then restart the controller (SIGTERM, start again)
-// and wait until it has synced every parent. It prints one markdown table, medians over -runs.
+// and wait until it has synced every parent; then, for metacel, rewrite its policy file so that
+// every Pod gains a label, and wait until every Pod has it. It prints markdown tables, medians
+// over -runs.
 //
 // Requests are the API server's apiserver_request_total, scraped before and after each window,
 // minus the requests of the benchmark's own clients (counted client-side, labelled as the API
@@ -238,12 +240,16 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 
 	p := &proc{kind: ctl, bin: b.o.handwrittenBin, args: c.handArg}
+	policy := filepath.Join(dir, "policy", "myapp.yaml") // the run's own copy: the policy change edits it
 	if ctl == metacel {
 		p.bin, p.args = b.o.metacelBin, c.metacel
+		if err := copyFile(b.policy, policy); err != nil {
+			return nil, err
+		}
 	}
 	profiling := ctl == metacel && o.profile > 0 && rep == 0 && c.name == o.profileConfig
 	logPath := filepath.Join(dir, "logs", "controller.log")
-	if err := p.start(cl.kubeconfig(), b.policy, logPath, o.resync, profiling); err != nil {
+	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, profiling); err != nil {
 		return nil, err
 	}
 	defer p.stop(30 * time.Second)
@@ -315,7 +321,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err != nil {
 		return nil, err
 	}
-	if err := p.start(cl.kubeconfig(), b.policy, logPath, o.resync, false); err != nil {
+	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, false); err != nil {
 		return nil, err
 	}
 	if err := b.waitResynced(ctx, p); err != nil {
@@ -330,6 +336,13 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, err
 	}
 	r.restartSyncs = w4.syncs
+
+	// a policy change that re-renders every parent
+	if ctl == metacel {
+		if err := b.changePolicy(ctx, cl, p, own, policy, load, r); err != nil {
+			return nil, err
+		}
+	}
 	if profileDone != nil {
 		r.profile = <-profileDone
 	}
@@ -564,6 +577,18 @@ func (b *bench) archive(ctx context.Context, rev string) (string, error) {
 		return "", fmt.Errorf("extract git archive %s: %w", rev, err)
 	}
 	return dir, nil
+}
+
+// copyFile copies a file, making the directory of to.
+func copyFile(from, to string) error {
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, 0o644)
 }
 
 // writePolicy writes testdata/myapp.yaml with -resync as its resyncPeriodSeconds.

@@ -34,7 +34,9 @@ type result struct {
 	restart                   time.Duration // process start to every parent re-synced
 	restarted                 counts        // the restarted controller's requests until quiet
 	restartSyncs              float64
-	profile, heap             string // pprof -top of metacel's CPU (converge) and heap (after idle)
+	changeFirst, changeAll    time.Duration // metacel: policy file rewritten to the first and to every Pod relabelled
+	changed                   counts        // its requests from the policy change until quiet
+	profile, heap             string        // pprof -top of metacel's CPU (converge) and heap (after idle)
 }
 
 func (r *result) oneLine() string {
@@ -52,6 +54,10 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "- the API server's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
 	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB)\n", r.idle.summary(requests, 100), r.cpuIdle, r.rssNow)
 	fmt.Fprintf(&b, "- restart (until quiet; %s syncs): %s\n", num(r.restartSyncs), r.restarted.summary(requests, 100))
+	if r.changeAll > 0 {
+		fmt.Fprintf(&b, "- policy change: first Pod relabelled after %.2fs, every Pod after %.1fs; until quiet: %s\n",
+			r.changeFirst.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100))
+	}
 	if r.profile != "" {
 		fmt.Fprintf(&b, "- CPU profile from the burst on: %s\n", r.profile)
 	}
@@ -133,12 +139,30 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 				ratio(m.restarted.total(writes), base.restarted.total(writes), "%.0f"))
 		}
 	}
+	t.WriteString(changeTable(configs, results))
 	var notes []string
 	for _, c := range configs {
 		notes = append(notes, fmt.Sprintf("%s: %s", c.name, c.desc))
 	}
 	fmt.Fprintf(&t, "\nConfigurations: %s.\n\n", strings.Join(notes, "; "))
 	t.WriteString(legend)
+	return t.String()
+}
+
+// changeTable is the table of metacel's policy changes: the time to the first and to every
+// child rewritten, the latter against the same runs' create-converge time.
+func changeTable(configs []benchConfig, results map[string][]*result) string {
+	var t strings.Builder
+	t.WriteString("\nPolicy change (metacel only: its policy file rewritten so that every Pod gains a label; `Recreate` deletes and creates each):\n\n")
+	t.WriteString("| configuration | create-converge s | first child rewritten s | every child rewritten s | requests until quiet |\n|---|--:|--:|--:|---|\n")
+	for _, c := range configs {
+		m := medians(results[metacel+"/"+c.name])
+		if m == nil || m.changeAll == 0 {
+			continue
+		}
+		fmt.Fprintf(&t, "| %s | %.1f | %.2f | %.1f (×%.1f) | %s |\n", c.name, m.converge.Seconds(), m.changeFirst.Seconds(),
+			m.changeAll.Seconds(), m.changeAll.Seconds()/m.converge.Seconds(), m.changed.summary(work, 6))
+	}
 	return t.String()
 }
 
@@ -172,6 +196,9 @@ func medians(rs []*result) *result {
 	m.cpu = med(func(r *result) float64 { return r.cpu })
 	// the request counts are the median run's, but its totals are medians too
 	m.converged = medianCounts(rs, func(r *result) counts { return r.converged })
+	m.changeFirst = seconds(func(r *result) time.Duration { return r.changeFirst })
+	m.changeAll = seconds(func(r *result) time.Duration { return r.changeAll })
+	m.changed = medianCounts(rs, func(r *result) counts { return r.changed })
 	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
 	m.events = medianCounts(rs, func(r *result) counts { return r.events })
 	m.restarted = medianCounts(rs, func(r *result) counts { return r.restarted })
