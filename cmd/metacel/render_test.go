@@ -175,3 +175,175 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
+
+// TestRenderObservedMatchesAsTheRuntime checks that an observed object feeds the status only when
+// it is the desired child itself: same kind, namespace and name, and this parent's (its
+// parent-uid label or controller ownerReference), as the runtime matches children. The status
+// and Ready must then agree: an object that is not the child makes neither "3 of 3 available"
+// nor Ready.
+func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
+	tests := []struct {
+		name     string
+		observed string
+		stderr   string // what render says of the object
+	}{
+		{"a child under an old name is to be deleted, not read", "deployment-old-name.yaml",
+			"delete   apps/v1 Deployment default/memcached-sample-old: no longer desired"},
+		{"a child in another namespace is to be deleted, not read", "deployment-other-namespace.yaml",
+			"delete   apps/v1 Deployment elsewhere/memcached-sample: no longer desired"},
+		{"another parent's object of the child's name is a conflict, not read", "deployment-other-parent.yaml",
+			"conflict apps/v1 Deployment default/memcached-sample: its metacel.dev/parent-uid label names another parent"},
+		{"an object another owner controls is a conflict, not read", "deployment-other-owner.yaml",
+			"conflict apps/v1 Deployment default/memcached-sample: its controller ownerReference names another owner"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCLI(t, seed("memcached", "--observed", input(tc.observed))...)
+			if err != nil {
+				t.Fatalf("render: %v\n%s", err, errOut)
+			}
+			for _, want := range []string{"0 of 3 replicas available", "waiting for Deployment default/memcached-sample"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("status must not read an object that is not the desired child: want %q in\n%s", want, out)
+				}
+			}
+			if !strings.Contains(errOut, tc.stderr) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
+			}
+		})
+	}
+}
+
+// TestRenderChecksTheParentLikeTheAPIServer checks that render admits the parent as the API server
+// admits a create (its CRD's defaults, schema and rules), gives a parent without a UID a stable
+// one and says so, and checks the computed status against the CRD's status schema.
+func TestRenderChecksTheParentLikeTheAPIServer(t *testing.T) {
+	gadget := func(parent string) []string {
+		return []string{"render", "--policy", input("gadget-policy.yaml"), "--crd", input("gadget-crd.yaml"), "--parent", input(parent)}
+	}
+	tests := []struct {
+		name      string
+		args      []string
+		wantErr   string   // the error, or "" for success
+		wantOut   []string // in stdout
+		wantNotes []string // in stderr
+	}{
+		{name: "a field of the wrong type is refused, naming the field and the rule",
+			args:    gadget("gadget-wrong-type.yaml"),
+			wantErr: `gadget-wrong-type.yaml: Gadget default/gizmo is invalid, the API server would refuse it: spec.maxReplicas: Invalid value: "string": spec.maxReplicas in body must be of type integer`},
+		{name: "a field the schema does not declare is refused",
+			args:    gadget("gadget-unknown-field.yaml"),
+			wantErr: "spec.maxReplica: unknown field: the CRD's schema does not declare it"},
+		{name: "a parent failing the CRD's validation rule is refused with the rule's message",
+			args:    gadget("gadget-bad-range.yaml"),
+			wantErr: "spec: Invalid value: minReplicas must not exceed maxReplicas"},
+		{name: "a status field of the wrong type is an error at the policy's status field",
+			args:    gadget("gadget-labelled.yaml"),
+			wantErr: `gadget-policy.yaml:20: spec.status.replicas: the computed status.replicas does not fit the CRD's status schema, the API server would refuse the status write: Invalid value: "string": replicas in body must be of type integer`},
+		{name: "the CRD's defaults are in the parent the policy reads",
+			args:    gadget("gadget.yaml"),
+			wantOut: []string{"range: 1-2", "minReplicas: 1", "replicas: 2"}},
+		{name: "a parent without a UID gets a stable one, and says so",
+			args: gadget("gadget.yaml"),
+			wantOut: []string{"metacel.dev/parent-uid: f3625a7d-ee76-8b89-aba9-56b28884b308", "uid: f3625a7d-ee76-8b89-aba9-56b28884b308",
+				"generation: 1", "observedGeneration: 1"},
+			wantNotes: []string{"note: Gadget default/gizmo: gave it metadata.uid f3625a7d-ee76-8b89-aba9-56b28884b308 (derived from its kind, namespace and name) and metadata.generation 1, as the API server would on create"}},
+		{name: "a parent with a UID keeps it",
+			args:    seed("myapp", "--parent", input("myapp-no-banner.yaml")),
+			wantOut: []string{"uid: 0b6f1e2a-8f1c-4a57-9d1e-3f3c1a2b4c5d", "observedGeneration: 2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCLI(t, tc.args...)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got error %v, want it to contain %q", err, tc.wantErr)
+				}
+				if out != "" {
+					t.Errorf("a refused render must print nothing, got:\n%s", out)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			if strings.Contains(out, `uid: ""`) {
+				t.Errorf("an empty UID landed in the output:\n%s", out)
+			}
+			for _, want := range tc.wantOut {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+			for _, want := range tc.wantNotes {
+				if !strings.Contains(errOut, want) {
+					t.Errorf("stderr lacks %q:\n%s", want, errOut)
+				}
+			}
+		})
+	}
+}
+
+// TestRenderListsTheChangesToObservedChildren feeds render the children it printed for a seed's
+// sample, then changes the parent or the policy: what the runtime would do to those children is on
+// stderr.
+func TestRenderListsTheChangesToObservedChildren(t *testing.T) {
+	same := func(s string) string { return s }
+	tests := []struct {
+		name                   string
+		seed                   string
+		editParent, editPolicy func(string) string
+		want                   string // on stderr; "" for no change
+	}{
+		{"a Recreate child whose spec changes is recreated", "myapp",
+			func(p string) string { return strings.Replace(p, "image: nginx:latest", "image: nginx:1.27", 1) }, same,
+			"recreate v1 Pod default/example-app-pod: its resource's updateStrategy is Recreate and the policy wants it changed"},
+		{"an unchanged Recreate child is kept", "myapp", same, same, ""},
+		{"an InPlace child is updated, not recreated", "memcached",
+			func(p string) string { return strings.Replace(p, "size: 3", "size: 5", 1) }, same, ""},
+		{"an OnDelete child is never recreated", "whalesay",
+			func(p string) string { return strings.Replace(p, "message:", "message: changed", 1) }, same, ""},
+		{"a child the policy renames is deleted under its old name", "memcached", same,
+			func(p string) string {
+				return strings.Replace(p, `name: "${parent.metadata.name}"`, `name: "${parent.metadata.name}-v2"`, 1)
+			},
+			"delete   apps/v1 Deployment default/memcached-sample: no longer desired"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			first, _, err := runCLI(t, seed(tc.seed)...)
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			dir := t.TempDir()
+			write := func(name, text string) string {
+				t.Helper()
+				p := filepath.Join(dir, name)
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return p
+			}
+			edited := func(dir string, edit func(string) string) string {
+				t.Helper()
+				data, err := os.ReadFile(filepath.Join(repo, dir, tc.seed+".yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return write(dir+".yaml", edit(string(data)))
+			}
+			children := first[:strings.LastIndex(first, "---\n")]
+			_, errOut, err := runCLI(t, seed(tc.seed, "--policy", edited("policies", tc.editPolicy), "--parent", edited("samples", tc.editParent),
+				"--observed", write("observed.yaml", children))...)
+			if err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			if tc.want == "" && strings.Contains(errOut, "changes to observed objects") {
+				t.Errorf("want no change, got:\n%s", errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, errOut)
+			}
+		})
+	}
+}

@@ -75,7 +75,7 @@ type List struct {
 // DeepCopyObject implements runtime.Object.
 func (l *List) DeepCopyObject() runtime.Object {
 	out := &List{TypeMeta: l.TypeMeta}
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	l.DeepCopyInto(&out.ListMeta)
 	out.Items = make([]Object, len(l.Items))
 	for i := range l.Items {
 		out.Items[i] = *l.Items[i].DeepCopyObject().(*Object)

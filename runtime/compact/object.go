@@ -26,7 +26,7 @@ var _ metav1.Object = &Object{}
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
 	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw}
-	o.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 

@@ -1,0 +1,79 @@
+package policytest
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestCompare(t *testing.T) {
+	cond := func(typ, status string) map[string]any {
+		return map[string]any{"type": typ, "status": status, "reason": "R", "observedGeneration": int64(1)}
+	}
+	got := &outcome{
+		children: []any{
+			map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "ns"}, "spec": map[string]any{"replicas": int64(3)}},
+			map[string]any{"kind": "Service", "metadata": map[string]any{"name": "a", "namespace": "ns"}},
+		},
+		status:  map[string]any{"phase": "Running", "conditions": []any{cond("Synced", "True"), cond("Ready", "False")}},
+		changes: []string{},
+		errText: "",
+	}
+	tests := []struct {
+		name string
+		exp  *Expect
+		diff string // "" when they agree, else a line of the diff
+	}{
+		{"subset: the fields given agree",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"status": true}, Status: map[string]any{"phase": "Running"}}, ""},
+		{"subset: a number read as an int equals the rendered int64",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"children": true},
+				Children: []any{map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "a"}, "spec": map[string]any{"replicas": 3}}}}, ""},
+		{"subset: conditions are matched by type, in any order, others ignored",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"status": true},
+				Status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "False"}}}}, ""},
+		{"subset: a condition with another status differs",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"status": true},
+				Status: map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True"}}}}, `-  - status: "True"`},
+		{"subset: a missing child differs",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"children": true},
+				Children: []any{map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "b"}}}}, "-- kind: Pod"},
+		{"subset: a child in another namespace differs",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"children": true},
+				Children: []any{map[string]any{"kind": "Pod", "metadata": map[string]any{"name": "a", "namespace": "other"}}}}, "+children: []"},
+		{"subset: a field the step does not give differs",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"status": true}, Status: map[string]any{"ready": true}}, "-  ready: true"},
+		{"exact: a status with fewer fields differs",
+			&Expect{Match: MatchExact, Has: map[string]bool{"status": true}, Status: map[string]any{"phase": "Running"}}, "+  conditions:"},
+		{"exact: no changes agrees with none",
+			&Expect{Match: MatchExact, Has: map[string]bool{"changes": true}, Changes: []string{}}, ""},
+		{"exact: an expected change that does not happen differs",
+			&Expect{Match: MatchExact, Has: map[string]bool{"changes": true}, Changes: []string{"delete v1 Pod ns/a"}}, "-- delete v1 Pod ns/a"},
+		{"an expected error when the step succeeds differs",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"error": true}, Error: "ValidationFailed"}, "-error: ValidationFailed"},
+		{"keys not given are not checked",
+			&Expect{Match: MatchExact, Has: map[string]bool{}}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			diff := compare(tc.exp, got)
+			switch {
+			case tc.diff == "" && diff != "":
+				t.Errorf("want agreement, got\n%s", diff)
+			case tc.diff != "" && !strings.Contains(diff, tc.diff):
+				t.Errorf("want a diff with %q, got\n%s", tc.diff, diff)
+			}
+		})
+	}
+}
+
+func TestCompareErrors(t *testing.T) {
+	got := &outcome{errText: "ValidationFailed: Field 'spec.image' must be provided.", children: []any{}, changes: []string{}}
+	subset := &Expect{Match: MatchSubset, Has: map[string]bool{"error": true}, Error: "spec.image"}
+	if d := compare(subset, got); d != "" {
+		t.Errorf("subset: a part of the error agrees, got\n%s", d)
+	}
+	exact := &Expect{Match: MatchExact, Has: map[string]bool{"error": true}, Error: "spec.image"}
+	if d := compare(exact, got); d == "" {
+		t.Error("exact: a part of the error must differ")
+	}
+}

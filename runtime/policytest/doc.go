@@ -1,0 +1,33 @@
+// Package policytest runs policy unit tests written in YAML, with no cluster: `metacel test`.
+//
+// A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
+// test gives a parent (a file or inline), the related objects and the observed children it starts
+// with, and steps. A step is one sync: it may first change the world (a JSON merge patch of the
+// parent, whose generation then goes up as the API server would raise it; related and observed
+// objects merged into the object of the same kind and name, or added), then it says what the sync
+// must give:
+//
+//	expect:
+//	  match: subset          # exact (the default) or subset
+//	  children: [...]        # the desired children
+//	  status: {...}          # the parent's status, as the runtime writes it
+//	  changes: [...]         # "delete v1 ConfigMap ns/name", "recreate v1 Pod ns/name", ...
+//	  error: "..."           # the step fails with this error (subset: a part of it)
+//
+// A key left out is not checked. With match: subset, maps need only the keys given, lists of
+// objects with a type (conditions) or a name (containers) are matched by it, children by kind and
+// name, other lists item by item.
+//
+// Each step syncs with preview.Run, the code of `metacel render`: so a test sees what the cluster
+// would do, its CRD's defaults and validation included. Between steps, the world moves on as the
+// runtime leaves it: the parent has the status the sync wrote, and the observed children are the
+// desired ones as applied (an updated child keeps what the policy does not set, such as its
+// status; a created or recreated one is the desired object alone; an OnDelete child is left as it
+// was; a deleted or released one is gone). A step's observed edits then play the other
+// controllers: a Deployment becoming available, a Pod running.
+//
+// Mistakes in a test file are reported with file, line and field path (policy.FieldError). Failures
+// show a unified diff of what was expected and what the step gave (go-difflib); Update rewrites
+// the expectations of the steps that fail with what they gave, exactly, keeping the rest of the
+// file and its comments.
+package policytest

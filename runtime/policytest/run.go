@@ -1,0 +1,194 @@
+package policytest
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/preview"
+)
+
+// Options say which tests run, and whether expectations that fail are rewritten.
+type Options struct {
+	// Run selects the tests whose name (file/test) it matches; nil runs every test.
+	Run *regexp.Regexp
+	// Update rewrites the expectations of the steps that fail, or have none, with what they gave.
+	Update bool
+}
+
+// Report is the outcome of one test.
+type Report struct {
+	// Name is the file's base name without extension, a slash, and the test's name.
+	Name    string
+	Passed  bool
+	Updated bool
+	// Messages say what failed: file:line: step: what differs, and a unified diff.
+	Messages []string
+}
+
+// RunFile runs the tests of one file; with Update, it rewrites the file's failing expectations.
+// A file that cannot be read or whose policy does not load is an error.
+func RunFile(ctx context.Context, path string, opts Options) ([]Report, error) {
+	f, err := Load(path)
+	if err != nil {
+		return nil, err
+	}
+	env, err := newEnv(f)
+	if err != nil {
+		return nil, err
+	}
+	var reports []Report
+	updated := false
+	for _, t := range f.Tests {
+		name := testName(f, t)
+		if opts.Run != nil && !opts.Run.MatchString(name) {
+			continue
+		}
+		r := env.runTest(ctx, t, opts)
+		r.Name = name
+		updated = updated || r.Updated
+		reports = append(reports, r)
+	}
+	if updated {
+		if err := f.write(); err != nil {
+			return reports, err
+		}
+	}
+	return reports, nil
+}
+
+func testName(f *File, t *Test) string {
+	return strings.TrimSuffix(filepath.Base(f.Path), filepath.Ext(f.Path)) + "/" + t.Name
+}
+
+// env is what the tests of one file share: the policy and the kinds.
+type env struct {
+	file   *File
+	policy *policy.Compiled
+	mapper kinds.Mapper
+}
+
+func newEnv(f *File) (*env, error) {
+	cat, err := kinds.LoadCRDFiles(f.CRDs)
+	if err != nil {
+		return nil, fmt.Errorf("%s: crds: %w", f.Path, err)
+	}
+	c, err := preview.LoadPolicy(f.Policy, f.PolicyName, cat)
+	if err != nil {
+		return nil, fmt.Errorf("%s: policy: %w", f.Path, err)
+	}
+	return &env{file: f, policy: c, mapper: cat}, nil
+}
+
+// runTest runs the steps of a test in order, each on the world the previous one left.
+func (e *env) runTest(ctx context.Context, t *Test, opts Options) Report {
+	r := Report{Passed: true}
+	w, err := e.initialWorld(t)
+	if err != nil {
+		return Report{Messages: []string{fmt.Sprintf("%s:%d: %s: %v", e.file.Path, t.Line, t.Path, err)}}
+	}
+	for _, s := range t.Steps {
+		if err := w.edit(e, s); err != nil {
+			r.Passed = false
+			r.Messages = append(r.Messages, fmt.Sprintf("%s:%d: %s (%s): %v", e.file.Path, s.Line, s.Path, s.Name, err))
+			return r
+		}
+		got := e.sync(ctx, w)
+		if msg := e.check(s, got); msg != "" {
+			if opts.Update {
+				s.record(got)
+				r.Updated = true
+			} else {
+				r.Passed = false
+				r.Messages = append(r.Messages, msg)
+			}
+		}
+		w.advance(got)
+	}
+	return r
+}
+
+// check compares what a step gave with what it expects; "" when it passes.
+func (e *env) check(s *Step, got *outcome) string {
+	where := fmt.Sprintf("%s:%d: %s (%s)", e.file.Path, s.Line, s.Path, s.Name)
+	if s.Expect == nil {
+		return fmt.Sprintf("%s: no expect: add one (children, status, changes or error), or run with --update to record what the step gives", where)
+	}
+	diff := compare(s.Expect, got)
+	if diff == "" {
+		return ""
+	}
+	msg := fmt.Sprintf("%s:%d: %s (%s): the %s expectation differs (- expected, + got):\n%s",
+		e.file.Path, s.Expect.Line, s.Path, s.Name, s.Expect.Match, diff)
+	if got.err != nil && !s.Expect.Has["error"] {
+		msg += "\nthe step failed: " + got.errText
+	}
+	return msg
+}
+
+// outcome is what one sync gave.
+type outcome struct {
+	res      *preview.Result
+	err      error
+	errText  string
+	children []any
+	status   map[string]any
+	changes  []string
+}
+
+// sync runs one offline sync of the world's parent.
+func (e *env) sync(ctx context.Context, w *world) *outcome {
+	res, err := preview.Run(ctx, preview.Input{Policy: e.policy, Parent: w.parent, Related: w.related, Observed: w.observed, Mapper: e.mapper})
+	o := &outcome{res: res, err: err, children: []any{}, changes: []string{}}
+	if err != nil {
+		o.errText = preview.ErrorText(err)
+	}
+	if res == nil {
+		return o
+	}
+	if res.Parent != nil {
+		o.status, _ = res.Parent.Object["status"].(map[string]any)
+	}
+	if res.Output != nil {
+		for _, ch := range res.Output.Children {
+			o.children = append(o.children, ch.Object.Object)
+		}
+	}
+	for _, ch := range res.Changes {
+		o.changes = append(o.changes, ch.Key())
+	}
+	return o
+}
+
+// world is what the cluster holds around one parent between syncs.
+type world struct {
+	parent   *unstructured.Unstructured
+	related  []*unstructured.Unstructured
+	observed []*unstructured.Unstructured
+}
+
+func (e *env) initialWorld(t *Test) (*world, error) {
+	from := t.Path + ".parent"
+	if len(t.Parent.Where) > 0 {
+		from = t.Parent.Where[0]
+	}
+	parent, err := preview.ParentOf(t.Parent.Items, e.policy, e.mapper, from)
+	if err != nil {
+		return nil, err
+	}
+	return &world{parent: parent.DeepCopy(), related: deepCopies(t.Related.Items), observed: deepCopies(t.Observed.Items)}, nil
+}
+
+func deepCopies(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, o := range objs {
+		out[i] = o.DeepCopy()
+	}
+	return out
+}

@@ -1,0 +1,23 @@
+package policytest
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunFile runs the engine's own test files, which must pass.
+func TestRunFile(t *testing.T) {
+	reports, err := RunFile(t.Context(), filepath.Join("testdata", "gadget.yaml"), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reports) == 0 {
+		t.Fatal("no test ran")
+	}
+	for _, r := range reports {
+		if !r.Passed {
+			t.Errorf("%s failed:\n%s", r.Name, strings.Join(r.Messages, "\n"))
+		}
+	}
+}

@@ -1,0 +1,20 @@
+// Package preview runs one sync of one parent offline, as the cluster would run it: what
+// `metacel render` prints and `metacel test` checks.
+//
+// The runtime's own code renders (runtime/render, with RenderObserved matching observed children
+// as the runtime does); what the cluster adds around a render is done here with the code the
+// cluster runs, so that a mistake shows before anything is applied:
+//   - the parent is admitted as the API server admits a create, with apiextensions-apiserver's code
+//     (structural schema, pruning, defaulting, the OpenAPI schema validator, list types, embedded
+//     metadata, x-kubernetes-validations rules): a misspelt or mistyped field is an error naming
+//     the field and the rule, and a default of the CRD is in the parent the policy reads;
+//   - a parent without a UID gets a stable one (StableUID), and generation 1, as the API server
+//     would give it, so that children's labels and ownerReferences are never empty;
+//   - the computed status is checked against the CRD's status schema as a status write would be:
+//     a string in an integer field is an error naming the policy's status field;
+//   - the observed children the sync would delete, release or recreate, and the objects it would
+//     conflict with, are listed (Changes), decided as runtime/controller decides.
+//
+// Everything is deterministic: no clock (conditions get no new lastTransitionTime), no
+// randomness, no network.
+package preview

@@ -1,0 +1,223 @@
+package preview
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// Input is what one offline sync reads. Nothing in it is modified.
+type Input struct {
+	Policy *policy.Compiled
+	// Parent is the parent as written: Run admits a copy of it.
+	Parent *unstructured.Unstructured
+	// Related are the objects the policy's related entries may read, and Namespaces, whose labels
+	// are the consent of the policy's confinement.
+	Related []*unstructured.Unstructured
+	// Observed are the objects that exist as the parent's children (with their status, say).
+	Observed []*unstructured.Unstructured
+	// Mapper knows the kinds, and the CRDs' schemas.
+	Mapper kinds.Mapper
+}
+
+// Result is what one offline sync computes.
+type Result struct {
+	// Parent is the parent as admitted (defaulted, with a UID), with the status the sync writes.
+	Parent *unstructured.Unstructured
+	// Output holds the desired children.
+	Output *render.Output
+	// Observed are the given objects as the sync sorts them.
+	Observed *render.ObservedChildren
+	// Changes are what the sync does to observed objects besides applying the desired children.
+	Changes []Change
+	// Notes say what was assumed or left out: a UID given to the parent, objects ignored.
+	Notes []string
+}
+
+// Run admits the parent, reads its related objects, renders it with its observed children,
+// computes and checks its status, and lists the changes to observed objects. A parent the API
+// server would refuse is an *InvalidError; a status the CRD cannot store is a policy.ErrorList
+// naming the policy's status field; a failed render is a *render.Error, as the parent's Synced
+// condition would report it, and the Result then holds only the parent with the status the
+// runtime writes on a failure (Synced and Ready False, the policy's fields as they were).
+func Run(ctx context.Context, in Input) (*Result, error) {
+	c := in.Policy
+	schema, err := NewSchema(c.Parent)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{}
+	parent, err := admitParent(ctx, c, schema, in.Parent, &res.Notes)
+	if err != nil {
+		return nil, err
+	}
+	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget()}
+	rin.Related, rin.Namespaces, err = related(ctx, c, parent, in.Related, in.Mapper, rin.Budget)
+	var out *render.Output
+	var kids *render.ObservedChildren
+	if err == nil {
+		out, kids, err = render.RenderObserved(ctx, c, rin, in.Observed)
+	}
+	if err != nil {
+		return failed(parent, res, err)
+	}
+	res.Output, res.Observed = out, kids
+	if res.Parent, err = withStatus(ctx, c, schema, parent, out); err != nil {
+		return nil, err
+	}
+	changes, notes := plan(c, out, kids)
+	res.Changes, res.Notes = changes, append(res.Notes, notes...)
+	res.Notes = append(res.Notes, ignored(changes, kids.Foreign)...)
+	return res, nil
+}
+
+// failed is the result of a failed render: the parent with the status the runtime writes then.
+func failed(parent *unstructured.Unstructured, res *Result, err error) (*Result, error) {
+	var re *render.Error
+	if !errors.As(err, &re) {
+		return nil, err
+	}
+	status, serr := render.NewStatus(parent, nil, render.ErrorConditions(err, render.ReasonEvaluationError), nil)
+	if serr != nil {
+		return nil, errors.Join(err, serr)
+	}
+	res.Parent = parent.DeepCopy()
+	res.Parent.Object["status"] = status
+	return res, err
+}
+
+// admitParent completes and admits a copy of the parent: namespace "default" when the resource is
+// namespaced and it has none (as kubectl places it), a UID and generation when it has none, then
+// the API server's checks and defaults of its CRD.
+func admitParent(ctx context.Context, c *policy.Compiled, schema *Schema, p *unstructured.Unstructured, notes *[]string) (*unstructured.Unstructured, error) {
+	parent := p.DeepCopy()
+	if parent.GetNamespace() == "" && c.Parent.Namespaced {
+		parent.SetNamespace("default")
+	}
+	if note := completeMetadata(parent); note != "" {
+		*notes = append(*notes, note)
+	}
+	if schema == nil {
+		return parent, nil
+	}
+	return schema.Admit(ctx, parent)
+}
+
+// related gives each related entry the objects it reads among objs, and the labels of the
+// Namespaces among them, after checking, as the runtime does, that the parent may read where its
+// entries read.
+func related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, objs []*unstructured.Unstructured, m kinds.Mapper, budget *expr.Budget) (map[string][]*unstructured.Unstructured, render.NamespaceLabels, error) {
+	namespaces := map[string]map[string]string{}
+	for _, obj := range objs {
+		if obj.GetAPIVersion() == "v1" && obj.GetKind() == "Namespace" {
+			namespaces[obj.GetName()] = obj.GetLabels()
+		}
+	}
+	labels := func(name string) (map[string]string, bool) {
+		l, ok := namespaces[name]
+		return l, ok
+	}
+	refs, err := render.Related(ctx, c, parent, budget)
+	if err == nil {
+		err = render.CheckRelatedReach(ctx, c, parent, refs, labels, budget)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	out := map[string][]*unstructured.Unstructured{}
+	for _, obj := range objs {
+		gvr := kinds.LookupKind(m, obj.GroupVersionKind()).GVR
+		for _, ref := range refs {
+			if ref.Resource == gvr && ref.Matches(obj) {
+				out[ref.ID] = append(out[ref.ID], obj)
+			}
+		}
+	}
+	return out, labels, nil
+}
+
+// withStatus returns the parent with the status the sync writes, checked against its CRD's status
+// schema as the API server checks a status write.
+func withStatus(ctx context.Context, c *policy.Compiled, schema *Schema, parent *unstructured.Unstructured, out *render.Output) (*unstructured.Unstructured, error) {
+	status, err := render.NewStatus(parent, out.Status, out.Conditions(), nil)
+	if err != nil {
+		return nil, err
+	}
+	p := parent.DeepCopy()
+	p.Object["status"] = status
+	if schema == nil || !c.Parent.HasStatus {
+		return p, nil
+	}
+	if err := schema.CheckStatus(ctx, timed(p)); err != nil {
+		return nil, statusErrors(c, err)
+	}
+	return p, nil
+}
+
+// timed is the parent as the runtime writes it: every condition has a lastTransitionTime (offline,
+// only an unchanged condition keeps one), which a CRD may require.
+func timed(parent *unstructured.Unstructured) *unstructured.Unstructured {
+	p := parent.DeepCopy()
+	conds, _, _ := unstructured.NestedSlice(p.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["lastTransitionTime"] == nil {
+			m["lastTransitionTime"] = "2006-01-02T15:04:05Z"
+		}
+	}
+	if conds != nil {
+		_ = unstructured.SetNestedSlice(p.Object, conds, "status", "conditions")
+	}
+	return p
+}
+
+// statusErrors locates the fields of a status the CRD refuses in the policy: status.x is the
+// policy's spec.status.x.
+func statusErrors(c *policy.Compiled, err error) error {
+	var invalid *InvalidError
+	if !errors.As(err, &invalid) {
+		return err
+	}
+	const fix = "make the expression give what the schema says, or change the CRD's status schema"
+	var list policy.ErrorList
+	for _, p := range invalid.Unknown {
+		list = append(list, c.Source.Errorf("spec."+p, "the computed %s is not in the CRD's status schema, the API server would drop it: %s", p, fix))
+	}
+	for _, fe := range invalid.Errs {
+		list = append(list, c.Source.Errorf("spec."+fe.Field, "the computed %s does not fit the CRD's status schema, the API server would refuse the status write: %s: %s", fe.Field, fe.ErrorBody(), fix))
+	}
+	return list
+}
+
+// ignored notes the foreign objects that are no conflict: given, but not the parent's children.
+func ignored(changes []Change, foreign []render.ForeignObject) []string {
+	conflict := map[*unstructured.Unstructured]bool{}
+	for _, ch := range changes {
+		if ch.Action == Conflict {
+			conflict[ch.Object] = true
+		}
+	}
+	var notes []string
+	for _, f := range foreign {
+		if !conflict[f.Object] {
+			notes = append(notes, fmt.Sprintf("ignored observed %s %s: not a child of this parent: %s", f.Object.GetKind(), render.NamespacedName(f.Object), f.Why))
+		}
+	}
+	return notes
+}
+
+// ErrorText is an error of Run as `metacel render` and `metacel test` show it: a render error
+// prefixed with the reason the parent's Synced condition would show.
+func ErrorText(err error) string {
+	var re *render.Error
+	if errors.As(err, &re) {
+		return render.ErrorConditions(err, render.ReasonEvaluationError)[0].Reason + ": " + err.Error()
+	}
+	return err.Error()
+}
