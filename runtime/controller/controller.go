@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"runtime/debug"
 	"strings"
@@ -74,6 +75,8 @@ type Controller struct {
 	dropped atomic.Bool
 	// fights are the children whose writes others keep undoing (fights.go)
 	fights fights
+	// unchanged skips the syncs whose inputs are those of the last successful one
+	unchanged unchanged
 	// childEvents spaces the re-syncs that a parent's child events cause, per parent: a child
 	// changed by another writer after each of metacel's writes cannot make a hot loop
 	childEvents workqueue.TypedRateLimiter[string]
@@ -88,8 +91,9 @@ var managedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
 // New prepares the controller of a policy; Run starts it.
 func New(p *policy.Compiled, deps Deps) *Controller {
 	c := &Controller{
-		policy: p,
-		deps:   deps,
+		policy:    p,
+		deps:      deps,
+		unchanged: unchanged{seed: maphash.MakeSeed()},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
 		children: map[string]cache.SharedIndexInformer{},

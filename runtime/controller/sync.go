@@ -35,30 +35,58 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	budget := expr.NewBudget() // what every expression of this sync may spend together
 	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {
+		c.unchanged.forget(key)
 		return c.fail(ctx, parent, err)
 	}
+	inputs, known := c.unchanged.fingerprint(parent, observed, related)
+	if known && c.unchanged.same(key, inputs) {
+		return nil // the last sync of these very inputs left nothing to do
+	}
+	c.unchanged.forget(key)
+	if err := c.reconcile(ctx, key, parent, observed, related, budget); err != nil {
+		return err
+	}
+	if known {
+		c.unchanged.remember(key, inputs)
+	}
+	return nil
+}
+
+// reconcile renders a parent and writes what differs: the finalizer, the children (applied,
+// then the undesired ones pruned), the status.
+func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) error {
 	start := c.deps.Clock.Now()
-	out, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: observed, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget})
+	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget}
+	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(found))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}
-	if err := c.ensureFinalizer(ctx, parent, out, observed); err != nil {
+	if err := c.ensureFinalizer(ctx, parent, out, found); err != nil {
 		return err
 	}
-	w, err := c.applyChildren(ctx, parent, out, observed)
+	w, err := c.applyChildren(ctx, parent, out, kids.ByID)
 	if err != nil {
 		return c.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
 		c.childEvents.Forget(key) // settled: the next child event is news, not an echo
 	}
-	if err := c.pruneChildren(ctx, parent, out, observed); err != nil {
+	if err := c.pruneChildren(ctx, parent, out, found); err != nil {
 		return c.fail(ctx, parent, err)
 	}
-	out = c.statusAfterWrites(ctx, parent, out, observed, related, budget, w)
+	out = c.statusAfterWrites(ctx, parent, out, kids.ByID, related, budget, w)
 	_, err = c.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return err
+}
+
+// allObjects flattens objects by child id.
+func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, objs := range byID {
+		out = append(out, objs...)
+	}
+	return out
 }
 
 // statusAfterWrites renders again with the children this sync wrote, as the API server returned
@@ -94,6 +122,7 @@ func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
 	}
 	if !exists {
 		c.relIndex.forget(key)
+		c.unchanged.forget(key)
 		c.refused.forgetParent(key)
 		c.forgetConditions(key)
 		c.fights.forgetParent(key)
