@@ -25,30 +25,42 @@ func readmeFile(t *testing.T, readme, name string) string {
 	return strings.Join(lines, "\n")
 }
 
-// TestReadmeWalkThrough runs steps 1 and 2 of the README's walk-through: its files validate and
-// render to what it says.
+// TestReadmeWalkThrough runs steps 1 and 2 of the README's walk-through: its policy is the one
+// whose CRD `metacel crd` prints in testdata/crd, and its files validate and render to what it says.
 func TestReadmeWalkThrough(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join(repo, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	for _, name := range []string{"website-crd.yaml", "website.yaml", "my-website.yaml"} {
+	for _, name := range []string{"website.yaml", "my-website.yaml"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(readmeFile(t, string(data), name)), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
 	path := func(name string) string { return filepath.Join(dir, name) }
-	if out, errOut, err := runCLI(t, "validate", path("website.yaml"), "--crd", path("website-crd.yaml")); err != nil {
-		t.Fatalf("validate: %v\n%s%s", err, out, errOut)
+	if want, _ := os.ReadFile(crdInput("website.yaml")); readmeFile(t, string(data), "website.yaml") != string(want) {
+		t.Errorf("the README's website.yaml differs from %s, whose CRD is golden", crdInput("website.yaml"))
 	}
-	out, errOut, err := runCLI(t, "render", "--policy", path("website.yaml"), "--parent", path("my-website.yaml"), "--crd", path("website-crd.yaml"))
+	crd, errOut, err := runCLI(t, "crd", path("website.yaml"))
 	if err != nil {
-		t.Fatalf("render: %v\n%s", err, errOut)
+		t.Fatalf("crd: %v\n%s", err, errOut)
 	}
-	for _, want := range []string{"name: hello-content", "index.html: <h1>Hello</h1>", "bytes: 14", "waiting for ConfigMap"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("render output lacks %q:\n%s", want, out)
+	if err := os.WriteFile(path("website-crd.yaml"), []byte(crd), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, crdArgs := range [][]string{nil, {"--crd", path("website-crd.yaml")}} {
+		if out, errOut, err := runCLI(t, append([]string{"validate", path("website.yaml")}, crdArgs...)...); err != nil {
+			t.Fatalf("validate %v: %v\n%s%s", crdArgs, err, out, errOut)
+		}
+		out, errOut, err := runCLI(t, append([]string{"render", "--policy", path("website.yaml"), "--parent", path("my-website.yaml")}, crdArgs...)...)
+		if err != nil {
+			t.Fatalf("render %v: %v\n%s", crdArgs, err, errOut)
+		}
+		for _, want := range []string{"name: hello-content", "index.html: <h1>Hello</h1>", "replicas: 1", "image: nginx:1.27", "bytes: 14", "waiting for ConfigMap"} {
+			if !strings.Contains(out, want) {
+				t.Errorf("render %v output lacks %q:\n%s", crdArgs, want, out)
+			}
 		}
 	}
 }

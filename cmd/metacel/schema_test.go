@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"sigs.k8s.io/yaml"
@@ -39,32 +40,79 @@ func TestJSONSchemaAgreesWithTheParser(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(text), &doc); err != nil {
 				t.Fatal(err)
 			}
-			if err := check(schema, doc, ""); err != nil {
+			if err := check(schema, schema, doc, ""); err != nil {
 				t.Errorf("%s: %v", f, err)
 			}
 		}
+	}
+	website, err := os.ReadFile(filepath.Join("testdata", "crd", "website.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := yaml.Unmarshal(website, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := check(schema, schema, doc, ""); err != nil {
+		t.Errorf("a policy declaring its parent's schema: %v", err)
 	}
 	bad := map[string]string{
 		"unknown field": "spec:\n  parentResource: {apiVersion: v1, resource: pods}\n  chidren: []\n",
 		"wrong enum":    "spec:\n  parentResource: {apiVersion: v1, resource: pods}\n  childResources: [{apiVersion: v1, resource: pods, updateStrategy: {method: Sometimes}}]\n",
 		"wrong type":    "spec:\n  parentResource: {apiVersion: v1, resource: pods}\n  resyncPeriodSeconds: soon\n",
 		"missing field": "spec:\n  parentResource: {apiVersion: v1}\n",
+		"unknown key of a declared field": "spec:\n  parentResource: {apiVersion: example.com/v1, resource: websites}\n" +
+			"  parentSchema: {kind: Website, spec: {replicas: {type: integer, defaults: 1}}}\n",
+		"unknown type of a declared field": "spec:\n  parentResource: {apiVersion: example.com/v1, resource: websites}\n" +
+			"  parentSchema: {kind: Website, spec: {tags: {type: array, items: strng}}}\n",
 	}
 	for name, spec := range bad {
 		text := "apiVersion: metacel.dev/v1alpha1\nkind: CompositePolicy\nmetadata: {name: x}\n" + spec
 		var doc any
 		_ = yaml.Unmarshal([]byte(text), &doc)
-		if check(schema, doc, "") == nil {
+		if check(schema, schema, doc, "") == nil {
 			t.Errorf("%s: the schema accepts what the parser rejects", name)
 		}
-		if _, err := policy.Load("x.yaml", []byte(text), kinds.NewCatalog()); err == nil && name != "missing field" {
+		if loadWithDeclaration(text) == nil && name != "missing field" {
 			t.Errorf("%s: the parser accepts it", name)
 		}
 	}
 }
 
-// check validates a value against the subset of JSON Schema that JSONSchema uses.
-func check(s map[string]any, v any, path string) error {
+// loadWithDeclaration loads a policy and builds the CRD it declares, if any, as `metacel crd` does.
+func loadWithDeclaration(text string) error {
+	if _, err := policy.Load("x.yaml", []byte(text), kinds.NewCatalog()); err != nil {
+		return err
+	}
+	docs, _ := policy.Parse("x.yaml", []byte(text))
+	for _, doc := range docs {
+		if doc.Policy.Spec.ParentSchema != nil {
+			if _, err := policy.ParentCRD(doc); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// check validates a value against the subset of JSON Schema that JSONSchema uses; root holds the
+// definitions that $ref refers to.
+func check(root, s map[string]any, v any, path string) error {
+	if ref, ok := s["$ref"].(string); ok {
+		def := root["definitions"].(map[string]any)[strings.TrimPrefix(ref, "#/definitions/")]
+		return check(root, def.(map[string]any), v, path)
+	}
+	if anyOf, ok := s["anyOf"].([]any); ok {
+		var errs []string
+		for _, alt := range anyOf {
+			err := check(root, alt.(map[string]any), v, path)
+			if err == nil {
+				return nil
+			}
+			errs = append(errs, err.Error())
+		}
+		return fmt.Errorf("%s: fits none of: %s", path, strings.Join(errs, "; "))
+	}
 	if c, ok := s["const"]; ok && c != v {
 		return fmt.Errorf("%s: want %v", path, c)
 	}
@@ -94,13 +142,13 @@ func check(s map[string]any, v any, path string) error {
 			ps, ok := props[k].(map[string]any)
 			switch {
 			case ok:
-				if err := check(ps, x, path+"."+k); err != nil {
+				if err := check(root, ps, x, path+"."+k); err != nil {
 					return err
 				}
 			case s["additionalProperties"] == false:
 				return fmt.Errorf("%s: unknown field %q", path, k)
 			case s["additionalProperties"] != nil:
-				if err := check(s["additionalProperties"].(map[string]any), x, path+"."+k); err != nil {
+				if err := check(root, s["additionalProperties"].(map[string]any), x, path+"."+k); err != nil {
 					return err
 				}
 			}
@@ -111,7 +159,7 @@ func check(s map[string]any, v any, path string) error {
 			return fmt.Errorf("%s: want a list", path)
 		}
 		for i, x := range l {
-			if err := check(s["items"].(map[string]any), x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
+			if err := check(root, s["items"].(map[string]any), x, fmt.Sprintf("%s[%d]", path, i)); err != nil {
 				return err
 			}
 		}
@@ -122,6 +170,10 @@ func check(s map[string]any, v any, path string) error {
 	case "integer":
 		if f, ok := v.(float64); !ok || f != float64(int64(f)) {
 			return fmt.Errorf("%s: want an integer", path)
+		}
+	case "number":
+		if _, ok := v.(float64); !ok {
+			return fmt.Errorf("%s: want a number", path)
 		}
 	case "boolean":
 		if _, ok := v.(bool); !ok {

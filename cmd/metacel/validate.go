@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -19,8 +21,11 @@ func newValidateCommand() *cobra.Command {
 		Short: "Check policy files (or directories of them) with no cluster",
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
 (*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them). Errors read
-file:line: field.path: message. With --crd, parents are typed from their CRD's schema, so a
-misspelt field is an error. Exits 1 if any policy is invalid, or if there is none.`,
+file:line: field.path: message. Child templates are checked against the schema of their kind:
+built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
+--crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
+custom parent no --crd file defines is then an error too. --crd takes files or directories.
+Exits 1 if any policy is invalid, or if there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
@@ -31,18 +36,19 @@ misspelt field is an error. Exits 1 if any policy is invalid, or if there is non
 			if err != nil {
 				return err
 			}
-			if !validateFiles(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, cat) {
+			if !validateFiles(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, cat, len(crds) > 0) {
 				return errReported
 			}
 			return nil
 		},
 	}
-	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file that types parents and resolves kinds (repeatable)")
+	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
 	return cmd
 }
 
 // validateFiles prints one line per valid policy and every error; it reports whether all passed.
-func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) (ok bool) {
+// withCRDs says that CRD files were given: every custom parent must then be defined by one.
+func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog, withCRDs bool) (ok bool) {
 	ok = true
 	names := map[string]string{}
 	defer func() {
@@ -70,10 +76,65 @@ func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog) (o
 				continue
 			}
 			names[c.Name()] = file
-			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource, plural(len(c.Children), "child entry", "child entries"))
+			if withCRDs && !definesParent(cat, c) {
+				fmt.Fprintf(errOut, "%s:%d: spec.parentResource: %s is defined by none of the --crd files (they define %s): "+
+					"pass the parent's CRD with --crd, so that the fields the policy reads are checked, or validate without --crd\n",
+					file, c.Source.LineOf("spec.parentResource"), c.Parent.GVR.GroupResource(), crdNames(cat))
+				ok = false
+				continue
+			}
+			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
+				parentTyping(cat, c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
 		}
 	}
 	return ok
+}
+
+// definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,
+// or typed by a schema the policy declares.
+func definesParent(cat *kinds.Catalog, c *policy.Compiled) bool {
+	return cat.DefinedByCRD(c.Parent.GVR.GroupResource()) || !c.Parent.Guessed || c.Parent.Schema != nil
+}
+
+// parentTyping says whether the policy's expressions were typed against the parent's schema.
+func parentTyping(cat *kinds.Catalog, c *policy.Compiled) string {
+	gr := c.Parent.GVR.GroupResource()
+	switch {
+	case c.Parent.Schema != nil && cat.DefinedByCRD(gr):
+		return "typed against CRD " + gr.String()
+	case c.Parent.Schema != nil:
+		return "typed against the schema the policy declares"
+	case cat.DefinedByCRD(gr):
+		return "untyped: its CRD has no schema"
+	case !c.Parent.Guessed:
+		return "untyped: a built-in resource"
+	}
+	return "untyped: pass --crd to check parent fields"
+}
+
+// uncheckedChildren names the child resources whose schema is not known, so that their
+// templates were not checked.
+func uncheckedChildren(c *policy.Compiled) string {
+	var unknown []string
+	for gvr, res := range c.ChildResources {
+		if res.ObjectSchema == nil {
+			unknown = append(unknown, gvr.GroupResource().String())
+		}
+	}
+	if len(unknown) == 0 {
+		return ""
+	}
+	slices.Sort(unknown)
+	return fmt.Sprintf("; children of %s unchecked: pass their CRD with --crd", strings.Join(unknown, ", "))
+}
+
+// crdNames lists the custom resources the --crd files define.
+func crdNames(cat *kinds.Catalog) string {
+	var names []string
+	for _, gr := range cat.CRDs() {
+		names = append(names, gr.String())
+	}
+	return strings.Join(names, ", ")
 }
 
 func readFile(path string) ([]byte, error) {

@@ -42,11 +42,13 @@ type Mapper interface {
 type Catalog struct {
 	byGVR map[schema.GroupVersionResource]Info
 	byGVK map[schema.GroupVersionKind]Info
+	// crds are the custom resources added with AddCRD
+	crds map[schema.GroupResource]bool
 }
 
 // NewCatalog returns a catalog of the built-in Kubernetes types that client-go knows.
 func NewCatalog() *Catalog {
-	c := &Catalog{byGVR: map[schema.GroupVersionResource]Info{}, byGVK: map[schema.GroupVersionKind]Info{}}
+	c := &Catalog{byGVR: map[schema.GroupVersionResource]Info{}, byGVK: map[schema.GroupVersionKind]Info{}, crds: map[schema.GroupResource]bool{}}
 	for gvk, t := range scheme.Scheme.AllKnownTypes() {
 		if gvk.Version == "__internal" || !isObject(t) {
 			continue
@@ -89,6 +91,7 @@ func (c *Catalog) add(i Info) {
 
 // AddCRD adds every served version of a custom resource, with its schema.
 func (c *Catalog) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) {
+	c.crds[schema.GroupResource{Group: crd.Spec.Group, Resource: crd.Spec.Names.Plural}] = true
 	for _, v := range crd.Spec.Versions {
 		if !v.Served {
 			continue
@@ -104,6 +107,19 @@ func (c *Catalog) AddCRD(crd *apiextensionsv1.CustomResourceDefinition) {
 		i.HasStatus = v.Subresources != nil && v.Subresources.Status != nil
 		c.add(i)
 	}
+}
+
+// DefinedByCRD reports whether a resource was added with AddCRD, in any version.
+func (c *Catalog) DefinedByCRD(gr schema.GroupResource) bool { return c.crds[gr] }
+
+// CRDs returns the custom resources added with AddCRD, sorted.
+func (c *Catalog) CRDs() []schema.GroupResource {
+	out := make([]schema.GroupResource, 0, len(c.crds))
+	for gr := range c.crds {
+		out = append(out, gr)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].String() < out[j].String() })
+	return out
 }
 
 // ForResource implements Mapper.

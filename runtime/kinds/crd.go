@@ -3,6 +3,10 @@ package kinds
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -34,20 +38,54 @@ func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 	return out, nil
 }
 
-// LoadCRDFiles adds the CRDs of every file to a new catalog of the built-in types.
-func LoadCRDFiles(files []string) (*Catalog, error) {
+// LoadCRDFiles adds the CRDs of every file to a new catalog of the built-in types. A directory
+// stands for its *.yaml, *.yml and *.json files, recursively (hidden ones aside), which may hold
+// other objects too; a file named, or a directory, without any CRD is an error.
+func LoadCRDFiles(paths []string) (*Catalog, error) {
 	c := NewCatalog()
-	for _, f := range files {
-		crds, err := ReadCRDs(f)
+	for _, p := range paths {
+		files, err := manifestFiles(p)
 		if err != nil {
 			return nil, err
 		}
-		if len(crds) == 0 {
-			return nil, fmt.Errorf("%s: no CustomResourceDefinition found", f)
+		found := 0
+		for _, f := range files {
+			crds, err := ReadCRDs(f)
+			if err != nil {
+				return nil, err
+			}
+			for _, crd := range crds {
+				c.AddCRD(crd)
+			}
+			found += len(crds)
 		}
-		for _, crd := range crds {
-			c.AddCRD(crd)
+		if found == 0 {
+			return nil, fmt.Errorf("%s: no CustomResourceDefinition found", p)
 		}
 	}
 	return c, nil
+}
+
+// manifestFiles expands a path: a file as named, a directory into its manifest files, in lexical
+// order.
+func manifestFiles(path string) ([]string, error) {
+	var out []string
+	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		hidden := p != path && strings.HasPrefix(d.Name(), ".")
+		switch {
+		case d.IsDir() && hidden:
+			return filepath.SkipDir
+		case d.IsDir() || hidden:
+		case p == path || slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(p)):
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read CRDs: %w", err)
+	}
+	return out, nil
 }

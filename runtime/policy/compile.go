@@ -51,7 +51,9 @@ func Errors(err error) ErrorList {
 func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
-	out.Parent = c.parent()
+	parent, err := DeclaredParent(doc, c.parent())
+	out.Parent = parent
+	c.errs = append(c.errs, Errors(err)...)
 	out.ChildResources = c.childResources()
 	if r := c.spec.ResyncPeriodSeconds; r != nil {
 		out.ResyncPeriod = time.Duration(*r) * time.Second
@@ -132,8 +134,13 @@ func (c *compiler) parent() kinds.Info {
 func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourceInfo {
 	out := make(map[schema.GroupVersionResource]ChildResourceInfo, len(c.spec.ChildResources))
 	for i, cr := range c.spec.ChildResources {
-		info := c.resource(expr.IndexPath("spec.childResources", i), cr.APIVersion, cr.Resource)
-		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method()}
+		path := expr.IndexPath("spec.childResources", i)
+		info := c.resource(path, cr.APIVersion, cr.Resource)
+		s, err := kinds.SchemaOf(info)
+		if err != nil {
+			c.errorf(path, "%v: fix the CRD (the API server serves structural schemas only)", err)
+		}
+		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method(), ObjectSchema: s}
 	}
 	return out
 }
@@ -277,6 +284,9 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			cc.Template = t
 			c.checkKind(ch.Template, path+".template", allowed)
 			c.checkReserved(ch.Template, path+".template")
+			if s, ok := c.schemaOfChild(ch.Template, allowed); ok {
+				c.checkChildSchema(ch.Template, path+".template", env, s)
+			}
 		}
 		c.checkPlacement(ch, path, parent)
 		out = append(out, cc)

@@ -43,6 +43,9 @@ func (c *Compiled) Name() string { return c.Policy.Metadata.Name }
 type ChildResourceInfo struct {
 	kinds.Info
 	Method UpdateMethod
+	// ObjectSchema is the schema every child of the resource must fit, built when the policy
+	// loads; nil when it is not known (a guessed resource, an aggregated API).
+	ObjectSchema *kinds.ObjectSchema
 }
 
 // CompiledValidation is a compiled validation rule.

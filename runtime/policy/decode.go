@@ -233,7 +233,8 @@ func (d *decoder) freeform(n *yaml.Node, path string) any {
 	switch n.Kind {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
-		d.eachKey(n, path, func(key string, _, vn *yaml.Node) {
+		d.eachKey(n, path, func(key string, kn, vn *yaml.Node) {
+			d.mark(kn, expr.FieldPath(path, key)) // a block value starts a line below its key
 			m[key] = d.freeform(vn, expr.FieldPath(path, key))
 		})
 		return m

@@ -16,6 +16,22 @@
 //     childResources; a literal namespace under a namespaced parent without crossNamespace; a
 //     cluster-scoped kind with a namespace, or under a namespaced parent without crossNamespace.
 //     A scope the mapper only guesses decides nothing, and expression children are left to run time.
+//     Every template child of a known kind is checked against the schema of its kind (kinds.SchemaOf:
+//     the schema Kubernetes ships for a built-in kind, the CRD's for a custom one), as the API
+//     server would check the object: an unknown field (with the closest known one), a literal of the
+//     wrong type, a literal that is no quantity, an item of a keyed list without its keys or with
+//     another item's, are errors at their line. A whole-value "${...}" is checked by its expression's
+//     type where both types are known (dyn passes). The schema is kept with the child resource
+//     (ChildResourceInfo.ObjectSchema), for render to check what expressions give.
+//   - A policy may declare its parent's custom resource in short (spec.parentSchema). ParentCRD
+//     turns it into the CustomResourceDefinition `metacel crd` prints, structural and checked with
+//     the API server's own structural-schema and defaulting code; its errors are FieldErrors at the
+//     declaration's lines. Compile types the parent against it through DeclaredParent when the
+//     mapper does not know the parent: a CRD given (--crd) or installed wins, and the parent stays
+//     Guessed, so that a cluster still waits for its CRD.
+//
+// YAML syntax errors read "file:line:column: invalid YAML: ..." at the mistake itself (package
+// manifest locates it: a tab, an indentation, an unclosed quote).
 //
 // The compiled form is immutable and safe to share between goroutines; a reload compiles a new one
 // off to the side and swaps it in.

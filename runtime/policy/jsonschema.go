@@ -1,8 +1,12 @@
 package policy
 
 import (
+	"maps"
 	"reflect"
+	"slices"
 	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 )
 
 // JSONSchema returns a JSON Schema (draft-07) of the CompositePolicy format, generated from the
@@ -17,16 +21,66 @@ func JSONSchema() map[string]any {
 	props := s["properties"].(map[string]any)
 	props["apiVersion"] = map[string]any{"const": APIVersion}
 	props["kind"] = map[string]any{"const": Kind}
+	s["definitions"] = map[string]any{"field": fieldDefinition()}
 	return s
+}
+
+// fieldRef refers to the definition of a declared field of a parent schema.
+var fieldRef = map[string]any{"$ref": "#/definitions/field"}
+
+// fieldKeyValues are the JSON Schemas of the values of a declared field's keys (fieldKeys).
+var fieldKeyValues = map[string]map[string]any{
+	"type":                 {"type": "string", "enum": anySlice(fieldTypes)},
+	"description":          {"type": "string"},
+	"required":             {"type": "boolean"},
+	"default":              {},
+	"enum":                 {"type": "array", "minItems": 1},
+	"minimum":              {"type": "number"},
+	"maximum":              {"type": "number"},
+	"minLength":            {"type": "integer", "minimum": 0},
+	"maxLength":            {"type": "integer", "minimum": 0},
+	"pattern":              {"type": "string", "format": "regex"},
+	"minItems":             {"type": "integer", "minimum": 0},
+	"maxItems":             {"type": "integer", "minimum": 0},
+	"items":                fieldRef,
+	"properties":           {"type": "object", "additionalProperties": fieldRef},
+	"additionalProperties": fieldRef,
+	"maxProperties":        {"type": "integer", "minimum": 0},
+}
+
+// fieldDefinition is the JSON Schema of a declared field: a type name, or an object of the keys
+// fieldKeys lists.
+func fieldDefinition() map[string]any {
+	props := map[string]any{}
+	for _, k := range slices.Sorted(maps.Keys(fieldKeys)) {
+		props[k] = fieldKeyValues[k]
+	}
+	return map[string]any{
+		"description": "A field: a type name, or an object of type, default, bounds and nested fields.",
+		"anyOf": []any{
+			map[string]any{"type": "string", "enum": anySlice(fieldTypes)},
+			map[string]any{"type": "object", "properties": props, "additionalProperties": false},
+		},
+	}
+}
+
+func anySlice(s []string) []any {
+	out := make([]any, len(s))
+	for i, x := range s {
+		out[i] = x
+	}
+	return out
 }
 
 // enums of named string types.
 var enums = map[reflect.Type][]any{
-	reflect.TypeFor[UpdateMethod]():   {string(InPlace), string(Recreate), string(OnDelete)},
-	reflect.TypeFor[DeletionPolicy](): {string(DeletionDelete), string(DeletionOrphan)},
+	reflect.TypeFor[UpdateMethod]():                  {string(InPlace), string(Recreate), string(OnDelete)},
+	reflect.TypeFor[DeletionPolicy]():                {string(DeletionDelete), string(DeletionOrphan)},
+	reflect.TypeFor[apiextensionsv1.ResourceScope](): {string(apiextensionsv1.NamespaceScoped), string(apiextensionsv1.ClusterScoped)},
 }
 
-// required lists the fields a document must have, by type and JSON name; Validate enforces them.
+// required lists the fields a document must have, by type and JSON name; Validate enforces them
+// (ParentCRD a parent schema's kind).
 var required = map[reflect.Type][]string{
 	reflect.TypeFor[CompositePolicy](): {"apiVersion", "kind", "metadata", "spec"},
 	reflect.TypeFor[ObjectMeta]():      {"name"},
@@ -37,11 +91,15 @@ var required = map[reflect.Type][]string{
 	reflect.TypeFor[Variable]():        {"name", "expression"},
 	reflect.TypeFor[Related]():         {"id", "apiVersion", "resource"},
 	reflect.TypeFor[Child]():           {"id"},
+	reflect.TypeFor[ParentSchema]():    {"kind"},
 }
 
 func schemaOf(t reflect.Type) map[string]any {
 	if e, ok := enums[t]; ok {
 		return map[string]any{"type": "string", "enum": e}
+	}
+	if t == reflect.TypeFor[Fields]() {
+		return map[string]any{"type": "object", "additionalProperties": fieldRef}
 	}
 	switch t.Kind() {
 	case reflect.Pointer:

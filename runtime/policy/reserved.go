@@ -3,6 +3,8 @@ package policy
 import (
 	"sort"
 	"strings"
+
+	"metacel.dev/metacel/runtime/expr"
 )
 
 // The fields of a child that the runtime owns: a template that sets them would fight the runtime
@@ -35,7 +37,7 @@ func (c *compiler) checkReserved(tmpl map[string]any, path string) {
 		m, _ := meta[kind].(map[string]any)
 		for _, k := range sortedKeys(m) {
 			if strings.HasPrefix(k, reservedLabelPrefix) || kind == "labels" && k == managedByLabel {
-				c.errorf(path+".metadata."+kind+"."+k, "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
+				c.errorf(expr.FieldPath(path+".metadata."+kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
 			}
 		}
 	}

@@ -23,16 +23,16 @@ func TestATemplateCannotSetWhatTheRuntimeOwns(t *testing.T) {
 	}{
 		{"an ownerReference", `          ownerReferences:
             - {apiVersion: v1, kind: ConfigMap, name: other, uid: "${parent.metadata.uid}"}
-`, `p.yaml:26: spec.children[1].template.metadata.ownerReferences: is set by the runtime, not by a template: metacel sets the parent's ownerReference itself`},
+`, `p.yaml:25: spec.children[1].template.metadata.ownerReferences: is set by the runtime, not by a template: metacel sets the parent's ownerReference itself`},
 		{"a resourceVersion", `          resourceVersion: "1"
 `, `p.yaml:25: spec.children[1].template.metadata.resourceVersion: is set by the runtime`},
 		{"metacel's label", `          labels:
             metacel.dev/parent-uid: "x"
-`, `p.yaml:26: spec.children[1].template.metadata.labels.metacel.dev/parent-uid: "metacel.dev/parent-uid" is metacel's own`},
+`, `p.yaml:26: spec.children[1].template.metadata.labels["metacel.dev/parent-uid"]: "metacel.dev/parent-uid" is metacel's own`},
 		{"the managed-by label", `          labels: {app.kubernetes.io/managed-by: helm}
-`, `spec.children[1].template.metadata.labels.app.kubernetes.io/managed-by: "app.kubernetes.io/managed-by" is metacel's own`},
+`, `spec.children[1].template.metadata.labels["app.kubernetes.io/managed-by"]: "app.kubernetes.io/managed-by" is metacel's own`},
 		{"metacel's annotation", `          annotations: {metacel.dev/deletion-policy: Orphan}
-`, `spec.children[1].template.metadata.annotations.metacel.dev/deletion-policy: "metacel.dev/deletion-policy" is metacel's own`},
+`, `spec.children[1].template.metadata.annotations["metacel.dev/deletion-policy"]: "metacel.dev/deletion-policy" is metacel's own`},
 		{"labels and annotations of one's own", `          labels: {app: x, example.com/team: a}
           annotations: {app.kubernetes.io/managed-by: not-a-label-here}
 `, ""},

@@ -1,6 +1,9 @@
 package policy
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // APIVersion and Kind identify a policy document.
 const (
@@ -27,7 +30,11 @@ type ObjectMeta struct {
 
 // Spec is the body of a policy.
 type Spec struct {
-	ParentResource      ParentResource  `json:"parentResource"`
+	ParentResource ParentResource `json:"parentResource"`
+	// ParentSchema declares the parent's custom resource in short, when the policy defines it:
+	// `metacel crd` prints its CustomResourceDefinition, and expressions are typed against it
+	// while no CRD of the parent is given (--crd) or installed.
+	ParentSchema        *ParentSchema   `json:"parentSchema,omitempty"`
 	ChildResources      []ChildResource `json:"childResources,omitempty"`
 	ResyncPeriodSeconds *int64          `json:"resyncPeriodSeconds,omitempty"`
 	Validations         []Validation    `json:"validations,omitempty"`
@@ -68,6 +75,31 @@ type ParentResource struct {
 	Resource      string                `json:"resource"`
 	LabelSelector *metav1.LabelSelector `json:"labelSelector,omitempty"`
 }
+
+// ParentSchema is the short form of a parent's CustomResourceDefinition: its group, version and
+// plural come from ParentResource, its names, scope and the fields of its spec and status from
+// here (see ParentCRD for what the CRD adds).
+type ParentSchema struct {
+	// Kind of the parent's objects, e.g. Website.
+	Kind string `json:"kind"`
+	// Scope is Namespaced (the default) or Cluster.
+	Scope apiextensionsv1.ResourceScope `json:"scope,omitempty"`
+	// Singular defaults to the lowercase kind, ListKind to the kind followed by List.
+	Singular   string   `json:"singular,omitempty"`
+	ListKind   string   `json:"listKind,omitempty"`
+	ShortNames []string `json:"shortNames,omitempty"`
+	// Description says what a parent is, for kubectl explain.
+	Description string `json:"description,omitempty"`
+	// Spec and Status declare the fields of the parent's spec and status.
+	Spec   Fields `json:"spec,omitempty"`
+	Status Fields `json:"status,omitempty"`
+}
+
+// Fields declares the fields of an object by name. Each value is a type name (string, integer,
+// number, boolean, object, array) or a field: an object of type, description, required, default,
+// enum, minimum, maximum, minLength, maxLength, pattern, minItems, maxItems, items (a field),
+// properties (Fields), additionalProperties (a field) and maxProperties.
+type Fields map[string]any
 
 // ChildResource allows one resource as a child and says how its objects are updated.
 type ChildResource struct {

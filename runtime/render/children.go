@@ -133,6 +133,9 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	// delete it with the parent, so the parent's finalizer releases it instead
 	owned = owned && ch.DeletionPolicy != policy.DeletionOrphan
 	r.mark(ch, obj, owned)
+	if err := r.checkSchema(ch, obj, res); err != nil {
+		return Child{}, err
+	}
 	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, entry: ch}, nil
 }
 
@@ -257,12 +260,7 @@ func (r *run) ownerRef() map[string]any {
 // judgeReadiness evaluates readyWhen of every desired child against its observed object; a child
 // that does not exist, or is being deleted, is not ready.
 func (r *run) judgeReadiness(children []Child) ([]string, error) {
-	observed := map[string]*unstructured.Unstructured{}
-	for _, objs := range r.in.Observed {
-		for _, o := range objs {
-			observed[Identity(o)] = o
-		}
-	}
+	observed := r.observedByIdentity()
 	var notReady []string
 	for i := range children {
 		child := &children[i]

@@ -94,6 +94,8 @@ type run struct {
 	budget *expr.Budget
 	vars   map[string]any
 	act    expr.Activation
+	// observed indexes in.Observed by Identity; built on first use (observedByIdentity)
+	observed map[string]*unstructured.Unstructured
 }
 
 func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {

@@ -1,0 +1,75 @@
+package render
+
+import (
+	"errors"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// checkSchema rejects a child that does not fit the schema of its kind (a field its kind does not
+// have, a value of the wrong type, two items of a keyed list with one key), as the API server
+// would reject it when metacel applies it: the render fails with InvalidChild, and no request is
+// made. A template's literal fields were checked when the policy loaded; this catches what
+// expressions computed and what expression children built. A kind whose schema is not known (a
+// guessed resource) is not checked.
+//
+// The object is checked as it will be applied, marks included. One the API server already holds
+// exactly as rendered (the observed child carries its desired hash) is not checked again: a
+// converged parent's sync costs no check.
+func (r *run) checkSchema(ch *policy.CompiledChild, obj *unstructured.Unstructured, res policy.ChildResourceInfo) error {
+	if res.ObjectSchema == nil || r.heldAsRendered(obj) {
+		return nil
+	}
+	err := res.ObjectSchema.Validate(obj.Object)
+	if err == nil {
+		return nil
+	}
+	// the library's walk follows Go's map order, so that which of two unknown fields it names
+	// changes from one render to the next (and the condition's message with it): say the problems
+	// in field order, as load errors do
+	if problems := policy.SchemaMismatches(res.ObjectSchema, obj.Object, maxSchemaProblems); len(problems) > 0 {
+		err = errors.New(strings.Join(problems, "; "))
+	}
+	return childError(ch.Path, "%s %q does not fit the schema of its kind, so the API server would reject it: %v", obj.GetKind(), obj.GetName(), err)
+}
+
+// maxSchemaProblems bounds how many problems of one child its error names.
+const maxSchemaProblems = 3
+
+// heldAsRendered reports whether the observed child with the identity of obj carries obj's desired
+// hash: the API server accepted this very object.
+func (r *run) heldAsRendered(obj *unstructured.Unstructured) bool {
+	if len(r.in.Observed) == 0 {
+		return false
+	}
+	observed, ok := r.observedByIdentity()[Identity(obj)]
+	if !ok {
+		return false
+	}
+	hash := annotation(obj.Object, AnnotationDesiredHash)
+	return hash != "" && annotation(observed.Object, AnnotationDesiredHash) == hash
+}
+
+// observedByIdentity indexes the observed children by Identity, once per render.
+func (r *run) observedByIdentity() map[string]*unstructured.Unstructured {
+	if r.observed == nil {
+		r.observed = map[string]*unstructured.Unstructured{}
+		for _, objs := range r.in.Observed {
+			for _, o := range objs {
+				r.observed[Identity(o)] = o
+			}
+		}
+	}
+	return r.observed
+}
+
+// annotation reads one annotation of an object's content without copying its annotations.
+func annotation(obj map[string]any, key string) string {
+	meta, _ := obj["metadata"].(map[string]any)
+	annotations, _ := meta["annotations"].(map[string]any)
+	v, _ := annotations[key].(string)
+	return v
+}
