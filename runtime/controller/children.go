@@ -51,7 +51,10 @@ type written struct {
 // the child as the API server stored it (nil for a deletion to recreate it).
 func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obs != nil && child.Resource.Method == policy.Recreate {
-		return nil, c.recreate(ctx, parent, child, obs)
+		if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
+			return nil, err
+		}
+		return c.createRecreated(ctx, parent, child)
 	}
 	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
 		return nil, err
@@ -147,17 +150,46 @@ func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstr
 	return got, nil
 }
 
-// recreate deletes a child that differs from its desired state; its deletion re-syncs the
-// parent, which then creates it anew.
-func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) error {
+// recreate deletes a child that differs from its desired state, and reports whether it is gone
+// at once (goneAtOnce); else its deletion re-syncs the parent, which then creates it anew.
+func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
 	if obs.GetDeletionTimestamp() != nil {
-		return nil // already on its way out
+		return false, nil // already on its way out
 	}
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
-		return applyError("delete (to recreate)", obs, err)
+		return false, applyError("delete (to recreate)", obs, err)
 	}
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
-	return nil
+	return goneAtOnce(obs), nil
+}
+
+// goneAtOnce reports whether the API server removes an object as soon as it is deleted: nothing
+// holds it (no finalizer) and it gets no grace period, which only a Pod bound to a node gets.
+func goneAtOnce(obj *unstructured.Unstructured) bool {
+	if len(obj.GetFinalizers()) > 0 {
+		return false
+	}
+	node, _, _ := unstructured.NestedString(obj.Object, "spec", "nodeName")
+	return obj.GetAPIVersion() != "v1" || obj.GetKind() != "Pod" || node == ""
+}
+
+// createRecreated creates a child deleted in this sync to be recreated. When its name is still
+// taken (the deletion took longer than goneAtOnce said), the deletion's event re-syncs the parent,
+// which creates it then.
+func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
+	var got *unstructured.Unstructured
+	err := c.writeUnlessRefused(parent, child, func() (err error) {
+		got, err = c.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
+		return err
+	})
+	switch {
+	case apierrors.IsAlreadyExists(err):
+		return nil, nil
+	case err != nil:
+		return nil, applyError("create (to recreate)", child.Object, err)
+	}
+	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
+	return got, nil
 }
 
 // pruneChildren deletes the observed children that are no longer desired, or releases them

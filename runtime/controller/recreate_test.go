@@ -1,0 +1,70 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// A Recreate child that the API server removes at once is created anew in the same sync (one
+// pass, not two); one that something holds (a finalizer, a Pod's grace period on its node) is
+// created by the sync its deletion causes.
+func TestARecreatedChildGoneAtOnceIsCreatedInTheSameSync(t *testing.T) {
+	policy := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets, updateStrategy: {method: Recreate}}
+` + secretChild(`type: "${parent.data.a}"`)
+	tests := []struct {
+		name       string
+		finalizers string
+		want       string
+	}{
+		{"nothing holds it: deleted and created", "[]", "delete secrets,create secrets"},
+		{"a finalizer holds it: deleted only", "[example.com/hold]", "delete secrets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
+			old := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "3", finalizers: `+tt.finalizers+`,
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  `+appliedByMetacel+`}, type: "old"}`)
+			h.cacheChild(t, old)
+			h.react("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
+			})
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.writes(), ","); got != tt.want {
+				t.Errorf("writes %s, want %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestGoneAtOnce(t *testing.T) {
+	tests := []struct {
+		name, obj string
+		want      bool
+	}{
+		{"a Secret", `{apiVersion: v1, kind: Secret, metadata: {name: s}}`, true},
+		{"a Pod not bound to a node", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {}}`, true},
+		{"a Pod on a node (grace period)", `{apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {nodeName: node-1}}`, false},
+		{"an object with a finalizer", `{apiVersion: v1, kind: Secret, metadata: {name: s, finalizers: [x]}}`, false},
+	}
+	for _, tt := range tests {
+		if got := goneAtOnce(objectFrom(t, tt.obj)); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
