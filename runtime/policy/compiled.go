@@ -48,6 +48,18 @@ type ChildResourceInfo struct {
 	ObjectSchema *kinds.ObjectSchema
 }
 
+// ChildResourceOfKind returns the child resource whose objects are of kind gvk, when the policy
+// knows that resource's kind (it was not guessed): what a render would otherwise ask the mapper
+// for every child of every sync.
+func (p *Compiled) ChildResourceOfKind(gvk schema.GroupVersionKind) (ChildResourceInfo, bool) {
+	for gvr, r := range p.ChildResources {
+		if !r.Guessed && r.Kind == gvk.Kind && gvr.Group == gvk.Group && gvr.Version == gvk.Version {
+			return r, true
+		}
+	}
+	return ChildResourceInfo{}, false
+}
+
 // CompiledValidation is a compiled validation rule.
 type CompiledValidation struct {
 	Path        string

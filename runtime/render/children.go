@@ -161,6 +161,9 @@ func reserved(ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
 
 // allowed resolves a child's kind and checks it against spec.childResources.
 func (r *run) allowed(ch *policy.CompiledChild, gvk schema.GroupVersionKind) (policy.ChildResourceInfo, error) {
+	if res, ok := r.c.ChildResourceOfKind(gvk); ok {
+		return res, nil
+	}
 	info := kinds.LookupKind(r.in.Mapper, gvk)
 	res, ok := r.c.ChildResources[info.GVR]
 	if !ok {

@@ -77,7 +77,12 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 // Whether metacel applied it (its managed fields) is the caller's to check: the runtime's cache
 // knows, an offline file does not say.
 func NotChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, obj *unstructured.Unstructured) string {
-	gr := kinds.LookupKind(m, obj.GroupVersionKind()).GVR.GroupResource()
+	var gr schema.GroupResource
+	if res, ok := c.ChildResourceOfKind(obj.GroupVersionKind()); ok {
+		gr = res.GVR.GroupResource()
+	} else {
+		gr = kinds.LookupKind(m, obj.GroupVersionKind()).GVR.GroupResource()
+	}
 	if !hasChildResource(c, gr) {
 		return fmt.Sprintf("policy %q has no child resource %s", c.Name(), gr)
 	}
