@@ -8,6 +8,10 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -16,8 +20,9 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var crds []string
+	var kubeconfig string
 	cmd := &cobra.Command{
-		Use:   "validate PATH... [--crd F]...",
+		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
 		Short: "Check policy files (or directories of them) with no cluster",
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
 (*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them). Errors read
@@ -25,30 +30,75 @@ file:line: field.path: message. Child templates are checked against the schema o
 built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
 custom parent no --crd file defines is then an error too. --crd takes files or directories.
-Exits 1 if any policy is invalid, or if there is none.`,
+With --kubeconfig, what the --crd files do not define is looked up in that cluster: its
+resources, and its CRDs' schemas (nothing is written). Exits 1 if any policy is invalid, or if
+there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
 			if err != nil {
 				return err
 			}
+			v := validation{cat: cat, mapper: cat, withCRDs: len(crds) > 0}
+			if kubeconfig != "" {
+				if v.cluster, err = clusterMapper(kubeconfig); err != nil {
+					return err
+				}
+				v.mapper = kinds.Chain{cat, v.cluster}
+			}
 			files, err := source.Files(args)
 			if err != nil {
 				return err
 			}
-			if !validateFiles(cmd.OutOrStdout(), cmd.ErrOrStderr(), files, cat, len(crds) > 0) {
+			if !v.files(cmd.OutOrStdout(), cmd.ErrOrStderr(), files) {
 				return errReported
 			}
 			return nil
 		},
 	}
 	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
 	return cmd
 }
 
-// validateFiles prints one line per valid policy and every error; it reports whether all passed.
-// withCRDs says that CRD files were given: every custom parent must then be defined by one.
-func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog, withCRDs bool) (ok bool) {
+// validation is what policies are checked against: the CRD files given, and a cluster.
+type validation struct {
+	cat *kinds.Catalog
+	// mapper resolves resources: cat, then the cluster
+	mapper kinds.Mapper
+	// withCRDs says that CRD files were given: every custom parent must then be defined by one
+	// (or by the cluster)
+	withCRDs bool
+	// cluster is the cluster's mapper, nil without --kubeconfig
+	cluster kinds.Mapper
+}
+
+// clusterMapper returns the Mapper of the cluster of a kubeconfig: discovery, and its CRDs for
+// schemas. It fails when the cluster cannot be reached, rather than let every resource look unknown.
+func clusterMapper(kubeconfig string) (kinds.Mapper, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+	}
+	cfg.UserAgent = "metacel-validate/" + version
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+	}
+	if _, err := kube.Discovery().ServerVersion(); err != nil {
+		return nil, fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", kubeconfig, err)
+	}
+	return kinds.NewDiscovery(kube.Discovery(), dyn), nil
+}
+
+// files prints one line per valid policy and every error; it reports whether all passed.
+func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
+	cat, withCRDs := v.cat, v.withCRDs
 	ok = true
 	names := map[string]string{}
 	defer func() {
@@ -64,7 +114,7 @@ func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog, wi
 			ok = false
 			continue
 		}
-		compiled, err := policy.Load(file, data, cat)
+		compiled, err := policy.Load(file, data, v.mapper)
 		if err != nil {
 			fmt.Fprintln(errOut, err)
 			ok = false
@@ -84,7 +134,7 @@ func validateFiles(out, errOut io.Writer, files []string, cat *kinds.Catalog, wi
 				continue
 			}
 			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
-				parentTyping(cat, c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
+				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
 		}
 	}
 	return ok
@@ -96,15 +146,26 @@ func definesParent(cat *kinds.Catalog, c *policy.Compiled) bool {
 	return cat.DefinedByCRD(c.Parent.GVR.GroupResource()) || !c.Parent.Guessed || c.Parent.Schema != nil
 }
 
+// clusterDefines reports whether the cluster (--kubeconfig) serves a custom resource.
+func (v validation) clusterDefines(gvr schema.GroupVersionResource) bool {
+	if v.cluster == nil || gvr.Group == "" {
+		return false
+	}
+	_, ok := v.cluster.ForResource(gvr)
+	return ok
+}
+
 // parentTyping says whether the policy's expressions were typed against the parent's schema.
-func parentTyping(cat *kinds.Catalog, c *policy.Compiled) string {
+func (v validation) parentTyping(c *policy.Compiled) string {
 	gr := c.Parent.GVR.GroupResource()
 	switch {
-	case c.Parent.Schema != nil && cat.DefinedByCRD(gr):
+	case c.Parent.Schema != nil && v.cat.DefinedByCRD(gr):
 		return "typed against CRD " + gr.String()
+	case c.Parent.Schema != nil && !c.Parent.Guessed && v.clusterDefines(c.Parent.GVR):
+		return "typed against the cluster's CRD " + gr.String()
 	case c.Parent.Schema != nil:
 		return "typed against the schema the policy declares"
-	case cat.DefinedByCRD(gr):
+	case v.cat.DefinedByCRD(gr) || v.clusterDefines(c.Parent.GVR):
 		return "untyped: its CRD has no schema"
 	case !c.Parent.Guessed:
 		return "untyped: a built-in resource"
