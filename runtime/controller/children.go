@@ -23,7 +23,7 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 	var w written
 	for i := range out.Children {
 		child := &out.Children[i]
-		obs := findObserved(observed[child.ID], child.Object)
+		obs := render.FindSame(observed[child.ID], child.Object)
 		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs)) {
 			continue
 		}
@@ -265,14 +265,4 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	}
 	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
 		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
-}
-
-func findObserved(objs []*unstructured.Unstructured, desired *unstructured.Unstructured) *unstructured.Unstructured {
-	want := render.Identity(desired)
-	for _, o := range objs {
-		if render.Identity(o) == want {
-			return o
-		}
-	}
-	return nil
 }

@@ -3,10 +3,6 @@ package kinds
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
-	"path/filepath"
-	"slices"
-	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -44,7 +40,7 @@ func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 func LoadCRDFiles(paths []string) (*Catalog, error) {
 	c := NewCatalog()
 	for _, p := range paths {
-		files, err := manifestFiles(p)
+		files, err := manifest.Files(p, manifest.Extensions...)
 		if err != nil {
 			return nil, err
 		}
@@ -64,28 +60,4 @@ func LoadCRDFiles(paths []string) (*Catalog, error) {
 		}
 	}
 	return c, nil
-}
-
-// manifestFiles expands a path: a file as named, a directory into its manifest files, in lexical
-// order.
-func manifestFiles(path string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		hidden := p != path && strings.HasPrefix(d.Name(), ".")
-		switch {
-		case d.IsDir() && hidden:
-			return filepath.SkipDir
-		case d.IsDir() || hidden:
-		case p == path || slices.Contains([]string{".yaml", ".yml", ".json"}, filepath.Ext(p)):
-			out = append(out, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read CRDs: %w", err)
-	}
-	return out, nil
 }

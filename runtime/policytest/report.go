@@ -4,10 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
-	"path/filepath"
-	"slices"
 	"strings"
+
+	"metacel.dev/metacel/runtime/manifest"
 )
 
 // Run runs the test files of each path (a file, or a directory's *.yaml and *.yml files,
@@ -17,9 +16,9 @@ import (
 func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, error) {
 	allPassed := true
 	for _, p := range paths {
-		files, err := testFiles(p)
+		files, err := manifest.Files(p, ".yaml", ".yml")
 		if err != nil {
-			return false, err
+			return false, fmt.Errorf("read tests: %w", err)
 		}
 		if len(files) == 0 {
 			return false, fmt.Errorf("%s: no test files (*.yaml, *.yml)", p)
@@ -74,28 +73,4 @@ func indent(s string) string {
 		lines[i] = "    " + l
 	}
 	return strings.Join(lines, "\n")
-}
-
-// testFiles expands a path into test files, in lexical order.
-func testFiles(path string) ([]string, error) {
-	var out []string
-	err := filepath.WalkDir(path, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		hidden := p != path && strings.HasPrefix(d.Name(), ".")
-		switch {
-		case d.IsDir() && hidden:
-			return filepath.SkipDir
-		case d.IsDir() || hidden:
-			return nil
-		case p == path || slices.Contains([]string{".yaml", ".yml"}, filepath.Ext(p)):
-			out = append(out, p)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read tests: %w", err)
-	}
-	return out, nil
 }

@@ -53,7 +53,7 @@ func plan(c *policy.Compiled, out *render.Output, kids *render.ObservedChildren)
 	changes = conflicts(out, kids.Foreign)
 	for i := range out.Children {
 		child := &out.Children[i]
-		obs := find(kids.ByID[child.ID], child.Object)
+		obs := render.FindSame(kids.ByID[child.ID], child.Object)
 		if obs == nil || obs.GetDeletionTimestamp() != nil || child.Resource.Method != policy.Recreate ||
 			!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs) {
 			continue
@@ -105,14 +105,4 @@ func deletionPolicyOf(c *policy.Compiled, obj *unstructured.Unstructured) policy
 		}
 	}
 	return policy.DeletionDelete
-}
-
-func find(objs []*unstructured.Unstructured, desired *unstructured.Unstructured) *unstructured.Unstructured {
-	want := render.Identity(desired)
-	for _, o := range objs {
-		if render.Identity(o) == want {
-			return o
-		}
-	}
-	return nil
 }

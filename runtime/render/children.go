@@ -302,6 +302,17 @@ func Identity(o *unstructured.Unstructured) string {
 	return gvk.Group + "/" + gvk.Kind + "/" + o.GetNamespace() + "/" + o.GetName()
 }
 
+// FindSame returns the object of objs that is the same object as o (Identity), or nil.
+func FindSame(objs []*unstructured.Unstructured, o *unstructured.Unstructured) *unstructured.Unstructured {
+	want := Identity(o)
+	for _, obj := range objs {
+		if Identity(obj) == want {
+			return obj
+		}
+	}
+	return nil
+}
+
 // NamespacedName is namespace/name, or name for a cluster-scoped object.
 func NamespacedName(o *unstructured.Unstructured) string {
 	if o.GetNamespace() == "" {

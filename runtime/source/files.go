@@ -2,12 +2,10 @@ package source
 
 import (
 	"fmt"
-	"io/fs"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -17,34 +15,13 @@ import (
 func Files(paths []string) ([]string, error) {
 	var out []string
 	for _, p := range paths {
-		err := filepath.WalkDir(p, func(path string, d fs.DirEntry, err error) error {
-			if err != nil {
-				return err
-			}
-			hidden := path != p && strings.HasPrefix(d.Name(), ".")
-			switch {
-			case d.IsDir() && hidden:
-				return filepath.SkipDir
-			case d.IsDir() || hidden:
-				return nil
-			case path == p || isPolicyFile(path):
-				out = append(out, path)
-			}
-			return nil
-		})
+		files, err := manifest.Files(p, manifest.Extensions...)
 		if err != nil {
 			return nil, fmt.Errorf("read policies: %w", err)
 		}
+		out = append(out, files...)
 	}
 	return out, nil
-}
-
-func isPolicyFile(path string) bool {
-	switch filepath.Ext(path) {
-	case ".yaml", ".yml", ".json":
-		return true
-	}
-	return false
 }
 
 // Load reads and compiles every policy of the files; errors of all files are returned together.
