@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/client-go/util/retry"
 )
@@ -27,10 +29,48 @@ const RequestTimeout = 30 * time.Second
 // Writer makes metacel's writes.
 type Writer struct {
 	client dynamic.Interface
+	// raw, when set, sends the writes whose response metacel does not read (a status apply): the
+	// dynamic client would decode each response into an unstructured object, for nothing
+	raw rest.Interface
 }
 
 // NewWriter returns a Writer over a dynamic client.
 func NewWriter(client dynamic.Interface) *Writer { return &Writer{client: client} }
+
+// WithRawClient has w send the writes whose response it does not read through rc, a REST client
+// of the same API server whose responses it leaves undecoded (NewRawClient).
+func (w *Writer) WithRawClient(rc rest.Interface) *Writer {
+	w.raw = rc
+	return w
+}
+
+// NewRawClient returns a REST client for WithRawClient: JSON requests, any path; only an error's
+// Status is ever decoded.
+func NewRawClient(cfg *rest.Config) (rest.Interface, error) {
+	c := rest.CopyConfig(cfg)
+	c.ContentConfig = rest.ContentConfig{
+		AcceptContentTypes:   "application/json",
+		ContentType:          "application/json",
+		NegotiatedSerializer: scheme.Codecs.WithoutConversion(),
+	}
+	rc, err := rest.UnversionedRESTClientFor(c)
+	if err != nil {
+		return nil, fmt.Errorf("raw client: %w", err)
+	}
+	return rc, nil
+}
+
+// path is the URL path of an object or of its subresource.
+func path(gvr schema.GroupVersionResource, namespace, name string, subresource ...string) []string {
+	p := []string{"/apis", gvr.Group, gvr.Version}
+	if gvr.Group == "" {
+		p = []string{"/api", gvr.Version}
+	}
+	if namespace != "" {
+		p = append(p, "namespaces", namespace)
+	}
+	return append(append(p, gvr.Resource, name), subresource...)
+}
 
 func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
@@ -159,8 +199,16 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 		"metadata":   map[string]any{"name": parent.GetName(), "namespace": parent.GetNamespace()},
 		"status":     status,
 	}}
-	_, err := w.resource(gvr, parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-	return err
+	if w.raw == nil {
+		_, err := w.resource(gvr, parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		return err
+	}
+	data, err := json.Marshal(obj.Object)
+	if err != nil {
+		return fmt.Errorf("encode the status of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
+	}
+	return w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
+		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx).Error()
 }
 
 // SetFinalizer adds (present) or removes a finalizer from an object, guarded by its

@@ -89,7 +89,9 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("start events: %w", err)
 	}
 	defer broadcaster.Shutdown()
-	recorder := broadcaster.NewRecorder(scheme.Scheme, "metacel")
+	queue := newEventQueue(broadcaster.NewRecorder(scheme.Scheme, "metacel"), eventsQueued, reg)
+	go queue.run(ctx, flowcontrol.NewTokenBucketRateLimiter(eventsQPS, eventsBurst))
+	var recorder events.EventRecorder = queue
 
 	var ready atomic.Bool
 	errs := make(chan error, 4)
@@ -110,19 +112,10 @@ func Run(ctx context.Context, o Options) error {
 	return runElected(ctx, o.Config, fence, *o.LeaderElection, r.run)
 }
 
-// Events have their own client and request budget: a burst of child creations makes as many
-// events, and they must never delay a sync nor take the children's requests. The recorder never
-// blocks (the broadcaster queues up to 1,000 events and drops past that, as client-go's
-// recorders do); the client sends them at eventsQPS at most.
-const (
-	eventsQPS   = 10
-	eventsBurst = 50
-)
-
-// eventsConfig is cfg with the events' own rate limit.
+// eventsConfig is cfg for the events' own client: its rate is the eventQueue's.
 func eventsConfig(cfg *rest.Config) *rest.Config {
 	out := rest.CopyConfig(cfg)
-	out.QPS, out.Burst, out.RateLimiter = eventsQPS, eventsBurst, nil
+	out.QPS, out.Burst, out.RateLimiter = -1, 0, nil
 	return out
 }
 
@@ -148,7 +141,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	deps := controller.Deps{
 		Pool:     pool,
 		Ledger:   ledger.New(r.clients.kube, ledgerNamespace(o)),
-		Writer:   apply.NewWriter(r.clients.dynamic),
+		Writer:   apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw),
 		Mapper:   mapper,
 		Recorder: r.recorder,
 		Metrics:  controller.NewMetrics(r.reg),
@@ -233,6 +226,8 @@ type clients struct {
 	kube      kubernetes.Interface
 	// compact lists and watches for the informers
 	compact *compact.Client
+	// raw sends the writes whose responses are not read
+	raw rest.Interface
 }
 
 // newClients returns the clients of cfg; they share one client-side rate limit (cfg's QPS and
@@ -246,6 +241,10 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
+	raw, err := apply.NewRawClient(cfg)
+	if err != nil {
+		return nil, err
+	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
@@ -254,7 +253,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client: %w", err)
 	}
-	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister}, nil
+	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister, raw: raw}, nil
 }
 
 // metricsMux serves /metrics and, with profiling, net/http/pprof's /debug/pprof/ (the named
