@@ -16,6 +16,7 @@
 // `metacel render`), make sure of the finalizer, apply the children that differ, delete the
 // children no longer desired, and write the status only if it changed. A converged parent costs
 // no write at all, and a sync whose inputs are at the resourceVersions of the last successful
-// one (a resync) not even a render (unchanged.go). Render errors are permanent for the parent's current inputs and are not
+// one (a resync) not even a render: read from the caches' metadata, nothing is decoded
+// (unchanged.go). Render errors are permanent for the parent's current inputs and are not
 // retried (an input change re-syncs the parent); API errors are retried with backoff.
 package controller

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
@@ -18,15 +20,25 @@ import (
 
 // sync brings one parent's children and status in line with its policy.
 func (c *Controller) sync(ctx context.Context, key string) error {
-	parent, err := c.getParent(key)
+	cached, err := c.cachedParent(key)
 	if err != nil {
 		return err
 	}
-	if parent == nil {
+	if cached == nil {
 		if uid, ok := c.takeLeaving(key); ok {
 			return c.letGo(ctx, key, uid) // it left with the cleanup finalizer
 		}
 		return nil // a deleted parent's owned children go with it (garbage collection)
+	}
+	children := c.cachedChildren(cached.GetUID())
+	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
+		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
+			return nil // the last sync of these very inputs left nothing to do: nothing decoded
+		}
+	}
+	parent, err := compact.Unstructured(cached)
+	if err != nil {
+		return fmt.Errorf("parent %q: %w", key, err)
 	}
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, parent)
@@ -38,7 +50,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.unchanged.forget(key)
 		return c.fail(ctx, parent, err)
 	}
-	inputs, known := c.unchanged.fingerprint(parent, observed, related)
+	inputs, known := c.unchanged.fingerprint(cached, children, related)
 	if known && c.unchanged.same(key, inputs) {
 		return nil // the last sync of these very inputs left nothing to do
 	}
@@ -113,27 +125,39 @@ func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured
 	return again
 }
 
-// getParent reads a parent from the cache; nil when it is gone. The object may be the cache's
-// own: it is read, never modified.
-func (c *Controller) getParent(key string) (*unstructured.Unstructured, error) {
+// cachedParent returns a parent as the cache holds it (its metadata; compact.Unstructured decodes
+// it), to be read, never modified; nil when it is gone, after letting go of a parent that left
+// with the cleanup finalizer and forgetting what was remembered of it.
+func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	obj, exists, err := c.parents.GetIndexer().GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
-	if !exists {
-		c.relIndex.forget(key)
-		c.unchanged.forget(key)
-		c.refused.forgetParent(key)
-		c.forgetConditions(key)
-		c.fights.forgetParent(key)
-		c.childEvents.Forget(key)
-		return nil, nil
+	if exists {
+		return metaOf(obj)
 	}
-	u, err := compact.Unstructured(obj)
-	if err != nil {
-		return nil, fmt.Errorf("parent %q: %w", key, err)
+	c.relIndex.forget(key)
+	c.unchanged.forget(key)
+	c.refused.forgetParent(key)
+	c.forgetConditions(key)
+	c.fights.forgetParent(key)
+	c.childEvents.Forget(key)
+	return nil, nil
+}
+
+// cachedChildren returns the metadata of the objects of the policy that the caches hold for a
+// parent (through the parent-uid index), whoever applied them.
+func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
+	var out []metav1.Object
+	for _, inf := range c.children {
+		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(uid))
+		for _, obj := range objs {
+			if m, err := metaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
+				out = append(out, m)
+			}
+		}
 	}
-	return u, nil
+	return out
 }
 
 // observedChildren returns the parent's children as the caches hold them, by child id, found

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -24,37 +25,39 @@ type unchanged struct {
 	last map[string]uint64 // parent key -> fingerprint
 }
 
-// fingerprint hashes the resourceVersions of a sync's inputs; ok is false when an input has none
-// (an object not from an API server), which is never skipped.
-func (u *unchanged) fingerprint(parent *unstructured.Unstructured, groups ...map[string][]*unstructured.Unstructured) (sum uint64, ok bool) {
+// fingerprint hashes the resourceVersions of a sync's inputs: the parent and the policy's objects
+// cached for it (their metadata: nothing is decoded), and the related objects it read; ok is
+// false when an input has none (an object not from an API server), which is never skipped.
+func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, related map[string][]*unstructured.Unstructured) (sum uint64, ok bool) {
 	var h maphash.Hash
 	h.SetSeed(u.seed)
-	add := func(obj *unstructured.Unstructured) bool {
-		rv := obj.GetResourceVersion()
-		_, _ = h.WriteString(string(obj.GetUID()))
-		_, _ = h.WriteString(rv)
+	versions := make([]string, 0, len(children)+1)
+	for _, m := range append([]metav1.Object{parent}, children...) {
+		if m.GetResourceVersion() == "" {
+			return 0, false
+		}
+		versions = append(versions, string(m.GetUID())+"@"+m.GetResourceVersion())
+	}
+	slices.Sort(versions[1:]) // the index yields children in no set order
+	for _, v := range versions {
+		_, _ = h.WriteString(v)
 		_ = h.WriteByte(0)
-		return rv != ""
 	}
-	if !add(parent) {
-		return 0, false
+	ids := make([]string, 0, len(related))
+	for id := range related {
+		ids = append(ids, id)
 	}
-	for _, g := range groups {
-		ids := make([]string, 0, len(g))
-		for id := range g {
-			ids = append(ids, id)
-		}
-		slices.Sort(ids)
-		for _, id := range ids {
-			_, _ = h.WriteString(id)
-			_ = h.WriteByte(1)
-			for _, obj := range g[id] {
-				if !add(obj) {
-					return 0, false
-				}
+	slices.Sort(ids)
+	for _, id := range ids {
+		_, _ = h.WriteString(id)
+		_ = h.WriteByte(1)
+		for _, obj := range related[id] {
+			if obj.GetResourceVersion() == "" {
+				return 0, false
 			}
+			_, _ = h.WriteString(string(obj.GetUID()) + "@" + obj.GetResourceVersion())
+			_ = h.WriteByte(0)
 		}
-		_ = h.WriteByte(2)
 	}
 	return h.Sum64(), true
 }

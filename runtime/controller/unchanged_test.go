@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/compact"
 )
 
 // A resync costs what a hand-written controller's costs: a sync whose inputs (parent, children,
@@ -66,13 +68,42 @@ func TestASyncOfTheInputsOfTheLastOneIsSkipped(t *testing.T) {
 func TestAnInputWithoutResourceVersionIsNeverSkipped(t *testing.T) {
 	u := unchanged{seed: maphash.MakeSeed()}
 	withRV := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, uid: u, resourceVersion: "1"}}`)
+	other := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: s, uid: s, resourceVersion: "2"}}`)
 	without := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: s, uid: s}}`)
-	if _, ok := u.fingerprint(withRV, map[string][]*unstructured.Unstructured{"s": {without}}); ok {
+	if _, ok := u.fingerprint(withRV, []metav1.Object{without}, nil); ok {
 		t.Error("a child without a resourceVersion gave a fingerprint")
 	}
-	a, _ := u.fingerprint(withRV, map[string][]*unstructured.Unstructured{"s": {withRV}}, nil)
-	b, _ := u.fingerprint(withRV, nil, map[string][]*unstructured.Unstructured{"s": {withRV}})
+	a, _ := u.fingerprint(withRV, []metav1.Object{other}, nil)
+	b, _ := u.fingerprint(withRV, nil, map[string][]*unstructured.Unstructured{"s": {other}})
 	if a == b {
 		t.Error("the same object as a child and as a related object gave one fingerprint")
+	}
+	c, _ := u.fingerprint(withRV, []metav1.Object{other, withRV}, nil)
+	d, _ := u.fingerprint(withRV, []metav1.Object{withRV, other}, nil)
+	if c != d {
+		t.Error("the order the index yields children in changed the fingerprint")
+	}
+}
+
+// A skipped sync reads only the caches' metadata: an object it would have to decode is not.
+func TestASkippedSyncDecodesNothing(t *testing.T) {
+	h := newHarness(t, secretsPolicy(""))
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}}`)
+	h.cacheParent(t, parent)
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	// the same parent, at the same resourceVersion, as a compact cache holds it, but undecodable
+	undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: "1"}, Raw: []byte("not JSON")}
+	if err := h.c.parents.GetIndexer().Update(undecodable); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Errorf("a sync of unchanged inputs decoded the parent: %v", err)
+	}
+	undecodable.ResourceVersion = "2"
+	if err := h.c.sync(t.Context(), "ns/p"); err == nil {
+		t.Error("a sync of a changed parent did not read it")
 	}
 }
