@@ -217,7 +217,7 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 	if !ok {
 		return nil
 	}
-	return c.removeChild(ctx, parent, res.GVR, c.deletionPolicyOf(obs), obs)
+	return c.removeChild(ctx, parent, res.GVR, render.DeletionPolicyOf(obs, c.policy, c.previous), obs)
 }
 
 // removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when

@@ -86,7 +86,7 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if err := c.removeChild(ctx, c.parentOf(obj), gvr, c.deletionPolicyOf(obj), obj); err != nil {
+		if err := c.removeChild(ctx, c.parentOf(obj), gvr, render.DeletionPolicyOf(obj, c.policy, c.previous), obj); err != nil {
 			logger.Error(err, "Cannot remove a child of a resource the policy no longer lists; will retry", "child", klog.KObj(obj))
 			done = false
 		}
@@ -100,35 +100,6 @@ func (c *Controller) pruneDroppedAgain(ctx context.Context) {
 	if c.dropped.Load() {
 		c.pruneDropped(ctx)
 	}
-}
-
-// deletionPolicyOf says what becomes of a child no longer desired: what the child records (its
-// entry said Orphan when it was applied); else what its entry says now, in this version or the
-// one it replaces; else it is deleted.
-func (c *Controller) deletionPolicyOf(obj *unstructured.Unstructured) policy.DeletionPolicy {
-	if obj.GetAnnotations()[render.AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
-		return policy.DeletionOrphan
-	}
-	id := obj.GetLabels()[render.LabelChildID]
-	if dp, ok := entryDeletionPolicy(c.policy, id); ok {
-		return dp
-	}
-	if c.previous != nil {
-		if dp, ok := entryDeletionPolicy(c.previous, id); ok {
-			return dp
-		}
-	}
-	return policy.DeletionDelete
-}
-
-// entryDeletionPolicy is the deletionPolicy of a child entry of p, if p has it.
-func entryDeletionPolicy(p *policy.Compiled, id string) (policy.DeletionPolicy, bool) {
-	for _, ch := range p.Children {
-		if ch.ID == id {
-			return ch.DeletionPolicy, true
-		}
-	}
-	return "", false
 }
 
 func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupVersionResource {

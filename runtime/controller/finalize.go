@@ -43,7 +43,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 		return nil
 	}
 	remaining := 0
-	for _, objs := range c.observedChildren(ctx, parent) {
+	for _, objs := range c.observedChildren(ctx, c.cachedChildren(parent.GetUID())) {
 		for _, obs := range objs {
 			if hasOwnerRef(obs, parent) || !apply.AppliedBy(obs) {
 				continue // garbage collection removes it with the parent; or it is not metacel's

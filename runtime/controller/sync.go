@@ -43,7 +43,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, parent)
 	}
-	observed := c.observedChildren(ctx, parent)
+	observed := c.observedChildren(ctx, children)
 	budget := expr.NewBudget() // what every expression of this sync may spend together
 	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {
@@ -145,8 +145,8 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	return nil, nil
 }
 
-// cachedChildren returns the metadata of the objects of the policy that the caches hold for a
-// parent (through the parent-uid index), whoever applied them.
+// cachedChildren returns the objects of the policy that the caches hold for a parent (through the
+// parent-uid index), whoever applied them, as their metadata: compact.Unstructured decodes one.
 func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
 	var out []metav1.Object
 	for _, inf := range c.children {
@@ -160,29 +160,22 @@ func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
 	return out
 }
 
-// observedChildren returns the parent's children as the caches hold them, by child id, found
-// through the parent-uid index. Only objects metacel applied are children: an object made by
-// someone else that merely carries a parent's labels is not (a child of its name is a conflict).
-func (c *Controller) observedChildren(ctx context.Context, parent *unstructured.Unstructured) map[string][]*unstructured.Unstructured {
+// observedChildren decodes the policy's objects cached for a parent (cachedChildren) into its
+// children, by child id. Only objects metacel applied are children: an object made by someone
+// else that merely carries a parent's labels is not (a child of its name is a conflict).
+func (c *Controller) observedChildren(ctx context.Context, cached []metav1.Object) map[string][]*unstructured.Unstructured {
 	out := map[string][]*unstructured.Unstructured{}
-	for _, inf := range c.children {
-		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(parent.GetUID()))
-		for _, obj := range objs {
-			m, err := metaOf(obj)
-			if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
-				continue
-			}
-			u, err := compact.Unstructured(obj)
-			if err != nil {
-				utilruntime.HandleErrorWithContext(ctx, err, "Skipping a child the cache cannot decode", "child", klog.KObj(m))
-				continue
-			}
-			if !apply.AppliedBy(u) {
-				continue
-			}
-			id := u.GetLabels()[render.LabelChildID]
-			out[id] = append(out[id], u)
+	for _, m := range cached {
+		u, err := compact.Unstructured(m)
+		if err != nil {
+			utilruntime.HandleErrorWithContext(ctx, err, "Skipping a child the cache cannot decode", "child", klog.KObj(m))
+			continue
 		}
+		if !apply.AppliedBy(u) {
+			continue
+		}
+		id := u.GetLabels()[render.LabelChildID]
+		out[id] = append(out[id], u)
 	}
 	return out
 }

@@ -69,7 +69,7 @@ func plan(c *policy.Compiled, out *render.Output, kids *render.ObservedChildren)
 		if obs.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if deletionPolicyOf(c, obs) == policy.DeletionOrphan {
+		if render.DeletionPolicyOf(obs, c) == policy.DeletionOrphan {
 			changes = append(changes, Change{Action: Release, Object: obs, Why: "no longer desired, deletionPolicy Orphan"})
 		} else {
 			changes = append(changes, Change{Action: Delete, Object: obs, Why: "no longer desired"})
@@ -91,18 +91,4 @@ func conflicts(out *render.Output, foreign []render.ForeignObject) []Change {
 		}
 	}
 	return changes
-}
-
-// deletionPolicyOf is what becomes of a child no longer desired: its annotation says Orphan, or
-// its entry's deletionPolicy.
-func deletionPolicyOf(c *policy.Compiled, obj *unstructured.Unstructured) policy.DeletionPolicy {
-	if obj.GetAnnotations()[render.AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
-		return policy.DeletionOrphan
-	}
-	for _, ch := range c.Children {
-		if ch.ID == obj.GetLabels()[render.LabelChildID] {
-			return ch.DeletionPolicy
-		}
-	}
-	return policy.DeletionDelete
 }

@@ -181,3 +181,24 @@ func sameBinding(a, b map[string][]*unstructured.Unstructured) bool {
 	}
 	return true
 }
+
+// DeletionPolicyOf says what becomes of a child no longer desired: what the child records (its
+// entry said Orphan when it was applied); else what its entry says in the first of versions (a
+// policy, then the one it replaces; nil ones are skipped) that has it; else it is deleted.
+func DeletionPolicyOf(obj *unstructured.Unstructured, versions ...*policy.Compiled) policy.DeletionPolicy {
+	if obj.GetAnnotations()[AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
+		return policy.DeletionOrphan
+	}
+	id := obj.GetLabels()[LabelChildID]
+	for _, p := range versions {
+		if p == nil {
+			continue
+		}
+		for _, ch := range p.Children {
+			if ch.ID == id {
+				return ch.DeletionPolicy
+			}
+		}
+	}
+	return policy.DeletionDelete
+}
