@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/cel-go/cel"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
@@ -64,6 +65,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Related = c.related()
 	out.Confinement = c.confinement()
 	out.Validations = c.validations()
+	out.Rollout = c.rollout()
 	out.Variables = c.variables()
 	out.Children = c.children(out.Parent, out.ChildResources)
 	out.Status = c.status()
@@ -334,4 +336,25 @@ func (c *compiler) status() *expr.Template {
 		c.fail("spec.status", err)
 	}
 	return t
+}
+
+// rollout compiles spec.rollout: its steps, its deadline and its health rule, typed against the
+// parent only.
+func (c *compiler) rollout() *CompiledRollout {
+	r := c.spec.Rollout
+	if r == nil {
+		return nil
+	}
+	out := &CompiledRollout{HealthDeadline: DefaultHealthDeadline, FailureBudget: intstr.FromInt32(0)}
+	for _, st := range r.Steps {
+		out.Steps = append(out.Steps, CompiledRolloutStep{Percent: st.Percent, Pause: time.Duration(st.PauseSeconds) * time.Second})
+	}
+	if d := r.HealthDeadlineSeconds; d != nil {
+		out.HealthDeadline = time.Duration(*d) * time.Second
+	}
+	if b := r.FailureBudget; b != nil {
+		out.FailureBudget = *b
+	}
+	out.Health = c.program(c.parentEnv, r.Health, "spec.rollout.health", expr.WantBool)
+	return out
 }

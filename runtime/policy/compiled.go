@@ -34,6 +34,8 @@ type Compiled struct {
 	Status *expr.Template
 	// ResyncPeriod is 0 when the policy asks for no periodic re-sync.
 	ResyncPeriod time.Duration
+	// Rollout, when not nil, says how a new version of the policy reaches its parents; nil: at once.
+	Rollout *CompiledRollout
 }
 
 // Name returns the policy's name.

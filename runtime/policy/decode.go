@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"metacel.dev/metacel/runtime/expr"
 )
@@ -94,6 +95,10 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	d.mark(n, path)
 	if isNull(n) && v.Kind() != reflect.Interface {
 		return // null leaves the zero value, as with JSON
+	}
+	if v.Type() == intOrStringType {
+		d.decodeIntOrString(n, v, path)
+		return
 	}
 	switch v.Kind() {
 	case reflect.Pointer:
@@ -186,6 +191,29 @@ func (d *decoder) decodeScalar(n *yaml.Node, v reflect.Value, path string) {
 	default:
 		d.errorf(n, path, "cannot decode into %s", v.Type())
 	}
+}
+
+var intOrStringType = reflect.TypeFor[intstr.IntOrString]()
+
+// decodeIntOrString fills an intstr.IntOrString from an integer or a string (a percentage, such
+// as "10%", is checked by Validate).
+func (d *decoder) decodeIntOrString(n *yaml.Node, v reflect.Value, path string) {
+	const want = `expected an integer or a percentage string such as "10%%"`
+	if n.Kind != yaml.ScalarNode {
+		d.errorf(n, path, want+", got %s", describe(n))
+		return
+	}
+	switch n.Tag {
+	case "!!str":
+		v.Set(reflect.ValueOf(intstr.FromString(n.Value)))
+		return
+	case "!!int":
+		if i, err := strconv.ParseInt(n.Value, 0, 32); err == nil {
+			v.Set(reflect.ValueOf(intstr.FromInt32(int32(i))))
+			return
+		}
+	}
+	d.errorf(n, path, want+", got %s %q", describe(n), n.Value)
 }
 
 func kindName(k reflect.Kind) string {

@@ -29,6 +29,11 @@
 //     declaration's lines. Compile types the parent against it through DeclaredParent when the
 //     mapper does not know the parent: a CRD given (--crd) or installed wins, and the parent stays
 //     Guessed, so that a cluster still waits for its CRD.
+//   - A policy may say how a new version of itself reaches its parents (spec.rollout): steps of
+//     growing shares, a health rule, a deadline and a failure budget. Validate checks the steps
+//     (1 to 100, increasing, the last 100); Compile compiles the health rule once, over parent
+//     only, into a CompiledRollout, whose Healthy, Budget and Share, with RolloutBucket, are what
+//     the runtime rolls out with.
 //
 // YAML syntax errors read "file:line:column: invalid YAML: ..." at the mistake itself (package
 // manifest locates it: a tab, an indentation, an unclosed quote).

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // JSONSchema returns a JSON Schema (draft-07) of the CompositePolicy format, generated from the
@@ -92,11 +93,31 @@ var required = map[reflect.Type][]string{
 	reflect.TypeFor[Related]():         {"id", "apiVersion", "resource"},
 	reflect.TypeFor[Child]():           {"id"},
 	reflect.TypeFor[ParentSchema]():    {"kind"},
+	reflect.TypeFor[Rollout]():         {"steps"},
+	reflect.TypeFor[RolloutStep]():     {"percent"},
+}
+
+// bounds are the limits Validate enforces on fields, by type and JSON name, added to their schemas.
+var bounds = map[reflect.Type]map[string]map[string]any{
+	reflect.TypeFor[Rollout]():     {"steps": {"minItems": 1}, "healthDeadlineSeconds": {"minimum": 1}},
+	reflect.TypeFor[RolloutStep](): {"percent": {"minimum": 1, "maximum": 100}, "pauseSeconds": {"minimum": 0}},
+}
+
+// countOrPercent is the schema of an intstr.IntOrString: in a policy, a count or a percentage.
+var countOrPercent = map[string]any{
+	"description": `A count, or a percentage string such as "10%".`,
+	"anyOf": []any{
+		map[string]any{"type": "integer", "minimum": 0},
+		map[string]any{"type": "string", "pattern": "^0*(100|[1-9]?[0-9])%$"},
+	},
 }
 
 func schemaOf(t reflect.Type) map[string]any {
 	if e, ok := enums[t]; ok {
 		return map[string]any{"type": "string", "enum": e}
+	}
+	if t == reflect.TypeFor[intstr.IntOrString]() {
+		return maps.Clone(countOrPercent)
 	}
 	if t == reflect.TypeFor[Fields]() {
 		return map[string]any{"type": "object", "additionalProperties": fieldRef}
@@ -123,6 +144,7 @@ func schemaOf(t reflect.Type) map[string]any {
 			name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 			if name != "" && name != "-" {
 				props[name] = schemaOf(t.Field(i).Type)
+				maps.Copy(props[name].(map[string]any), bounds[t][name])
 			}
 		}
 		s := map[string]any{"type": "object", "properties": props, "additionalProperties": false}

@@ -3,6 +3,7 @@ package policy
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // APIVersion and Kind identify a policy document.
@@ -47,6 +48,32 @@ type Spec struct {
 	// namespaces other than the parent's own that its related objects may be read from and its
 	// children written to. Without it, a parent reaches its own namespace only.
 	Confinement *Confinement `json:"confinement,omitempty"`
+	// Rollout says how a new version of the policy reaches its parents: step by step, each
+	// step's parents healthy before the next. Without it, a new version reaches every parent at once.
+	Rollout *Rollout `json:"rollout,omitempty"`
+}
+
+// Rollout moves parents to a new version of the policy in steps, a growing share of them at a
+// time, and back to the previous version when more of them than the failure budget stay unhealthy.
+type Rollout struct {
+	// Steps are the shares of parents on the new version, strictly increasing, the last 100.
+	Steps []RolloutStep `json:"steps"`
+	// Health is CEL over parent returning a bool; empty: the parent's Ready condition is True
+	// (and its Synced condition is not False).
+	Health string `json:"health,omitempty"`
+	// HealthDeadlineSeconds is how long a step's parents have to become healthy (default 300).
+	HealthDeadlineSeconds *int64 `json:"healthDeadlineSeconds,omitempty"`
+	// FailureBudget is how many moved parents may stay unhealthy at the deadline: a count, or a
+	// percentage string ("10%") of the parents moved so far, rounded down (default 0).
+	FailureBudget *intstr.IntOrString `json:"failureBudget,omitempty"`
+}
+
+// RolloutStep is one step of a rollout.
+type RolloutStep struct {
+	// Percent is the share of parents on the new version after this step, 1 to 100.
+	Percent int `json:"percent"`
+	// PauseSeconds is how long to wait once the step's parents are healthy (default 0).
+	PauseSeconds int64 `json:"pauseSeconds,omitempty"`
 }
 
 // Confinement says which namespaces, beyond the parent's own, a namespaced parent may reach.

@@ -1,10 +1,14 @@
 package policy
 
 import (
+	"math"
+	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"metacel.dev/metacel/runtime/expr"
@@ -47,6 +51,7 @@ func Validate(doc *Document) error {
 		v.namespaceRule("spec.confinement.relatedNamespaces", c.RelatedNamespaces)
 		v.namespaceRule("spec.confinement.childNamespaces", c.ChildNamespaces)
 	}
+	v.rollout("spec.rollout", p.Spec.Rollout)
 	if len(p.Spec.Children) > 0 && len(p.Spec.ChildResources) == 0 {
 		v.errorf("spec.childResources", "is required: list every resource the children may be (apiVersion and resource)")
 	}
@@ -203,4 +208,85 @@ func (v *validator) namespaceRule(path string, r *NamespaceRule) {
 	if len(r.Names) == 0 && r.Expression == "" && r.ConsentLabel == "" {
 		v.errorf(path, "allows nothing: give names (\"*\" for any), an expression, or a consentLabel")
 	}
+}
+
+// rollout checks a rollout: steps of growing shares ending at 100, a deadline, a failure budget.
+func (v *validator) rollout(path string, r *Rollout) {
+	if r == nil {
+		return
+	}
+	v.rolloutSteps(path+".steps", r.Steps)
+	if d := r.HealthDeadlineSeconds; d != nil {
+		v.seconds(path+".healthDeadlineSeconds", *d, 1)
+	}
+	v.failureBudget(path+".failureBudget", r.FailureBudget)
+}
+
+func (v *validator) rolloutSteps(path string, steps []RolloutStep) {
+	if len(steps) == 0 {
+		v.errorf(path, "needs at least one step: give the shares of parents to move, ending with {percent: 100}")
+		return
+	}
+	prev := 0
+	for i, st := range steps {
+		p := expr.IndexPath(path, i)
+		switch {
+		case !v.present(p + ".percent"):
+			v.errorf(p+".percent", "is required: the share of parents (1 to 100) on the new version after this step")
+		case st.Percent < 1 || st.Percent > 100:
+			v.errorf(p+".percent", "must be from 1 to 100 (a share of the parents), got %d", st.Percent)
+		case st.Percent <= prev:
+			v.errorf(p+".percent", "must be more than the step before's %d: each step moves more parents (e.g. 10, 50, 100)", prev)
+		}
+		prev = max(prev, st.Percent)
+		v.seconds(p+".pauseSeconds", st.PauseSeconds, 0)
+	}
+	if last := steps[len(steps)-1]; last.Percent != 100 && last.Percent >= 1 && last.Percent <= 100 {
+		p := expr.IndexPath(path, len(steps)-1) + ".percent"
+		v.errorf(p, "the last step must be 100, got %d: end with {percent: 100} so that every parent reaches the new version", last.Percent)
+	}
+}
+
+// maxSeconds is the longest time.Duration in whole seconds (about 292 years).
+const maxSeconds = math.MaxInt64 / int64(time.Second)
+
+// seconds checks a number of seconds: at least least, and no longer than a time.Duration holds.
+func (v *validator) seconds(path string, n, least int64) {
+	switch {
+	case n < least:
+		v.errorf(path, "must be at least %d (seconds), got %d", least, n)
+	case n > maxSeconds:
+		v.errorf(path, "must be at most %d (seconds), got %d", maxSeconds, n)
+	}
+}
+
+// failureBudget checks a count (at least 0) or a percentage from "0%" to "100%".
+func (v *validator) failureBudget(path string, b *intstr.IntOrString) {
+	switch {
+	case b == nil:
+	case b.Type == intstr.Int && b.IntVal < 0:
+		v.errorf(path, "must be at least 0 (parents), got %d", b.IntVal)
+	case b.Type == intstr.String:
+		if pct, ok := percentage(b.StrVal); !ok {
+			v.errorf(path, "%q is not a count or a percentage: write an integer (failureBudget: 2) or a percentage string (failureBudget: \"10%%\")", b.StrVal)
+		} else if pct > 100 {
+			v.errorf(path, "%q is over 100%%: write a percentage from \"0%%\" to \"100%%\"", b.StrVal)
+		}
+	}
+}
+
+// percentage reads "N%" (N digits only); ok is false for anything else.
+func percentage(s string) (int, bool) {
+	digits, ok := strings.CutSuffix(s, "%")
+	if !ok || digits == "" || strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
+}
+
+// present reports whether the document holds path (the decoder marks every field it decodes).
+func (v *validator) present(path string) bool {
+	_, ok := v.src.lines[path]
+	return ok
 }
