@@ -1,0 +1,163 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// planParent syncs one parent offline under both versions, lists what the candidate would
+// change, and has the API server check its writes.
+func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Unstructured) Parent {
+	out := Parent{APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(), Namespace: parent.GetNamespace(), Name: parent.GetName()}
+	cand, err := w.sync(ctx, in.Candidate, parent)
+	if err != nil {
+		out.Error = preview.ErrorText(err)
+		return out
+	}
+	var running *preview.Result
+	if in.Running != nil && in.Running.Parent.GVR.GroupResource() == in.Candidate.Parent.GVR.GroupResource() {
+		running, _ = w.sync(ctx, in.Running, parent) // a failing running version has nothing to compare
+	}
+	out.Children = childChanges(in, cand, running)
+	out.Status = statusChanges(parent, cand, running)
+	out.Error = dryRun(ctx, in.Client, parent, out.Children)
+	return out
+}
+
+// childChanges lists what the sync of the candidate would write, as runtime/controller decides:
+// the desired children in order (created when missing; recreated when preview says so; else
+// updated when they differ, but OnDelete ones), then the observed children no longer desired,
+// and those of resources the candidate dropped, deleted or released.
+func childChanges(in Input, cand, running *preview.Result) []Change {
+	recreate := map[string]bool{}
+	for _, ch := range cand.Changes {
+		if ch.Action == preview.Recreate {
+			recreate[render.Identity(ch.Object)] = true
+		}
+	}
+	var out []Change
+	for i := range cand.Output.Children {
+		child := &cand.Output.Children[i]
+		obs := render.FindSame(cand.Observed.ByID[child.ID], child.Object)
+		before := desiredBy(running, child.Object)
+		switch {
+		case obs == nil:
+			out = append(out, created(in, child, before))
+		case recreate[render.Identity(child.Object)]:
+			out = append(out, changed(Recreate, child, before, "its resource's updateStrategy is Recreate: deleted, then created anew"))
+		case obs.GetDeletionTimestamp() != nil || child.Resource.Method != policy.InPlace:
+			// going already, never updated (OnDelete), or a Recreate child preview finds unchanged
+		case apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs):
+			out = append(out, changed(Update, child, before, "differs from the live object: applied"))
+		}
+	}
+	for _, ch := range cand.Changes {
+		if ch.Action == preview.Delete || ch.Action == preview.Release {
+			out = append(out, removed(in, ch.Object, "no longer desired"))
+		}
+	}
+	for _, f := range cand.Observed.Foreign {
+		if f.Object.GetDeletionTimestamp() == nil {
+			gr := kinds.LookupKind(in.Mapper, f.Object.GroupVersionKind()).GVR.GroupResource()
+			out = append(out, removed(in, f.Object, fmt.Sprintf("the policy no longer lists its resource %s", gr)))
+		}
+	}
+	return out
+}
+
+// desiredBy returns the child of the running version's render that is obj (Identity), or nil.
+func desiredBy(running *preview.Result, obj *unstructured.Unstructured) *unstructured.Unstructured {
+	if running == nil || running.Output == nil {
+		return nil
+	}
+	for i := range running.Output.Children {
+		if render.Identity(running.Output.Children[i].Object) == render.Identity(obj) {
+			return running.Output.Children[i].Object
+		}
+	}
+	return nil
+}
+
+// created is the creation of a missing child.
+func created(in Input, child *render.Child, before *unstructured.Unstructured) Change {
+	why := "a new child"
+	switch {
+	case in.Running == nil:
+		why = "a new child: the policy does not run yet"
+	case before != nil:
+		why = "missing, and the running version wants it too (deleted, or not created yet)"
+	}
+	c := newChange(Create, child.Object, why)
+	c.desired, c.gvr = child.Object, child.Resource.GVR
+	return c
+}
+
+// changed is the update or recreation of a child that differs, with the fields the candidate
+// changes of what the running version desires.
+func changed(action Action, child *render.Child, before *unstructured.Unstructured, why string) Change {
+	c := newChange(action, child.Object, why)
+	c.desired, c.gvr, c.Disruptive = child.Object, child.Resource.GVR, action == Recreate
+	if before == nil {
+		c.Why += "; the running version does not desire it"
+		return c
+	}
+	if c.Fields = Diff(before.Object, child.Object.Object); len(c.Fields) == 0 {
+		c.Why += "; the running version wants the same (drift, or not synced yet)"
+	}
+	return c
+}
+
+// removed is the deletion, or release by its deletionPolicy, of a child no longer desired, as
+// the runtime decides it: what the child records, else its entry in the candidate, then in the
+// running version.
+func removed(in Input, obj *unstructured.Unstructured, why string) Change {
+	action := Delete
+	if render.DeletionPolicyOf(obj, in.Candidate, in.Running) == policy.DeletionOrphan {
+		action, why = Release, why+", deletionPolicy Orphan"
+	}
+	return newChange(action, obj, why)
+}
+
+func newChange(action Action, obj *unstructured.Unstructured, why string) Change {
+	return Change{Action: action, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Why: why}
+}
+
+// statusChanges lists the fields of the parent's status that the candidate computes otherwise
+// than the running version (or than the live status, for a new policy). Transition times are left
+// out: an offline sync has no clock.
+func statusChanges(parent *unstructured.Unstructured, cand, running *preview.Result) []FieldChange {
+	before := parent
+	if running != nil && running.Parent != nil {
+		before = running.Parent
+	}
+	return Diff(untimedStatus(before), untimedStatus(cand.Parent))
+}
+
+// untimedStatus is a copy of an object's status without its conditions' lastTransitionTime.
+func untimedStatus(obj *unstructured.Unstructured) map[string]any {
+	status, _, _ := unstructured.NestedMap(obj.Object, "status")
+	conds, _ := status["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok {
+			delete(m, "lastTransitionTime")
+		}
+	}
+	return status
+}
+
+// sortedKeys returns a map's resources in a stable order.
+func sortedKeys[V any](m map[schema.GroupVersionResource]V) []schema.GroupVersionResource {
+	return slices.SortedFunc(maps.Keys(m), func(a, b schema.GroupVersionResource) int { return strings.Compare(a.String(), b.String()) })
+}

@@ -1,0 +1,220 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/pager"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// world is the cluster's state as the runtime reads it for the policy: its parents, their
+// children, and the related objects read so far.
+type world struct {
+	in      Input
+	parents []*unstructured.Unstructured
+	// children are the objects metacel applied for the policy, by their parent's UID
+	children map[types.UID][]*unstructured.Unstructured
+	// namespaces are every Namespace, read when a version's confinement asks for consent labels
+	namespaces []*unstructured.Unstructured
+
+	mu sync.Mutex
+	// reads caches the related objects read, by request (namespaces and names repeat across
+	// parents)
+	reads map[string][]*unstructured.Unstructured
+}
+
+// readWorld lists the parents, the children of every child resource of both versions and of
+// the ledger, and the Namespaces when a version needs their labels.
+func readWorld(ctx context.Context, in Input) (*world, error) {
+	w := &world{in: in, children: map[types.UID][]*unstructured.Unstructured{}, reads: map[string][]*unstructured.Unstructured{}}
+	var err error
+	if w.parents, err = listParents(ctx, in); err != nil {
+		return nil, err
+	}
+	for _, gvr := range childResources(in) {
+		if err := w.readChildren(ctx, gvr); err != nil {
+			return nil, err
+		}
+	}
+	if needsNamespaces(in.Candidate) || needsNamespaces(in.Running) {
+		if w.namespaces, err = list(ctx, in, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
+}
+
+// listParents lists the objects of the candidate's parent resource that its labelSelector
+// selects, but those being deleted (the runtime finalizes them rather than sync them).
+func listParents(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
+	c := in.Candidate
+	selector := labels.Everything()
+	if c.ParentSelector != nil {
+		var err error
+		if selector, err = metav1.LabelSelectorAsSelector(c.ParentSelector); err != nil {
+			return nil, fmt.Errorf("policy %q: spec.parentResource.labelSelector: %w", c.Name(), err)
+		}
+	}
+	all, err := list(ctx, in, c.Parent.GVR, "", selector.String())
+	if err != nil {
+		return nil, err
+	}
+	var out []*unstructured.Unstructured
+	for _, p := range all {
+		if p.GetDeletionTimestamp() == nil {
+			out = append(out, p)
+		}
+	}
+	sortParents(out)
+	return out, nil
+}
+
+// childResources are the resources that may hold the policy's children: the candidate's, the
+// running version's and the ledger's, one version of each.
+func childResources(in Input) []schema.GroupVersionResource {
+	seen := map[schema.GroupResource]bool{}
+	var out []schema.GroupVersionResource
+	add := func(gvr schema.GroupVersionResource) {
+		if !seen[gvr.GroupResource()] {
+			seen[gvr.GroupResource()] = true
+			out = append(out, gvr)
+		}
+	}
+	for _, c := range []*policy.Compiled{in.Candidate, in.Running} {
+		if c != nil {
+			for _, gvr := range sortedKeys(c.ChildResources) {
+				add(gvr)
+			}
+		}
+	}
+	for _, gvr := range in.Recorded {
+		add(gvr)
+	}
+	return out
+}
+
+// readChildren lists the policy's objects of a resource and keeps those metacel applied, by the
+// UID of their parent. A resource the cluster no longer serves holds none.
+func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResource) error {
+	selector := labels.Set{render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: w.in.Candidate.Name()}.String()
+	objs, err := list(ctx, w.in, gvr, "", selector)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
+		uid := types.UID(obj.GetLabels()[render.LabelParentUID])
+		if uid != "" && apply.AppliedBy(obj) {
+			w.children[uid] = append(w.children[uid], obj)
+		}
+	}
+	return nil
+}
+
+// needsNamespaces reports whether a version's confinement reads namespaces' consent labels.
+func needsNamespaces(c *policy.Compiled) bool {
+	return c != nil && len(c.Confinement.ConsentLabels()) > 0
+}
+
+// list lists the objects of a resource in a namespace ("": all), page by page.
+func list(ctx context.Context, in Input, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return in.Client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+	})
+	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("list %s: unexpected item %T", gvr.GroupResource(), obj)
+		}
+		out = append(out, u)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
+	}
+	return out, nil
+}
+
+// sync runs one offline sync of a parent under version c, with the related objects it reads and
+// its observed children.
+func (w *world) sync(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) (*preview.Result, error) {
+	related, err := w.related(ctx, c, parent)
+	if err != nil {
+		return nil, err
+	}
+	return preview.Run(ctx, preview.Input{Policy: c, Parent: parent, Related: related, Observed: w.children[parent.GetUID()], Mapper: w.in.Mapper})
+}
+
+// related reads the objects c's related entries name for parent, and the Namespaces when c
+// needs their labels. An entry that does not resolve reads nothing: the sync reports it.
+func (w *world) related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	if len(c.Related) == 0 {
+		return nil, nil
+	}
+	refs, err := render.Related(ctx, c, parent, nil)
+	if err != nil {
+		return nil, nil //nolint:nilerr // the sync resolves the entries again and reports the error
+	}
+	out := append([]*unstructured.Unstructured(nil), w.namespaces...)
+	for _, ref := range refs {
+		objs, err := w.read(ctx, ref)
+		if err != nil {
+			return nil, fmt.Errorf("read related %q: %w", ref.ID, err)
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// read reads the objects of one related reference, once per distinct reference.
+func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
+	key := fmt.Sprintf("%s|%s|%s|%v", ref.Resource, ref.Namespace, ref.Name, ref.Selector)
+	w.mu.Lock()
+	objs, ok := w.reads[key]
+	w.mu.Unlock()
+	if ok {
+		return objs, nil
+	}
+	objs, err := w.fetch(ctx, ref)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	w.reads[key] = objs
+	w.mu.Unlock()
+	return objs, nil
+}
+
+// fetch reads one related reference from the API server: the named object (none when it does
+// not exist), or the objects its selector selects.
+func (w *world) fetch(ctx context.Context, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
+	if ref.Selector != nil {
+		return list(ctx, w.in, ref.Resource, ref.Namespace, ref.Selector.String())
+	}
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	obj, err := w.in.Client.Resource(ref.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return []*unstructured.Unstructured{obj}, nil
+}
