@@ -160,6 +160,7 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 		return false, applyError("delete (to recreate)", obs, err)
 	}
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
+	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
 	return goneAtOnce(obs), nil
 }
 

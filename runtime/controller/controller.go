@@ -77,12 +77,19 @@ type Controller struct {
 	fights fights
 	// unchanged skips the syncs whose inputs are those of the last successful one
 	unchanged unchanged
+	// share is the parents the controller syncs, when not all (share.go)
+	share share
+	// tally is the conditions of each parent's last sync, for Counts (share.go)
+	tally tally
 	// childEvents spaces the re-syncs that a parent's child events cause, per parent: a child
 	// changed by another writer after each of metacel's writes cannot make a hot loop
 	childEvents workqueue.TypedRateLimiter[string]
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
+	// Version, when set before Run, names the version of the policy in the controller's log
+	// lines: during a rollout, two versions of one policy run side by side.
+	Version string
 }
 
 // managedSelector selects the objects metacel manages: children are watched through it.
@@ -114,6 +121,9 @@ func (c *Controller) Name() string { return c.policy.Name() }
 // workers until ctx is done; then it stops its workers, waits for them, and releases its informers.
 func (c *Controller) Run(ctx context.Context, workers int, synced func()) error {
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
+	if c.Version != "" {
+		logger = logger.WithValues("version", c.Version)
+	}
 	ctx = klog.NewContext(ctx, logger)
 	defer c.release()
 	if c.parents == nil {
@@ -125,8 +135,10 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 		return nil // stopped before it started, e.g. swapped by a newer version
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
-	c.pruneDropped(ctx)
-	c.letGoOfStrays(ctx)
+	if c.wholeSet() {
+		c.pruneDropped(ctx)
+		c.letGoOfStrays(ctx)
+	}
 	if synced != nil {
 		synced()
 	}
@@ -152,8 +164,10 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 // labelSelector that still carry the finalizer.
 func (c *Controller) resync(ctx context.Context) {
 	c.enqueueAll(c.queue.Add)
-	c.pruneDroppedAgain(ctx)
-	c.letGoOfStrays(ctx)
+	if c.wholeSet() {
+		c.pruneDroppedAgain(ctx)
+		c.letGoOfStrays(ctx)
+	}
 }
 
 // informers returns the controller's informers by resource.
@@ -325,6 +339,9 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
 		DeleteFunc: func(obj any) {
+			if m, err := metaOf(obj); err == nil && !c.holds(m.GetUID()) {
+				return // the other version's, during a rollout
+			}
 			c.noteLeaving(obj)
 			c.enqueueObject(obj)
 		},

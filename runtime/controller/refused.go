@@ -6,6 +6,7 @@ import (
 	"errors"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -123,7 +124,7 @@ func hashOf(obj *unstructured.Unstructured) [sha256.Size]byte {
 }
 
 // parentKey is the queue key of a parent: namespace/name, or name.
-func parentKey(parent *unstructured.Unstructured) string {
+func parentKey(parent metav1.Object) string {
 	if parent.GetNamespace() == "" {
 		return parent.GetName()
 	}

@@ -21,6 +21,7 @@ import (
 // it changes. Parents without a status subresource (built-in kinds) get no status: their
 // conditions are events only.
 func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (bool, error) {
+	c.markParent(parentKey(parent), parent.GetUID(), conds)
 	if !c.policy.Parent.HasStatus {
 		return c.conditionsChanged(parent, conds), nil
 	}

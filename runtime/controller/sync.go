@@ -30,6 +30,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		}
 		return nil // a deleted parent's owned children go with it (garbage collection)
 	}
+	if !c.holds(cached.GetUID()) {
+		return nil // the other version's, during a rollout
+	}
 	children := c.cachedChildren(cached.GetUID())
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
 		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
@@ -138,6 +141,7 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	}
 	c.relIndex.forget(key)
 	c.unchanged.forget(key)
+	c.forgetMark(key)
 	c.refused.forgetParent(key)
 	c.forgetConditions(key)
 	c.fights.forgetParent(key)

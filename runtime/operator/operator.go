@@ -29,6 +29,8 @@ import (
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
+	"metacel.dev/metacel/runtime/policystatus"
+	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -148,6 +150,11 @@ func (r *reconciler) run(ctx context.Context) error {
 		Clock:    clock.RealClock{},
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
+	set.records = rollout.NewStore(r.clients.kube, ledgerNamespace(o))
+	set.status = policystatus.NewReporter(r.clients.kube, o.PolicyNamespace)
+	go set.status.Run(ctx)
+	statusTick := time.NewTicker(statusInterval)
+	defer statusTick.Stop()
 	defer set.stopAll()
 	snapshots, sources := startSources(ctx, o, r.clients, r.errs)
 	crds, stopCRDs := watchCRDs(pool, mapper)
@@ -165,6 +172,9 @@ func (r *reconciler) run(ctx context.Context) error {
 			seen[snap.Source] = true
 		case <-crds.signal:
 			set.crdsChanged(crds.take())
+		case <-statusTick.C:
+			set.publishStatus()
+			continue
 		}
 		if o.OnReload != nil {
 			o.OnReload(set.Running())
@@ -175,6 +185,9 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 	}
 }
+
+// statusInterval is how often the policies' status is gathered for their ConfigMaps.
+const statusInterval = time.Second
 
 // ledgerNamespace is where policies' ledger entries live: the policy namespace, else the leader
 // election Lease's; "" (policies from files only) turns the ledger off.

@@ -8,15 +8,21 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
+	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -31,6 +37,13 @@ type policySet struct {
 	workers  int
 	recorder events.EventRecorder
 	metrics  *policyMetrics
+	// records keep the policies' versions and rollouts in the API server (nil: in memory only)
+	records *rollout.Store
+	clock   clock.WithTicker
+	// status reports each policy's state on its ConfigMap (nil: off); published are the
+	// ConfigMap and policy names reported last
+	status    *policystatus.Reporter
+	published map[[2]string]bool
 
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
@@ -64,12 +77,25 @@ type unitState struct {
 
 // running is a policy whose controller runs.
 type running struct {
-	policy     *policy.Compiled
-	unit       string
+	policy *policy.Compiled
+	ctrl   *controller.Controller
+	unit   string
+	// source is the text of the unit the version came from, and version its hash
+	// (rollout.Version): what a rollout record keeps of a stable version
+	source     []byte
+	version    string
+	configMap  *corev1.ObjectReference
 	generation int
-	cancel     context.CancelFunc
-	done       chan struct{}
-	synced     chan struct{}
+	// rollout, when not nil, is the new version rolling out beside this one (rollout.go);
+	// rolledBack is the version that failed to roll out, not tried again
+	rollout    *rolloutRun
+	rolledBack string
+	message    string
+	// notSynced is why the caches have not synced yet, once the controller has said so
+	notSynced *atomic.Pointer[string]
+	cancel    context.CancelFunc
+	done      chan struct{}
+	synced    chan struct{}
 	// predecessor is the controller this one replaces: it keeps syncing until this one's caches
 	// have synced, and is stopped before this one's workers start
 	mu          sync.Mutex
@@ -78,6 +104,9 @@ type running struct {
 
 // stop stops the controller and its predecessor, and waits for them; stopping twice is harmless.
 func (r *running) stop() {
+	if r.rollout != nil {
+		r.rollout.target.stop()
+	}
 	r.cancel()
 	<-r.done
 	r.stopPredecessor()
@@ -112,6 +141,7 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 	return &policySet{
 		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, workers: workers, recorder: recorder,
 		metrics:   newPolicyMetrics(reg),
+		clock:     clock.RealClock{},
 		snapshots: map[string][]source.Unit{},
 		units:     map[string]*unitState{},
 		running:   map[string]*running{},
@@ -346,32 +376,67 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 }
 
 // runLocked starts a policy's controller, or swaps the running one when the policy changed (or
-// restart asks for it). The
-// new controller takes its informers before the old one lets go of them, so shared informers keep
-// running (no re-list); the new one then re-syncs its parents (every parent is an event to it).
+// restart asks for it). A policy that rolls out its new versions step by step is started as its
+// rollout record says (rollout.go). The new controller takes its informers before the old one
+// lets go of them, so shared informers keep running (no re-list); the new one then re-syncs its
+// parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	old := s.running[p.Name()]
+	if s.runRolloutLocked(p, st, old, restart) {
+		return
+	}
 	if old != nil && sameCompiled(old.policy, p) && !restart {
 		old.unit = st.unit.Name
 		return
 	}
+	if r := s.startLocked(p, st.unit, old, nil); r != nil {
+		s.recordStableLocked(r)
+	}
+}
+
+// startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
+// replacing old (nil: none); nil when it cannot start.
+func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *running, share func(types.UID) bool) *running {
 	ctrl := controller.New(p, s.deps)
 	if old != nil {
 		ctrl.Replaces(old.policy)
 	}
-	unit := st.unit
-	ctrl.OnNotSynced = func(msg string) { s.event(unit, "Warning", "PolicyNotSynced", msg) }
+	if share != nil {
+		ctrl.SetShare(share)
+	}
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
-		return
+		return nil
 	}
-	ctx, cancel := context.WithCancel(s.ctx)
-	r := &running{policy: p, unit: st.unit.Name, generation: 1, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{})}
+	r := s.goRun(p, ctrl, unit)
 	if old != nil {
 		r.generation = old.generation + 1
 		r.predecessor = s.handOver(old)
 	}
 	s.running[p.Name()] = r
+	s.metrics.loaded(p.Name(), unit.Name, r.generation)
+	verb := "loaded"
+	if r.generation > 1 {
+		verb = "reloaded"
+	}
+	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", unit.Name, "generation", r.generation)
+	s.event(unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
+	return r
+}
+
+// goRun runs a controller that watches already, until its running is stopped; the controller's
+// reports of caches not synced become events on unit's ConfigMap.
+func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit) *running {
+	ctx, cancel := context.WithCancel(s.ctx)
+	r := &running{
+		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
+		cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
+	}
+	ctrl.Version = rollout.Short(r.version)
+	ctrl.OnNotSynced = func(msg string) {
+		r.notSynced.Store(&msg)
+		s.event(unit, "Warning", "PolicyNotSynced", msg)
+	}
 	go func() {
 		defer close(r.done)
 		started := func() {
@@ -382,13 +447,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
 		}
 	}()
-	s.metrics.loaded(p.Name(), st.unit.Name, r.generation)
-	verb := "loaded"
-	if r.generation > 1 {
-		verb = "reloaded"
-	}
-	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", st.unit.Name, "generation", r.generation)
-	s.event(st.unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
+	return r
 }
 
 // handOver returns the controller that keeps syncing until a replacement of old has synced its

@@ -28,6 +28,8 @@ import (
 
 	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/runtime/policystatus"
+	"metacel.dev/metacel/runtime/rollout"
 )
 
 // Resources the tests read.
@@ -110,7 +112,7 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 			switch r.Method {
 			case http.MethodGet, http.MethodHead:
 			default:
-				if !strings.Contains(r.URL.Path, "/events") && !strings.Contains(r.URL.Path, "/leases") {
+				if !bookkeeping(r) {
 					rt.writes.Add(1)
 					n, _ := rt.written.LoadOrStore(r.URL.Path, new(atomic.Int64))
 					n.(*atomic.Int64).Add(1)
@@ -137,6 +139,15 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 	}
 	t.Cleanup(rt.stop)
 	return rt, readyCh, doneCh
+}
+
+// bookkeeping reports whether a request writes the runtime's own records rather than the
+// policies' objects: events, Leases (leader election, the ledger), the policies' status on their
+// ConfigMaps and their rollout records.
+func bookkeeping(r *http.Request) bool {
+	return strings.Contains(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/leases") ||
+		strings.Contains(r.URL.RawQuery, "fieldManager="+policystatus.FieldManager) ||
+		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName(""))
 }
 
 type roundTripFunc func(*http.Request) (*http.Response, error)

@@ -19,6 +19,7 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rbac"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -140,7 +141,7 @@ func TestForbiddenPolicyIsReported(t *testing.T) {
 	grantRole(t, user, &rbacv1.ClusterRole{
 		ObjectMeta: metav1.ObjectMeta{Name: user},
 		Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch"}},
 			{APIGroups: []string{"events.k8s.io"}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"}, Verbs: []string{"get", "list", "watch"}},
 		},
@@ -155,4 +156,5 @@ func TestForbiddenPolicyIsReported(t *testing.T) {
 	if note := waitEvent(t, policyNS, "widget", "PolicyNotSynced"); !strings.Contains(note, "forbidden") || !strings.Contains(note, "widgets") {
 		t.Errorf("the event must say which resource and why: %s", note)
 	}
+	waitStatus(t, policyNS, "widget", "the policy ConfigMap says NotSynced", inState(policystatus.NotSynced, "forbidden"))
 }

@@ -1,0 +1,160 @@
+package controller
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// A controller may sync a share of its policy's parents only. During a rollout (package operator)
+// two versions of one policy run side by side over the same informers, each syncing the parents
+// of its share, which the operator moves step by step from one to the other.
+//
+// While it holds a share, a controller leaves alone what only a controller holding every parent
+// may judge: the children of resources its version does not list (the other version may list
+// them) and the parents outside its labelSelector. When one controller takes every parent again
+// (TakeAll), it does those cleanups at once, as a controller starting does.
+
+// share is the parents a controller syncs: every parent when holds is nil.
+type share struct {
+	holds   atomic.Pointer[func(types.UID) bool]
+	partial atomic.Bool
+}
+
+// SetShare makes the controller sync only the parents for which holds is true (nil: every
+// parent), from now on: every parent is queued again, so that those it gained are synced at
+// once. Called before Run, the controller starts on that share, and skips the cleanups that need
+// every parent until TakeAll.
+func (c *Controller) SetShare(holds func(types.UID) bool) {
+	c.share.partial.Store(holds != nil)
+	if holds == nil {
+		c.share.holds.Store(nil)
+	} else {
+		c.share.holds.Store(&holds)
+	}
+	c.unchanged.reset()
+	if c.parents != nil {
+		c.enqueueAll(c.queue.Add)
+	}
+}
+
+// TakeAll makes the controller sync every parent again, after a share; previous is the other
+// version that held the rest, whose children of resources this version does not list are removed
+// now, as when a controller replaces a version (Replaces).
+func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
+	c.previous = previous
+	c.SetShare(nil)
+	c.pruneDropped(ctx)
+	c.letGoOfStrays(ctx)
+}
+
+// holds reports whether the parent of that UID is the controller's to sync.
+func (c *Controller) holds(uid types.UID) bool {
+	f := c.share.holds.Load()
+	return f == nil || (*f)(uid)
+}
+
+// wholeSet reports whether the controller syncs every parent (no share set).
+func (c *Controller) wholeSet() bool { return !c.share.partial.Load() }
+
+// Counts are a controller's parents by their conditions, as its syncs last computed them.
+type Counts struct {
+	// Parents is the number of parents the controller syncs (its share, during a rollout).
+	Parents int
+	// Ready have the condition Ready=True; Failing have Synced=False.
+	Ready, Failing int
+}
+
+// tally remembers, per parent key, the conditions its last sync computed.
+type tally struct {
+	sync.Mutex
+	marks map[string]parentMark
+}
+
+type parentMark struct {
+	uid            types.UID
+	ready, failing bool
+}
+
+// markParent remembers the conditions a sync computed for a parent.
+func (c *Controller) markParent(key string, uid types.UID, conds []render.Condition) {
+	m := parentMark{uid: uid}
+	for _, cond := range conds {
+		switch {
+		case cond.Type == render.ConditionReady && cond.Status == "True":
+			m.ready = true
+		case cond.Type == render.ConditionSynced && cond.Status == "False":
+			m.failing = true
+		}
+	}
+	c.tally.Lock()
+	defer c.tally.Unlock()
+	if c.tally.marks == nil {
+		c.tally.marks = map[string]parentMark{}
+	}
+	c.tally.marks[key] = m
+}
+
+func (c *Controller) forgetMark(key string) {
+	c.tally.Lock()
+	defer c.tally.Unlock()
+	delete(c.tally.marks, key)
+}
+
+// SyncedParent reports whether this controller has synced the parent of that key and UID since it
+// started (whatever the outcome): during a rollout, a parent's conditions speak for the new
+// version only once its controller has synced it.
+func (c *Controller) SyncedParent(key string, uid types.UID) bool {
+	c.tally.Lock()
+	defer c.tally.Unlock()
+	m, ok := c.tally.marks[key]
+	return ok && m.uid == uid
+}
+
+// Counts counts the parents the controller syncs now, and of them those its syncs found ready and
+// failing. A parent not synced yet counts as neither.
+func (c *Controller) Counts() Counts {
+	var out Counts
+	held := map[string]bool{}
+	for _, m := range c.HeldParents() {
+		out.Parents++
+		held[parentKey(m)] = true
+	}
+	c.tally.Lock()
+	defer c.tally.Unlock()
+	for key, m := range c.tally.marks {
+		if !held[key] {
+			continue
+		}
+		if m.ready {
+			out.Ready++
+		}
+		if m.failing {
+			out.Failing++
+		}
+	}
+	return out
+}
+
+// HeldParents returns the metadata of the cached parents the controller syncs now (its share):
+// package compact decodes one.
+func (c *Controller) HeldParents() []metav1.Object {
+	if c.parents == nil {
+		return nil
+	}
+	var out []metav1.Object
+	for _, obj := range c.parents.GetIndexer().List() {
+		if m, err := metaOf(obj); err == nil && c.holds(m.GetUID()) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

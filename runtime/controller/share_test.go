@@ -1,0 +1,86 @@
+package controller
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// During a rollout each version's controller syncs its share of the parents only: a parent
+// outside it costs no write, and counts neither in Counts nor as synced.
+func TestAControllerSyncsOnlyItsShare(t *testing.T) {
+	policy := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: secrets}]
+` + secretChild(`type: "${parent.data.a}"`)
+	tests := []struct {
+		name       string
+		holds      func(types.UID) bool
+		wantWrites string
+		wantCounts Counts
+	}{
+		{"no share: every parent", nil, "create secrets", Counts{Parents: 1, Ready: 1}},
+		{"a share that holds the parent", func(uid types.UID) bool { return uid == "p-1" }, "create secrets", Counts{Parents: 1, Ready: 1}},
+		{"a share without the parent", func(uid types.UID) bool { return uid != "p-1" }, "", Counts{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.c.SetShare(tt.holds)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
+			})
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.writes(), ","); got != tt.wantWrites {
+				t.Errorf("writes %q, want %q", got, tt.wantWrites)
+			}
+			if got := h.c.Counts(); got != tt.wantCounts {
+				t.Errorf("Counts = %+v, want %+v", got, tt.wantCounts)
+			}
+			if got, want := h.c.SyncedParent("ns/p", "p-1"), tt.wantWrites != ""; got != want {
+				t.Errorf("SyncedParent = %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A parent that a share gains is synced anew even though its inputs did not change: the other
+// version synced it last.
+func TestAShareChangeForgetsUnchangedInputs(t *testing.T) {
+	policy := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: secrets}]
+` + secretChild(`type: "${parent.data.a}"`)
+	h := newHarness(t, policy)
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
+	})
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	h.c.SetShare(func(types.UID) bool { return true })
+	h.client.ClearActions()
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(h.writes(), ","); got != "create secrets" {
+		t.Errorf("writes after a share change %q, want the sync done again (the cache holds no secret: create secrets)", got)
+	}
+	if h.c.Counts().Ready != 1 || h.c.wholeSet() {
+		t.Errorf("Counts %+v, whole set %v", h.c.Counts(), h.c.wholeSet())
+	}
+}

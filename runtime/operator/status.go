@@ -1,0 +1,100 @@
+package operator
+
+import (
+	"strings"
+
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/policystatus"
+)
+
+// publishStatus tells the status reporter each policy's state, per ConfigMap (package
+// policystatus writes it as the ConfigMap's labels). It runs on the policy set's goroutine: it
+// reads the units, which only that goroutine changes. A status depends only on the policies'
+// state, so a write it causes (a snapshot of the same ConfigMap) changes nothing.
+func (s *policySet) publishStatus() {
+	if s.status == nil {
+		return
+	}
+	now := map[[2]string]bool{}
+	for _, st := range s.units {
+		if st.unit.ConfigMap == nil {
+			continue
+		}
+		for _, name := range s.policiesOf(st) {
+			key := [2]string{st.unit.ConfigMap.Name, name}
+			now[key] = true
+			s.status.Set(key[0], key[1], s.statusOf(st, name))
+		}
+	}
+	for key := range s.published {
+		if !now[key] {
+			s.status.Forget(key[0], key[1])
+		}
+	}
+	s.published = now
+}
+
+// policiesOf names the policies of a unit: those of its last good version, else the unit's own
+// name (a unit that never loaded).
+func (s *policySet) policiesOf(st *unitState) []string {
+	if len(st.good) == 0 {
+		return []string{unitKey(st.unit.Name)}
+	}
+	return names(st.good)
+}
+
+// unitKey is the last part of a unit's name: a ConfigMap's data key.
+func unitKey(name string) string {
+	return name[strings.LastIndex(name, "/")+1:]
+}
+
+// statusOf is the state of one policy of a unit.
+func (s *policySet) statusOf(st *unitState, name string) policystatus.Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.running[name]
+	if r != nil && r.unit != st.unit.Name && (r.rollout == nil || r.rollout.target.unit != st.unit.Name) {
+		r = nil // another unit's policy of that name runs
+	}
+	out := policystatus.Status{State: policystatus.Running}
+	if r != nil {
+		out.Version = policystatus.ShortVersion(r.version)
+		counts := r.ctrl.Counts()
+		if r.rollout != nil {
+			counts = add(counts, r.rollout.target.ctrl.Counts())
+		}
+		out.Parents, out.Ready, out.Failing = counts.Parents, counts.Ready, counts.Failing
+	}
+	problem := strings.TrimPrefix(strings.TrimPrefix(st.reported, "PolicyInvalid: "), "PolicyWaiting: ")
+	switch {
+	case st.failed:
+		out.State, out.LastError = policystatus.Invalid, problem
+	case st.waiting:
+		out.State, out.LastError = policystatus.Waiting, problem
+	case r == nil:
+		out.State, out.LastError = policystatus.Invalid, conflictOf(st)
+	case r.rollout != nil:
+		out.State = policystatus.RollingOut
+		out.Step, out.Steps = r.rollout.progress.Record.Step+1, len(r.rollout.plan.Steps)
+	case r.rolledBack != "":
+		out.State, out.LastError = policystatus.RolledBack, r.message
+	case !r.isSynced():
+		out.State = policystatus.NotSynced
+		if msg := r.notSynced.Load(); msg != nil {
+			out.LastError = *msg
+		}
+	}
+	return out
+}
+
+// conflictOf is the conflict that keeps a unit's policy from running.
+func conflictOf(st *unitState) string {
+	for msg := range st.conflicts {
+		return msg
+	}
+	return "not running"
+}
+
+func add(a, b controller.Counts) controller.Counts {
+	return controller.Counts{Parents: a.Parents + b.Parents, Ready: a.Ready + b.Ready, Failing: a.Failing + b.Failing}
+}

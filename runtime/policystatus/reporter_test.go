@@ -1,0 +1,388 @@
+package policystatus
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+const ns = "metacel-system"
+
+var running = Status{State: Running, Version: hashA, Parents: 2, Ready: 2}
+
+// policyConfigMap is a policy ConfigMap as a user applies it.
+func policyConfigMap(name string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, UID: types.UID("uid-" + name),
+			Labels: map[string]string{"metacel.dev/policy": "true"}},
+		Data: map[string]string{"policy.yaml": "kind: CompositePolicy"},
+	}
+}
+
+type harness struct {
+	t      *testing.T
+	client *fake.Clientset
+	clock  *clocktesting.FakeClock
+	r      *Reporter
+}
+
+func newHarness(t *testing.T, objs ...runtime.Object) *harness {
+	client := fake.NewClientset(objs...)
+	emulateUIDPrecondition(client)
+	h := &harness{t: t, client: client, clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0))}
+	h.restart()
+	return h
+}
+
+// restart gives the harness a new Reporter, as a restarted runtime has.
+func (h *harness) restart() {
+	h.r = NewReporter(h.client, ns, WithClock(h.clock))
+}
+
+// flush runs one round of Run's work.
+func (h *harness) flush() {
+	h.t.Helper()
+	h.r.flushDue(h.t.Context())
+}
+
+// writes counts the patches (applies) sent so far.
+func (h *harness) writes() int {
+	n := 0
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" || a.GetVerb() == "create" || a.GetVerb() == "update" {
+			n++
+		}
+	}
+	return n
+}
+
+func (h *harness) configMap(name string) *corev1.ConfigMap {
+	h.t.Helper()
+	cm, err := h.client.CoreV1().ConfigMaps(ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return cm
+}
+
+func (h *harness) wantWrites(n int) {
+	h.t.Helper()
+	if got := h.writes(); got != n {
+		h.t.Errorf("%d writes, want %d", got, n)
+	}
+}
+
+// emulateUIDPrecondition makes the fake refuse, as the API server does, an apply naming a UID
+// that the object does not have: Conflict when there is no object (the fake's tracker would
+// create it), Invalid (metadata.uid is immutable) when another object has the name.
+func emulateUIDPrecondition(client *fake.Clientset) {
+	client.PrependReactor("patch", "configmaps", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		patch := action.(k8stesting.PatchAction)
+		if patch.GetPatchType() != types.ApplyPatchType {
+			return false, nil, nil
+		}
+		var applied corev1ac.ConfigMapApplyConfiguration
+		if err := json.Unmarshal(patch.GetPatch(), &applied); err != nil || applied.UID == nil {
+			return false, nil, err
+		}
+		live, err := client.Tracker().Get(action.GetResource(), patch.GetNamespace(), patch.GetName())
+		if apierrors.IsNotFound(err) {
+			return true, nil, apierrors.NewConflict(action.GetResource().GroupResource(), patch.GetName(), errors.New("uid mismatch"))
+		}
+		if err == nil && live.(*corev1.ConfigMap).UID != *applied.UID {
+			return true, nil, apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("ConfigMap").GroupKind(), patch.GetName(),
+				field.ErrorList{field.Invalid(field.NewPath("metadata", "uid"), *applied.UID, "field is immutable")})
+		}
+		return false, nil, nil
+	})
+}
+
+func TestManySetsMakeOneWritePerInterval(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	for i := range 50 {
+		h.r.Set("web", "web", Status{State: Running, Version: hashA, Parents: i})
+	}
+	h.flush()
+	h.wantWrites(1)
+	if got := h.configMap("web").Labels[LabelParents]; got != "49" {
+		t.Errorf("parents %q, want the last status's 49", got)
+	}
+
+	h.r.Set("web", "web", running)
+	h.flush()
+	h.wantWrites(1) // within the interval: it waits
+	if wait, pending := h.r.nextDue(); !pending || wait != time.Second {
+		t.Errorf("next write in %v (pending %v), want 1s", wait, pending)
+	}
+	h.clock.Step(time.Second)
+	h.flush()
+	h.wantWrites(2)
+}
+
+func TestNothingIsWrittenWhenNothingChanged(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		then func(h *harness)
+	}{
+		{"the same status again", func(h *harness) { h.r.Set("web", "web", running) }},
+		{"a change undone before the write", func(h *harness) {
+			h.r.Set("web", "web", Status{State: Invalid, LastError: "boom"})
+			h.r.Set("web", "web", running)
+		}},
+		{"a restart with the same status", func(h *harness) {
+			h.restart()
+			h.r.Set("web", "web", running)
+		}},
+		{"a policy never set is forgotten", func(h *harness) { h.r.Forget("web", "other") }},
+		{"a resync finding the labels in place", func(h *harness) { h.clock.Step(defaultResync) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, policyConfigMap("web"))
+			h.r.Set("web", "web", running)
+			h.flush()
+			h.wantWrites(1)
+			tc.then(h)
+			h.clock.Step(time.Second)
+			h.flush()
+			h.wantWrites(1)
+		})
+	}
+}
+
+func TestAnIdleReporterMakesNoRequest(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	h.flush()
+	if n := len(h.client.Actions()); n != 0 {
+		t.Errorf("%d requests with no status set", n)
+	}
+	if _, pending := h.r.nextDue(); pending {
+		t.Error("nothing to do, yet something pending")
+	}
+}
+
+func TestForgottenPoliciesLeaveTheConfigMap(t *testing.T) {
+	h := newHarness(t, policyConfigMap("pair"))
+	h.r.Set("pair", "a", running)
+	h.r.Set("pair", "b", Status{State: RollingOut, Version: hashB, Parents: 1, Step: 1, Steps: 3, LastError: "slow"})
+	h.flush()
+	if l := h.configMap("pair").Labels; l[LabelState] != "RollingOut" || l[LabelParents] != "3" || l[LabelRollout] != "1-of-3" {
+		t.Fatalf("labels %v", l)
+	}
+
+	t.Run("one of two gone: the other's status remains", func(t *testing.T) {
+		h.r.Forget("pair", "b")
+		h.clock.Step(time.Second)
+		h.flush()
+		cm := h.configMap("pair")
+		if l := cm.Labels; l[LabelState] != "Running" || l[LabelParents] != "2" || l[LabelVersion] != "0123456789ab" {
+			t.Errorf("labels %v", l)
+		}
+		if _, ok := cm.Labels[LabelRollout]; ok {
+			t.Error("the rollout label remains")
+		}
+		if _, ok := cm.Annotations[AnnotationLastError]; ok {
+			t.Error("the last error remains")
+		}
+	})
+	t.Run("the last one gone: no status at all, the user's metadata and data kept", func(t *testing.T) {
+		h.r.Forget("pair", "a")
+		h.clock.Step(time.Second)
+		h.flush()
+		cm := h.configMap("pair")
+		if want := (map[string]string{"metacel.dev/policy": "true"}); fmt.Sprint(cm.Labels) != fmt.Sprint(want) || len(cm.Annotations) != 0 {
+			t.Errorf("labels %v, annotations %v: want only the user's label", cm.Labels, cm.Annotations)
+		}
+		if cm.Data["policy.yaml"] == "" {
+			t.Error("the data is gone")
+		}
+		if _, pending := h.r.nextDue(); pending || len(h.r.entries) != 0 {
+			t.Error("the ConfigMap is still tracked")
+		}
+	})
+}
+
+func TestAMissingConfigMapIsNeverCreated(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before func(h *harness)
+	}{
+		{"never existed", func(*harness) {}},
+		{"deleted after a write", func(h *harness) {
+			h.r.Set("web", "web", Status{State: Waiting})
+			h.flush()
+			if err := h.client.CoreV1().ConfigMaps(ns).Delete(h.t.Context(), "web", metav1.DeleteOptions{}); err != nil {
+				h.t.Fatal(err)
+			}
+			h.clock.Step(time.Second)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var objs []runtime.Object
+			if tc.name != "never existed" {
+				objs = append(objs, policyConfigMap("web"))
+			}
+			h := newHarness(t, objs...)
+			tc.before(h)
+			h.r.Set("web", "web", running)
+			for range 5 {
+				h.flush()
+				h.clock.Step(maxBackoff)
+			}
+			if _, err := h.client.CoreV1().ConfigMaps(ns).Get(t.Context(), "web", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("the ConfigMap exists: %v", err)
+			}
+			if len(h.r.entries) != 0 {
+				t.Error("the missing ConfigMap is still tracked")
+			}
+		})
+	}
+}
+
+func TestAConfigMapReplacedUnderTheSameNameGetsItsStatus(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	h.r.Set("web", "web", Status{State: Waiting})
+	h.flush()
+	replaced := policyConfigMap("web")
+	replaced.UID = "uid-new"
+	if err := h.client.Tracker().Update(corev1.SchemeGroupVersion.WithResource("configmaps"), replaced, ns); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Set("web", "web", running)
+	for range 3 {
+		h.clock.Step(maxBackoff)
+		h.flush()
+	}
+	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+		t.Errorf("state %q on the new ConfigMap, want Running", got)
+	}
+}
+
+func TestFailedWritesAreRetriedWithBackoff(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	failures := 2
+	h.client.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failures == 0 {
+			return false, nil, nil
+		}
+		failures--
+		return true, nil, apierrors.NewServiceUnavailable("etcd is busy")
+	})
+	h.r.Set("web", "web", running)
+	h.flush() // fails
+	h.clock.Step(time.Second)
+	h.flush() // in backoff (2s): no request
+	if got := h.writes(); got != 1 {
+		t.Fatalf("%d writes, want 1 failed write and no retry within the backoff", got)
+	}
+	h.clock.Step(time.Second)
+	h.flush() // fails again: backoff 4s
+	h.clock.Step(4 * time.Second)
+	h.flush()
+	h.wantWrites(3)
+	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+		t.Errorf("state %q after the retries, want Running", got)
+	}
+}
+
+func TestLabelsRemovedBySomeoneElseAreRestoredAtResync(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	h.r.Set("web", "web", running)
+	h.flush()
+	if _, err := h.client.CoreV1().ConfigMaps(ns).Update(t.Context(), policyConfigMap("web"), metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err) // kubectl replace: the labels are gone
+	}
+	h.clock.Step(defaultResync)
+	h.flush()
+	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+		t.Errorf("state %q after a resync, want Running", got)
+	}
+}
+
+func TestAUsersServerSideApplyKeepsTheStatus(t *testing.T) {
+	h := newHarness(t)
+	userApply := func(data string) error {
+		user := corev1ac.ConfigMap("web", ns).WithLabels(map[string]string{"metacel.dev/policy": "true"}).
+			WithData(map[string]string{"policy.yaml": data})
+		_, err := h.client.CoreV1().ConfigMaps(ns).Apply(t.Context(), user, metav1.ApplyOptions{FieldManager: "kubectl"})
+		return err
+	}
+	if err := userApply("kind: CompositePolicy"); err != nil {
+		t.Fatal(err)
+	}
+	h.r.Set("web", "web", running)
+	h.flush()
+	if err := userApply("kind: CompositePolicy # v2"); err != nil {
+		t.Fatalf("the user's apply conflicts: %v", err)
+	}
+	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+		t.Errorf("state %q after the user's apply, want Running", got)
+	}
+	h.r.Set("web", "web", Status{State: Invalid, LastError: "boom"})
+	h.clock.Step(time.Second)
+	h.flush()
+	cm := h.configMap("web")
+	if cm.Labels[LabelState] != "Invalid" || cm.Data["policy.yaml"] != "kind: CompositePolicy # v2" {
+		t.Errorf("labels %v, data %v", cm.Labels, cm.Data)
+	}
+}
+
+func TestRunWritesUntilStopped(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { defer close(done); h.r.Run(ctx) }()
+
+	h.r.Set("web", "web", Status{State: Waiting})
+	h.eventually("the first status is written at once", func() bool { return h.state("web") == "Waiting" })
+	h.r.Set("web", "web", running)
+	h.eventually("Run waits for the interval", h.clock.HasWaiters)
+	h.clock.Step(time.Second)
+	h.eventually("the next status is written after the interval", func() bool { return h.state("web") == "Running" })
+	cancel()
+	<-done
+}
+
+func (h *harness) state(name string) string {
+	cm, err := h.client.CoreV1().ConfigMaps(ns).Get(h.t.Context(), name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	return cm.Labels[LabelState]
+}
+
+// eventually polls cond until it holds, failing the test after a deadline.
+func (h *harness) eventually(what string, cond func() bool) {
+	h.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out: %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+func TestAReporterWithoutNamespaceIsOff(t *testing.T) {
+	client := fake.NewClientset(policyConfigMap("web"))
+	r := NewReporter(client, "")
+	r.Set("web", "web", running)
+	r.Forget("web", "web")
+	r.Run(t.Context()) // returns at once
+	if r != nil || len(client.Actions()) != 0 {
+		t.Error("a Reporter without namespace must be off (nil) and make no request")
+	}
+}

@@ -1,0 +1,163 @@
+package rollout
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// Phase is where a policy's rollout stands.
+type Phase string
+
+const (
+	// Stable: one version serves every parent.
+	Stable Phase = "Stable"
+	// RollingOut: the target version serves the parents of the steps done so far, the stable
+	// version the others.
+	RollingOut Phase = "RollingOut"
+	// RolledBack: the target version failed; the stable version serves every parent, and the
+	// target is not tried again until the policy changes again.
+	RolledBack Phase = "RolledBack"
+)
+
+// Record is what the API server keeps of a policy's versions.
+type Record struct {
+	Phase Phase `json:"phase"`
+	// Stable is the version (Version) serving every parent not moved.
+	Stable string `json:"stable"`
+	// StableUnit and StableSource are where the stable version came from and its text: enough to
+	// compile it again after a restart.
+	StableUnit   string `json:"stableUnit,omitempty"`
+	StableSource string `json:"-"`
+	// Target is the version rolling out, or the one rolled back.
+	Target string `json:"target,omitempty"`
+	// Step is the index of the current step; StepStarted when it began.
+	Step        int       `json:"step,omitempty"`
+	StepStarted time.Time `json:"stepStarted,omitzero"`
+	// Message says why a rollout failed.
+	Message string `json:"message,omitempty"`
+}
+
+// Version identifies a version of a policy: a hash of the policy as written.
+func Version(p *policy.Compiled) string {
+	b, err := json.Marshal(p.Policy)
+	if err != nil {
+		b = fmt.Appendf(nil, "%#v", p.Policy)
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// Short is a version shortened for display.
+func Short(version string) string {
+	if len(version) > 12 {
+		return version[:12]
+	}
+	return version
+}
+
+// ConfigMap keys of a record.
+const (
+	keyRecord = "record.json"
+	keySource = "stable.yaml"
+	// LabelRolloutOf names, on a record's ConfigMap, the policy it is about.
+	LabelRolloutOf = "metacel.dev/rollout-of"
+	fieldManager   = "metacel"
+	requestTimeout = 30 * time.Second
+)
+
+// ConfigMapName is the name of a policy's record.
+func ConfigMapName(policyName string) string { return "metacel-rollout-" + policyName }
+
+// Store reads and writes records. A nil Store is off: it knows no record and writes none, so
+// rollouts happen in memory only (policies from files, without a policy namespace).
+type Store struct {
+	client    kubernetes.Interface
+	namespace string
+
+	mu   sync.Mutex
+	last map[string]Record // what was last read or written, by policy
+}
+
+// NewStore returns the store of namespace; "" turns it off (nil).
+func NewStore(client kubernetes.Interface, namespace string) *Store {
+	if namespace == "" {
+		return nil
+	}
+	return &Store{client: client, namespace: namespace, last: map[string]Record{}}
+}
+
+// Get returns a policy's record; nil when it has none.
+func (s *Store) Get(ctx context.Context, policyName string) (*Record, error) {
+	if s == nil {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(policyName), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read the rollout record of policy %q: %w", policyName, err)
+	}
+	var rec Record
+	if err := json.Unmarshal([]byte(cm.Data[keyRecord]), &rec); err != nil {
+		return nil, fmt.Errorf("rollout record of policy %q (ConfigMap %s/%s, key %s): %w", policyName, s.namespace, cm.Name, keyRecord, err)
+	}
+	rec.StableSource = cm.Data[keySource]
+	s.remember(policyName, rec)
+	return &rec, nil
+}
+
+// Put writes a policy's record, unless it is the one last read or written.
+func (s *Store) Put(ctx context.Context, policyName string, rec Record) error {
+	if s == nil || s.known(policyName, rec) {
+		return nil
+	}
+	body, err := json.Marshal(rec)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
+		WithLabels(map[string]string{LabelRolloutOf: policyName, "app.kubernetes.io/managed-by": "metacel"}).
+		WithData(map[string]string{keyRecord: string(body), keySource: rec.StableSource})
+	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+		return fmt.Errorf("write the rollout record of policy %q: %w", policyName, err)
+	}
+	s.remember(policyName, rec)
+	return nil
+}
+
+func (s *Store) known(policyName string, rec Record) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	last, ok := s.last[policyName]
+	return ok && sameRecord(last, rec)
+}
+
+// sameRecord compares records as they are stored (a time read back has no monotonic reading).
+func sameRecord(a, b Record) bool {
+	ja, errA := json.Marshal(a)
+	jb, errB := json.Marshal(b)
+	return errA == nil && errB == nil && string(ja) == string(jb) && a.StableSource == b.StableSource
+}
+
+func (s *Store) remember(policyName string, rec Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.last[policyName] = rec
+}

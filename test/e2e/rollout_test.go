@@ -1,0 +1,262 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
+	"metacel.dev/metacel/runtime/rollout"
+)
+
+// rolloutDeadline is how long, in seconds, a rollout step's parents have to become healthy.
+const rolloutDeadline = 15
+
+// rolloutSpec rolls MyApp's new versions out in three steps, a parent's health judged within
+// rolloutDeadline; pause is the first step's pause.
+func rolloutSpec(pause int) func(string) string {
+	return func(p string) string {
+		spec := fmt.Sprintf("spec:\n  rollout:\n    steps:\n      - percent: 34\n        pauseSeconds: %d\n      - percent: 67\n      - percent: 100\n    healthDeadlineSeconds: %d\n", pause, rolloutDeadline)
+		return strings.Replace(p, "spec:\n", spec, 1)
+	}
+}
+
+// unschedulable edits MyApp's policy so that its Pods select no node: they stay Pending, as the
+// Pods of a realistic bad version would.
+func unschedulable(p string) string {
+	re := regexp.MustCompile(`\n( +)containers:\n`)
+	return re.ReplaceAllString(p, "\n${1}nodeSelector:\n${1}  metacel.dev/nowhere: \"true\"\n${1}containers:\n")
+}
+
+// podNamed edits MyApp's policy to name its Pods <parent>-pod-<tag>. Each version in these tests
+// names its Pods apart: kwok, the fake kubelet, tracks Pods by name and deletes by name, so a Pod
+// re-created under its name at once (Recreate) can be deleted or left Pending by kwok's work on
+// the Pod it replaced; a kubelet works by UID and has no such race.
+func podNamed(tag string) func(string) string {
+	return func(p string) string {
+		return strings.Replace(p, `name: "${parent.metadata.name}-pod"`, `name: "${parent.metadata.name}-pod-`+tag+`"`, 1)
+	}
+}
+
+func chain(edits ...func(string) string) func(string) string {
+	return func(p string) string {
+		for _, e := range edits {
+			p = e(p)
+		}
+		return p
+	}
+}
+
+// myAppPod is what a test sees of one MyApp's Pod.
+type myAppPod struct {
+	uid, version string
+	pending      bool // selects no node
+}
+
+// myAppPods returns each MyApp Pod of ns, alive, by parent name.
+func myAppPods(t *testing.T, ns string) map[string]myAppPod {
+	t.Helper()
+	pods, err := cluster.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]myAppPod{}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp == nil {
+			out[p.Labels["app"]] = myAppPod{uid: string(p.UID), version: p.Labels["version"], pending: len(p.Spec.NodeSelector) > 0}
+		}
+	}
+	return out
+}
+
+// rolloutRecord reads MyApp's rollout record.
+func rolloutRecord(t *testing.T, ns string) (rollout.Record, error) {
+	t.Helper()
+	var rec rollout.Record
+	cm, err := cluster.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), rollout.ConfigMapName("myapp"), metav1.GetOptions{})
+	if err != nil {
+		return rec, err
+	}
+	err = json.Unmarshal([]byte(cm.Data["record.json"]), &rec)
+	rec.StableSource = cm.Data["stable.yaml"]
+	return rec, err
+}
+
+// TestPolicyRollout rolls three versions of MyApp out over 30 parents in three steps (34%, 67%,
+// 100%): one whose Pods never run stops at the first step and goes back; a healthy one goes
+// through; one whose runtime is killed mid-rollout resumes where it was.
+func TestPolicyRollout(t *testing.T) {
+	bin := buildMetacel(t)
+	policyNS, ns := newNamespace(t, "rollout-policies"), newNamespace(t, "rollout")
+	base := policyConfigMap(t, "myapp", policyNS)
+	const deadline = rolloutDeadline
+	applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("a"))))
+	outer := t
+	rt := startProcess(t, bin, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2")
+
+	const parents = 30
+	uids := map[string]types.UID{}
+	for i := range parents {
+		app := sample(t, "myapp", ns)
+		app.SetName(fmt.Sprintf("app-%02d", i))
+		uids[app.GetName()] = create(t, myAppsGVR, app).GetUID()
+	}
+	first := movedAt(uids, 34)
+	if len(first) == 0 || len(first) == parents {
+		t.Fatalf("the first step moves %d of %d parents: pick other names", len(first), parents)
+	}
+	allReady := func(version string) func() error {
+		return func() error {
+			pods := myAppPods(t, ns)
+			for name := range uids {
+				if pods[name].version != version || pods[name].pending {
+					return fmt.Errorf("%s: pod %+v, want version %q scheduled", name, pods[name], version)
+				}
+				p, err := get(t, myAppsGVR, ns, name)
+				if err != nil {
+					return err
+				}
+				if err := hasCondition("Ready", "True", "", "")(p); err != nil {
+					return fmt.Errorf("%s: %w", name, err)
+				}
+			}
+			return nil
+		}
+	}
+	eventually(t, 2*wait, "every MyApp ready", allReady(""))
+
+	t.Run("a version whose Pods never run stops at the first step and is rolled back", func(t *testing.T) {
+		before := myAppPods(t, ns)
+		start := time.Now()
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("bad"), unschedulable)))
+		// until the rollback, only the first step's parents ever get the bad Pod
+		var rolledBackAt time.Time
+		sawRollingOut := ""
+		eventually(t, time.Duration(deadline)*time.Second+wait, "the rollout rolled back", func() error {
+			if cm, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(t.Context(), base.Name, metav1.GetOptions{}); err == nil &&
+				cm.Labels[policystatus.LabelState] == string(policystatus.RollingOut) {
+				sawRollingOut = cm.Labels[policystatus.LabelRollout]
+			}
+			for name, p := range myAppPods(t, ns) {
+				if p.pending && !first[name] {
+					t.Fatalf("parent %s, not in the first step, got the bad version", name)
+				}
+			}
+			rec, err := rolloutRecord(t, policyNS)
+			if err != nil || rec.Phase != rollout.RolledBack {
+				return fmt.Errorf("record %+v: %w", rec, err)
+			}
+			rolledBackAt = time.Now()
+			return nil
+		})
+		if took := rolledBackAt.Sub(start); took < deadline*time.Second {
+			t.Errorf("rolled back after %s, before the health deadline (%ds)", took, deadline)
+		}
+		expectEqual(t, "the policy ConfigMap's rollout label while rolling out", sawRollingOut, "1-of-3")
+		waitStatus(t, policyNS, base.Name, "the policy ConfigMap says RolledBack", inState(policystatus.RolledBack, "rolled back at step 1 of 3"))
+		note := waitEvent(t, policyNS, base.Name, "PolicyRolloutFailed")
+		for name := range first {
+			if !strings.Contains(note, name) && !strings.Contains(note, "more") {
+				t.Errorf("the PolicyRolloutFailed event does not name %s: %s", name, note)
+			}
+		}
+		eventually(t, time.Duration(deadline)*time.Second, "the moved parents back on the stable version", allReady(""))
+		after := myAppPods(t, ns)
+		for name := range uids {
+			if !first[name] && after[name].uid != before[name].uid {
+				t.Errorf("parent %s, not in the first step, had its Pod replaced", name)
+			}
+		}
+		rec, _ := rolloutRecord(t, policyNS)
+		if !strings.Contains(rec.Message, "unhealthy") {
+			t.Errorf("record message %q does not say why", rec.Message)
+		}
+	})
+
+	t.Run("a healthy version goes through every step", func(t *testing.T) {
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("v2"), podLabelled("v2"))))
+		steps := map[int]bool{}
+		eventually(t, 2*wait, "v2 through every step, stable", func() error {
+			rec, err := rolloutRecord(t, policyNS)
+			if err != nil {
+				return err
+			}
+			if rec.Phase == rollout.RollingOut {
+				steps[rec.Step] = true
+			}
+			if rec.Phase != rollout.Stable || rec.Target != "" || !strings.Contains(rec.StableSource, `version: "v2"`) {
+				return fmt.Errorf("record %+v", rec)
+			}
+			return nil
+		})
+		eventually(t, wait, "every MyApp on v2", allReady("v2"))
+		if !steps[0] || !steps[1] || !steps[2] {
+			t.Errorf("the record went through the steps %v, want 0, 1 and 2", steps)
+		}
+		waitStatus(t, policyNS, base.Name, "the policy ConfigMap says Running", inState(policystatus.Running, ""))
+	})
+
+	t.Run("killed mid-rollout, the runtime resumes where it was", func(t *testing.T) {
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(8), podNamed("v3"), podLabelled("v3"))))
+		var rec rollout.Record
+		eventually(t, wait, "the first step's parents on v3", func() error {
+			var err error
+			if rec, err = rolloutRecord(t, policyNS); err != nil || rec.Phase != rollout.RollingOut || rec.Step != 0 {
+				return fmt.Errorf("record %+v: %w", rec, err)
+			}
+			for name, p := range myAppPods(t, ns) {
+				if first[name] != (p.version == "v3") || p.pending {
+					return fmt.Errorf("%s: pod %+v", name, p)
+				}
+			}
+			return nil
+		})
+		moved := myAppPods(t, ns)
+		rt.kill9()
+		rt = startProcess(outer, bin, rt.args...)
+		eventually(t, wait, "the restarted runtime at the second step, the first step's start kept", func() error {
+			got, err := rolloutRecord(t, policyNS)
+			if err == nil && got.Phase == rollout.RollingOut && got.Step == 0 && !got.StepStarted.Equal(rec.StepStarted) {
+				t.Fatalf("the restarted runtime began the first step again: started %s, before the kill %s", got.StepStarted, rec.StepStarted)
+			}
+			if err != nil || got.Phase != rollout.RollingOut || got.Step != 1 {
+				return fmt.Errorf("record %+v: %w", got, err)
+			}
+			return nil
+		})
+		eventually(t, 2*wait, "every MyApp on v3", allReady("v3"))
+		after := myAppPods(t, ns)
+		for name := range first {
+			if after[name].uid != moved[name].uid {
+				t.Errorf("parent %s of the first step had its v3 Pod replaced again after the restart", name)
+			}
+		}
+		eventually(t, wait, "the record says v3 is stable", func() error {
+			if got, err := rolloutRecord(t, policyNS); err != nil || got.Phase != rollout.Stable {
+				return fmt.Errorf("record %+v: %w", got, err)
+			}
+			return nil
+		})
+	})
+}
+
+// movedAt returns the parents that a rollout step of percent moves.
+func movedAt(uids map[string]types.UID, percent int) map[string]bool {
+	out := map[string]bool{}
+	for name, uid := range uids {
+		if policy.RolloutBucket(uid) < percent {
+			out[name] = true
+		}
+	}
+	return out
+}
