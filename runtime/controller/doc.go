@@ -19,4 +19,9 @@
 // one (a resync) not even a render: read from the caches' metadata, nothing is decoded
 // (unchanged.go). Render errors are permanent for the parent's current inputs and are not
 // retried (an input change re-syncs the parent); API errors are retried with backoff.
+//
+// A controller may hold a share of its policy's parents only (SetShare, share.go): during a
+// rollout, package operator runs two versions of one policy side by side, each on its share, and
+// moves parents from one to the other. It counts, for the policy's status, the parents it holds
+// and their conditions as its syncs last computed them (Counts), without decoding any.
 package controller

@@ -13,4 +13,11 @@
 // Each failure to load is reported once per distinct cause. A CRD whose spec changes is the exception
 // (crds.go): its informers are retired, so that the policies using it, compiled again against the
 // new schema, restart on caches listed with it.
+//
+// A policy that declares spec.rollout is not swapped at once (rollout.go): its new version runs
+// beside the previous one, each controller on its share of the parents, and a driver moves the
+// shares step by step, or back, as package rollout decides from the moved parents' health; the
+// rollout record in the API server lets a restarted runtime go on where it was. Every second the
+// policy set tells package policystatus each policy's state, which the leader writes as labels of
+// the policy's ConfigMap (status.go).
 package operator
