@@ -53,7 +53,10 @@ Environment for 'up' (ports default to free ones):
     "etcd kube-apiserver" is an API server with no other writer, as the
     benchmark wants: no garbage collector, no scheduler, no nodes),
   METACEL_AUDIT_POLICY (an audit policy file: kube-apiserver logs the
-    requests it selects as JSON lines to DIR/logs/audit.log)
+    requests it selects as JSON lines to DIR/logs/audit.log),
+  METACEL_FEATURE_GATES (kube-apiserver's --feature-gates, comma separated
+    NAME=true|false, default none; e.g. ShardedListAndWatch=true, the alpha
+    sharded list and watch, which needs nothing else)
 EOF
 }
 
@@ -504,6 +507,11 @@ cmd_up() {
 			--audit-log-path="$dir/logs/audit.log" --audit-log-format=json)
 	fi
 
+	local gates=()
+	if [[ -n "${METACEL_FEATURE_GATES:-}" ]]; then
+		gates=(--feature-gates="$METACEL_FEATURE_GATES")
+	fi
+
 	start_component "$dir" kube-apiserver "$bin/kube-apiserver" \
 		--etcd-servers="http://127.0.0.1:$etcd_port" \
 		--bind-address=127.0.0.1 \
@@ -522,7 +530,8 @@ cmd_up() {
 		--endpoint-reconciler-type=none \
 		--allow-privileged=true \
 		--profiling=false \
-		${audit[@]+"${audit[@]}"}
+		${audit[@]+"${audit[@]}"} \
+		${gates[@]+"${gates[@]}"}
 
 	local kubectl=("$KUBECTL" --kubeconfig="$dir/kubeconfig")
 	wait_for "$dir" "kube-apiserver /readyz" "${kubectl[@]}" get --raw /readyz

@@ -11,7 +11,10 @@
 // So the informers of the pool (runtime/controller) list and watch through ListWatch, whose
 // decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
 // typed metav1.ObjectMeta and keeps the object's bytes; Unstructured decodes them on demand,
-// dropping what the runtime never reads (Slim). Nothing here writes to the API server.
+// dropping what the runtime never reads (Slim). ShardedListWatch does the same for the objects
+// whose UID hashes into a range of shard slots (runtime/shard), selected by the API server's
+// shard selector when it honours them (ProbeShardSupport), else by dropping the others here
+// before the informer sees them. Nothing here writes to the API server.
 //
 // client-go has no decoder of this kind (its metadata-only client drops the rest of the
 // object, and its unstructured decoder builds the maps), hence this package.

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -36,8 +37,16 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 // ListWatch lists and watches the objects of a resource in every namespace, filtered by a label
 // selector ("" for all), for an informer whose example object is &Object{}.
 func (c *Client) ListWatch(gvr schema.GroupVersionResource, selector string) *cache.ListWatch {
+	return c.listWatch(gvr, selector, "", nil)
+}
+
+// listWatch lists and watches a resource with a label selector and a shard selector ("" for
+// none); when keep is not nil, it drops the list items and watch events of the objects whose UID
+// it refuses before the informer sees them.
+func (c *Client) listWatch(gvr schema.GroupVersionResource, labelSelector, shardSelector string, keep func(types.UID) bool) *cache.ListWatch {
 	request := func(opts metav1.ListOptions) *rest.Request {
-		opts.LabelSelector = selector
+		opts.LabelSelector = labelSelector
+		opts.ShardSelector = shardSelector
 		r := c.rest.Get()
 		if gvr.Group == "" {
 			r = r.AbsPath("/api", gvr.Version, gvr.Resource)
@@ -53,11 +62,25 @@ func (c *Client) ListWatch(gvr schema.GroupVersionResource, selector string) *ca
 				return nil, err // with the API server's Status, when it sent one
 			}
 			data, _ := res.Raw()
-			return decodeList(data)
+			list, err := decodeList(data)
+			if err != nil {
+				return nil, err
+			}
+			if keep != nil {
+				list.keep(keep)
+			}
+			return list, nil
 		},
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
-			return request(opts).Watch(ctx)
+			w, err := request(opts).Watch(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if keep != nil {
+				return filterWatch(w, keep), nil
+			}
+			return w, nil
 		},
 	}
 }

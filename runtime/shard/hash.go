@@ -1,0 +1,124 @@
+package shard
+
+import (
+	"fmt"
+	"math/bits"
+	"strconv"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Slots is the number of equal slots the 64-bit hash space is cut into: an object is in slot
+// Hash(uid) >> 58.
+const Slots = 64
+
+// slotShift is log2(2^64 / Slots): shifting a hash right by it gives its slot.
+const slotShift = 64 - 6
+
+// FNV-1a, 64-bit (hash/fnv's New64a, without its allocation).
+const (
+	fnvOffset64 = 14695981039346656037
+	fnvPrime64  = 1099511628211
+)
+
+// Hash is the 64-bit FNV-1a hash of the UID string: the value the API server's
+// shardRange(object.metadata.uid, ...) selects on (k8s.io/apimachinery/pkg/sharding.HashField).
+func Hash(uid types.UID) uint64 {
+	h := uint64(fnvOffset64)
+	for i := 0; i < len(uid); i++ {
+		h ^= uint64(uid[i])
+		h *= fnvPrime64
+	}
+	return h
+}
+
+// SlotOf returns the slot, in [0, Slots), of the object with this UID.
+func SlotOf(uid types.UID) int {
+	return int(Hash(uid) >> slotShift)
+}
+
+// Range is the slots [From, To), 0 <= From < To <= Slots.
+type Range struct{ From, To int }
+
+// Selector returns the shard selector (metav1.ListOptions.ShardSelector) that lists and watches
+// the objects whose UID hashes into r:
+//
+//	shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
+//
+// The API server wants bounds of exactly 16 lowercase hex digits, the top one (2^64) excepted,
+// and From < To: the selector of an empty range is refused.
+func (r Range) Selector() string {
+	return fmt.Sprintf("shardRange(object.metadata.uid, '%s', '%s')", bound(r.From), bound(r.To))
+}
+
+// bound is the hash where a slot starts, as the API server reads it; Slots is the end of the
+// space, 2^64.
+func bound(slot int) string {
+	if slot >= Slots {
+		return "0x10000000000000000"
+	}
+	return fmt.Sprintf("0x%016x", uint64(slot)<<slotShift)
+}
+
+// Contains reports whether the object with this UID is in r: what the API server answers to
+// r.Selector().
+func (r Range) Contains(uid types.UID) bool {
+	s := SlotOf(uid)
+	return r.From <= s && s < r.To
+}
+
+// Set is a set of slots: bit i is slot i.
+type Set uint64
+
+// SetOf returns the set of the slots of the ranges (clipped to [0, Slots)).
+func SetOf(r ...Range) Set {
+	var s Set
+	for _, rg := range r {
+		for i := max(rg.From, 0); i < min(rg.To, Slots); i++ {
+			s |= 1 << i
+		}
+	}
+	return s
+}
+
+// Has reports whether slot is in s.
+func (s Set) Has(slot int) bool {
+	return slot >= 0 && slot < Slots && s&(1<<slot) != 0
+}
+
+// Count returns the number of slots in s.
+func (s Set) Count() int {
+	return bits.OnesCount64(uint64(s))
+}
+
+// Ranges returns the maximal runs of contiguous slots of s, in order.
+func (s Set) Ranges() []Range {
+	var out []Range
+	for i := 0; i < Slots; {
+		if !s.Has(i) {
+			i++
+			continue
+		}
+		from := i
+		for i < Slots && s.Has(i) {
+			i++
+		}
+		out = append(out, Range{From: from, To: i})
+	}
+	return out
+}
+
+// String lists the runs of s with inclusive slot numbers, "0-20,43-63" ("5" for a run of one
+// slot, "" for the empty set).
+func (s Set) String() string {
+	parts := make([]string, 0, Slots/2)
+	for _, r := range s.Ranges() {
+		if r.To-r.From == 1 {
+			parts = append(parts, strconv.Itoa(r.From))
+			continue
+		}
+		parts = append(parts, strconv.Itoa(r.From)+"-"+strconv.Itoa(r.To-1))
+	}
+	return strings.Join(parts, ",")
+}
