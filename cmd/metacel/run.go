@@ -32,6 +32,8 @@ type runOptions struct {
 	profiling       bool
 	leaderElect     bool
 	election        operator.LeaderElection
+	shards          string
+	sharding        operator.Sharding
 	logFormat       string
 	verbosity       flag.Value
 }
@@ -69,6 +71,12 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.DurationVar(&o.election.LeaseDuration, "leader-election-lease-duration", def.LeaseDuration, "how long a standby waits before taking over a Lease that is not renewed")
 	f.DurationVar(&o.election.RenewDeadline, "leader-election-renew-deadline", def.RenewDeadline, "how long the leader tries to renew before it gives up leading")
 	f.DurationVar(&o.election.RetryPeriod, "leader-election-retry-period", def.RetryPeriod, "how often replicas try to acquire or renew the Lease")
+	sh := operator.DefaultSharding("")
+	f.StringVar(&o.shards, "shards", "off", "off: one replica reconciles (with --leader-elect, the others stand by); auto: the replicas share the parents, each syncing about 1/N of them (exclusive with --leader-elect)")
+	f.StringVar(&o.sharding.Identity, "shard-identity", "", "this replica's name among the sharded replicas (default: hostname and a random suffix)")
+	f.DurationVar(&o.sharding.LeaseDuration, "shard-lease-duration", sh.LeaseDuration, "how long after a replica stops renewing its Lease the others take its parents")
+	f.DurationVar(&o.sharding.RenewDeadline, "shard-renew-deadline", sh.RenewDeadline, "how long a replica goes on syncing without renewing its Lease (less than --shard-lease-duration)")
+	f.DurationVar(&o.sharding.RenewInterval, "shard-renew-interval", sh.RenewInterval, "how often a replica renews its Lease")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text (klog) or json (one object per line)")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -87,6 +95,14 @@ func (o *runOptions) run(ctx context.Context) error {
 		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
 	case o.workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
+	case o.shards != "off" && o.shards != "auto":
+		return fmt.Errorf("--shards must be off or auto, got %q", o.shards)
+	case o.shards == "auto" && o.leaderElect:
+		return errors.New("--shards=auto and --leader-elect exclude each other: sharded replicas all reconcile, each its share")
+	case o.shards == "auto" && o.policyNamespace == "":
+		return errors.New("--shards=auto needs --policy-namespace: the replicas' Leases and slot table live there")
+	case o.shards == "auto" && o.sharding.RenewDeadline >= o.sharding.LeaseDuration:
+		return fmt.Errorf("--shard-renew-deadline (%s) must be less than --shard-lease-duration (%s)", o.sharding.RenewDeadline, o.sharding.LeaseDuration)
 	}
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
@@ -116,6 +132,10 @@ func (o *runOptions) run(ctx context.Context) error {
 			o.election.Namespace = o.policyNamespace
 		}
 		opts.LeaderElection = &o.election
+	}
+	if o.shards == "auto" {
+		o.sharding.Namespace = o.policyNamespace
+		opts.Sharding = &o.sharding
 	}
 	return operator.Run(ctx, opts)
 }

@@ -225,7 +225,7 @@ func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructure
 // its entry's deletionPolicy is Orphan. parent, when known, gets the event.
 func (c *Controller) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
 	if dp == policy.DeletionOrphan {
-		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID}
+		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID, render.LabelShardSlot}
 		annotations := []string{render.AnnotationDeletionPolicy}
 		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)

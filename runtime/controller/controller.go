@@ -7,6 +7,7 @@ import (
 	"hash/maphash"
 	"maps"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,9 @@ type Deps struct {
 	Recorder events.EventRecorder
 	Metrics  *Metrics
 	Clock    clock.Clock
+	// OnSync, when set, is told of every sync of a parent this controller holds, with when it
+	// began and ended (tests record them, to check that no two replicas sync one parent at once)
+	OnSync func(policy, key string, start, end time.Time)
 }
 
 // Controller reconciles the parents of one policy.
@@ -50,9 +54,14 @@ type Controller struct {
 	deps   Deps
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	parents  cache.SharedIndexInformer
-	children map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	parents  *resourceCache
+	children map[string]*resourceCache            // by GroupVersionResource string
 	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	// sharding, when not nil, makes the controller hold the parents of some slots only
+	// (resourcecache.go); syncing is held (read) by each sync, so that a replica letting go of
+	// slots can wait for the syncs under way
+	sharding *sharding
+	syncing  sync.RWMutex
 	// namespaces is the namespaces' informer, when the policy's confinement asks for consent
 	namespaces cache.SharedIndexInformer
 	relIndex   *relatedIndex
@@ -103,7 +112,7 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		unchanged: unchanged{seed: maphash.MakeSeed()},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
-		children: map[string]cache.SharedIndexInformer{},
+		children: map[string]*resourceCache{},
 		related:  map[string]cache.SharedIndexInformer{},
 		relIndex: newRelatedIndex(),
 		// from 5 ms, doubling while each sync writes children; forgotten by one that writes none
@@ -170,10 +179,18 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 }
 
-// informers returns the controller's informers by resource.
+// informers returns the controller's informers by resource (and slot, with sharding).
 func (c *Controller) informers() map[string]cache.SharedIndexInformer {
-	out := map[string]cache.SharedIndexInformer{c.policy.Parent.GVR.String(): c.parents}
-	maps.Copy(out, c.children)
+	out := map[string]cache.SharedIndexInformer{}
+	for _, rc := range append([]*resourceCache{c.parents}, slices.Collect(maps.Values(c.children))...) {
+		for i, inf := range rc.informers() {
+			name := rc.gvr.String()
+			if rc.sharded {
+				name = fmt.Sprintf("%s (slot informer %d)", name, i)
+			}
+			out[name] = inf
+		}
+	}
 	maps.Copy(out, c.related)
 	if c.namespaces != nil {
 		out[namespacesGVR.String()] = c.namespaces
@@ -188,6 +205,17 @@ func (c *Controller) release() {
 		c.cleanups[i]()
 	}
 	c.cleanups = nil
+	if c.sharding != nil {
+		c.sharding.mu.Lock()
+		defer c.sharding.mu.Unlock()
+		c.sharding.stopped = true
+	}
+	if c.parents != nil {
+		c.parents.releaseAll()
+		for _, rc := range c.children {
+			rc.releaseAll()
+		}
+	}
 	c.drainQueue()
 }
 
@@ -212,9 +240,10 @@ func (c *Controller) Watch() error {
 	if c.policy.ParentSelector != nil {
 		selector = c.selector.String()
 	}
-	c.parents = c.acquire(c.policy.Parent.GVR, selector, c.parentHandler())
+	sharded := c.sharding != nil
+	c.parents = c.newResourceCache(c.policy.Parent.GVR, selector, c.parentHandler(), sharded)
 	for gvr := range c.policy.ChildResources {
-		c.children[gvr.String()] = c.acquire(gvr, managedSelector, c.childHandler())
+		c.children[gvr.String()] = c.newResourceCache(gvr, managedSelector, c.childHandler(), sharded)
 	}
 	c.watchRelated()
 	return nil
@@ -263,7 +292,9 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	start := c.deps.Clock.Now()
+	c.syncing.RLock()
 	err := c.syncRecovering(klog.NewContext(ctx, logger), key)
+	c.syncing.RUnlock()
 	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
 		// the controller stops (a reload swapped it, or shutdown): its successor syncs the parent
 		logger.V(2).Info("Sync cancelled: the controller is stopping", "err", err)
@@ -329,7 +360,7 @@ func isTooLarge(err error) bool {
 
 // enqueueAll asks for a sync of every parent.
 func (c *Controller) enqueueAll(add func(string)) {
-	for _, key := range c.parents.GetIndexer().ListKeys() {
+	for _, key := range c.parents.ListKeys() {
 		add(key)
 	}
 }
@@ -365,7 +396,7 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 			return
 		}
-		parents, _ := c.parents.GetIndexer().ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
+		parents, _ := c.parents.ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
 			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
 				c.queue.AddAfter(key, c.childEvents.When(key))

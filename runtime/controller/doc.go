@@ -24,4 +24,10 @@
 // rollout, package operator runs two versions of one policy side by side, each on its share, and
 // moves parents from one to the other. It counts, for the policy's status, the parents it holds
 // and their conditions as its syncs last computed them (Counts), without decoding any.
+//
+// With sharding (ShardedBy, resourcecache.go), a controller syncs the parents of the slots its
+// replica holds (package shard), and caches only them: one informer per slot for the parents (the
+// API server's shard selector, or a filter as objects arrive) and for each child resource (the
+// children's metacel.dev/shard-slot label), read as one cache. Moving between slots waits for the
+// syncs under way of the slots given up.
 package controller

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 
@@ -86,6 +87,10 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
+		if !c.holds(types.UID(obj.GetLabels()[render.LabelParentUID])) {
+			done = false // another replica's, with sharding: recorded until it has removed it
+			continue
+		}
 		if err := c.removeChild(ctx, c.parentOf(obj), gvr, render.DeletionPolicyOf(obj, c.policy, c.previous), obj); err != nil {
 			logger.Error(err, "Cannot remove a child of a resource the policy no longer lists; will retry", "child", klog.KObj(obj))
 			done = false
@@ -113,7 +118,7 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
 func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := c.parents.GetIndexer().ByIndex(byUID, child.GetLabels()[render.LabelParentUID])
+	objs, _ := c.parents.ByIndex(byUID, child.GetLabels()[render.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

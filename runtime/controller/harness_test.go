@@ -54,21 +54,26 @@ func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
 	newInformer := func() cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
 	}
-	c.parents = newInformer()
+	c.parents = wholeCache(p.Parent.GVR, newInformer())
 	if err := c.setSelector(); err != nil {
 		t.Fatal(err)
 	}
 	for gvr := range p.ChildResources {
-		c.children[gvr.String()] = newInformer()
+		c.children[gvr.String()] = wholeCache(gvr, newInformer())
 	}
 	t.Cleanup(c.queue.ShutDown)
 	return &harness{c: c, client: client, recorder: rec, kube: kube}
 }
 
+// wholeCache is a resource's cache of one informer the test fills.
+func wholeCache(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) *resourceCache {
+	return &resourceCache{gvr: gvr, bySlot: map[int]*slotInformer{wholeSlot: {informer: inf, release: func() {}}}}
+}
+
 // cacheParent puts a parent in the parent cache.
 func (h *harness) cacheParent(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	if err := h.c.parents.GetIndexer().Add(obj); err != nil {
+	if err := h.c.parents.whole().GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -80,7 +85,7 @@ func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}
-	if err := h.c.children[res.GVR.String()].GetIndexer().Add(obj); err != nil {
+	if err := h.c.children[res.GVR.String()].whole().GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)
 	}
 }

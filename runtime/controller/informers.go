@@ -15,6 +15,7 @@ import (
 
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // Index names of every pooled informer.
@@ -75,6 +76,9 @@ type Pool struct {
 type informerKey struct {
 	gvr      schema.GroupVersionResource
 	selector string
+	// slot is the slot of the UID hash the informer holds (sharding), or wholeSlot
+	slot       int
+	serverSide bool
 }
 
 type poolEntry struct {
@@ -94,12 +98,19 @@ func NewPool(ctx context.Context, client dynamic.Interface, lister *compact.Clie
 	return &Pool{ctx: ctx, client: client, compact: lister, entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
 }
 
-// newInformer returns an informer of the objects of a resource that match a label selector.
-func (p *Pool) newInformer(gvr schema.GroupVersionResource, selector string) cache.SharedIndexInformer {
+// newInformer returns an informer of the objects of a resource that match a label selector (and
+// hash into a slot).
+func (p *Pool) newInformer(k informerKey) cache.SharedIndexInformer {
+	gvr, selector := k.gvr, k.selector
 	if p.compact != nil {
-		return cache.NewSharedIndexInformerWithOptions(p.compact.ListWatch(gvr, selector), &compact.Object{},
+		lw := p.compact.ListWatch(gvr, selector)
+		if k.slot != wholeSlot {
+			lw = p.compact.ShardedListWatch(gvr, selector, shard.Range{From: k.slot, To: k.slot + 1}, k.serverSide)
+		}
+		return cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
 			cache.SharedIndexInformerOptions{Indexers: indexers, ObjectDescription: gvr.String()})
 	}
+	// without a compact client (tests), a slot's informer holds every object of the resource
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers, tweak).Informer()
 	_ = inf.SetTransform(slim)
@@ -109,12 +120,22 @@ func (p *Pool) newInformer(gvr schema.GroupVersionResource, selector string) cac
 // Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
 // starting it if needed. Call release when done with it.
 func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string) (inf cache.SharedIndexInformer, release func()) {
+	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: wholeSlot})
+}
+
+// AcquireSlot returns the informer of the objects of a resource, filtered by a label selector,
+// whose UIDs hash into one slot (package shard): selected by the API server when serverSide,
+// else dropped as they arrive. Call release when done with it.
+func (p *Pool) AcquireSlot(gvr schema.GroupVersionResource, selector string, slot int, serverSide bool) (inf cache.SharedIndexInformer, release func()) {
+	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: slot, serverSide: serverSide})
+}
+
+func (p *Pool) acquire(k informerKey) (inf cache.SharedIndexInformer, release func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	k := informerKey{gvr, selector}
 	e, ok := p.entries[k]
 	if !ok {
-		inf := p.newInformer(gvr, selector)
+		inf := p.newInformer(k)
 		ctx, stop := context.WithCancel(p.ctx)
 		e = &poolEntry{informer: inf, stop: stop}
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {

@@ -112,7 +112,7 @@ func (c *Controller) letGoOfStrays(ctx context.Context) {
 		}
 		for i := range items {
 			p := &items[i]
-			if !slices.Contains(p.GetFinalizers(), render.Finalizer) {
+			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !c.holds(p.GetUID()) {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)

@@ -203,7 +203,7 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 	if len(h.c.lastConds.m) != 1 || len(h.c.refused.byParent) != 1 {
 		t.Fatalf("remembered %d conditions and %d refusals, want 1 and 1", len(h.c.lastConds.m), len(h.c.refused.byParent))
 	}
-	if err := h.c.parents.GetIndexer().Delete(parent); err != nil {
+	if err := h.c.parents.whole().GetIndexer().Delete(parent); err != nil {
 		t.Fatal(err)
 	}
 	_ = h.c.sync(t.Context(), "ns/p")

@@ -11,6 +11,7 @@ import (
 
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // A controller may sync a share of its policy's parents only. During a rollout (package operator)
@@ -26,6 +27,9 @@ import (
 type share struct {
 	holds   atomic.Pointer[func(types.UID) bool]
 	partial atomic.Bool
+	// slots are the slots held, with sharding (sharded): a parent is held when its slot is too
+	slots   atomic.Uint64
+	sharded atomic.Bool
 }
 
 // SetShare makes the controller sync only the parents for which holds is true (nil: every
@@ -58,6 +62,9 @@ func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 
 // holds reports whether the parent of that UID is the controller's to sync.
 func (c *Controller) holds(uid types.UID) bool {
+	if c.share.sharded.Load() && !shard.Set(c.share.slots.Load()).Has(shard.SlotOf(uid)) {
+		return false
+	}
 	f := c.share.holds.Load()
 	return f == nil || (*f)(uid)
 }
@@ -151,7 +158,7 @@ func (c *Controller) HeldParents() []metav1.Object {
 		return nil
 	}
 	var out []metav1.Object
-	for _, obj := range c.parents.GetIndexer().List() {
+	for _, obj := range c.parents.List() {
 		if m, err := metaOf(obj); err == nil && c.holds(m.GetUID()) {
 			out = append(out, m)
 		}

@@ -3,11 +3,14 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // During a rollout each version's controller syncs its share of the parents only: a parent
@@ -83,4 +86,70 @@ spec:
 	if h.c.Counts().Ready != 1 || h.c.wholeSet() {
 		t.Errorf("Counts %+v, whole set %v", h.c.Counts(), h.c.wholeSet())
 	}
+}
+
+// With sharding, a replica syncs the parents of the slots it holds only.
+func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
+	policy := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: secrets}]
+` + secretChild(`type: "${parent.data.a}"`)
+	const uid = "9b2d6c1e-4f4a-4c3e-9d59-2f6a5e0c7b11"
+	slot := shard.SlotOf(uid)
+	tests := []struct {
+		name       string
+		slots      shard.Set
+		wantWrites string
+	}{
+		{"the parent's slot held: synced", shard.SetOf(shard.Range{From: slot, To: slot + 1}), "create secrets"},
+		{"every other slot held: not synced", ^shard.SetOf(shard.Range{From: slot, To: slot + 1}), ""},
+		{"no slot held: not synced", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, policy)
+			h.c.ShardedBy(false)
+			h.c.narrowSlots(tt.slots)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`, resourceVersion: "2"}, data: {a: "new"}}`))
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
+			})
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.writes(), ","); got != tt.wantWrites {
+				t.Errorf("writes %q, want %q", got, tt.wantWrites)
+			}
+		})
+	}
+}
+
+// A replica letting go of slots waits for the syncs under way: once narrowSlots returns, no sync
+// of a parent of those slots is running.
+func TestLettingGoOfSlotsWaitsForTheSyncsUnderWay(t *testing.T) {
+	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: secrets}]
+`+secretChild(`type: "x"`))
+	h.c.ShardedBy(false)
+	h.c.narrowSlots(^shard.Set(0))
+	h.c.syncing.RLock() // a sync under way
+	done := make(chan struct{})
+	go func() {
+		h.c.narrowSlots(0)
+		close(done)
+	}()
+	select {
+	case <-done:
+		t.Fatal("narrowSlots returned while a sync was under way")
+	case <-time.After(50 * time.Millisecond):
+	}
+	h.c.syncing.RUnlock()
+	<-done
 }

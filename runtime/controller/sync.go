@@ -31,7 +31,11 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil // a deleted parent's owned children go with it (garbage collection)
 	}
 	if !c.holds(cached.GetUID()) {
-		return nil // the other version's, during a rollout
+		return nil // another replica's (sharding), or the other version's (a rollout)
+	}
+	if c.deps.OnSync != nil {
+		start := c.deps.Clock.Now()
+		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
@@ -132,7 +136,7 @@ func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured
 // it), to be read, never modified; nil when it is gone, after letting go of a parent that left
 // with the cleanup finalizer and forgetting what was remembered of it.
 func (c *Controller) cachedParent(key string) (metav1.Object, error) {
-	obj, exists, err := c.parents.GetIndexer().GetByKey(key)
+	obj, exists, err := c.parents.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -153,8 +157,8 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 // parent-uid index), whoever applied them, as their metadata: compact.Unstructured decodes one.
 func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
 	var out []metav1.Object
-	for _, inf := range c.children {
-		objs, _ := inf.GetIndexer().ByIndex(byParentUID, string(uid))
+	for _, rc := range c.children {
+		objs, _ := rc.ByIndex(byParentUID, string(uid))
 		for _, obj := range objs {
 			if m, err := metaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
 				out = append(out, m)

@@ -96,7 +96,7 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 	// the same parent, at the same resourceVersion, as a compact cache holds it, but undecodable
 	undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: "1"}, Raw: []byte("not JSON")}
-	if err := h.c.parents.GetIndexer().Update(undecodable); err != nil {
+	if err := h.c.parents.whole().GetIndexer().Update(undecodable); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.c.sync(t.Context(), "ns/p"); err != nil {

@@ -20,4 +20,8 @@
 // rollout record in the API server lets a restarted runtime go on where it was. Every second the
 // policy set tells package policystatus each policy's state, which the leader writes as labels of
 // the policy's ConfigMap (status.go).
+//
+// With Options.Sharding (sharding.go), the replica takes part in sharding (package shard) instead
+// of leader election: its coordinator's slots go to every controller, and the replica holding slot
+// 0 writes the policies' status with the counts the others report in their Leases.
 package operator

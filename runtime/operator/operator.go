@@ -59,6 +59,11 @@ type Options struct {
 	OnReload func(running map[string]int)
 	// LeaderElection, when set, makes this replica reconcile only while it holds a Lease.
 	LeaderElection *LeaderElection
+	// OnSync, when set, is told of every sync of a parent, with when it began and ended (tests).
+	OnSync func(policy, key string, start, end time.Time)
+	// Sharding, when set, makes this replica share the parents with the other replicas that run
+	// with it (package shard); exclusive with LeaderElection.
+	Sharding *Sharding
 }
 
 // Run runs until ctx is done or a source or server fails (or, with leader election, this replica
@@ -148,9 +153,15 @@ func (r *reconciler) run(ctx context.Context) error {
 		Recorder: r.recorder,
 		Metrics:  controller.NewMetrics(r.reg),
 		Clock:    clock.RealClock{},
+		OnSync:   o.OnSync,
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.records = rollout.NewStore(r.clients.kube, ledgerNamespace(o))
+	if o.Sharding != nil {
+		if err := startSharding(ctx, *o.Sharding, r.clients, set, r.reg); err != nil {
+			return err
+		}
+	}
 	set.status = policystatus.NewReporter(r.clients.kube, o.PolicyNamespace)
 	go set.status.Run(ctx)
 	statusTick := time.NewTicker(statusInterval)

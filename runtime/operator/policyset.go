@@ -44,6 +44,8 @@ type policySet struct {
 	// ConfigMap and policy names reported last
 	status    *policystatus.Reporter
 	published map[[2]string]bool
+	// shards, when not nil, is the slots of the parents this replica syncs (sharding.go)
+	shards *shards
 
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
@@ -404,6 +406,9 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 	if share != nil {
 		ctrl.SetShare(share)
 	}
+	if s.shards != nil {
+		ctrl.ShardedBy(s.shards.serverSide)
+	}
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return nil
@@ -442,6 +447,9 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		started := func() {
 			close(r.synced)
 			r.stopPredecessor() // the old version syncs until the new one can: no gap, no overlap
+		}
+		if s.shards != nil {
+			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them
 		}
 		if err := ctrl.Run(ctx, s.workers, started); err != nil {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
@@ -532,6 +540,7 @@ func names(ps []*policy.Compiled) []string {
 type policyMetrics struct {
 	info       *prometheus.GaugeVec
 	loadErrors *prometheus.CounterVec
+	parents    *prometheus.GaugeVec
 }
 
 func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
@@ -545,7 +554,11 @@ func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
 			Help: "Policy versions that failed to load (parse, validation, compilation) or were rejected (conflicts), each counted once: retries of the same version are not counted.",
 		}, []string{"policy"}),
 	}
-	reg.MustRegister(m.info, m.loadErrors)
+	m.parents = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "metacel_policy_parents",
+		Help: "Parents a policy's controller syncs in this process: all of them, or this replica's share with sharding.",
+	}, []string{"policy"})
+	reg.MustRegister(m.info, m.loadErrors, m.parents)
 	return m
 }
 
@@ -556,6 +569,7 @@ func (m *policyMetrics) loaded(policy, src string, generation int) {
 
 func (m *policyMetrics) removed(policy string) {
 	m.info.DeletePartialMatch(prometheus.Labels{"policy": policy})
+	m.parents.DeleteLabelValues(policy)
 }
 
 // loadError counts a failed load against the policies the unit held, or the unit itself when it

@@ -48,6 +48,12 @@ func (ro *rolloutRun) notMoved(uid types.UID) bool { return !ro.moved(uid) }
 // runRolloutLocked starts p when a rollout decides how: a policy rolling out now, or a version
 // that declares spec.rollout. It returns false when p starts as before, at once.
 func (s *policySet) runRolloutLocked(p *policy.Compiled, st *unitState, old *running, restart bool) bool {
+	if s.shards != nil {
+		if p.Rollout != nil {
+			klog.FromContext(s.ctx).Info("Sharded replicas do not roll policies out step by step yet: the new version reaches every parent at once", "policy", p.Name())
+		}
+		return false
+	}
 	v := rollout.Version(p)
 	if old != nil && old.rollout != nil {
 		switch {

@@ -12,8 +12,13 @@ import (
 // reads the units, which only that goroutine changes. A status depends only on the policies'
 // state, so a write it causes (a snapshot of the same ConfigMap) changes nothing.
 func (s *policySet) publishStatus() {
-	if s.status == nil {
+	s.recordParents()
+	if s.status == nil || !s.shards.writesStatus() {
 		return
+	}
+	var others map[string]controller.Counts
+	if s.shards != nil {
+		others = s.shards.othersCounts()
 	}
 	now := map[[2]string]bool{}
 	for _, st := range s.units {
@@ -23,7 +28,7 @@ func (s *policySet) publishStatus() {
 		for _, name := range s.policiesOf(st) {
 			key := [2]string{st.unit.ConfigMap.Name, name}
 			now[key] = true
-			s.status.Set(key[0], key[1], s.statusOf(st, name))
+			s.status.Set(key[0], key[1], s.statusOf(st, name, others[name]))
 		}
 	}
 	for key := range s.published {
@@ -32,6 +37,19 @@ func (s *policySet) publishStatus() {
 		}
 	}
 	s.published = now
+}
+
+// recordParents sets metacel_policy_parents: the parents each policy's controllers sync here.
+func (s *policySet) recordParents() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, r := range s.running {
+		n := r.ctrl.Counts().Parents
+		if r.rollout != nil {
+			n += r.rollout.target.ctrl.Counts().Parents
+		}
+		s.metrics.parents.WithLabelValues(name).Set(float64(n))
+	}
 }
 
 // policiesOf names the policies of a unit: those of its last good version, else the unit's own
@@ -49,7 +67,7 @@ func unitKey(name string) string {
 }
 
 // statusOf is the state of one policy of a unit.
-func (s *policySet) statusOf(st *unitState, name string) policystatus.Status {
+func (s *policySet) statusOf(st *unitState, name string, others controller.Counts) policystatus.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.running[name]
@@ -59,7 +77,7 @@ func (s *policySet) statusOf(st *unitState, name string) policystatus.Status {
 	out := policystatus.Status{State: policystatus.Running}
 	if r != nil {
 		out.Version = policystatus.ShortVersion(r.version)
-		counts := r.ctrl.Counts()
+		counts := add(r.ctrl.Counts(), others)
 		if r.rollout != nil {
 			counts = add(counts, r.rollout.target.ctrl.Counts())
 		}

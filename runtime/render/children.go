@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,6 +17,7 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // buildChildren evaluates every child entry, in policy order, and finishes each object.
@@ -221,6 +223,7 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 	labels[LabelPolicy] = r.c.Name()
 	labels[LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[LabelChildID] = ch.ID
+	labels[LabelShardSlot] = strconv.Itoa(shard.SlotOf(r.in.Parent.GetUID()))
 	if ch.DeletionPolicy == policy.DeletionOrphan {
 		annotate(meta, AnnotationDeletionPolicy, string(policy.DeletionOrphan))
 	}

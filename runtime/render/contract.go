@@ -11,6 +11,9 @@ const (
 	LabelParentUID = "metacel.dev/parent-uid"
 	// LabelChildID holds the id of the policy's child entry that produced the child.
 	LabelChildID = "metacel.dev/child-id"
+	// LabelShardSlot holds the slot of the parent's UID hash (package shard): replicas that shard
+	// the parents watch each slot's children through it.
+	LabelShardSlot = "metacel.dev/shard-slot"
 	// AnnotationDeletionPolicy records on a child its entry's deletionPolicy when it is Orphan, so
 	// that what becomes of the child is read from the child itself, even once its entry, or its
 	// whole resource, is gone from the policy.

@@ -28,6 +28,8 @@ const (
 	LabelMember = "metacel.dev/shard-member"
 	// AnnotationSlots shows, on a replica's Lease, the slots it syncs now (e.g. "0-20").
 	AnnotationSlots = "metacel.dev/shard-slots"
+	// AnnotationReport holds, on a replica's Lease, what Options.Report gave at its last renewal.
+	AnnotationReport = "metacel.dev/shard-report"
 	// TableName is the ConfigMap holding the owner of each slot, labelled LabelTable.
 	TableName    = "metacel-shards"
 	LabelTable   = "metacel.dev/shard-table"
@@ -49,6 +51,9 @@ type Options struct {
 	// syncing without renewing. RenewInterval is how often it renews.
 	LeaseDuration, RenewDeadline, RenewInterval time.Duration
 	Clock                                       clock.WithTicker
+	// Report, when set, gives what this replica tells the others at each renewal of its Lease
+	// (Reports): e.g. how many parents it holds.
+	Report func() string
 }
 
 // Hold is told the slots this replica may sync now; when it returns, the syncs of the slots it
@@ -140,7 +145,9 @@ func (c *Coordinator) watch(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), li.HasSynced, ti.HasSynced) {
 		return ctx.Err()
 	}
+	c.mu.Lock()
 	c.leases, c.tables = li.GetIndexer(), ti.GetIndexer()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -370,12 +377,13 @@ func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slot
 		lease.Annotations = map[string]string{}
 	}
 	lease.Annotations[AnnotationSlots] = slots
+	c.setReport(lease.Annotations)
 	return leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
 }
 
 func (c *Coordinator) newLease(now metav1.MicroTime, slots string) *coordinationv1.Lease {
 	seconds := int32(c.o.LeaseDuration / time.Second)
-	return &coordinationv1.Lease{
+	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: LeaseName(c.o.Identity), Namespace: c.o.Namespace,
 			Labels:      map[string]string{LabelMember: "true", "app.kubernetes.io/managed-by": "metacel"},
@@ -383,6 +391,34 @@ func (c *Coordinator) newLease(now metav1.MicroTime, slots string) *coordination
 		},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &c.o.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
 	}
+	c.setReport(lease.Annotations)
+	return lease
+}
+
+func (c *Coordinator) setReport(annotations map[string]string) {
+	if c.o.Report != nil {
+		annotations[AnnotationReport] = c.o.Report()
+	}
+}
+
+// Reports returns what each live replica reported at its last renewal, by identity.
+func (c *Coordinator) Reports() map[string]string {
+	out := map[string]string{}
+	c.mu.Lock()
+	leases := c.leases
+	c.mu.Unlock()
+	if leases == nil {
+		return out
+	}
+	now := c.o.Clock.Now()
+	objs, _ := leases.ByIndex(cache.NamespaceIndex, c.o.Namespace)
+	for _, obj := range objs {
+		l := obj.(*coordinationv1.Lease)
+		if l.Spec.HolderIdentity != nil && !expired(l, now) {
+			out[*l.Spec.HolderIdentity] = l.Annotations[AnnotationReport]
+		}
+	}
+	return out
 }
 
 // leave stops syncing, gives this replica's slots back and deletes its Lease.

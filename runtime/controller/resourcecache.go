@@ -1,0 +1,279 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/tools/cache"
+
+	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/shard"
+)
+
+// resourceCache is the cache of one resource as a controller reads it: one informer of every
+// object, or, with sharding, one informer per slot the replica holds, read as one. Slots are
+// informers of their own so that when slots move between replicas, those a replica keeps are not
+// listed again: only the slots it gains are, and those it loses are released.
+type resourceCache struct {
+	gvr      schema.GroupVersionResource
+	selector string
+	handler  cache.ResourceEventHandler
+
+	mu      sync.RWMutex
+	bySlot  map[int]*slotInformer // wholeSlot when not sharded
+	sharded bool
+}
+
+// wholeSlot keys the one informer of a resource that is not sharded.
+const wholeSlot = -1
+
+type slotInformer struct {
+	informer cache.SharedIndexInformer
+	release  func()
+}
+
+// newResourceCache returns the cache of a resource filtered by a label selector, whose events
+// go to handler; sharded, it holds no slot until setSlots.
+func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, sharded bool) *resourceCache {
+	rc := &resourceCache{gvr: gvr, selector: selector, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
+	if !sharded {
+		inf, release := c.acquireInformer(gvr, selector, h)
+		rc.bySlot[wholeSlot] = &slotInformer{informer: inf, release: release}
+	}
+	return rc
+}
+
+// acquireInformer acquires a resource's informer from the pool and adds handler to it; release
+// removes the handler and releases the informer.
+func (c *Controller) acquireInformer(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler) (cache.SharedIndexInformer, func()) {
+	inf, release := c.deps.Pool.Acquire(gvr, selector)
+	return inf, withHandler(inf, release, h)
+}
+
+func withHandler(inf cache.SharedIndexInformer, release func(), h cache.ResourceEventHandler) func() {
+	reg, err := inf.AddEventHandler(h)
+	utilruntime.HandleError(err)
+	return func() {
+		if err == nil {
+			_ = inf.RemoveEventHandler(reg)
+		}
+		release()
+	}
+}
+
+// addSlots acquires the informers of slots, through acquire, and returns them (to wait for).
+func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.SharedIndexInformer, func())) []cache.SharedIndexInformer {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	var out []cache.SharedIndexInformer
+	for _, slot := range slots {
+		if _, ok := rc.bySlot[slot]; ok {
+			continue
+		}
+		inf, release := acquire(slot)
+		rc.bySlot[slot] = &slotInformer{informer: inf, release: withHandler(inf, release, rc.handler)}
+		out = append(out, inf)
+	}
+	return out
+}
+
+// dropSlots releases the informers of slots.
+func (rc *resourceCache) dropSlots(slots []int) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for _, slot := range slots {
+		if si, ok := rc.bySlot[slot]; ok {
+			si.release()
+			delete(rc.bySlot, slot)
+		}
+	}
+}
+
+// releaseAll releases every informer.
+func (rc *resourceCache) releaseAll() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for slot, si := range rc.bySlot {
+		si.release()
+		delete(rc.bySlot, slot)
+	}
+}
+
+// informers returns the informers, in slot order.
+func (rc *resourceCache) informers() []cache.SharedIndexInformer {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	slots := make([]int, 0, len(rc.bySlot))
+	for s := range rc.bySlot {
+		slots = append(slots, s)
+	}
+	slices.Sort(slots)
+	out := make([]cache.SharedIndexInformer, len(slots))
+	for i, s := range slots {
+		out[i] = rc.bySlot[s].informer
+	}
+	return out
+}
+
+// whole returns the informer of a resource that is not sharded (tests fill its cache).
+func (rc *resourceCache) whole() cache.SharedIndexInformer {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	return rc.bySlot[wholeSlot].informer
+}
+
+// GetByKey returns the object of a key from whichever informer holds it.
+func (rc *resourceCache) GetByKey(key string) (any, bool, error) {
+	for _, inf := range rc.informers() {
+		if obj, ok, err := inf.GetIndexer().GetByKey(key); ok || err != nil {
+			return obj, ok, err
+		}
+	}
+	return nil, false, nil
+}
+
+// ListKeys returns the keys of every object cached.
+func (rc *resourceCache) ListKeys() []string {
+	var out []string
+	for _, inf := range rc.informers() {
+		out = append(out, inf.GetIndexer().ListKeys()...)
+	}
+	return out
+}
+
+// List returns every object cached.
+func (rc *resourceCache) List() []any {
+	var out []any
+	for _, inf := range rc.informers() {
+		out = append(out, inf.GetIndexer().List()...)
+	}
+	return out
+}
+
+// ByIndex returns the objects cached under an index value.
+func (rc *resourceCache) ByIndex(index, value string) ([]any, error) {
+	var out []any
+	for _, inf := range rc.informers() {
+		objs, err := inf.GetIndexer().ByIndex(index, value)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, objs...)
+	}
+	return out, nil
+}
+
+// Slots, with sharding: see package shard. A controller of a sharded replica holds the slots its
+// coordinator gives it (SetSlots): its parent informers list and watch each slot's parents only
+// (the API server's shard selector when it honours it, else filtered as they arrive), its child
+// informers each slot's children only, through the label metacel.dev/shard-slot that every child
+// carries (render.LabelShardSlot). Related objects are not sharded: they are read by name or
+// selector, whatever the parent.
+
+// ShardedBy makes the controller sync only the parents of the slots given by SetSlots, from none;
+// serverSide says whether the API server honours shard selectors. Call it before Watch.
+func (c *Controller) ShardedBy(serverSide bool) {
+	c.sharding = &sharding{serverSide: serverSide}
+	c.share.slots.Store(0)
+	c.share.sharded.Store(true)
+}
+
+// sharding is how a sharded controller watches its slots.
+type sharding struct {
+	serverSide bool
+	// mu serializes the moves between slots, and the release of the informers when the
+	// controller stops (stopped), after which it moves no more
+	mu      sync.Mutex
+	stopped bool
+}
+
+// FollowSlots makes the controller sync the parents of the slots held() gives, read when it is
+// their turn (calls are serialized, so the last one wins whatever their order), and returns once
+// it no longer syncs those of the slots it held before and does not hold now: their syncs under
+// way have ended. The informers of the slots it gains are listed first; until they have synced
+// (or ctx ends), their parents are not synced. A controller that has stopped follows nothing.
+func (c *Controller) FollowSlots(ctx context.Context, held func() shard.Set) {
+	if c.sharding == nil {
+		return
+	}
+	c.sharding.mu.Lock()
+	defer c.sharding.mu.Unlock()
+	if c.sharding.stopped {
+		return
+	}
+	c.setSlots(ctx, held())
+}
+
+// setSlots moves the controller from the slots it holds to slots.
+func (c *Controller) setSlots(ctx context.Context, slots shard.Set) {
+	held := shard.Set(c.share.slots.Load())
+	c.narrowSlots(held & slots)
+	c.dropSlotInformers(members(held &^ slots))
+	gained := members(slots &^ held)
+	informers := c.addSlotInformers(gained)
+	if !cache.WaitForCacheSync(ctx.Done(), syncedFuncs(informers)...) {
+		return
+	}
+	c.share.slots.Store(uint64(slots))
+	c.unchanged.reset()
+	c.enqueueAll(c.queue.Add)
+}
+
+// narrowSlots stops syncing the parents of slots outside s, and waits for the syncs under way.
+func (c *Controller) narrowSlots(s shard.Set) {
+	c.share.slots.Store(uint64(s))
+	c.syncing.Lock()
+	c.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
+}
+
+func (c *Controller) addSlotInformers(slots []int) []cache.SharedIndexInformer {
+	if len(slots) == 0 {
+		return nil
+	}
+	out := c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+		return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, c.sharding.serverSide)
+	})
+	for _, rc := range c.children {
+		out = append(out, rc.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+			return c.deps.Pool.Acquire(rc.gvr, slotSelector(rc.selector, slot))
+		})...)
+	}
+	return out
+}
+
+func (c *Controller) dropSlotInformers(slots []int) {
+	if len(slots) == 0 {
+		return
+	}
+	c.parents.dropSlots(slots)
+	for _, rc := range c.children {
+		rc.dropSlots(slots)
+	}
+}
+
+// slotSelector narrows a label selector of children to one slot's.
+func slotSelector(selector string, slot int) string {
+	return fmt.Sprintf("%s,%s=%d", selector, render.LabelShardSlot, slot)
+}
+
+func members(s shard.Set) []int {
+	var out []int
+	for slot := range shard.Slots {
+		if s.Has(slot) {
+			out = append(out, slot)
+		}
+	}
+	return out
+}
+
+func syncedFuncs(infs []cache.SharedIndexInformer) []cache.InformerSynced {
+	out := make([]cache.InformerSynced, len(infs))
+	for i, inf := range infs {
+		out[i] = inf.HasSynced
+	}
+	return out
+}

@@ -1,0 +1,166 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/shard"
+)
+
+// Sharding configures a replica that shares the parents with the other replicas (package
+// shard), instead of leader election.
+type Sharding struct {
+	// Namespace holds the replicas' Leases and the slot table.
+	Namespace string
+	// Identity of this replica; empty: hostname and a random suffix.
+	Identity                                    string
+	LeaseDuration, RenewDeadline, RenewInterval time.Duration
+}
+
+// DefaultSharding has the timings of leader election: a replica's slots move at most 15 s after
+// it stops renewing, and it stops syncing them 10 s after its last renewal.
+func DefaultSharding(namespace string) Sharding {
+	return Sharding{Namespace: namespace, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RenewInterval: 2 * time.Second}
+}
+
+// shards is the slots this replica holds, which every controller of the policy set follows.
+type shards struct {
+	serverSide bool
+	identity   string
+	// reports gives what each live replica last reported (shardReport), by identity
+	reports func() map[string]string
+	mu      sync.Mutex
+	slots   shard.Set
+	metrics *shardMetrics
+}
+
+func (s *shards) held() shard.Set {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.slots
+}
+
+// startSharding probes whether the API server selects shards, and starts this replica's
+// coordinator: the slots it gives go to every controller of set.
+func startSharding(ctx context.Context, sh Sharding, c *clients, set *policySet, reg prometheus.Registerer) error {
+	serverSide, err := compact.ProbeShardSupport(ctx, c.kube, sh.Namespace)
+	if err != nil {
+		return fmt.Errorf("ask the API server whether it selects shards: %w", err)
+	}
+	identity := sh.Identity
+	if identity == "" {
+		host, _ := os.Hostname()
+		identity = host + "_" + string(uuid.NewUUID())
+	}
+	klog.FromContext(ctx).Info("Sharding the parents with the other replicas", "identity", identity, "serverSideShardSelectors", serverSide)
+	set.shards = &shards{serverSide: serverSide, identity: identity, metrics: newShardMetrics(reg, identity)}
+	coord := shard.New(c.kube, shard.Options{
+		Namespace: sh.Namespace, Identity: identity,
+		LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewInterval: sh.RenewInterval,
+		Report: set.shardReport,
+	}, set.setSlots)
+	set.shards.reports = coord.Reports
+	go func() {
+		if err := coord.Run(ctx); err != nil && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Shard coordinator stopped")
+		}
+	}()
+	return nil
+}
+
+// setSlots makes every controller sync the parents of slots, and returns once none syncs those
+// of the slots given up (the coordinator then writes them free).
+func (s *policySet) setSlots(ctx context.Context, slots shard.Set) {
+	s.shards.mu.Lock()
+	s.shards.slots = slots
+	s.shards.mu.Unlock()
+	s.shards.metrics.set(slots)
+	s.mu.Lock()
+	var ctrls []*controller.Controller
+	for _, r := range s.running {
+		ctrls = append(ctrls, r.ctrl)
+		if r.rollout != nil {
+			ctrls = append(ctrls, r.rollout.target.ctrl)
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, c := range ctrls {
+		wg.Go(func() { c.FollowSlots(ctx, s.shards.held) })
+	}
+	wg.Wait()
+}
+
+// shardReport is what this replica tells the others at each renewal: the counts of the parents
+// it holds, by policy. The replica that holds slot 0 writes the policies' status with the sum.
+func (s *policySet) shardReport() string {
+	s.mu.Lock()
+	counts := map[string]controller.Counts{}
+	for name, r := range s.running {
+		counts[name] = r.ctrl.Counts()
+	}
+	s.mu.Unlock()
+	b, _ := json.Marshal(counts)
+	return string(b)
+}
+
+// othersCounts sums, by policy, what the other live replicas last reported.
+func (s *shards) othersCounts() map[string]controller.Counts {
+	out := map[string]controller.Counts{}
+	for identity, report := range s.reports() {
+		var counts map[string]controller.Counts
+		if identity == s.identity || json.Unmarshal([]byte(report), &counts) != nil {
+			continue
+		}
+		for name, c := range counts {
+			out[name] = add(out[name], c)
+		}
+	}
+	return out
+}
+
+// writesStatus reports whether this replica writes the policies' status: without sharding, yes;
+// with, the replica holding slot 0 does.
+func (s *shards) writesStatus() bool {
+	return s == nil || s.held().Has(0)
+}
+
+// shardMetrics are the metacel_shard_* metrics of this replica.
+type shardMetrics struct {
+	identity string
+	slots    prometheus.Gauge
+	ranges   *prometheus.GaugeVec
+}
+
+func newShardMetrics(reg prometheus.Registerer, identity string) *shardMetrics {
+	m := &shardMetrics{
+		identity: identity,
+		slots: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "metacel_shard_slots", Help: "Slots of the parents' UID hash (of 64) this replica syncs.",
+			ConstLabels: prometheus.Labels{"identity": identity},
+		}),
+		ranges: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "metacel_shard_range", Help: "1 per range of slots this replica syncs (from-to, inclusive, of 64 slots of the parents' UID hash).",
+		}, []string{"identity", "range"}),
+	}
+	reg.MustRegister(m.slots, m.ranges)
+	return m
+}
+
+func (m *shardMetrics) set(s shard.Set) {
+	m.slots.Set(float64(s.Count()))
+	m.ranges.Reset()
+	for _, r := range s.Ranges() {
+		m.ranges.WithLabelValues(m.identity, shard.SetOf(r).String()).Set(1)
+	}
+}

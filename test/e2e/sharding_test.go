@@ -1,0 +1,260 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/runtime/shard"
+)
+
+// testSharding keeps the tests short: a replica's slots move 6 s after it stops renewing.
+func testSharding(ns, identity string) *operator.Sharding {
+	return &operator.Sharding{Namespace: ns, Identity: identity, LeaseDuration: 6 * time.Second, RenewDeadline: 4 * time.Second, RenewInterval: time.Second}
+}
+
+// syncLog records each replica's syncs of each parent.
+type syncLog struct {
+	mu    sync.Mutex
+	byKey map[string][]syncSpan
+}
+
+type syncSpan struct {
+	replica    string
+	start, end time.Time
+}
+
+func (l *syncLog) hook(replica string) func(policy, key string, start, end time.Time) {
+	return func(_, key string, start, end time.Time) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.byKey[key] = append(l.byKey[key], syncSpan{replica, start, end})
+	}
+}
+
+// overlaps returns the parents that two replicas synced at the same time.
+func (l *syncLog) overlaps() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	for key, spans := range l.byKey {
+		sort.Slice(spans, func(i, j int) bool { return spans[i].start.Before(spans[j].start) })
+		for i := 1; i < len(spans); i++ {
+			if prev := spans[i-1]; prev.replica != spans[i].replica && spans[i].start.Before(prev.end) {
+				out = append(out, fmt.Sprintf("%s (%s and %s)", key, prev.replica, spans[i].replica))
+			}
+		}
+	}
+	return out
+}
+
+// synced returns how many parents each replica synced.
+func (l *syncLog) synced() map[string]int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[string]int{}
+	for _, spans := range l.byKey {
+		seen := map[string]bool{}
+		for _, s := range spans {
+			if !seen[s.replica] {
+				seen[s.replica] = true
+				out[s.replica]++
+			}
+		}
+	}
+	return out
+}
+
+// target is a cluster the sharding tests run on.
+type target struct {
+	cfg  *rest.Config
+	dyn  dynamic.Interface
+	kube kubernetes.Interface
+}
+
+func targetOf(t *testing.T, cfg *rest.Config) target {
+	t.Helper()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return target{cfg: cfg, dyn: dyn, kube: kube}
+}
+
+// startShardReplica runs a sharded runtime in-process on the target until the test ends; its metrics
+// go to the registry returned.
+func startShardReplica(t *testing.T, tg target, o operator.Options) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg := rest.CopyConfig(tg.cfg)
+	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), klog.Background().V(1)))
+	done := make(chan error, 1)
+	go func() {
+		o.Config, o.Workers, o.Registry = cfg, runtimeWorkers, reg
+		done <- operator.Run(ctx, o)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("replica: %v", err)
+		}
+	})
+	return reg
+}
+
+func gauge(reg *prometheus.Registry, name string) float64 {
+	families, _ := reg.Gather()
+	for _, f := range families {
+		if f.GetName() == name {
+			total := 0.0
+			for _, m := range f.GetMetric() {
+				total += m.GetGauge().GetValue()
+			}
+			return total
+		}
+	}
+	return 0
+}
+
+// createWidgets creates n Widgets in ns, a few at a time, and returns their UIDs by name.
+func createWidgets(t *testing.T, dyn dynamic.Interface, ns, prefix string, n int) map[string]types.UID {
+	t.Helper()
+	var mu sync.Mutex
+	out := map[string]types.UID{}
+	var wg sync.WaitGroup
+	const writers = 8
+	for w := range writers {
+		wg.Go(func() {
+			for i := w; i < n; i += writers {
+				name := fmt.Sprintf("%s-%04d", prefix, i)
+				obj := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",
+					"metadata": map[string]any{"name": name, "namespace": ns},
+					"spec":     map[string]any{"color": "blue"},
+				}}
+				got, err := dyn.Resource(widgetsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+				if err != nil {
+					t.Errorf("create widget %s: %v", name, err)
+					return
+				}
+				mu.Lock()
+				out[name] = got.GetUID()
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+// converged returns the number of Widgets of ns whose status says their child was written.
+func converged(t *testing.T, dyn dynamic.Interface, ns string) (int, error) {
+	list, err := dyn.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, w := range list.Items {
+		if str(&w, "status", "color") == "blue" {
+			n++
+		}
+	}
+	return n, nil
+}
+
+func shardPolicy(t *testing.T, kube kubernetes.Interface, ns string) {
+	t.Helper()
+	cm := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: "policy-shardwidget", Namespace: ns, Labels: map[string]string{"metacel.dev/policy": "true"}},
+		Data:       map[string]string{"widget.yaml": readFile(t, filepath.Join("testdata", "policies", "shards", "widget.yaml"))},
+	}
+	if _, err := kube.CoreV1().ConfigMaps(ns).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShardedReplicas runs three replicas with --shards=auto over 3,000 parents, on an API server
+// that selects shards and on one that does not (the replicas then filter what they list and
+// watch): every parent converges, each replica holds a third of them (±15 %), and no parent is
+// synced by two replicas at once.
+func TestShardedReplicas(t *testing.T) {
+	tests := []struct {
+		name string
+		on   func(t *testing.T) target
+	}{
+		{"the API server selects shards (ShardedListAndWatch)", func(t *testing.T) target {
+			tg := targetOf(t, startControlPlane(t, "METACEL_FEATURE_GATES=ShardedListAndWatch=true"))
+			installCRD(t, tg.dyn, filepath.Join("testdata", "crds", "widget.yaml"))
+			return tg
+		}},
+		{"the API server ignores shard selectors", func(*testing.T) target { return targetOf(t, cluster.config) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg := tt.on(t)
+			policyNS, ns := createNamespace(t, tg.kube, "shard-policies"), createNamespace(t, tg.kube, "shards")
+			shardPolicy(t, tg.kube, policyNS)
+			log := &syncLog{byKey: map[string][]syncSpan{}}
+			regs := map[string]*prometheus.Registry{}
+			for _, id := range []string{"replica-a", "replica-b", "replica-c"} {
+				regs[id] = startShardReplica(t, tg, operator.Options{PolicyNamespace: policyNS, Sharding: testSharding(policyNS, id), OnSync: log.hook(id)})
+			}
+			eventually(t, wait, "the replicas share the 64 slots", func() error {
+				total := 0.0
+				for id, reg := range regs {
+					n := gauge(reg, "metacel_shard_slots")
+					if n < 21 {
+						return fmt.Errorf("%s holds %.0f slots", id, n)
+					}
+					total += n
+				}
+				if total != shard.Slots {
+					return fmt.Errorf("%.0f slots held", total)
+				}
+				return nil
+			})
+			const parents = 3000
+			createWidgets(t, tg.dyn, ns, "w", parents)
+			eventually(t, 3*wait, "every parent converged", func() error {
+				n, err := converged(t, tg.dyn, ns)
+				if err == nil && n != parents {
+					err = fmt.Errorf("%d of %d", n, parents)
+				}
+				return err
+			})
+			for id, reg := range regs {
+				held := gauge(reg, "metacel_policy_parents")
+				if share := held / (parents / 3); share < 0.85 || share > 1.15 {
+					t.Errorf("%s holds %.0f parents in its cache, %.2f of a third", id, held, share)
+				}
+			}
+			if o := log.overlaps(); len(o) > 0 {
+				t.Errorf("%d parents synced by two replicas at once, e.g. %s", len(o), strings.Join(o[:min(3, len(o))], "; "))
+			}
+			t.Logf("parents synced by each replica: %v", log.synced())
+		})
+	}
+}
