@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -257,4 +258,172 @@ func TestShardedReplicas(t *testing.T) {
 			t.Logf("parents synced by each replica: %v", log.synced())
 		})
 	}
+}
+
+// shardLeases returns the slots each live replica's Lease says it syncs, by identity.
+func shardLeases(t *testing.T, kube kubernetes.Interface, ns string) map[string]string {
+	t.Helper()
+	list, err := kube.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: shard.LabelMember + "=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, l := range list.Items {
+		if l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 6*time.Second {
+			out[*l.Spec.HolderIdentity] = l.Annotations[shard.AnnotationSlots]
+		}
+	}
+	return out
+}
+
+// slotsOf parses the slots a Lease shows ("0-20,40").
+func slotsOf(s string) shard.Set {
+	var out shard.Set
+	for _, part := range strings.Split(s, ",") {
+		var from, to int
+		if n, _ := fmt.Sscanf(part, "%d-%d", &from, &to); n == 2 {
+			out |= shard.SetOf(shard.Range{From: from, To: to + 1})
+		} else if n, _ := fmt.Sscanf(part, "%d", &from); n == 1 {
+			out |= shard.SetOf(shard.Range{From: from, To: from + 1})
+		}
+	}
+	return out
+}
+
+// sharedAmong waits until exactly the replicas ids hold the 64 slots between them, each at least
+// 21.
+func sharedAmong(t *testing.T, kube kubernetes.Interface, ns string, ids ...string) {
+	t.Helper()
+	eventually(t, wait, fmt.Sprintf("the slots shared among %v", ids), func() error {
+		leases := shardLeases(t, kube, ns)
+		var union shard.Set
+		for _, id := range ids {
+			s := slotsOf(leases[id])
+			if s.Count() < shard.Slots/len(ids) {
+				return fmt.Errorf("%s holds %q; leases %v", id, leases[id], leases)
+			}
+			union |= s
+		}
+		if union.Count() != shard.Slots || len(leases) != len(ids) {
+			return fmt.Errorf("leases %v", leases)
+		}
+		return nil
+	})
+}
+
+// shardedObjectVersions returns the resourceVersion of every Widget and ConfigMap of ns, by kind/name.
+func shardedObjectVersions(t *testing.T, dyn dynamic.Interface, ns string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, gvr := range []schema.GroupVersionResource{widgetsGVR, configMapsGVR} {
+		list, err := dyn.Resource(gvr).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range list.Items {
+			out[gvr.Resource+"/"+o.GetName()] = o.GetResourceVersion()
+		}
+	}
+	return out
+}
+
+// TestAKilledReplicasParentsMove kills (SIGKILL) one of three sharded replicas: the survivors
+// sync its parents within the Lease duration + 5 s, a parent created meanwhile converges; started
+// again, it gets its share back and nothing is rewritten. On an API server with and without the
+// ShardedListAndWatch gate.
+func TestAKilledReplicasParentsMove(t *testing.T) {
+	bin := buildMetacel(t)
+	tests := []struct {
+		name string
+		on   func(t *testing.T) (target, string)
+	}{
+		{"the API server selects shards", func(t *testing.T) (target, string) {
+			cfg, kubeconfig := startControlPlaneAt(t, "METACEL_FEATURE_GATES=ShardedListAndWatch=true")
+			tg := targetOf(t, cfg)
+			installCRD(t, tg.dyn, filepath.Join("testdata", "crds", "widget.yaml"))
+			return tg, kubeconfig
+		}},
+		{"the API server ignores shard selectors", func(t *testing.T) (target, string) { return targetOf(t, cluster.config), cluster.kubeconfig }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tg, kubeconfig := tt.on(t)
+			policyNS, ns := createNamespace(t, tg.kube, "kill-policies"), createNamespace(t, tg.kube, "kill")
+			shardPolicy(t, tg.kube, policyNS)
+			args := func(id string) []string {
+				return []string{"run", "--kubeconfig", kubeconfig, "--policy-namespace", policyNS, "--shards=auto", "--shard-identity", id,
+					"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-renew-interval=1s",
+					"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
+			}
+			procs := map[string]*process{}
+			for _, id := range []string{"r-a", "r-b", "r-c"} {
+				procs[id] = startProcess(t, bin, args(id)...)
+			}
+			sharedAmong(t, tg.kube, policyNS, "r-a", "r-b", "r-c")
+			const parents = 300
+			createWidgets(t, tg.dyn, ns, "w", parents)
+			eventually(t, 2*wait, "every parent converged", func() error {
+				n, err := converged(t, tg.dyn, ns)
+				if err == nil && n != parents {
+					err = fmt.Errorf("%d of %d", n, parents)
+				}
+				return err
+			})
+
+			killed := slotsOf(shardLeases(t, tg.kube, policyNS)["r-c"])
+			procs["r-c"].kill9()
+			at := time.Now()
+			orphan := widgetIn(t, tg.dyn, ns, killed)
+			eventually(t, wait, "the parent created in the killed replica's slots converged", func() error {
+				w, err := tg.dyn.Resource(widgetsGVR).Namespace(ns).Get(t.Context(), orphan, metav1.GetOptions{})
+				if err == nil && str(w, "status", "color") != "blue" {
+					err = fmt.Errorf("status %v", w.Object["status"])
+				}
+				return err
+			})
+			if took := time.Since(at); took > 6*time.Second+5*time.Second {
+				t.Errorf("the survivors synced the killed replica's parent after %s, more than the Lease duration (6s) + 5s", took.Round(100*time.Millisecond))
+			}
+			sharedAmong(t, tg.kube, policyNS, "r-a", "r-b")
+
+			before := shardedObjectVersions(t, tg.dyn, ns)
+			procs["r-c"] = startProcess(t, bin, args("r-c")...)
+			sharedAmong(t, tg.kube, policyNS, "r-a", "r-b", "r-c")
+			n, err := converged(t, tg.dyn, ns)
+			if err != nil || n != parents+1 {
+				t.Errorf("converged %d of %d: %v", n, parents+1, err)
+			}
+			after := shardedObjectVersions(t, tg.dyn, ns)
+			for k, rv := range before {
+				if after[k] != rv {
+					t.Errorf("%s rewritten when the replica came back (resourceVersion %s, then %s)", k, rv, after[k])
+				}
+			}
+		})
+	}
+}
+
+// widgetIn creates Widgets until one's UID falls in slots, and returns its name.
+func widgetIn(t *testing.T, dyn dynamic.Interface, ns string, slots shard.Set) string {
+	t.Helper()
+	for i := range 200 {
+		name := fmt.Sprintf("late-%03d", i)
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"color": "blue"},
+		}}
+		got, err := dyn.Resource(widgetsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slots.Has(shard.SlotOf(got.GetUID())) {
+			return name
+		}
+		if err := dyn.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("no Widget of 200 fell in the slots %s", slots.String())
+	return ""
 }

@@ -144,6 +144,13 @@ func TestShardSelector(t *testing.T) {
 // with env added to the environment) and stops it when the test ends.
 func startControlPlane(t *testing.T, env ...string) *rest.Config {
 	t.Helper()
+	cfg, _ := startControlPlaneAt(t, env...)
+	return cfg
+}
+
+// startControlPlaneAt is startControlPlane, and returns the path of its kubeconfig too.
+func startControlPlaneAt(t *testing.T, env ...string) (*rest.Config, string) {
+	t.Helper()
 	dir := t.TempDir() // removed after the control plane is down (cleanups run last first)
 	script := filepath.Join(repo, "hack", "control-plane.sh")
 	up := exec.CommandContext(t.Context(), script, "up", dir)
@@ -156,12 +163,13 @@ func startControlPlane(t *testing.T, env ...string) *rest.Config {
 			t.Errorf("stop the control plane: %v\n%s", err, out)
 		}
 	})
-	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "kubeconfig"))
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 200, 400
-	return cfg
+	return cfg, kubeconfig
 }
 
 // installCRD creates the CRDs of a file and waits until they are served.
