@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -140,11 +139,9 @@ func gauge(reg *prometheus.Registry, name string) float64 {
 	return 0
 }
 
-// createWidgets creates n Widgets in ns, a few at a time, and returns their UIDs by name.
-func createWidgets(t *testing.T, dyn dynamic.Interface, ns, prefix string, n int) map[string]types.UID {
+// createWidgets creates n Widgets in ns, a few at a time.
+func createWidgets(t *testing.T, dyn dynamic.Interface, ns, prefix string, n int) {
 	t.Helper()
-	var mu sync.Mutex
-	out := map[string]types.UID{}
 	var wg sync.WaitGroup
 	const writers = 8
 	for w := range writers {
@@ -156,19 +153,14 @@ func createWidgets(t *testing.T, dyn dynamic.Interface, ns, prefix string, n int
 					"metadata": map[string]any{"name": name, "namespace": ns},
 					"spec":     map[string]any{"color": "blue"},
 				}}
-				got, err := dyn.Resource(widgetsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
-				if err != nil {
+				if _, err := dyn.Resource(widgetsGVR).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{}); err != nil {
 					t.Errorf("create widget %s: %v", name, err)
 					return
 				}
-				mu.Lock()
-				out[name] = got.GetUID()
-				mu.Unlock()
 			}
 		})
 	}
 	wg.Wait()
-	return out
 }
 
 // converged returns the number of Widgets of ns whose status says their child was written.
