@@ -67,7 +67,9 @@ func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
 
 // wholeCache is a resource's cache of one informer the test fills.
 func wholeCache(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) *resourceCache {
-	return &resourceCache{gvr: gvr, bySlot: map[int]*slotInformer{wholeSlot: {informer: inf, release: func() {}}}}
+	rc := &resourceCache{gvr: gvr, bySlot: map[int]*slotInformer{wholeSlot: {informer: inf, release: func() {}}}}
+	rc.relist()
+	return rc
 }
 
 // cacheParent puts a parent in the parent cache.

@@ -26,6 +26,9 @@ type resourceCache struct {
 	mu      sync.RWMutex
 	bySlot  map[int]*slotInformer // wholeSlot when not sharded
 	sharded bool
+	// list is bySlot's informers in slot order, rebuilt when slots change: reads, on every
+	// sync, allocate nothing
+	list []cache.SharedIndexInformer
 }
 
 // wholeSlot keys the one informer of a resource that is not sharded.
@@ -43,8 +46,23 @@ func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector 
 	if !sharded {
 		inf, release := c.acquireInformer(gvr, selector, h)
 		rc.bySlot[wholeSlot] = &slotInformer{informer: inf, release: release}
+		rc.relist()
 	}
 	return rc
+}
+
+// relist rebuilds list from bySlot; the caller holds mu.
+func (rc *resourceCache) relist() {
+	slots := make([]int, 0, len(rc.bySlot))
+	for s := range rc.bySlot {
+		slots = append(slots, s)
+	}
+	slices.Sort(slots)
+	list := make([]cache.SharedIndexInformer, len(slots))
+	for i, s := range slots {
+		list[i] = rc.bySlot[s].informer
+	}
+	rc.list = list
 }
 
 // acquireInformer acquires a resource's informer from the pool and adds handler to it; release
@@ -78,6 +96,7 @@ func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.Sha
 		rc.bySlot[slot] = &slotInformer{informer: inf, release: withHandler(inf, release, rc.handler)}
 		out = append(out, inf)
 	}
+	rc.relist()
 	return out
 }
 
@@ -91,6 +110,7 @@ func (rc *resourceCache) dropSlots(slots []int) {
 			delete(rc.bySlot, slot)
 		}
 	}
+	rc.relist()
 }
 
 // releaseAll releases every informer.
@@ -101,22 +121,14 @@ func (rc *resourceCache) releaseAll() {
 		si.release()
 		delete(rc.bySlot, slot)
 	}
+	rc.relist()
 }
 
-// informers returns the informers, in slot order.
+// informers returns the informers, in slot order (not to be modified).
 func (rc *resourceCache) informers() []cache.SharedIndexInformer {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
-	slots := make([]int, 0, len(rc.bySlot))
-	for s := range rc.bySlot {
-		slots = append(slots, s)
-	}
-	slices.Sort(slots)
-	out := make([]cache.SharedIndexInformer, len(slots))
-	for i, s := range slots {
-		out[i] = rc.bySlot[s].informer
-	}
-	return out
+	return rc.list
 }
 
 // whole returns the informer of a resource that is not sharded (tests fill its cache).
@@ -128,6 +140,9 @@ func (rc *resourceCache) whole() cache.SharedIndexInformer {
 
 // GetByKey returns the object of a key from whichever informer holds it.
 func (rc *resourceCache) GetByKey(key string) (any, bool, error) {
+	if infs := rc.informers(); len(infs) == 1 {
+		return infs[0].GetIndexer().GetByKey(key)
+	}
 	for _, inf := range rc.informers() {
 		if obj, ok, err := inf.GetIndexer().GetByKey(key); ok || err != nil {
 			return obj, ok, err
@@ -156,6 +171,9 @@ func (rc *resourceCache) List() []any {
 
 // ByIndex returns the objects cached under an index value.
 func (rc *resourceCache) ByIndex(index, value string) ([]any, error) {
+	if infs := rc.informers(); len(infs) == 1 {
+		return infs[0].GetIndexer().ByIndex(index, value)
+	}
 	var out []any
 	for _, inf := range rc.informers() {
 		objs, err := inf.GetIndexer().ByIndex(index, value)
