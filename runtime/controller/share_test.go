@@ -13,16 +13,21 @@ import (
 	"metacel.dev/metacel/runtime/shard"
 )
 
-// During a rollout each version's controller syncs its share of the parents only: a parent
-// outside it costs no write, and counts neither in Counts nor as synced.
-func TestAControllerSyncsOnlyItsShare(t *testing.T) {
-	policy := `apiVersion: metacel.dev/v1alpha1
+// copyToSecret is a policy that copies a ConfigMap's data.a into a Secret's type.
+func copyToSecret() string {
+	return `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata: {name: copy}
 spec:
   parentResource: {apiVersion: v1, resource: configmaps}
   childResources: [{apiVersion: v1, resource: secrets}]
 ` + secretChild(`type: "${parent.data.a}"`)
+}
+
+// During a rollout each version's controller syncs its share of the parents only: a parent
+// outside it costs no write, and counts neither in Counts nor as synced.
+func TestAControllerSyncsOnlyItsShare(t *testing.T) {
+	policy := copyToSecret()
 	tests := []struct {
 		name       string
 		holds      func(types.UID) bool
@@ -60,13 +65,7 @@ spec:
 // A parent that a share gains is synced anew even though its inputs did not change: the other
 // version synced it last.
 func TestAShareChangeForgetsUnchangedInputs(t *testing.T) {
-	policy := `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources: [{apiVersion: v1, resource: secrets}]
-` + secretChild(`type: "${parent.data.a}"`)
+	policy := copyToSecret()
 	h := newHarness(t, policy)
 	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
 	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
@@ -90,13 +89,7 @@ spec:
 
 // With sharding, a replica syncs the parents of the slots it holds only.
 func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
-	policy := `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources: [{apiVersion: v1, resource: secrets}]
-` + secretChild(`type: "${parent.data.a}"`)
+	policy := copyToSecret()
 	const uid = "9b2d6c1e-4f4a-4c3e-9d59-2f6a5e0c7b11"
 	slot := shard.SlotOf(uid)
 	tests := []struct {

@@ -37,15 +37,9 @@ func BenchmarkThousandMyApps(b *testing.B) {
 				}
 				podsAt = time.Since(start)
 			}
-			list, err := cluster.dynamic.Resource(myAppsGVR).Namespace(ns).List(b.Context(), metav1.ListOptions{})
+			ready, err := readyMyApps(b, ns)
 			if err != nil {
 				return err
-			}
-			ready := 0
-			for i := range list.Items {
-				if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil {
-					ready++
-				}
 			}
 			if ready < parents {
 				return fmt.Errorf("%d of %d Ready", ready, parents)

@@ -127,21 +127,27 @@ func TestPlan(t *testing.T) {
 func waitAllReady(t *testing.T, ns string, n int) {
 	t.Helper()
 	eventually(t, 2*time.Minute, fmt.Sprintf("%d MyApps Ready", n), func() error {
-		list, err := cluster.dynamic.Resource(myAppsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return err
+		ready, err := readyMyApps(t, ns)
+		if err == nil && ready != n {
+			err = fmt.Errorf("%d of %d Ready", ready, n)
 		}
-		ready := 0
-		for i := range list.Items {
-			if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil {
-				ready++
-			}
-		}
-		if ready != n {
-			return fmt.Errorf("%d of %d Ready", ready, len(list.Items))
-		}
-		return nil
+		return err
 	})
+}
+
+// readyMyApps counts the MyApps of ns whose Ready condition is True.
+func readyMyApps(t testing.TB, ns string) (int, error) {
+	list, err := cluster.dynamic.Resource(myAppsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	ready := 0
+	for i := range list.Items {
+		if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil {
+			ready++
+		}
+	}
+	return ready, nil
 }
 
 func isLabelRecreate(c plan.Change, pod string) bool {
