@@ -77,6 +77,9 @@ bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 
 # The side-by-side benchmark: BENCH_PARENTS MyApps, BENCH_RUNS repetitions (medians), the
 # configurations of BENCH_CONFIGS; docs/benchmarks.md has the command for 10,000 x 3.
+# Sharded replicas (metacel --shards=auto as 1 and as 3 processes, on an API server with
+# ShardedListAndWatch=true): make bench-e2e BENCH_CONFIGS=sharded BENCH_PARENTS=10000
+# (other counts: BENCH_FLAGS=-replicas=1,2,4).
 BENCH_PARENTS ?= 1000
 BENCH_RUNS    ?= 1
 BENCH_CONFIGS ?= equal,unthrottled,defaults

@@ -105,7 +105,7 @@ func (b *bench) changePolicy(ctx context.Context, cl *cluster, p *proc, own *cou
 	if err != nil {
 		return err
 	}
-	w0, err := cl.window(ctx, p, own)
+	w0, err := cl.window(ctx, own, p)
 	if err != nil {
 		return err
 	}
@@ -134,7 +134,7 @@ func (b *bench) changePolicy(ctx context.Context, cl *cluster, p *proc, own *cou
 		}
 	}
 	r.changeFirst, r.changeAll = watcher.first.Sub(start), watcher.last.Sub(start)
-	w1, err := b.waitQuiet(ctx, cl, p, own)
+	w1, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,9 @@ type cluster struct {
 	audit       string
 }
 
-func startCluster(ctx context.Context, repo, dir string, bench *counter) (*cluster, error) {
+// startCluster starts a control plane in dir; env adds variables of hack/control-plane.sh (e.g.
+// METACEL_FEATURE_GATES).
+func startCluster(ctx context.Context, repo, dir string, bench *counter, env ...string) (*cluster, error) {
 	c := &cluster{script: filepath.Join(repo, "hack", "control-plane.sh"), dir: dir, audit: filepath.Join(dir, "logs", "audit.log")}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
@@ -66,7 +68,7 @@ func startCluster(ctx context.Context, repo, dir string, bench *counter) (*clust
 	// a port taken between the script's choice and etcd's bind fails `up`: start afresh
 	for attempt := 1; ; attempt++ {
 		up := exec.CommandContext(ctx, c.script, "up", dir)
-		up.Env = append(os.Environ(), "METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY="+policy)
+		up.Env = append(append(os.Environ(), "METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY="+policy), env...)
 		var out bytes.Buffer
 		up.Stdout, up.Stderr = &out, &out
 		err := up.Run()

@@ -122,26 +122,47 @@ func (p *proc) alive() error {
 // scrape reads the controller's syncs (controller_runtime_reconcile_total) and queue depth of the
 // myapp policy.
 func (p *proc) scrape(ctx context.Context) (syncs, depth float64, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics+"/metrics", http.NoBody)
+	text, err := p.metricsText(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, 0, err
-	}
-	text := string(body)
 	syncs, _ = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": "myapp"})
 	depth, ok := sumSamples(text, "workqueue_depth", map[string]string{"name": "myapp"})
 	if !ok {
 		return 0, 0, errors.New("no workqueue_depth{name=\"myapp\"} yet")
 	}
 	return syncs, depth, nil
+}
+
+// gauge reads one metric of the controller, its samples whose labels include match summed.
+func (p *proc) gauge(ctx context.Context, metric string, match map[string]string) (float64, error) {
+	text, err := p.metricsText(ctx)
+	if err != nil {
+		return 0, err
+	}
+	v, ok := sumSamples(text, metric, match)
+	if !ok {
+		return 0, fmt.Errorf("%s: no %s yet", p.log, metric)
+	}
+	return v, nil
+}
+
+// metricsText is the controller's /metrics.
+func (p *proc) metricsText(ctx context.Context) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, p.metrics+"/metrics", http.NoBody)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", fmt.Errorf("read %s/metrics: %w", p.metrics, err)
+	}
+	return string(body), nil
 }
 
 // stop sends SIGTERM and waits; after timeout, SIGKILL.

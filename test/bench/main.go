@@ -32,6 +32,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -45,6 +46,7 @@ type options struct {
 	parents        int
 	runs           int
 	configs        []string
+	replicas       []int // counts of sharded replicas (-configs sharded)
 	resync, idle   time.Duration
 	quiet          time.Duration
 	timeout        time.Duration
@@ -81,7 +83,8 @@ func main() {
 	var configs string
 	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
 	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
-	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+")")
+	replicas := flag.String("replicas", "1,3", "with -configs sharded: the counts of sharded replicas to run, each on a fresh API server (1: the baseline of the ratios)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Second, "a window ends once the API server and the controller have been quiet this long")
@@ -95,12 +98,17 @@ func main() {
 	flag.StringVar(&o.handwrittenBin, "handwritten", "", "hand-written controller binary (default: go build ./test/bench/handwritten)")
 	flag.Parse()
 	o.configs = strings.Split(configs, ",")
+	var err error
+	if o.replicas, err = parseReplicas(*replicas); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if o.idle <= o.resync {
 		fmt.Fprintln(os.Stderr, "bench: -idle must be longer than -resync")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, o)
+	err = run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -144,13 +152,15 @@ func run(ctx context.Context, o options) error {
 			selected = append(selected, c)
 		}
 	}
-	if len(selected) == 0 {
+	sharded := slices.Contains(o.configs, shardedConfig)
+	if len(selected) == 0 && !sharded {
 		return fmt.Errorf("no configuration among %q", o.configs)
 	}
 	started := time.Now()
 	logf("%d parents, configurations %s, %d run(s) each; metacel run's defaults: %s", o.parents, strings.Join(o.configs, ","), o.runs, defaults)
 
-	results := map[string][]*result{} // controller/config -> one per run
+	results := map[string][]*result{}            // controller/config -> one per run
+	shardedResults := map[int][]*shardedResult{} // replicas -> one per run
 	var details []string
 	for rep := range o.runs {
 		for _, c := range selected {
@@ -173,9 +183,25 @@ func run(ctx context.Context, o options) error {
 				details = append(details, r.details())
 			}
 		}
+		if sharded {
+			more, err := b.runShardedRuns(ctx, rep, shardedResults)
+			if err != nil {
+				return err
+			}
+			details = append(details, more...)
+		}
 	}
-	table := b.table(selected, results)
-	header := b.header(defaults)
+	title := fmt.Sprintf("metacel vs a hand-written controller: %d MyApps", o.parents)
+	var table string
+	if len(selected) > 0 {
+		table = b.table(selected, results)
+	} else {
+		title = fmt.Sprintf("metacel, sharded replicas: %d MyApps", o.parents)
+	}
+	if sharded {
+		table += b.shardedTable(shardedResults)
+	}
+	header := b.header(title, defaults)
 	fmt.Println(header)
 	fmt.Println(table)
 	doc := header + "\n" + table + "\n" + fmt.Sprintf("Machine time: %s; load average at the end %s.\n\n## Runs\n\n", time.Since(started).Round(time.Second), loadAvg()) + strings.Join(details, "\n")
@@ -196,48 +222,12 @@ func run(ctx context.Context, o options) error {
 // runOne measures one controller in one configuration on a fresh control plane.
 func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) (_ *result, err error) {
 	o := b.o
-	dir, err := os.MkdirTemp("", "metacel-bench-")
+	s, err := b.newStage(ctx, ctl)
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		if err != nil || o.keep {
-			logf("  kept %s (logs, control plane state)", dir)
-			return
-		}
-		_ = os.RemoveAll(dir)
-	}()
-	own := &counter{c: counts{}}
-	cl, err := startCluster(ctx, b.repo, dir, own)
-	if err != nil {
-		return nil, err
-	}
-	defer cl.stop()
-	if b.version == "" {
-		b.version = cl.serverVersion()
-	}
-	if err := cl.setup(ctx, b.repo); err != nil {
-		return nil, err
-	}
-
-	names := make([]string, o.parents)
-	pods := make(map[string]bool, o.parents)
-	for i := range names {
-		names[i] = fmt.Sprintf("app-%05d", i)
-		pods[names[i]+"-pod"] = true
-	}
-	trackCtx, stopTracking := context.WithCancel(ctx)
-	defer stopTracking()
-	load := rest.CopyConfig(cl.config)
-	load.UserAgent = "metacel-bench-load"
-	tr, err := newTracker(trackCtx, load, benchNamespace, o.parents, isDone(ctl), func(p string) bool { return pods[p] })
-	if err != nil {
-		return nil, err
-	}
-	loadClient, err := dynamic.NewForConfig(load)
-	if err != nil {
-		return nil, err
-	}
+	defer func() { s.close(err != nil || o.keep) }()
+	cl, own, dir := s.cl, s.own, s.dir
 
 	p := &proc{kind: ctl, bin: b.o.handwrittenBin, args: c.handArg}
 	policy := filepath.Join(dir, "policy", "myapp.yaml") // the run's own copy: the policy change edits it
@@ -258,7 +248,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " ")}
 	// the controller's start-up requests (lists, its ledger Lease) are not the converge's
-	w0, err := b.waitQuiet(ctx, cl, p, own)
+	w0, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
 		return nil, err
 	}
@@ -272,16 +262,11 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 			profileDone <- b.profile(ctx, p, c.name, "cpu", fmt.Sprintf("profile?seconds=%d", int(o.profile.Seconds())))
 		}()
 	}
-	start := time.Now()
-	if err := createParents(ctx, loadClient, b.sample, benchNamespace, names); err != nil {
+	start, err := b.burst(ctx, s, r, p)
+	if err != nil {
 		return nil, err
 	}
-	r.created = time.Since(start)
-	if err := b.waitConverged(ctx, tr, p); err != nil {
-		return nil, err
-	}
-	r.converge = tr.doneAt.Sub(start)
-	w1, err := b.waitQuiet(ctx, cl, p, own)
+	w1, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +283,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, ctx.Err()
 	case <-time.After(o.idle):
 	}
-	w2, err := cl.window(ctx, p, own)
+	w2, err := cl.window(ctx, own, p)
 	if err != nil {
 		return nil, err
 	}
@@ -317,7 +302,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 
 	// restart over the converged parents
 	p.stop(30 * time.Second)
-	w3, err := cl.window(ctx, nil, own)
+	w3, err := cl.window(ctx, own)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +313,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, err
 	}
 	r.restart = time.Since(p.started)
-	w4, err := b.waitQuiet(ctx, cl, p, own)
+	w4, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
 		return nil, err
 	}
@@ -339,7 +324,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 
 	// a policy change that re-renders every parent
 	if ctl == metacel {
-		if err := b.changePolicy(ctx, cl, p, own, policy, load, r); err != nil {
+		if err := b.changePolicy(ctx, cl, p, own, policy, s.load, r); err != nil {
 			return nil, err
 		}
 	}
@@ -369,10 +354,98 @@ func isDone(ctl string) func(*unstructured.Unstructured) bool {
 	}
 }
 
-func (b *bench) waitConverged(ctx context.Context, tr *tracker, p *proc) error {
+// stage is a run's fresh control plane (the MyApp CRD and the namespaces installed) and the load
+// client that creates the parents and follows them through watches.
+type stage struct {
+	dir          string
+	cl           *cluster
+	own          *counter // the benchmark's clients' requests
+	load         *rest.Config
+	dyn          dynamic.Interface
+	tr           *tracker
+	names        []string // of the parents; each has a Pod <name>-pod
+	stopTracking context.CancelFunc
+}
+
+// newStage starts a control plane in a new directory (env: more variables of
+// hack/control-plane.sh) and the tracker of the parents done as ctl's are judged.
+func (b *bench) newStage(ctx context.Context, ctl string, env ...string) (_ *stage, err error) {
+	s := &stage{own: &counter{c: counts{}}}
+	if s.dir, err = os.MkdirTemp("", "metacel-bench-"); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			s.close(true)
+		}
+	}()
+	if s.cl, err = startCluster(ctx, b.repo, s.dir, s.own, env...); err != nil {
+		return nil, err
+	}
+	if b.version == "" {
+		b.version = s.cl.serverVersion()
+	}
+	if err := s.cl.setup(ctx, b.repo); err != nil {
+		return nil, err
+	}
+	s.names = make([]string, b.o.parents)
+	pods := make(map[string]bool, b.o.parents)
+	for i := range s.names {
+		s.names[i] = fmt.Sprintf("app-%05d", i)
+		pods[s.names[i]+"-pod"] = true
+	}
+	var trackCtx context.Context
+	trackCtx, s.stopTracking = context.WithCancel(ctx)
+	s.load = rest.CopyConfig(s.cl.config)
+	s.load.UserAgent = "metacel-bench-load"
+	if s.tr, err = newTracker(trackCtx, s.load, benchNamespace, b.o.parents, isDone(ctl), func(p string) bool { return pods[p] }); err != nil {
+		return nil, err
+	}
+	if s.dyn, err = dynamic.NewForConfig(s.load); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// close stops the tracker and the control plane, and removes the directory unless keep.
+func (s *stage) close(keep bool) {
+	if s.stopTracking != nil {
+		s.stopTracking()
+	}
+	if s.cl != nil {
+		s.cl.stop()
+	}
+	if keep {
+		logf("  kept %s (logs, control plane state)", s.dir)
+		return
+	}
+	_ = os.RemoveAll(s.dir)
+}
+
+// burst creates the parents and waits until the controllers have converged them; it sets r's
+// created and converge, and returns the burst's start.
+func (b *bench) burst(ctx context.Context, s *stage, r *result, procs ...*proc) (time.Time, error) {
+	start := time.Now()
+	if err := createParents(ctx, s.dyn, b.sample, benchNamespace, s.names); err != nil {
+		return start, err
+	}
+	r.created = time.Since(start)
+	if err := b.waitConverged(ctx, s.tr, procs...); err != nil {
+		return start, err
+	}
+	r.converge = s.tr.doneAt.Sub(start)
+	return start, nil
+}
+
+// waitConverged waits until the tracker has seen every parent done and every Pod, failing when
+// one of procs exits.
+func (b *bench) waitConverged(ctx context.Context, tr *tracker, procs ...*proc) error {
 	deadline := time.After(b.o.timeout)
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
+	exitCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	exited := firstExit(exitCtx, procs)
 	for {
 		select {
 		case <-tr.done:
@@ -380,13 +453,47 @@ func (b *bench) waitConverged(ctx context.Context, tr *tracker, p *proc) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("not converged after %s: %s (log: %s)", b.o.timeout, tr.state(), p.log)
-		case <-p.exited:
-			return p.alive()
+			return fmt.Errorf("not converged after %s: %s (logs: %s)", b.o.timeout, tr.state(), logsOf(procs))
+		case <-exited:
+			return allAlive(procs)
 		case <-tick.C:
 			logf("  %s", tr.state())
 		}
 	}
+}
+
+// firstExit is closed when one of procs exits (or ctx ends).
+func firstExit(ctx context.Context, procs []*proc) <-chan struct{} {
+	exited := make(chan struct{})
+	var once sync.Once
+	for _, p := range procs {
+		go func() {
+			select {
+			case <-p.exited:
+				once.Do(func() { close(exited) })
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return exited
+}
+
+// allAlive fails when one of procs has exited.
+func allAlive(procs []*proc) error {
+	for _, p := range procs {
+		if err := p.alive(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func logsOf(procs []*proc) string {
+	logs := make([]string, len(procs))
+	for i, p := range procs {
+		logs[i] = p.log
+	}
+	return strings.Join(logs, ", ")
 }
 
 // waitResynced waits until a restarted controller has synced every parent: its syncs reach the
@@ -420,13 +527,15 @@ type window struct {
 	depth float64
 }
 
-func (cl *cluster) window(ctx context.Context, p *proc, own *counter) (window, error) {
+// window scrapes the API server and procs (their syncs and queue depths summed).
+func (cl *cluster) window(ctx context.Context, own *counter, procs ...*proc) (window, error) {
 	w := window{}
-	if p != nil {
-		var err error
-		if w.syncs, w.depth, err = p.scrape(ctx); err != nil {
-			return w, fmt.Errorf("scrape %s: %w", p.kind, err)
+	for _, p := range procs {
+		syncs, depth, err := p.scrape(ctx)
+		if err != nil {
+			return w, fmt.Errorf("scrape %s (%s): %w", p.kind, p.log, err)
 		}
+		w.syncs, w.depth = w.syncs+syncs, w.depth+depth
 	}
 	api, err := cl.metrics(ctx)
 	if err != nil {
@@ -451,11 +560,11 @@ func (cl *cluster) attribute(from, to window) (ctl, apiserver counts, err error)
 	return ctl, apiserver, nil
 }
 
-// waitQuiet waits until neither the API server's request counts (WATCH aside) nor the
-// controller's syncs have moved for -quiet, and the controller's queue is empty.
-func (b *bench) waitQuiet(ctx context.Context, cl *cluster, p *proc, own *counter) (window, error) {
+// waitQuiet waits until neither the API server's counts of the counted requests (work: WATCH and
+// events aside) nor the syncs of procs have moved for -quiet, and their queues are empty.
+func (b *bench) waitQuiet(ctx context.Context, cl *cluster, own *counter, counted func(reqKey) bool, procs ...*proc) (window, error) {
 	deadline := time.Now().Add(b.o.timeout)
-	last, err := cl.window(ctx, p, own)
+	last, err := cl.window(ctx, own, procs...)
 	if err != nil {
 		return last, err
 	}
@@ -466,18 +575,18 @@ func (b *bench) waitQuiet(ctx context.Context, cl *cluster, p *proc, own *counte
 			return last, ctx.Err()
 		case <-time.After(500 * time.Millisecond):
 		}
-		if err := p.alive(); err != nil {
+		if err := allAlive(procs); err != nil {
 			return last, err
 		}
-		w, err := cl.window(ctx, p, own)
+		w, err := cl.window(ctx, own, procs...)
 		if err != nil {
 			return last, err
 		}
-		if w.api.total(work) != last.api.total(work) || w.syncs != last.syncs || w.depth != 0 {
+		if w.api.total(counted) != last.api.total(counted) || w.syncs != last.syncs || w.depth != 0 {
 			since = w.at
 		}
 		if time.Since(reported) >= 30*time.Second {
-			logf("  waiting for quiet: the API server at %s requests, the controller at %s syncs", num(w.api.total(work)), num(w.syncs))
+			logf("  waiting for quiet: the API server at %s requests, the controller at %s syncs", num(w.api.total(counted)), num(w.syncs))
 			reported = time.Now()
 		}
 		last = w

@@ -75,9 +75,9 @@ func orDefault(s, def string) string {
 }
 
 // header describes the machine and the command.
-func (b *bench) header(metacelDefaults string) string {
+func (b *bench) header(title, metacelDefaults string) string {
 	var h strings.Builder
-	fmt.Fprintf(&h, "# metacel vs a hand-written controller: %d MyApps\n\n", b.o.parents)
+	fmt.Fprintf(&h, "# %s\n\n", title)
 	fmt.Fprintf(&h, "- date: %s\n", time.Now().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&h, "- command: `go run -tags e2e ./test/bench %s` (`make bench-e2e` runs it)\n", strings.Join(os.Args[1:], " "))
 	fmt.Fprintf(&h, "- machine: %d CPUs (%s), %s memory, load average at start %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
