@@ -26,8 +26,8 @@
 // and their conditions as its syncs last computed them (Counts), without decoding any.
 //
 // With sharding (ShardedBy, resourcecache.go), a controller syncs the parents of the slots its
-// replica holds (package shard), and caches only them: one informer per slot for the parents (the
-// API server's shard selector, or a filter as objects arrive) and for each child resource (the
-// children's metacel.dev/shard-slot label), read as one cache. Moving between slots waits for the
-// syncs under way of the slots given up.
+// replica holds (package shard): one informer per slot for each child resource (the children's
+// metacel.dev/shard-slot label) and, when the API server selects shards, for the parents, read as
+// one cache; without, one informer holds every parent. Letting go of slots waits for their syncs under way; slots gained are synced once
+// their informers have listed.
 package controller

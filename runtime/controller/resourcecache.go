@@ -185,12 +185,15 @@ func (rc *resourceCache) ByIndex(index, value string) ([]any, error) {
 	return out, nil
 }
 
-// Slots, with sharding: see package shard. A controller of a sharded replica holds the slots its
-// coordinator gives it (SetSlots): its parent informers list and watch each slot's parents only
-// (the API server's shard selector when it honours it, else filtered as they arrive), its child
-// informers each slot's children only, through the label metacel.dev/shard-slot that every child
-// carries (render.LabelShardSlot). Related objects are not sharded: they are read by name or
-// selector, whatever the parent.
+// Slots, with sharding: see package shard. A controller of a sharded replica syncs the parents of
+// the slots its coordinator gives it (FollowSlots). When the API server selects shards, it lists
+// and watches each slot's parents only, one informer per slot; otherwise one informer holds every
+// parent and the parents of other slots are skipped (CPU and writes split, the parents' memory
+// does not): informers filtering what arrives, one per slot, would each receive every parent's
+// events, as many times over as the replica holds slots. Its child informers hold each slot's
+// children only, whatever the API server, through the label
+// metacel.dev/shard-slot that every child carries (render.LabelShardSlot). Related objects are
+// not sharded: they are read by name or selector, whatever the parent.
 
 // ShardedBy makes the controller sync only the parents of the slots given by SetSlots, from none;
 // serverSide says whether the API server honours shard selectors. Call it before Watch.
@@ -204,16 +207,19 @@ func (c *Controller) ShardedBy(serverSide bool) {
 type sharding struct {
 	serverSide bool
 	// mu serializes the moves between slots, and the release of the informers when the
-	// controller stops (stopped), after which it moves no more
+	// controller stops (stopped), after which it moves no more; want is the slots last given,
+	// watched the slots whose informers it has
 	mu      sync.Mutex
 	stopped bool
+	want    shard.Set
+	watched shard.Set
 }
 
 // FollowSlots makes the controller sync the parents of the slots held() gives, read when it is
 // their turn (calls are serialized, so the last one wins whatever their order), and returns once
 // it no longer syncs those of the slots it held before and does not hold now: their syncs under
-// way have ended. The informers of the slots it gains are listed first; until they have synced
-// (or ctx ends), their parents are not synced. A controller that has stopped follows nothing.
+// way have ended. The slots it gains are synced once their informers have listed, in the
+// background. A controller that has stopped follows nothing.
 func (c *Controller) FollowSlots(ctx context.Context, held func() shard.Set) {
 	if c.sharding == nil {
 		return
@@ -226,17 +232,37 @@ func (c *Controller) FollowSlots(ctx context.Context, held func() shard.Set) {
 	c.setSlots(ctx, held())
 }
 
-// setSlots moves the controller from the slots it holds to slots.
+// setSlots moves the controller from the slots it holds to slots: it lets go of the slots
+// given up now (their syncs under way end before it returns), and takes the slots gained once
+// their informers have synced, in the background, so that a replica's coordinator is never held
+// up by a list (its Lease must be renewed meanwhile). The caller holds c.sharding.mu.
 func (c *Controller) setSlots(ctx context.Context, slots shard.Set) {
-	held := shard.Set(c.share.slots.Load())
-	c.narrowSlots(held & slots)
-	c.dropSlotInformers(members(held &^ slots))
-	gained := members(slots &^ held)
-	informers := c.addSlotInformers(gained)
+	sh := c.sharding
+	sh.want = slots
+	c.narrowSlots(shard.Set(c.share.slots.Load()) & slots)
+	c.dropSlotInformers(members(sh.watched &^ slots))
+	gained := slots &^ sh.watched
+	sh.watched = slots
+	if gained == 0 {
+		return
+	}
+	informers := c.addSlotInformers(members(gained))
+	go c.takeWhenSynced(ctx, gained, informers)
+}
+
+// takeWhenSynced starts syncing the parents of slots gained once their informers have synced,
+// if they are still wanted then.
+func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set, informers []cache.SharedIndexInformer) {
 	if !cache.WaitForCacheSync(ctx.Done(), syncedFuncs(informers)...) {
 		return
 	}
-	c.share.slots.Store(uint64(slots))
+	sh := c.sharding
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.stopped {
+		return
+	}
+	c.share.slots.Store(uint64((shard.Set(c.share.slots.Load()) | gained) & sh.want & sh.watched))
 	c.unchanged.reset()
 	c.enqueueAll(c.queue.Add)
 }
@@ -252,9 +278,12 @@ func (c *Controller) addSlotInformers(slots []int) []cache.SharedIndexInformer {
 	if len(slots) == 0 {
 		return nil
 	}
-	out := c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-		return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, c.sharding.serverSide)
-	})
+	var out []cache.SharedIndexInformer
+	if c.parents.sharded {
+		out = c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+			return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, true)
+		})
+	}
 	for _, rc := range c.children {
 		out = append(out, rc.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
 			return c.deps.Pool.Acquire(rc.gvr, slotSelector(rc.selector, slot))
@@ -267,7 +296,9 @@ func (c *Controller) dropSlotInformers(slots []int) {
 	if len(slots) == 0 {
 		return
 	}
-	c.parents.dropSlots(slots)
+	if c.parents.sharded {
+		c.parents.dropSlots(slots)
+	}
 	for _, rc := range c.children {
 		rc.dropSlots(slots)
 	}

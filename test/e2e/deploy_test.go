@@ -29,7 +29,7 @@ func TestDeployedRBAC(t *testing.T) {
 			{"create", "myapps.demo.rtfm.co.ua", "-A"}, {"update", "deployments.apps", "-A"},
 			{"update", "configmaps", "-A"}, {"create", "pods", "--subresource=exec", "-A"},
 			{"patch", "myapps.demo.rtfm.co.ua", "--subresource=scale", "-A"},
-			{"delete", "leases.coordination.k8s.io", "-n", "metacel-system"},
+			{"delete", "leases.coordination.k8s.io", "-A"},
 			{"create", "clusterroles.rbac.authorization.k8s.io"}, {"escalate", "clusterroles.rbac.authorization.k8s.io"},
 		} {
 			out, _ := kubectlCmd(t.Context(), append([]string{"auth", "can-i", "--as", serviceAccount}, denied...)...)
