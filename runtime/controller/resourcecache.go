@@ -3,11 +3,14 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
 	"metacel.dev/metacel/runtime/render"
@@ -83,21 +86,18 @@ func withHandler(inf cache.SharedIndexInformer, release func(), h cache.Resource
 	}
 }
 
-// addSlots acquires the informers of slots, through acquire, and returns them (to wait for).
-func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.SharedIndexInformer, func())) []cache.SharedIndexInformer {
+// addSlots acquires the informers of slots, through acquire.
+func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.SharedIndexInformer, func())) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	var out []cache.SharedIndexInformer
 	for _, slot := range slots {
 		if _, ok := rc.bySlot[slot]; ok {
 			continue
 		}
 		inf, release := acquire(slot)
 		rc.bySlot[slot] = &slotInformer{informer: inf, release: withHandler(inf, release, rc.handler)}
-		out = append(out, inf)
 	}
 	rc.relist()
-	return out
 }
 
 // dropSlots releases the informers of slots.
@@ -246,25 +246,59 @@ func (c *Controller) setSlots(ctx context.Context, slots shard.Set) {
 	if gained == 0 {
 		return
 	}
-	informers := c.addSlotInformers(members(gained))
-	go c.takeWhenSynced(ctx, gained, informers)
+	c.addSlotInformers(members(gained))
+	go c.takeWhenSynced(ctx, gained)
 }
 
 // takeWhenSynced starts syncing the parents of slots gained once their informers have synced,
-// if they are still wanted then.
-func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set, informers []cache.SharedIndexInformer) {
-	if !cache.WaitForCacheSync(ctx.Done(), syncedFuncs(informers)...) {
-		return
-	}
+// those still wanted then: a slot given up meanwhile (its informer released, never to sync)
+// holds up none of the others.
+func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set) {
 	sh := c.sharding
-	sh.mu.Lock()
-	defer sh.mu.Unlock()
-	if sh.stopped {
-		return
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		sh.mu.Lock()
+		defer sh.mu.Unlock()
+		if sh.stopped {
+			return true, nil
+		}
+		still := gained & sh.watched
+		if !c.slotsSynced(members(still)) {
+			return false, nil
+		}
+		c.share.slots.Store(uint64((shard.Set(c.share.slots.Load()) | still) & sh.want))
+		c.unchanged.reset()
+		c.enqueueAll(c.queue.Add)
+		return true, nil
+	})
+	if err != nil && ctx.Err() == nil {
+		utilruntime.HandleError(err)
 	}
-	c.share.slots.Store(uint64((shard.Set(c.share.slots.Load()) | gained) & sh.want & sh.watched))
-	c.unchanged.reset()
-	c.enqueueAll(c.queue.Add)
+}
+
+// slotsSynced reports whether the informers of slots, of every resource, have synced.
+func (c *Controller) slotsSynced(slots []int) bool {
+	for _, rc := range append([]*resourceCache{c.parents}, slices.Collect(maps.Values(c.children))...) {
+		if !rc.slotsSynced(slots) {
+			return false
+		}
+	}
+	return true
+}
+
+// slotsSynced reports whether the informers of slots have synced (a cache not sharded by slot
+// has its one informer, waited for by Run).
+func (rc *resourceCache) slotsSynced(slots []int) bool {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	if !rc.sharded {
+		return true
+	}
+	for _, slot := range slots {
+		if si, ok := rc.bySlot[slot]; ok && !si.informer.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // narrowSlots stops syncing the parents of slots outside s, and waits for the syncs under way.
@@ -274,22 +308,17 @@ func (c *Controller) narrowSlots(s shard.Set) {
 	c.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
 }
 
-func (c *Controller) addSlotInformers(slots []int) []cache.SharedIndexInformer {
-	if len(slots) == 0 {
-		return nil
-	}
-	var out []cache.SharedIndexInformer
+func (c *Controller) addSlotInformers(slots []int) {
 	if c.parents.sharded {
-		out = c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+		c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
 			return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, true)
 		})
 	}
 	for _, rc := range c.children {
-		out = append(out, rc.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+		rc.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
 			return c.deps.Pool.Acquire(rc.gvr, slotSelector(rc.selector, slot))
-		})...)
+		})
 	}
-	return out
 }
 
 func (c *Controller) dropSlotInformers(slots []int) {
@@ -315,14 +344,6 @@ func members(s shard.Set) []int {
 		if s.Has(slot) {
 			out = append(out, slot)
 		}
-	}
-	return out
-}
-
-func syncedFuncs(infs []cache.SharedIndexInformer) []cache.InformerSynced {
-	out := make([]cache.InformerSynced, len(infs))
-	for i, inf := range infs {
-		out[i] = inf.HasSynced
 	}
 	return out
 }
