@@ -7,7 +7,6 @@ import (
 	"hash/maphash"
 	"maps"
 	"runtime/debug"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -182,7 +181,7 @@ func (c *Controller) resync(ctx context.Context) {
 // informers returns the controller's informers by resource (and slot, with sharding).
 func (c *Controller) informers() map[string]cache.SharedIndexInformer {
 	out := map[string]cache.SharedIndexInformer{}
-	for _, rc := range append([]*resourceCache{c.parents}, slices.Collect(maps.Values(c.children))...) {
+	for _, rc := range c.resourceCaches() {
 		for i, inf := range rc.informers() {
 			name := rc.gvr.String()
 			if rc.sharded {

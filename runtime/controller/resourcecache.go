@@ -275,9 +275,14 @@ func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set) {
 	}
 }
 
+// resourceCaches returns the caches of the parents and of the child resources.
+func (c *Controller) resourceCaches() []*resourceCache {
+	return append([]*resourceCache{c.parents}, slices.Collect(maps.Values(c.children))...)
+}
+
 // slotsSynced reports whether the informers of slots, of every resource, have synced.
 func (c *Controller) slotsSynced(slots []int) bool {
-	for _, rc := range append([]*resourceCache{c.parents}, slices.Collect(maps.Values(c.children))...) {
+	for _, rc := range c.resourceCaches() {
 		if !rc.slotsSynced(slots) {
 			return false
 		}

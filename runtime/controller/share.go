@@ -116,14 +116,14 @@ func (c *Controller) forgetMark(key string) {
 	delete(c.tally.marks, key)
 }
 
-// SyncedParent reports whether this controller has synced the parent of that key and UID since it
+// SyncedParent reports whether this controller has synced that parent (its key and UID) since it
 // started (whatever the outcome): during a rollout, a parent's conditions speak for the new
 // version only once its controller has synced it.
-func (c *Controller) SyncedParent(key string, uid types.UID) bool {
+func (c *Controller) SyncedParent(parent metav1.Object) bool {
 	c.tally.Lock()
 	defer c.tally.Unlock()
-	m, ok := c.tally.marks[key]
-	return ok && m.uid == uid
+	m, ok := c.tally.marks[parentKey(parent)]
+	return ok && m.uid == parent.GetUID()
 }
 
 // Counts counts the parents the controller syncs now, and of them those its syncs found ready and

@@ -13,6 +13,19 @@ import (
 	"metacel.dev/metacel/runtime/shard"
 )
 
+// syncCreatingSecrets syncs a parent, the API server creating the Secrets asked for, and returns
+// the writes made.
+func syncCreatingSecrets(t *testing.T, h *harness, key string) string {
+	t.Helper()
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
+	})
+	if err := h.c.sync(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(h.writes(), ",")
+}
+
 // copyToSecret is a policy that copies a ConfigMap's data.a into a Secret's type.
 func copyToSecret() string {
 	return `apiVersion: metacel.dev/v1alpha1
@@ -43,19 +56,13 @@ func TestAControllerSyncsOnlyItsShare(t *testing.T) {
 			h := newHarness(t, policy)
 			h.c.SetShare(tt.holds)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
-			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
-			})
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Join(h.writes(), ","); got != tt.wantWrites {
+			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
 				t.Errorf("writes %q, want %q", got, tt.wantWrites)
 			}
 			if got := h.c.Counts(); got != tt.wantCounts {
 				t.Errorf("Counts = %+v, want %+v", got, tt.wantCounts)
 			}
-			if got, want := h.c.SyncedParent("ns/p", "p-1"), tt.wantWrites != ""; got != want {
+			if got, want := h.c.SyncedParent(objectFrom(t, `{metadata: {name: p, namespace: ns, uid: p-1}}`)), tt.wantWrites != ""; got != want {
 				t.Errorf("SyncedParent = %v, want %v", got, want)
 			}
 		})
@@ -107,13 +114,7 @@ func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 			h.c.ShardedBy(false)
 			h.c.narrowSlots(tt.slots)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`, resourceVersion: "2"}, data: {a: "new"}}`))
-			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
-			})
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
-				t.Fatal(err)
-			}
-			if got := strings.Join(h.writes(), ","); got != tt.wantWrites {
+			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
 				t.Errorf("writes %q, want %q", got, tt.wantWrites)
 			}
 		})

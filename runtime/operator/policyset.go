@@ -437,7 +437,7 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
 		cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
 	}
-	ctrl.Version = rollout.Short(r.version)
+	ctrl.Version = policystatus.ShortVersion(r.version)
 	ctrl.OnNotSynced = func(msg string) {
 		r.notSynced.Store(&msg)
 		s.event(unit, "Warning", "PolicyNotSynced", msg)

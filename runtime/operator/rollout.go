@@ -13,6 +13,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -144,7 +145,7 @@ func (s *policySet) compileStable(name string, rec *rollout.Record) *policy.Comp
 		}
 		err = errors.New("the record's source no longer defines the policy")
 	}
-	klog.FromContext(s.ctx).Error(err, "Cannot compile the stable version of the rollout record; the newest version starts at once", "policy", name, "version", rollout.Short(rec.Stable))
+	klog.FromContext(s.ctx).Error(err, "Cannot compile the stable version of the rollout record; the newest version starts at once", "policy", name, "version", policystatus.ShortVersion(rec.Stable))
 	return nil
 }
 
@@ -167,9 +168,9 @@ func (s *policySet) startRolloutLocked(stable *running, p *policy.Compiled, unit
 	}
 	ro.target = s.goRun(p, ctrl, unit)
 	stable.rollout = ro
-	klog.FromContext(s.ctx).Info("Policy rolling out", "policy", p.Name(), "version", rollout.Short(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
+	klog.FromContext(s.ctx).Info("Policy rolling out", "policy", p.Name(), "version", policystatus.ShortVersion(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 	s.event(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
-		p.Name(), rollout.Short(ro.target.version), step+1, len(ro.plan.Steps), ro.percent.Load()))
+		p.Name(), policystatus.ShortVersion(ro.target.version), step+1, len(ro.plan.Steps), ro.percent.Load()))
 	go s.drive(p.Name(), ro)
 }
 
@@ -208,12 +209,9 @@ func (s *policySet) healthOf(ctx context.Context, ro *rolloutRun) rollout.Health
 	var h rollout.Health
 	for _, m := range ro.target.ctrl.HeldParents() {
 		h.Moved++
-		key := m.GetName()
-		if m.GetNamespace() != "" {
-			key = m.GetNamespace() + "/" + key
-		}
+		key := klog.KObj(m).String()
 		why := ""
-		if !ro.target.ctrl.SyncedParent(key, m.GetUID()) {
+		if !ro.target.ctrl.SyncedParent(m) {
 			why = "not synced by the new version yet"
 		} else if u, err := compact.Unstructured(m); err != nil {
 			why = err.Error()
@@ -262,9 +260,9 @@ func (s *policySet) advanceLocked(ctx context.Context, name string, stable *runn
 	ro.percent.Store(int32(ro.plan.Steps[rec.Step].Percent))
 	stable.ctrl.SetShare(ro.notMoved)
 	ro.target.ctrl.SetShare(ro.moved)
-	klog.FromContext(ctx).Info("Policy rollout step", "version", rollout.Short(rec.Target), "step", rec.Step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
+	klog.FromContext(ctx).Info("Policy rollout step", "version", policystatus.ShortVersion(rec.Target), "step", rec.Step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 	s.eventOf(stable, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s, step %d of %d: %d%% of parents",
-		name, rollout.Short(rec.Target), rec.Step+1, len(ro.plan.Steps), ro.percent.Load()))
+		name, policystatus.ShortVersion(rec.Target), rec.Step+1, len(ro.plan.Steps), ro.percent.Load()))
 }
 
 // completeLocked hands every parent to the target, which becomes the running version.
@@ -277,14 +275,14 @@ func (s *policySet) completeLocked(ctx context.Context, name string, stable *run
 	s.running[name] = target
 	s.recordStableLocked(target)
 	s.metrics.loaded(name, target.unit, target.generation)
-	klog.FromContext(ctx).Info("Policy rolled out", "version", rollout.Short(target.version), "generation", target.generation)
-	s.eventOf(target, "Normal", "PolicyRolledOut", fmt.Sprintf("policy %q: version %s serves every parent (generation %d)", name, rollout.Short(target.version), target.generation))
+	klog.FromContext(ctx).Info("Policy rolled out", "version", policystatus.ShortVersion(target.version), "generation", target.generation)
+	s.eventOf(target, "Normal", "PolicyRolledOut", fmt.Sprintf("policy %q: version %s serves every parent (generation %d)", name, policystatus.ShortVersion(target.version), target.generation))
 }
 
 // failLocked moves every parent back to the stable version, and records the target as failed.
 func (s *policySet) failLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, why string) {
 	rec := ro.progress.Record
-	msg := fmt.Sprintf("policy %q: version %s rolled back at step %d of %d: %s", name, rollout.Short(rec.Target), rec.Step+1, len(ro.plan.Steps), why)
+	msg := fmt.Sprintf("policy %q: version %s rolled back at step %d of %d: %s", name, policystatus.ShortVersion(rec.Target), rec.Step+1, len(ro.plan.Steps), why)
 	s.putRecordLocked(name, rollout.Record{
 		Phase: rollout.RolledBack, Stable: rec.Stable, StableUnit: rec.StableUnit, StableSource: rec.StableSource,
 		Target: rec.Target, Message: msg,
@@ -292,7 +290,7 @@ func (s *policySet) failLocked(ctx context.Context, name string, stable *running
 	stable.rollout, stable.rolledBack, stable.message = nil, rec.Target, msg
 	ro.target.stop()
 	stable.ctrl.TakeAll(s.ctx, ro.target.policy)
-	klog.FromContext(ctx).Error(nil, "Policy rollout failed; rolled back", "version", rollout.Short(rec.Target), "reason", why)
+	klog.FromContext(ctx).Error(nil, "Policy rollout failed; rolled back", "version", policystatus.ShortVersion(rec.Target), "reason", why)
 	s.eventOf(ro.target, "Warning", "PolicyRolloutFailed", msg)
 }
 
@@ -303,7 +301,7 @@ func (s *policySet) abortRolloutLocked(stable *running) {
 	stable.rollout = nil
 	ro.target.stop()
 	stable.ctrl.TakeAll(s.ctx, ro.target.policy)
-	klog.FromContext(s.ctx).Info("Policy rollout replaced by a newer version", "policy", stable.policy.Name(), "version", rollout.Short(ro.target.version))
+	klog.FromContext(s.ctx).Info("Policy rollout replaced by a newer version", "policy", stable.policy.Name(), "version", policystatus.ShortVersion(ro.target.version))
 }
 
 // recordStableLocked records r as its policy's stable version.

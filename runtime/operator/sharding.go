@@ -104,13 +104,7 @@ func (s *policySet) setSlots(ctx context.Context, slots shard.Set) {
 // shardReport is what this replica tells the others at each renewal: the counts of the parents
 // it holds, by policy. The replica that holds slot 0 writes the policies' status with the sum.
 func (s *policySet) shardReport() string {
-	s.mu.Lock()
-	counts := map[string]controller.Counts{}
-	for name, r := range s.running {
-		counts[name] = r.ctrl.Counts()
-	}
-	s.mu.Unlock()
-	b, _ := json.Marshal(counts)
+	b, _ := json.Marshal(s.localCounts())
 	return string(b)
 }
 

@@ -12,13 +12,15 @@ import (
 // reads the units, which only that goroutine changes. A status depends only on the policies'
 // state, so a write it causes (a snapshot of the same ConfigMap) changes nothing.
 func (s *policySet) publishStatus() {
-	s.recordParents()
+	counts := s.localCounts()
+	s.recordParents(counts)
 	if s.status == nil || !s.shards.writesStatus() {
 		return
 	}
-	var others map[string]controller.Counts
 	if s.shards != nil {
-		others = s.shards.othersCounts()
+		for name, c := range s.shards.othersCounts() {
+			counts[name] = add(counts[name], c)
+		}
 	}
 	now := map[[2]string]bool{}
 	for _, st := range s.units {
@@ -28,7 +30,7 @@ func (s *policySet) publishStatus() {
 		for _, name := range s.policiesOf(st) {
 			key := [2]string{st.unit.ConfigMap.Name, name}
 			now[key] = true
-			s.status.Set(key[0], key[1], s.statusOf(st, name, others[name]))
+			s.status.Set(key[0], key[1], s.statusOf(st, name, counts[name]))
 		}
 	}
 	for key := range s.published {
@@ -39,16 +41,26 @@ func (s *policySet) publishStatus() {
 	s.published = now
 }
 
-// recordParents sets metacel_policy_parents: the parents each policy's controllers sync here.
-func (s *policySet) recordParents() {
+// localCounts counts, by policy, the parents its controllers sync in this process (both versions
+// during a rollout), once per tick: counting reads every cached parent.
+func (s *policySet) localCounts() map[string]controller.Counts {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	out := make(map[string]controller.Counts, len(s.running))
 	for name, r := range s.running {
-		n := r.ctrl.Counts().Parents
+		c := r.ctrl.Counts()
 		if r.rollout != nil {
-			n += r.rollout.target.ctrl.Counts().Parents
+			c = add(c, r.rollout.target.ctrl.Counts())
 		}
-		s.metrics.parents.WithLabelValues(name).Set(float64(n))
+		out[name] = c
+	}
+	return out
+}
+
+// recordParents sets metacel_policy_parents: the parents each policy's controllers sync here.
+func (s *policySet) recordParents(counts map[string]controller.Counts) {
+	for name, c := range counts {
+		s.metrics.parents.WithLabelValues(name).Set(float64(c.Parents))
 	}
 }
 
@@ -67,7 +79,8 @@ func unitKey(name string) string {
 }
 
 // statusOf is the state of one policy of a unit.
-func (s *policySet) statusOf(st *unitState, name string, others controller.Counts) policystatus.Status {
+// counts are the policy's parents, in this process and, with sharding, the other replicas.
+func (s *policySet) statusOf(st *unitState, name string, counts controller.Counts) policystatus.Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.running[name]
@@ -77,10 +90,6 @@ func (s *policySet) statusOf(st *unitState, name string, others controller.Count
 	out := policystatus.Status{State: policystatus.Running}
 	if r != nil {
 		out.Version = policystatus.ShortVersion(r.version)
-		counts := add(r.ctrl.Counts(), others)
-		if r.rollout != nil {
-			counts = add(counts, r.rollout.target.ctrl.Counts())
-		}
 		out.Parents, out.Ready, out.Failing = counts.Parents, counts.Ready, counts.Failing
 	}
 	problem := strings.TrimPrefix(strings.TrimPrefix(st.reported, "PolicyInvalid: "), "PolicyWaiting: ")

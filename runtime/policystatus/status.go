@@ -40,7 +40,7 @@ type Status struct {
 	LastError string `json:"lastError,omitempty"`
 }
 
-// ShortVersion shortens a version's hash (a unit's sha256, in hex) to the 12 digits shown.
+// ShortVersion shortens a version's hash (a policy's sha256, in hex) to the 12 digits shown.
 func ShortVersion(hash string) string {
 	if len(hash) > versionLength {
 		return hash[:versionLength]

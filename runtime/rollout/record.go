@@ -59,14 +59,6 @@ func Version(p *policy.Compiled) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// Short is a version shortened for display.
-func Short(version string) string {
-	if len(version) > 12 {
-		return version[:12]
-	}
-	return version
-}
-
 // ConfigMap keys of a record.
 const (
 	keyRecord = "record.json"

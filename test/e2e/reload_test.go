@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -356,7 +357,13 @@ func settledGoroutines() int {
 
 // metricValue sums a metric's values, over the series whose policy label is policy ("" for all).
 func metricValue(rt *metacel, name, policy string) float64 {
-	families, _ := rt.registry.Gather()
+	return registryValue(rt.registry, name, policy)
+}
+
+// registryValue sums a metric's values in a registry, over the series whose policy label is
+// policy ("" for all).
+func registryValue(reg prometheus.Gatherer, name, policy string) float64 {
+	families, _ := reg.Gather()
 	total := 0.0
 	for _, f := range families {
 		if f.GetName() != name {

@@ -125,20 +125,6 @@ func startShardReplica(t *testing.T, tg target, o operator.Options) *prometheus.
 	return reg
 }
 
-func gauge(reg *prometheus.Registry, name string) float64 {
-	families, _ := reg.Gather()
-	for _, f := range families {
-		if f.GetName() == name {
-			total := 0.0
-			for _, m := range f.GetMetric() {
-				total += m.GetGauge().GetValue()
-			}
-			return total
-		}
-	}
-	return 0
-}
-
 // createWidgets creates n Widgets in ns, a few at a time.
 func createWidgets(t *testing.T, dyn dynamic.Interface, ns, prefix string, n int) {
 	t.Helper()
@@ -218,7 +204,7 @@ func TestShardedReplicas(t *testing.T) {
 			eventually(t, wait, "the replicas share the 64 slots", func() error {
 				total := 0.0
 				for id, reg := range regs {
-					n := gauge(reg, "metacel_shard_slots")
+					n := registryValue(reg, "metacel_shard_slots", "")
 					if n < 21 {
 						return fmt.Errorf("%s holds %.0f slots", id, n)
 					}
@@ -239,7 +225,7 @@ func TestShardedReplicas(t *testing.T) {
 				return err
 			})
 			for id, reg := range regs {
-				held := gauge(reg, "metacel_policy_parents")
+				held := registryValue(reg, "metacel_policy_parents", "")
 				if share := held / (parents / 3); share < 0.85 || share > 1.15 {
 					t.Errorf("%s holds %.0f parents in its cache, %.2f of a third", id, held, share)
 				}
