@@ -218,31 +218,38 @@ func TestNewStatusKeepsTransitionTimes(t *testing.T) {
 	}
 }
 
+// seedPolicy loads a seed policy (policies/, typed by its CRD in crds/) and the input of its
+// sample parent (samples/).
+func seedPolicy(b *testing.B, name string) (*policy.Compiled, Input) {
+	b.Helper()
+	repo := filepath.Join("..", "..")
+	m, err := kinds.LoadCRDFiles([]string{filepath.Join(repo, "crds", name+".yaml")})
+	if err != nil {
+		b.Fatal(err)
+	}
+	data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := policy.Load(name, data, m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sample, err := os.ReadFile(filepath.Join(repo, "samples", name+".yaml"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs[0], Input{Parent: obj(b, string(sample)), Mapper: m}
+}
+
 // BenchmarkRender renders the seed policies' samples, as the controller does on every sync.
 func BenchmarkRender(b *testing.B) {
 	for _, name := range []string{"myapp", "memcached"} {
 		b.Run(name, func(b *testing.B) {
-			repo := filepath.Join("..", "..")
-			m, err := kinds.LoadCRDFiles([]string{filepath.Join(repo, "crds", name+".yaml")})
-			if err != nil {
-				b.Fatal(err)
-			}
-			data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			cs, err := policy.Load(name, data, m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sample, err := os.ReadFile(filepath.Join(repo, "samples", name+".yaml"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			in := Input{Parent: obj(b, string(sample)), Mapper: m}
+			c, in := seedPolicy(b, name)
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Render(b.Context(), cs[0], in); err != nil {
+				if _, err := Render(b.Context(), c, in); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -3,8 +3,6 @@ package render
 import (
 	"errors"
 	"maps"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -137,25 +135,8 @@ func withoutSchemas(c *policy.Compiled) *policy.Compiled {
 func BenchmarkRenderConverged(b *testing.B) {
 	for _, name := range []string{"myapp", "memcached"} {
 		b.Run(name, func(b *testing.B) {
-			repo := filepath.Join("..", "..")
-			m, err := kinds.LoadCRDFiles([]string{filepath.Join(repo, "crds", name+".yaml")})
-			if err != nil {
-				b.Fatal(err)
-			}
-			data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			cs, err := policy.Load(name, data, m)
-			if err != nil {
-				b.Fatal(err)
-			}
-			sample, err := os.ReadFile(filepath.Join(repo, "samples", name+".yaml"))
-			if err != nil {
-				b.Fatal(err)
-			}
-			in := Input{Parent: obj(b, string(sample)), Mapper: m}
-			out, err := Render(b.Context(), cs[0], in)
+			c, in := seedPolicy(b, name)
+			out, err := Render(b.Context(), c, in)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -165,7 +146,7 @@ func BenchmarkRenderConverged(b *testing.B) {
 			}
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := Render(b.Context(), cs[0], in); err != nil {
+				if _, err := Render(b.Context(), c, in); err != nil {
 					b.Fatal(err)
 				}
 			}
