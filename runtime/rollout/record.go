@@ -113,10 +113,16 @@ func (s *Store) Get(ctx context.Context, policyName string) (*Record, error) {
 	return &rec, nil
 }
 
-// Put writes a policy's record, unless it is the one last read or written.
+// Put writes a policy's record, unless it is the one last read or written or, when this store has
+// neither read nor written it (a restart), the one its ConfigMap holds: a restart writes nothing.
 func (s *Store) Put(ctx context.Context, policyName string, rec Record) error {
 	if s == nil || s.known(policyName, rec) {
 		return nil
+	}
+	if !s.seen(policyName) {
+		if stored, err := s.Get(ctx, policyName); err == nil && stored != nil && sameRecord(*stored, rec) {
+			return nil
+		}
 	}
 	body, err := json.Marshal(rec)
 	if err != nil {
@@ -146,6 +152,14 @@ func sameRecord(a, b Record) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb) && a.StableSource == b.StableSource
+}
+
+// seen reports whether this store read or wrote a policy's record.
+func (s *Store) seen(policyName string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.last[policyName]
+	return ok
 }
 
 func (s *Store) remember(policyName string, rec Record) {

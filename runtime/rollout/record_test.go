@@ -56,6 +56,31 @@ func TestStore(t *testing.T) {
 	}
 }
 
+func TestARestartPuttingTheStoredRecordWritesNothing(t *testing.T) {
+	ctx := t.Context()
+	client := fake.NewClientset()
+	rec := Record{Phase: Stable, Stable: "aaa", StableUnit: "dir/myapp.yaml", StableSource: "kind: CompositePolicy\n"}
+	if err := NewStore(client, "metacel-system").Put(ctx, "myapp", rec); err != nil {
+		t.Fatal(err)
+	}
+	client.ClearActions()
+	// a policy without spec.rollout starts without reading its record, then records itself stable
+	restarted := NewStore(client, "metacel-system")
+	if err := restarted.Put(ctx, "myapp", rec); err != nil {
+		t.Fatal(err)
+	}
+	if writes := writesOf(client.Actions()); writes != 0 {
+		t.Errorf("a restarted runtime putting the record the ConfigMap holds made %d writes, want 0", writes)
+	}
+	rec.Stable = "bbb"
+	if err := restarted.Put(ctx, "myapp", rec); err != nil {
+		t.Fatal(err)
+	}
+	if writes := writesOf(client.Actions()); writes != 1 {
+		t.Errorf("putting a new stable version made %d writes, want 1", writes)
+	}
+}
+
 func TestANilStoreIsOff(t *testing.T) {
 	s := NewStore(fake.NewClientset(), "")
 	if rec, err := s.Get(t.Context(), "p"); rec != nil || err != nil {
