@@ -6,63 +6,120 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kjson "k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
 
-// head is the part of an object Decode reads: what keys, indexes and routes it in a cache.
-type head struct {
-	metav1.TypeMeta `json:",inline"`
-	Metadata        struct {
-		Name              string                  `json:"name"`
-		GenerateName      string                  `json:"generateName"`
-		Namespace         string                  `json:"namespace"`
-		UID               types.UID               `json:"uid"`
-		ResourceVersion   string                  `json:"resourceVersion"`
-		Generation        int64                   `json:"generation"`
-		CreationTimestamp metav1.Time             `json:"creationTimestamp"`
-		DeletionTimestamp *metav1.Time            `json:"deletionTimestamp"`
-		Labels            map[string]string       `json:"labels"`
-		Annotations       map[string]string       `json:"annotations"`
-		OwnerReferences   []metav1.OwnerReference `json:"ownerReferences"`
-		Finalizers        []string                `json:"finalizers"`
-	} `json:"metadata"`
-}
-
 // decodeObject reads an object: a Status (the API server's error, in a watch event or a response)
-// as a *metav1.Status, anything else as an *Object holding a copy of data.
+// as a *metav1.Status, anything else as an *Object holding a copy of data, with its type and the
+// metadata the caches read decoded (decodeMetadata). The rest of the object is skipped unread.
 func decodeObject(data []byte) (runtime.Object, error) {
-	var h head
-	if err := utiljson.Unmarshal(data, &h); err != nil {
+	o := &Object{}
+	var metadata []byte
+	err := eachField(data, func(key string, value []byte) (err error) {
+		switch key {
+		case "kind":
+			o.Kind, err = stringValue(value)
+		case "apiVersion":
+			o.APIVersion, err = stringValue(value)
+		case "metadata":
+			metadata = value
+		}
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("decode an object's metadata: %w", err)
 	}
-	if h.Kind == "Status" && (h.APIVersion == "v1" || h.APIVersion == "") {
+	if o.Kind == "Status" && (o.APIVersion == "v1" || o.APIVersion == "") {
 		status := &metav1.Status{}
 		if err := utiljson.Unmarshal(data, status); err != nil {
 			return nil, fmt.Errorf("decode a Status: %w", err)
 		}
 		return status, nil
 	}
-	m := h.Metadata
-	delete(m.Annotations, LastApplied)
-	if len(m.Annotations) == 0 {
-		m.Annotations = nil
+	if metadata != nil && !isNull(metadata) {
+		if err := decodeMetadata(metadata, &o.ObjectMeta); err != nil {
+			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)
+		}
 	}
-	return &Object{
-		TypeMeta: h.TypeMeta,
-		ObjectMeta: metav1.ObjectMeta{
-			Name: m.Name, GenerateName: m.GenerateName, Namespace: m.Namespace, UID: m.UID,
-			ResourceVersion: m.ResourceVersion, Generation: m.Generation,
-			CreationTimestamp: m.CreationTimestamp, DeletionTimestamp: m.DeletionTimestamp,
-			Labels: m.Labels, Annotations: m.Annotations, OwnerReferences: m.OwnerReferences, Finalizers: m.Finalizers,
-		},
-		Raw: bytes.Clone(data),
-	}, nil
+	o.Raw = bytes.Clone(data)
+	return o, nil
+}
+
+// decodeMetadata reads into m what keys, indexes and routes an object in a cache: names, UID,
+// resourceVersion, generation, timestamps, labels, annotations (without kubectl's last-applied
+// copy), owners and finalizers. The managed fields, the largest part of most objects' metadata,
+// are skipped: only a sync reads them, from the whole object.
+func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
+	return eachField(data, func(key string, value []byte) (err error) {
+		switch key {
+		case "name":
+			m.Name, err = stringValue(value)
+		case "generateName":
+			m.GenerateName, err = stringValue(value)
+		case "namespace":
+			m.Namespace, err = stringValue(value)
+		case "uid":
+			var uid string
+			uid, err = stringValue(value)
+			m.UID = types.UID(uid)
+		case "resourceVersion":
+			m.ResourceVersion, err = stringValue(value)
+		case "generation":
+			if !isNull(value) {
+				m.Generation, err = strconv.ParseInt(string(value), 10, 64)
+			}
+		case "creationTimestamp":
+			err = m.CreationTimestamp.UnmarshalJSON(value)
+		case "deletionTimestamp":
+			if !isNull(value) {
+				m.DeletionTimestamp = &metav1.Time{}
+				err = m.DeletionTimestamp.UnmarshalJSON(value)
+			}
+		case "labels":
+			m.Labels, err = stringMap(value)
+		case "annotations":
+			m.Annotations, err = stringMap(value)
+			delete(m.Annotations, LastApplied)
+			if len(m.Annotations) == 0 {
+				m.Annotations = nil
+			}
+		case "ownerReferences":
+			err = utiljson.Unmarshal(value, &m.OwnerReferences)
+		case "finalizers":
+			err = utiljson.Unmarshal(value, &m.Finalizers)
+		}
+		if err != nil {
+			return fmt.Errorf("metadata.%s: %w", key, err)
+		}
+		return nil
+	})
+}
+
+// stringValue reads a JSON string; null is "".
+func stringValue(value []byte) (string, error) {
+	if isNull(value) {
+		return "", nil
+	}
+	return unquote(value)
+}
+
+// stringMap reads a JSON object of strings (labels, annotations); null is nil.
+func stringMap(value []byte) (map[string]string, error) {
+	if isNull(value) {
+		return nil, nil
+	}
+	out := map[string]string{}
+	err := eachField(value, func(key string, v []byte) (err error) {
+		out[key], err = stringValue(v)
+		return err
+	})
+	return out, err
 }
 
 // List is a list response: its items as Objects.
@@ -114,6 +171,12 @@ func decodeList(data []byte) (*List, error) {
 type codec struct{}
 
 func (codec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object) (runtime.Object, *schema.GroupVersionKind, error) {
+	if event, ok := into.(*metav1.WatchEvent); ok {
+		if err := decodeWatchEvent(data, event); err != nil {
+			return nil, nil, err
+		}
+		return event, nil, nil
+	}
 	if into != nil {
 		if err := utiljson.Unmarshal(data, into); err != nil {
 			return nil, nil, fmt.Errorf("decode %T: %w", into, err)
@@ -126,6 +189,25 @@ func (codec) Decode(data []byte, _ *schema.GroupVersionKind, into runtime.Object
 	}
 	gvk := obj.GetObjectKind().GroupVersionKind()
 	return obj, &gvk, nil
+}
+
+// decodeWatchEvent reads a watch event's frame: its type, and its object's JSON, which the watch
+// decoder then decodes (decodeObject, which copies it) before it reads the next frame.
+func decodeWatchEvent(data []byte, event *metav1.WatchEvent) error {
+	*event = metav1.WatchEvent{}
+	err := eachField(data, func(key string, value []byte) (err error) {
+		switch key {
+		case "type":
+			event.Type, err = stringValue(value)
+		case "object":
+			event.Object.Raw = value
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("decode a watch event: %w", err)
+	}
+	return nil
 }
 
 var errNoEncoding = errors.New("compact: the list and watch client sends no objects")
@@ -141,7 +223,7 @@ func (negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
 	return []runtime.SerializerInfo{{
 		MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
 		EncodesAsText: true, Serializer: codec{},
-		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: codec{}, Framer: kjson.Framer},
+		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: codec{}, Framer: framer{}},
 	}}
 }
 
