@@ -25,14 +25,21 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 	if !c.policy.Parent.HasStatus {
 		return c.conditionsChanged(parent, conds), nil
 	}
-	owned := apply.OwnedStatus(parent)
+	var owned map[string]any
 	if fields == nil {
+		owned = apply.OwnedStatus(parent)
 		fields = orEmpty(owned) // never another writer's fields
 	}
 	now := metav1.NewTime(c.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
 		return false, &permanentError{err: fmt.Errorf("status: %w", err)}
+	}
+	if sameJSON(status, parent.Object["status"]) {
+		return false, nil // the whole status is what metacel would apply: nothing to change or remove
+	}
+	if owned == nil {
+		owned = apply.OwnedStatus(parent)
 	}
 	if sameJSON(status, owned) {
 		return false, nil
@@ -59,8 +66,45 @@ func orEmpty(m map[string]any) map[string]any {
 }
 
 // sameJSON compares two values as the API server stores them: as JSON (a float 100.0 computed
-// by CEL and the int 100 read back are the same number).
+// by CEL and the int 100 read back are the same number). It walks objects and lists, and encodes
+// only leaves of other types than JSON's own.
 func sameJSON(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		o, ok := b.(map[string]any)
+		if !ok || len(a) != len(o) || (a == nil) != (o == nil) {
+			return false
+		}
+		for k, v := range a {
+			if w, ok := o[k]; !ok || !sameJSON(v, w) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		l, ok := b.([]any)
+		if !ok || len(a) != len(l) || (a == nil) != (l == nil) {
+			return false
+		}
+		for i := range a {
+			if !sameJSON(a[i], l[i]) {
+				return false
+			}
+		}
+		return true
+	case string:
+		if s, ok := b.(string); ok {
+			return a == s
+		}
+	case int64:
+		if i, ok := b.(int64); ok {
+			return a == i
+		}
+	case bool:
+		if v, ok := b.(bool); ok {
+			return a == v
+		}
+	}
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -91,6 +92,16 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 			t.Errorf("sync: %v, status writes %v, want none", err, *sent)
 		}
 	})
+	t.Run("a status already as metacel would write it causes no write, whoever wrote it", func(t *testing.T) {
+		h := newHarness(t, widgetStatusPolicy, widgetCRD)
+		sent := statusWrites(h, nil)
+		w := widgetWithStatus(t, "red", nil)
+		w.Object["status"] = runtime.DeepCopyJSON(written)
+		h.cacheParent(t, w)
+		if err := h.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
+			t.Errorf("sync: %v, status writes %v, want none", err, *sent)
+		}
+	})
 	t.Run("a failed sync re-applies only metacel's fields", func(t *testing.T) {
 		h := newHarness(t, widgetStatusPolicy, widgetCRD)
 		sent := statusWrites(h, nil)
@@ -138,6 +149,30 @@ spec:
   status:
     color: "${parent.spec.color}"
 `
+
+func TestSameJSON(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		a, b any
+		want bool
+	}{
+		{"a number computed as a float and read back as an int", map[string]any{"n": float64(100)}, map[string]any{"n": int64(100)}, true},
+		{"different numbers", []any{int64(1)}, []any{int64(2)}, false},
+		{"a named string type and a string", map[string]any{"s": metav1ConditionTrue}, map[string]any{"s": "True"}, true},
+		{"a missing key", map[string]any{"a": "x"}, map[string]any{"b": "x"}, false},
+		{"an extra key", map[string]any{"a": "x"}, map[string]any{"a": "x", "b": "y"}, false},
+		{"lists in another order", []any{"a", "b"}, []any{"b", "a"}, false},
+		{"null and an empty object", map[string]any(nil), map[string]any{}, false},
+		{"nested equal", map[string]any{"c": []any{map[string]any{"t": "Ready", "ok": true}}}, map[string]any{"c": []any{map[string]any{"t": "Ready", "ok": true}}}, true},
+		{"a bool and a string", true, "true", false},
+	} {
+		if got := sameJSON(tc.a, tc.b); got != tc.want {
+			t.Errorf("%s: sameJSON = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+const metav1ConditionTrue = metav1.ConditionTrue
 
 func TestASyncThatCreatesItsChildrenWritesTheStatusOnce(t *testing.T) {
 	h := newHarness(t, widgetChildPolicy, widgetCRD)
