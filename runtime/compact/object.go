@@ -6,7 +6,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -49,10 +48,9 @@ func Unstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 func (o *Object) decode() (*unstructured.Unstructured, error) {
-	u := &unstructured.Unstructured{}
-	if err := utiljson.Unmarshal(o.Raw, &u.Object); err != nil {
+	m, err := unmarshalObject(o.Raw)
+	if err != nil {
 		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
 	}
-	Slim(u)
-	return u, nil
+	return Slim(&unstructured.Unstructured{Object: m}), nil
 }
