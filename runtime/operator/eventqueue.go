@@ -6,7 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/reference"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
@@ -46,10 +48,13 @@ func newEventQueue(next events.EventRecorder, size int, reg prometheus.Registere
 	return q
 }
 
-// Eventf implements events.EventRecorder; it never blocks. The note is formatted now.
+// Eventf implements events.EventRecorder; it never blocks. The note is formatted now, and the
+// objects are queued as references: a queued event holds a few strings, never an object (a
+// decoded parent, a rendered child), which a full queue would keep in memory a thousand times.
 func (q *eventQueue) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	message := fmt.Sprintf(note, args...)
-	send := func() { q.next.Eventf(regarding, related, eventtype, reason, action, "%s", message) }
+	regardingRef, relatedRef := referenceTo(regarding), referenceTo(related)
+	send := func() { q.next.Eventf(regardingRef, relatedRef, eventtype, reason, action, "%s", message) }
 	queue := q.normals
 	if eventtype == "Warning" {
 		queue = q.warnings
@@ -59,6 +64,20 @@ func (q *eventQueue) Eventf(regarding, related runtime.Object, eventtype, reason
 	default:
 		q.dropped.WithLabelValues(eventtype).Inc()
 	}
+}
+
+// referenceTo is a reference to obj, which event recorders take in its place (client-go's
+// reference.GetReference returns a reference as it is); obj itself when it has no kind to name it
+// by, for the recorder to report; nil for nil.
+func referenceTo(obj runtime.Object) runtime.Object {
+	if obj == nil {
+		return nil
+	}
+	ref, err := reference.GetReference(scheme.Scheme, obj)
+	if err != nil {
+		return obj
+	}
+	return ref
 }
 
 // run hands the queued events on, Warning ones first, as fast as limiter allows, until ctx is

@@ -2,6 +2,7 @@ package operator
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -9,20 +10,24 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/util/flowcontrol"
 )
 
 // recorded is an events.EventRecorder that keeps what it is given.
 type recorded struct {
-	mu  sync.Mutex
-	got []string
+	mu      sync.Mutex
+	got     []string
+	objects []runtime.Object // regarding and related, of each event
 }
 
-func (r *recorded) Eventf(_, _ runtime.Object, eventtype, reason, _, note string, args ...any) {
+func (r *recorded) Eventf(regarding, related runtime.Object, eventtype, reason, _, note string, args ...any) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.got = append(r.got, eventtype+" "+reason+": "+fmt.Sprintf(note, args...))
+	r.objects = append(r.objects, regarding, related)
 }
 
 func (r *recorded) events() []string {
@@ -64,5 +69,33 @@ func TestABurstOfEventsIsBoundedAndWarningsGoFirst(t *testing.T) {
 	want := "Warning ApplyFailed: failed,Normal Created: Created Pod 0,Normal Created: Created Pod 1,Normal Created: Created Pod 2"
 	if got := strings.Join(next.events(), ","); got != want {
 		t.Errorf("sent %s\nwant %s", got, want)
+	}
+}
+
+// A queued event holds references, not the objects it is about: a full queue of events about
+// decoded parents and rendered children would keep a thousand of each in memory.
+func TestAQueuedEventHoldsReferencesNotObjects(t *testing.T) {
+	next := &recorded{}
+	q := newEventQueue(next, 10, prometheus.NewRegistry())
+	parent := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "demo.rtfm.co.ua/v1", "kind": "MyApp",
+		"metadata": map[string]any{"name": "app", "namespace": "bench", "uid": "u-1", "resourceVersion": "7"},
+		"spec":     map[string]any{"image": "nginx"},
+	}}
+	child := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "app-pod", "namespace": "bench"},
+	}}
+	q.Eventf(parent, child, "Normal", "Created", "Create", "Created %s", "app-pod")
+	send, ok := q.take(t.Context())
+	if !ok {
+		t.Fatal("no event queued")
+	}
+	send()
+	want := []runtime.Object{
+		&corev1.ObjectReference{APIVersion: "demo.rtfm.co.ua/v1", Kind: "MyApp", Namespace: "bench", Name: "app", UID: "u-1", ResourceVersion: "7"},
+		&corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: "bench", Name: "app-pod"},
+	}
+	if !reflect.DeepEqual(next.objects, want) {
+		t.Errorf("the recorder was handed %#v, want the references %#v", next.objects, want)
 	}
 }
