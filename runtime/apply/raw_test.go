@@ -42,7 +42,7 @@ func TestAStatusApplyThroughTheRawClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			err = NewWriter(nil).WithRawClient(rc).ApplyStatus(t.Context(), gadgets, parent, map[string]any{"size": int64(3)})
+			_, err = NewWriter(nil).WithRawClient(rc).ApplyStatus(t.Context(), gadgets, parent, map[string]any{"size": int64(3)})
 			if apierrors.IsInvalid(err) != tt.invalid || (err != nil) != tt.invalid {
 				t.Errorf("error %v, want invalid %v", err, tt.invalid)
 			}

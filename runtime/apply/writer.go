@@ -189,8 +189,9 @@ func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, o
 	return err
 }
 
-// ApplyStatus server-side applies the parent's status subresource.
-func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]any) error {
+// ApplyStatus server-side applies the parent's status subresource. It returns the parent's
+// metadata as the API server stored it (its resourceVersion after the write).
+func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResource, parent *unstructured.Unstructured, status map[string]any) (*metav1.ObjectMeta, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	obj := &unstructured.Unstructured{Object: map[string]any{
@@ -200,15 +201,38 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 		"status":     status,
 	}}
 	if w.raw == nil {
-		_, err := w.resource(gvr, parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
-		return err
+		got, err := w.resource(gvr, parent.GetNamespace()).ApplyStatus(ctx, parent.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		if err != nil {
+			return nil, err
+		}
+		return metadataOf(got), nil
 	}
 	data, err := json.Marshal(obj.Object)
 	if err != nil {
-		return fmt.Errorf("encode the status of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
+		return nil, fmt.Errorf("encode the status of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
 	}
-	return w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
-		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx).Error()
+	body, err := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
+		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx).Raw()
+	if err != nil {
+		return nil, err
+	}
+	var written struct {
+		Metadata metav1.ObjectMeta `json:"metadata"`
+	}
+	if err := json.Unmarshal(body, &written); err != nil {
+		return nil, nil // written; only its metadata is unknown
+	}
+	written.Metadata.ManagedFields = nil
+	return &written.Metadata, nil
+}
+
+// metadataOf copies an object's metadata but its managed fields.
+func metadataOf(obj *unstructured.Unstructured) *metav1.ObjectMeta {
+	return &metav1.ObjectMeta{
+		Name: obj.GetName(), Namespace: obj.GetNamespace(), UID: obj.GetUID(), ResourceVersion: obj.GetResourceVersion(),
+		Generation: obj.GetGeneration(), Labels: obj.GetLabels(), Annotations: obj.GetAnnotations(),
+		OwnerReferences: obj.GetOwnerReferences(), Finalizers: obj.GetFinalizers(), DeletionTimestamp: obj.GetDeletionTimestamp(),
+	}
 }
 
 // SetFinalizer adds (present) or removes a finalizer from an object, guarded by its

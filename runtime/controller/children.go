@@ -28,6 +28,9 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 			continue
 		}
 		w.writes++
+		if obs != nil && child.Resource.Method == policy.Recreate {
+			w.deletes++ // deleted, then created again
+		}
 		got, err := c.applyChild(ctx, parent, child, obs)
 		if err != nil {
 			return w, err
@@ -41,7 +44,7 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 
 // written is what a sync wrote of its children.
 type written struct {
-	writes int
+	writes, deletes int
 	// objects are the children created or updated, as the API server returned them
 	objects []*unstructured.Unstructured
 }
@@ -194,8 +197,8 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 }
 
 // pruneChildren deletes the observed children that are no longer desired, or releases them
-// when their entry's deletionPolicy is Orphan.
-func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+// when their entry's deletionPolicy is Orphan, and says how many.
+func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (pruned int, err error) {
 	desired := map[string]bool{}
 	for _, ch := range out.Children {
 		desired[render.Identity(ch.Object)] = true
@@ -205,12 +208,13 @@ func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Uns
 			if desired[render.Identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
 				continue // wanted, going, or a copy that only carries metacel's labels
 			}
+			pruned++
 			if err := c.prune(ctx, parent, obs); err != nil {
-				return err
+				return pruned, err
 			}
 		}
 	}
-	return nil
+	return pruned, nil
 }
 
 func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, obs *unstructured.Unstructured) error {

@@ -14,16 +14,16 @@ import (
 )
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and
-// says whether it did. fields nil keeps the policy's fields from before (a failed sync). Only
-// metacel's share of the status is compared and re-applied (apply.OwnedStatus): another writer's
+// says whether it did, with the parent's metadata as the write returned it (nil when unknown).
+// fields nil keeps the policy's fields from before (a failed sync). Only metacel's share of the status is compared and re-applied (apply.OwnedStatus): another writer's
 // status fields are neither compared, so they cause no write, nor taken over. A status the API
 // server refuses for good (the schema rejects a field) is reported once and not sent again until
 // it changes. Parents without a status subresource (built-in kinds) get no status: their
 // conditions are events only.
-func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (bool, error) {
+func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (written *metav1.ObjectMeta, changed bool, err error) {
 	c.markParent(parentKey(parent), parent.GetUID(), conds)
 	if !c.policy.Parent.HasStatus {
-		return c.conditionsChanged(parent, conds), nil
+		return nil, c.conditionsChanged(parent, conds), nil
 	}
 	var owned map[string]any
 	if fields == nil {
@@ -33,19 +33,19 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 	now := metav1.NewTime(c.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
-		return false, &permanentError{err: fmt.Errorf("status: %w", err)}
+		return nil, false, &permanentError{err: fmt.Errorf("status: %w", err)}
 	}
 	if sameJSON(status, parent.Object["status"]) {
-		return false, nil // the whole status is what metacel would apply: nothing to change or remove
+		return nil, false, nil // the whole status is what metacel would apply: nothing to change or remove
 	}
 	if owned == nil {
 		owned = apply.OwnedStatus(parent)
 	}
 	if sameJSON(status, owned) {
-		return false, nil
+		return nil, false, nil
 	}
-	err = c.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() error {
-		if err := c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
+	err = c.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
+		if written, err = c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
 			c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
 			if isPermanent(err) {
@@ -55,7 +55,7 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 		}
 		return nil
 	})
-	return err == nil, err
+	return written, err == nil, err
 }
 
 func orEmpty(m map[string]any) map[string]any {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -62,41 +64,110 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return nil // the last sync of these very inputs left nothing to do
 	}
 	c.unchanged.forget(key)
-	if err := c.reconcile(ctx, key, parent, observed, related, budget); err != nil {
+	left, err := c.reconcile(ctx, key, parent, observed, related, budget)
+	if err != nil {
 		return err
 	}
 	if known {
-		c.unchanged.remember(key, inputs)
+		c.unchanged.remember(key, c.inputsLeft(inputs, cached, children, parent, left))
 	}
 	return nil
 }
 
 // reconcile renders a parent and writes what differs: the finalizer, the children (applied,
-// then the undesired ones pruned), the status.
-func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) error {
+// then the undesired ones pruned), the status. It says what its writes left.
+func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) (left, error) {
 	start := c.deps.Clock.Now()
 	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget}
 	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(found))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
-		return c.fail(ctx, parent, err)
+		return left{}, c.fail(ctx, parent, err)
 	}
 	if err := c.ensureFinalizer(ctx, parent, out, found); err != nil {
-		return err
+		return left{}, err
 	}
 	w, err := c.applyChildren(ctx, parent, out, kids.ByID)
 	if err != nil {
-		return c.fail(ctx, parent, err)
+		return left{}, c.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
 		c.childEvents.Forget(key) // settled: the next child event is news, not an echo
 	}
-	if err := c.pruneChildren(ctx, parent, out, found); err != nil {
-		return c.fail(ctx, parent, err)
+	pruned, err := c.pruneChildren(ctx, parent, out, found)
+	if err != nil {
+		return left{}, c.fail(ctx, parent, err)
 	}
+	w.deletes += pruned
 	out = c.statusAfterWrites(ctx, parent, out, kids.ByID, related, budget, w)
-	_, err = c.updateStatus(ctx, parent, out.Status, out.Conditions())
-	return err
+	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
+	return left{written: w, parent: status}, err
+}
+
+// left is what a sync's writes left: the children written, as the API server returned them, and
+// the parent's metadata after its status write (nil: not written, or not known).
+type left struct {
+	written
+	parent *metav1.ObjectMeta
+}
+
+// inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged):
+// its own when it wrote nothing. After writes, when they changed nothing a render reads but the
+// objects written (the parent's status, which the policy's expressions do not read, and children
+// created or applied), the inputs as the writes returned them: the events of the sync's own
+// writes then cause no render. Otherwise (a deletion, a policy that reads the parent's status, a
+// parent that changed meanwhile) the inputs before the writes, which those events never match.
+func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []metav1.Object, parent *unstructured.Unstructured, l left) uint64 {
+	if l.writes == 0 && l.parent == nil {
+		return before
+	}
+	if l.deletes > 0 || l.writes != len(l.objects) || len(c.policy.Related) > 0 {
+		return before
+	}
+	after := cached
+	if l.parent != nil {
+		if c.policy.ReadsParentStatus || !onlyStatusChanged(parent, l.parent) {
+			return before
+		}
+		after = l.parent
+	}
+	kids := make([]metav1.Object, 0, len(children)+len(l.objects))
+	written := map[types.UID]bool{}
+	for _, o := range l.objects {
+		written[o.GetUID()] = true
+		kids = append(kids, o)
+	}
+	for _, m := range children {
+		if !written[m.GetUID()] {
+			kids = append(kids, m)
+		}
+	}
+	sum, ok := c.unchanged.fingerprint(after, kids, nil)
+	if !ok {
+		return before
+	}
+	return sum
+}
+
+// onlyStatusChanged reports whether a parent as a status write returned it is the parent a sync
+// rendered but for its status: the same object, generation (its spec), labels, annotations
+// (kubectl's last-applied copy aside, which the caches drop), owners and finalizers, and not
+// being deleted.
+func onlyStatusChanged(rendered *unstructured.Unstructured, written *metav1.ObjectMeta) bool {
+	withoutLastApplied := func(m map[string]string) map[string]string {
+		if _, ok := m[compact.LastApplied]; !ok {
+			return m
+		}
+		m = maps.Clone(m)
+		delete(m, compact.LastApplied)
+		return m
+	}
+	return rendered.GetUID() == written.UID && rendered.GetGeneration() == written.Generation &&
+		written.DeletionTimestamp == nil && rendered.GetDeletionTimestamp() == nil &&
+		maps.Equal(rendered.GetLabels(), written.Labels) &&
+		maps.Equal(withoutLastApplied(rendered.GetAnnotations()), withoutLastApplied(written.Annotations)) &&
+		slices.Equal(rendered.GetFinalizers(), written.Finalizers) &&
+		equality.Semantic.DeepEqual(rendered.GetOwnerReferences(), written.OwnerReferences)
 }
 
 // allObjects flattens objects by child id.
@@ -219,7 +290,7 @@ func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured
 		reason = render.ErrorConditions(err, reason)[0].Reason
 	}
 	conds := render.FailureConditions(reason, err.Error())
-	changed, serr := c.updateStatus(ctx, parent, nil, conds)
+	_, changed, serr := c.updateStatus(ctx, parent, nil, conds)
 	if changed {
 		c.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
 	}

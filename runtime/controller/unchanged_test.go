@@ -1,7 +1,9 @@
 package controller
 
 import (
+	"encoding/json"
 	"hash/maphash"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -105,5 +107,70 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 	undecodable.ResourceVersion = "2"
 	if err := h.c.sync(t.Context(), "ns/p"); err == nil {
 		t.Error("a sync of a changed parent did not read it")
+	}
+}
+
+// The events of a sync's own writes (its status write, the child it created) bring the caches the
+// objects as the writes returned them: the next sync of those very inputs renders nothing and
+// decodes nothing, unless the policy reads the parent's status, which its own write changed.
+func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
+	readsStatus := strings.Replace(widgetChildPolicy, `color: "${parent.spec.color}"`, `color: "${parent.?status.?color.orValue(parent.spec.color)}"`, 1)
+	for _, tc := range []struct {
+		name, policy string
+		skipped      bool
+	}{
+		{"a policy that does not read the parent's status", widgetChildPolicy, true},
+		{"a policy that reads the parent's status", readsStatus, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, tc.policy, widgetCRD)
+			var child *unstructured.Unstructured
+			created := func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if c, ok := a.(clienttesting.CreateAction); ok {
+					child = c.GetObject().(*unstructured.Unstructured).DeepCopy()
+				} else {
+					child = &unstructured.Unstructured{}
+					_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &child.Object)
+				}
+				child.SetUID("c-1")
+				child.SetResourceVersion("4")
+				return true, child, nil
+			}
+			h.react("create", "configmaps", created)
+			h.react("patch", "configmaps", created)
+			h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				obj := map[string]any{}
+				_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &obj)
+				w := &unstructured.Unstructured{Object: obj}
+				w.SetUID("w-1")
+				w.SetResourceVersion("5")
+				return true, w, nil
+			})
+			parent := widgetWithStatus(t, "red", nil)
+			parent.SetResourceVersion("3")
+			h.cacheParent(t, parent)
+			if err := h.c.sync(t.Context(), "ns/w"); err != nil || child == nil {
+				t.Fatalf("first sync: %v, child %v", err, child)
+			}
+			// the caches get the parent and the child at the resourceVersions the writes returned,
+			// as objects that cannot be decoded: a sync that reads them fails
+			undecodable := func(kind string, m metav1.Object) *compact.Object {
+				return &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}, ObjectMeta: metav1.ObjectMeta{
+					Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+					Labels: m.GetLabels(), Generation: m.GetGeneration()}, Raw: []byte("not JSON")}
+			}
+			res, _ := h.c.resourceOf(child)
+			if err := h.c.children[res.GVR.String()].whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {
+				t.Fatal(err)
+			}
+			parent.SetResourceVersion("5")
+			if err := h.c.parents.whole().GetIndexer().Update(undecodable("Widget", parent)); err != nil {
+				t.Fatal(err)
+			}
+			err := h.c.sync(t.Context(), "ns/w")
+			if skipped := err == nil; skipped != tc.skipped {
+				t.Errorf("the sync of the writes' own events: skipped %v (err %v), want %v", skipped, err, tc.skipped)
+			}
+		})
 	}
 }

@@ -101,6 +101,8 @@ type Scope struct {
 	Each *cel.Type
 	// Child declares `child`, the observed child in readyWhen.
 	Child bool
+	// Reads, when set, records what the expressions compiled in the environment may read.
+	Reads *Reads
 }
 
 // Var is a declared variable and the type of its expression.
@@ -117,6 +119,7 @@ type Env struct {
 	sizes *sizes
 	// types are the object types the scope declares (nil: none), for suggesting field names.
 	types *apiservercel.DeclTypeProvider
+	reads *Reads
 }
 
 // NewEnv builds the environment of a scope. It is done once per place in a policy, at load.
@@ -166,7 +169,7 @@ func NewEnv(s Scope) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{cel: env, run: run, sizes: newSizes(roots), types: provider}, nil
+	return &Env{cel: env, run: run, sizes: newSizes(roots), types: provider, reads: s.Reads}, nil
 }
 
 // declare extends a base with a scope's types and variables; it returns the types' provider too.

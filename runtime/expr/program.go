@@ -90,6 +90,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	if iss.Err() != nil {
 		return nil, e.compileError(src, iss, wholeValue)
 	}
+	e.reads.record(ast)
 	if out := ast.OutputType(); !want.accepts(out) {
 		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
 	}

@@ -50,7 +50,7 @@ func Errors(err error) ErrorList {
 // Compile compiles a validated policy document: it resolves its resources and compiles and
 // type-checks every expression, collecting every error with its file, line and field path.
 func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
-	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m}
+	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
 	parent, err := DeclaredParent(doc, c.parent())
 	out.Parent = parent
@@ -73,6 +73,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
+	out.ReadsParentStatus = c.reads.ParentStatus()
 	return out, nil
 }
 
@@ -81,6 +82,8 @@ type compiler struct {
 	spec *Spec
 	m    kinds.Mapper
 	errs ErrorList
+	// reads records what the expressions of a sync may read (not the rollout's health rule)
+	reads *expr.Reads
 
 	// environments of each place an expression may appear
 	parentEnv, validationEnv, mainEnv, readyEnv *expr.Env
@@ -176,6 +179,7 @@ func (c *compiler) scopes(parent kinds.Info) bool {
 }
 
 func (c *compiler) env(s expr.Scope) *expr.Env {
+	s.Reads = c.reads
 	env, err := expr.NewEnv(s)
 	if err != nil {
 		c.errorf("spec", "%v", err)
@@ -355,6 +359,6 @@ func (c *compiler) rollout() *CompiledRollout {
 	if b := r.FailureBudget; b != nil {
 		out.FailureBudget = *b
 	}
-	out.Health = c.program(c.parentEnv, r.Health, "spec.rollout.health", expr.WantBool)
+	out.Health = c.program(c.parentEnv.Unrecorded(), r.Health, "spec.rollout.health", expr.WantBool)
 	return out
 }

@@ -36,6 +36,9 @@ type Compiled struct {
 	ResyncPeriod time.Duration
 	// Rollout, when not nil, says how a new version of the policy reaches its parents; nil: at once.
 	Rollout *CompiledRollout
+	// ReadsParentStatus is true when an expression of a sync may read the parent's status: a
+	// sync's own status write may then change what the next sync renders.
+	ReadsParentStatus bool
 }
 
 // Name returns the policy's name.

@@ -1,0 +1,40 @@
+package expr
+
+import "testing"
+
+func TestReadsKnowsWhetherAnExpressionMayReadTheParentsStatus(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"parent.spec.image", false},
+		{"parent.metadata.name + '-pod'", false},
+		{"has(parent.spec.banner) ? parent.spec.banner : ''", false},
+		{"parent.status.podName", true},
+		{"has(parent.status)", true},
+		{"parent['status'] != null", true},
+		{"size(parent) > 0", true},
+		{"[parent].size() == 1", true},
+		{"'status' in parent", true},
+	} {
+		r := &Reads{}
+		env, err := NewEnv(Scope{Reads: r})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Compile(tc.src, WantAny); err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if got := r.ParentStatus(); got != tc.want {
+			t.Errorf("%s: ParentStatus() = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+	r := &Reads{}
+	env, _ := NewEnv(Scope{Reads: r})
+	if _, err := env.Unrecorded().Compile("parent.status.ready == true", WantBool); err != nil {
+		t.Fatal(err)
+	}
+	if r.ParentStatus() {
+		t.Error("an expression compiled in the environment without its Reads was recorded")
+	}
+}
