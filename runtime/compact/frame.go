@@ -67,7 +67,7 @@ func (f *frameReader) next() ([]byte, error) {
 			return frame, nil
 		}
 		if f.err != nil {
-			if f.err == io.EOF && f.start < len(f.buf) {
+			if errors.Is(f.err, io.EOF) && f.start < len(f.buf) {
 				return nil, io.ErrUnexpectedEOF
 			}
 			return nil, f.err

@@ -73,8 +73,7 @@ func valueEnd(data []byte, i int) (int, error) {
 		return 0, errTruncated
 	default: // a number, true, false or null
 		for ; i < len(data); i++ {
-			switch c := data[i]; {
-			case c == ',' || c == '}' || c == ']' || isSpace(c):
+			if c := data[i]; c == ',' || c == '}' || c == ']' || isSpace(c) {
 				return i, nil
 			}
 		}

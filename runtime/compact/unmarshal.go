@@ -334,7 +334,8 @@ func (d *mapDecoder) string() (string, error) {
 // U+FFFD, and so does an escaped surrogate that is not the first of a valid pair.
 func (d *mapDecoder) unescape(start, i int) (string, error) {
 	data := d.data
-	b := append(d.buf[:0], data[start:i]...)
+	d.buf = append(d.buf[:0], data[start:i]...)
+	b := d.buf
 	for i < len(data) {
 		switch c := data[i]; {
 		case c == '"':
