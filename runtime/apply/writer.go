@@ -211,11 +211,12 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return nil, fmt.Errorf("encode the status of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
 	}
-	body, err := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
-		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx).Raw()
-	if err != nil {
-		return nil, err
+	res := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
+		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx)
+	if err := res.Error(); err != nil {
+		return nil, err // with the API server's Status, when it sent one
 	}
+	body, _ := res.Raw()
 	var written struct {
 		Metadata metav1.ObjectMeta `json:"metadata"`
 	}
