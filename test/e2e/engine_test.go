@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/runtime/rollout"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "widgets"}
@@ -39,22 +40,7 @@ func TestIdleResyncWritesNothing(t *testing.T) {
 	for i := range parents {
 		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%03d", i)))
 	}
-	eventually(t, 2*time.Minute, "100 widgets converge", func() error {
-		list, err := cluster.dynamic.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		ready := 0
-		for i := range list.Items {
-			if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil && str(&list.Items[i], "status", "color") == "blue" {
-				ready++
-			}
-		}
-		if ready < parents {
-			return fmt.Errorf("%d of %d ready", ready, parents)
-		}
-		return nil
-	})
+	waitWidgetsConverged(t, ns, parents)
 	// let in-flight syncs settle: converged means a full re-sync round already passed with no write
 	before := rt.reconciles("widget")
 	eventually(t, time.Minute, "a first idle re-sync round", func() error {
@@ -83,6 +69,63 @@ func TestIdleResyncWritesNothing(t *testing.T) {
 		t.Errorf("idle re-syncs of %d converged parents made %d writes, want 0: %v", parents, extra, rt.writesSince(paths))
 	}
 	t.Logf("%v idle syncs, %d writes", rt.reconciles("widget")-syncs, rt.writes.Load()-writes)
+}
+
+// waitWidgetsConverged waits until a namespace's n Widgets are Ready and blue.
+func waitWidgetsConverged(t *testing.T, ns string, n int) {
+	t.Helper()
+	eventually(t, 2*time.Minute, fmt.Sprintf("%d widgets converge", n), func() error {
+		list, err := cluster.dynamic.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		ready := 0
+		for i := range list.Items {
+			if hasCondition("Ready", "True", "", "")(&list.Items[i]) == nil && str(&list.Items[i], "status", "color") == "blue" {
+				ready++
+			}
+		}
+		if ready < n {
+			return fmt.Errorf("%d of %d ready", ready, n)
+		}
+		return nil
+	})
+}
+
+// TestARestartOverConvergedParentsWritesNothing: a runtime started again over the parents it
+// converged syncs every one of them and writes nothing: no child, no status, and not the policy's
+// rollout record either (a policy without spec.rollout wrote it again at every start).
+func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
+	policyNS := newNamespace(t, "policies")
+	opts := operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, PolicyNamespace: policyNS}
+	first := startRuntimeWith(t, opts)
+	ns := newNamespace(t, "restart")
+	const parents = 20
+	for i := range parents {
+		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%03d", i)))
+	}
+	waitWidgetsConverged(t, ns, parents)
+	record := "/api/v1/namespaces/" + policyNS + "/configmaps/" + rollout.ConfigMapName("widget")
+	if first.bookkeepingWritesTo(record) == 0 {
+		t.Fatalf("the first runtime wrote no rollout record at %s", record)
+	}
+	first.stop()
+
+	second := startRuntimeWith(t, opts)
+	eventually(t, time.Minute, "the restarted runtime syncs every parent", func() error {
+		if n := second.reconciles("widget"); n < parents {
+			return fmt.Errorf("%v syncs", n)
+		}
+		return nil
+	})
+	for path, n := range second.writesSince(nil) {
+		if strings.Contains(path, "/namespaces/"+ns+"/") {
+			t.Errorf("the restarted runtime wrote %s %d times, want none", path, n)
+		}
+	}
+	if n := second.bookkeepingWritesTo(record); n != 0 {
+		t.Errorf("the restarted runtime wrote the rollout record it holds %d times, want 0", n)
+	}
 }
 
 // TestConflictIsReportedNotTakenOver: an object with a child's name that metacel does not manage

@@ -64,9 +64,10 @@ func envFloat(name string, def float32) float32 {
 // metacel is a metacel runtime running in-process for one test.
 type metacel struct {
 	writes atomic.Int64 // requests other than GET, LIST and WATCH (events and leases aside)
-	// written counts those writes by URL path
-	written  sync.Map // string -> *atomic.Int64
-	registry *prometheus.Registry
+	// written counts those writes by URL path, and bookkept the runtime's writes of its own
+	// records (events, Leases, policy status, rollout records)
+	written, bookkept sync.Map // string -> *atomic.Int64
+	registry          *prometheus.Registry
 	// stop stops the runtime and waits for it; the test's end stops it anyway
 	stop func()
 }
@@ -112,10 +113,11 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 			switch r.Method {
 			case http.MethodGet, http.MethodHead:
 			default:
-				if !bookkeeping(r) {
+				if bookkeeping(r) {
+					count(&rt.bookkept, r.URL.Path)
+				} else {
 					rt.writes.Add(1)
-					n, _ := rt.written.LoadOrStore(r.URL.Path, new(atomic.Int64))
-					n.(*atomic.Int64).Add(1)
+					count(&rt.written, r.URL.Path)
 				}
 			}
 			return next.RoundTrip(r)
@@ -150,13 +152,28 @@ func bookkeeping(r *http.Request) bool {
 		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName(""))
 }
 
+// count adds one to a path's count.
+func count(m *sync.Map, path string) {
+	n, _ := m.LoadOrStore(path, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
+}
+
 type roundTripFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // writesTo returns how many writes the runtime sent to a URL path.
 func (rt *metacel) writesTo(path string) int64 {
-	if n, ok := rt.written.Load(path); ok {
+	return loadCount(&rt.written, path)
+}
+
+// bookkeepingWritesTo returns how many writes of its own records the runtime sent to a URL path.
+func (rt *metacel) bookkeepingWritesTo(path string) int64 {
+	return loadCount(&rt.bookkept, path)
+}
+
+func loadCount(m *sync.Map, path string) int64 {
+	if n, ok := m.Load(path); ok {
 		return n.(*atomic.Int64).Load()
 	}
 	return 0
