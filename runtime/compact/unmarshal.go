@@ -89,16 +89,7 @@ func (d *mapDecoder) peek() byte {
 }
 
 // skipSpace skips the four whitespace characters of JSON.
-func (d *mapDecoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
-		case ' ', '\t', '\n', '\r':
-			d.pos++
-		default:
-			return
-		}
-	}
-}
+func (d *mapDecoder) skipSpace() { d.pos = skipSpace(d.data, d.pos) }
 
 // value decodes any JSON value.
 func (d *mapDecoder) value() (any, error) {

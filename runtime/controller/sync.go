@@ -132,13 +132,13 @@ func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []
 		after = l.parent
 	}
 	kids := make([]metav1.Object, 0, len(children)+len(l.objects))
-	written := map[types.UID]bool{}
+	wrote := map[types.UID]bool{}
 	for _, o := range l.objects {
-		written[o.GetUID()] = true
+		wrote[o.GetUID()] = true
 		kids = append(kids, o)
 	}
 	for _, m := range children {
-		if !written[m.GetUID()] {
+		if !wrote[m.GetUID()] {
 			kids = append(kids, m)
 		}
 	}
