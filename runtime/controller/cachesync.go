@@ -26,7 +26,7 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 	wait := notSyncedFirst
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		synced := cache.WaitForCacheSync(waitCtx.Done(), c.hasSynced()...)
+		synced := cache.WaitFor(waitCtx, "", c.hasSynced()...)
 		cancel()
 		switch {
 		case synced:
@@ -43,10 +43,12 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 	}
 }
 
-func (c *Controller) hasSynced() []cache.InformerSynced {
-	var out []cache.InformerSynced
+// hasSynced returns what tells when the informers have synced: without polling, so that the
+// workers start as soon as the last list is in (cache.WaitForCacheSync checks every 100 ms).
+func (c *Controller) hasSynced() []cache.DoneChecker {
+	var out []cache.DoneChecker
 	for _, inf := range c.informers() {
-		out = append(out, inf.HasSynced)
+		out = append(out, inf.HasSyncedChecker())
 	}
 	return out
 }

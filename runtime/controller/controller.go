@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"maps"
 	"runtime/debug"
 	"strings"
@@ -106,9 +105,8 @@ var managedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
 // New prepares the controller of a policy; Run starts it.
 func New(p *policy.Compiled, deps Deps) *Controller {
 	c := &Controller{
-		policy:    p,
-		deps:      deps,
-		unchanged: unchanged{seed: maphash.MakeSeed()},
+		policy: p,
+		deps:   deps,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
 		children: map[string]*resourceCache{},

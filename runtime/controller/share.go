@@ -102,6 +102,10 @@ func (c *Controller) markParent(key string, uid types.UID, conds []render.Condit
 			m.failing = true
 		}
 	}
+	c.mark(key, m)
+}
+
+func (c *Controller) mark(key string, m parentMark) {
 	c.tally.Lock()
 	defer c.tally.Unlock()
 	if c.tally.marks == nil {

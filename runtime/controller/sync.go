@@ -43,6 +43,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
 		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
 			return nil // the last sync of these very inputs left nothing to do: nothing decoded
+		} else if known && c.recalled(key, cached.GetUID(), inputs) {
+			return nil // so did the last one before a restart (memo.go)
 		}
 	}
 	parent, err := compact.Unstructured(cached)

@@ -1,12 +1,14 @@
 package controller
 
 import (
-	"hash/maphash"
+	"maps"
 	"slices"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/memo"
 )
 
 // unchanged remembers, per parent, a fingerprint of the inputs of its last successful sync: the
@@ -18,19 +20,21 @@ import (
 // what a write did; a sync that failed is not remembered. What the inputs do not cover resets
 // the memory: a namespace's consent labels (confinement), a new policy (a new controller).
 //
-// This is what a hand-written controller's resync costs: a look at its caches, no render.
+// This is what a hand-written controller's resync costs: a look at its caches, no render. After a
+// restart, the fingerprints the controller had when it stopped (package memo) are recalled: a
+// parent whose inputs match one of them is known as if this process had synced it.
 type unchanged struct {
 	sync.Mutex
-	seed maphash.Seed
 	last map[string]uint64 // parent key -> fingerprint
+	// recalled are the fingerprints of the memo not matched yet, with the byte kept beside each
+	recalled memo.Entries
 }
 
 // fingerprint hashes the resourceVersions of a sync's inputs: the parent and the policy's objects
 // cached for it (their metadata: nothing is decoded), and the related objects it read; ok is
 // false when an input has none (an object not from an API server), which is never skipped.
 func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, related map[string][]*unstructured.Unstructured) (sum uint64, ok bool) {
-	var h maphash.Hash
-	h.SetSeed(u.seed)
+	h := fnv64a(fnvOffset)
 	versions := make([]string, 0, len(children)+1)
 	for _, m := range append([]metav1.Object{parent}, children...) {
 		if m.GetResourceVersion() == "" {
@@ -40,8 +44,8 @@ func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, 
 	}
 	slices.Sort(versions[1:]) // the index yields children in no set order
 	for _, v := range versions {
-		_, _ = h.WriteString(v)
-		_ = h.WriteByte(0)
+		h.writeString(v)
+		h.writeByte(0)
 	}
 	ids := make([]string, 0, len(related))
 	for id := range related {
@@ -49,17 +53,17 @@ func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, 
 	}
 	slices.Sort(ids)
 	for _, id := range ids {
-		_, _ = h.WriteString(id)
-		_ = h.WriteByte(1)
+		h.writeString(id)
+		h.writeByte(1)
 		for _, obj := range related[id] {
 			if obj.GetResourceVersion() == "" {
 				return 0, false
 			}
-			_, _ = h.WriteString(string(obj.GetUID()) + "@" + obj.GetResourceVersion())
-			_ = h.WriteByte(0)
+			h.writeString(string(obj.GetUID()) + "@" + obj.GetResourceVersion())
+			h.writeByte(0)
 		}
 	}
-	return h.Sum64(), true
+	return uint64(h), true
 }
 
 // same reports whether the last successful sync of key had these inputs.
@@ -92,4 +96,55 @@ func (u *unchanged) reset() {
 	u.Lock()
 	defer u.Unlock()
 	u.last = nil
+	u.recalled = nil
+}
+
+// recall takes the fingerprints of a memo, before the first sync.
+func (u *unchanged) recall(entries memo.Entries) {
+	u.Lock()
+	defer u.Unlock()
+	u.recalled = entries
+}
+
+// recalledAs reports whether the memo had these inputs, with the byte kept beside them, and then
+// remembers them for key, as if this process had synced it.
+func (u *unchanged) recalledAs(key string, sum uint64) (kept byte, ok bool) {
+	u.Lock()
+	defer u.Unlock()
+	if kept, ok = u.recalled[sum]; !ok {
+		return 0, false
+	}
+	delete(u.recalled, sum)
+	if u.last == nil {
+		u.last = map[string]uint64{}
+	}
+	u.last[key] = sum
+	return kept, true
+}
+
+// remembered returns what is remembered, by parent key.
+func (u *unchanged) remembered() map[string]uint64 {
+	u.Lock()
+	defer u.Unlock()
+	return maps.Clone(u.last)
+}
+
+// fnv64a is the 64-bit FNV-1a hash (hash/fnv's), written here to hash strings without copying
+// them into a []byte: a fingerprint must be the same in every process (memos are compared after
+// a restart), which rules out hash/maphash and its per-process seed.
+type fnv64a uint64
+
+const (
+	fnvOffset = 14695981039346656037
+	fnvPrime  = 1099511628211
+)
+
+func (h *fnv64a) writeString(s string) {
+	for i := 0; i < len(s); i++ {
+		*h = (*h ^ fnv64a(s[i])) * fnvPrime
+	}
+}
+
+func (h *fnv64a) writeByte(b byte) {
+	*h = (*h ^ fnv64a(b)) * fnvPrime
 }

@@ -29,6 +29,7 @@ import (
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
+	"metacel.dev/metacel/runtime/memo"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
@@ -157,6 +158,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.records = rollout.NewStore(r.clients.kube, ledgerNamespace(o))
+	set.memos = memo.NewStore(r.clients.kube, ledgerNamespace(o))
 	if o.Sharding != nil {
 		if err := startSharding(ctx, *o.Sharding, r.clients, set, r.reg); err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/memo"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
@@ -39,7 +41,9 @@ type policySet struct {
 	metrics  *policyMetrics
 	// records keep the policies' versions and rollouts in the API server (nil: in memory only)
 	records *rollout.Store
-	clock   clock.WithTicker
+	// memos keep what the controllers knew of their converged parents across restarts (nil: off)
+	memos *memo.Store
+	clock clock.WithTicker
 	// status reports each policy's state on its ConfigMap (nil: off); published are the
 	// ConfigMap and policy names reported last
 	status    *policystatus.Reporter
@@ -451,6 +455,7 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		if s.shards != nil {
 			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them
 		}
+		s.recallMemo(ctx, ctrl) // while the informers list
 		if err := ctrl.Run(ctx, s.workers, started); err != nil {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
 		}
@@ -483,8 +488,39 @@ func (s *policySet) stopAll() {
 	defer s.mu.Unlock()
 	for name, r := range s.running {
 		s.stopLocked(name, r)
+		s.saveMemo(r.ctrl)
 	}
 }
+
+// recallMemo gives a controller about to run the memo its policy's controller saved when it
+// last stopped, if it may use one.
+func (s *policySet) recallMemo(ctx context.Context, ctrl *controller.Controller) {
+	if s.memos == nil || !ctrl.Memoizable() {
+		return
+	}
+	entries, err := s.memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Every parent is synced in full: the memo cannot be read", "policy", ctrl.Name())
+		return
+	}
+	ctrl.Recall(entries)
+}
+
+// saveMemo saves what a stopped controller knew of its converged parents, for the next start.
+func (s *policySet) saveMemo(ctrl *controller.Controller) {
+	if s.memos == nil || !ctrl.Memoizable() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), memoSaveTimeout)
+	defer cancel()
+	if err := s.memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
+		klog.FromContext(ctx).Error(err, "The next start syncs every parent in full: the memo cannot be written", "policy", ctrl.Name())
+	}
+}
+
+// memoSaveTimeout bounds the writes of memos when the runtime stops, within the default
+// terminationGracePeriodSeconds of 30.
+const memoSaveTimeout = 5 * time.Second
 
 // ready reports whether every running controller has synced its caches.
 func (s *policySet) ready() bool {

@@ -142,7 +142,7 @@ func (c *Coordinator) watch(ctx context.Context) error {
 	}
 	leases.Start(ctx.Done())
 	tables.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), li.HasSynced, ti.HasSynced) {
+	if !cache.WaitFor(ctx, "", li.HasSyncedChecker(), ti.HasSyncedChecker()) {
 		return ctx.Err()
 	}
 	c.mu.Lock()

@@ -40,7 +40,7 @@ func WatchConfigMaps(ctx context.Context, client kubernetes.Interface, namespace
 	}
 	factory.Start(ctx.Done())
 	defer factory.Shutdown()
-	if !cache.WaitForCacheSync(ctx.Done(), inf.Informer().HasSynced) {
+	if !cache.WaitFor(ctx, "", inf.Informer().HasSyncedChecker()) { // no polling: the policies load at once
 		return ctx.Err()
 	}
 	notify(nil) // the first snapshot, even with no ConfigMap

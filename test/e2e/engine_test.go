@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/memo"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/rollout"
 )
@@ -94,7 +95,8 @@ func waitWidgetsConverged(t *testing.T, ns string, n int) {
 
 // TestARestartOverConvergedParentsWritesNothing: a runtime started again over the parents it
 // converged syncs every one of them and writes nothing: no child, no status, and not the policy's
-// rollout record either (a policy without spec.rollout wrote it again at every start).
+// rollout record either (a policy without spec.rollout wrote it again at every start). It renders
+// none of them either: the memo the first runtime saved when it stopped says they converged.
 func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
 	policyNS := newNamespace(t, "policies")
 	opts := operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, PolicyNamespace: policyNS}
@@ -125,6 +127,58 @@ func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
 	}
 	if n := second.bookkeepingWritesTo(record); n != 0 {
 		t.Errorf("the restarted runtime wrote the rollout record it holds %d times, want 0", n)
+	}
+	if n := second.renders("widget"); n != 0 {
+		t.Errorf("the restarted runtime rendered %d parents, want none: its memo says all %d converged", n, parents)
+	}
+	memoPath := "/api/v1/namespaces/" + policyNS + "/configmaps/" + memo.ConfigMapName("widget")
+	if n := first.bookkeepingWritesTo(memoPath); n != 1 {
+		t.Errorf("the first runtime wrote its memo %d times, want once (when it stopped)", n)
+	}
+	second.stop()
+	if n := second.bookkeepingWritesTo(memoPath); n != 0 {
+		t.Errorf("the restarted runtime wrote the memo it recalled %d times, want 0", n)
+	}
+}
+
+// TestADriftWhileStoppedIsRevertedAfterARestart: a child edited and another deleted while the
+// runtime is down are put back when it starts again, though its memo says the parents had
+// converged: their inputs are no longer those the memo has. The others are not rendered.
+func TestADriftWhileStoppedIsRevertedAfterARestart(t *testing.T) {
+	policyNS := newNamespace(t, "policies")
+	opts := operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, PolicyNamespace: policyNS}
+	first := startRuntimeWith(t, opts)
+	ns := newNamespace(t, "drift")
+	const parents = 6
+	for i := range parents {
+		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%d", i)))
+	}
+	waitWidgetsConverged(t, ns, parents)
+	first.stop()
+
+	edited, err := get(t, configMapsGVR, ns, "w0-widget")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedField(edited.Object, "red", "data", "color"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.dynamic.Resource(configMapsGVR).Namespace(ns).Update(t.Context(), edited, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deleteObj(t, configMapsGVR, ns, "w1-widget")
+
+	second := startRuntimeWith(t, opts)
+	waitFor(t, configMapsGVR, ns, "w0-widget", wait, hasData("color", "blue"))
+	waitFor(t, configMapsGVR, ns, "w1-widget", wait, hasData("color", "blue"))
+	eventually(t, time.Minute, "the restarted runtime syncs every parent", func() error {
+		if n := second.reconciles("widget"); n < parents {
+			return fmt.Errorf("%v syncs", n)
+		}
+		return nil
+	})
+	if n := second.renders("widget"); n < 2 || n >= parents {
+		t.Errorf("the restarted runtime rendered %d parents, want the 2 that drifted (and their echoes) but not all %d", n, parents)
 	}
 }
 

@@ -27,6 +27,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/manifest"
+	"metacel.dev/metacel/runtime/memo"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
@@ -145,11 +146,12 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 
 // bookkeeping reports whether a request writes the runtime's own records rather than the
 // policies' objects: events, Leases (leader election, the ledger), the policies' status on their
-// ConfigMaps and their rollout records.
+// ConfigMaps, their rollout records and their memos.
 func bookkeeping(r *http.Request) bool {
 	return strings.Contains(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/leases") ||
 		strings.Contains(r.URL.RawQuery, "fieldManager="+policystatus.FieldManager) ||
-		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName(""))
+		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName("")) ||
+		strings.Contains(r.URL.Path, "/configmaps/"+memo.ConfigMapName(""))
 }
 
 // count adds one to a path's count.
@@ -212,6 +214,25 @@ func (rt *metacel) reconciles(policy string) float64 {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == "controller" && l.GetValue() == policy {
 					total += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return total
+}
+
+// renders returns how many times a policy's CEL has been evaluated for a parent (renders).
+func (rt *metacel) renders(policy string) uint64 {
+	families, _ := rt.registry.Gather()
+	var total uint64
+	for _, f := range families {
+		if f.GetName() != "metacel_cel_eval_duration_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "policy" && l.GetValue() == policy {
+					total += m.GetHistogram().GetSampleCount()
 				}
 			}
 		}

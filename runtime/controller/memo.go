@@ -1,0 +1,107 @@
+package controller
+
+import (
+	"cmp"
+	"encoding/json"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/memo"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// A controller's memory of its parents' last successful syncs (unchanged.go) outlives it as a
+// memo (package memo): the operator saves what Memo returns when the controller stops, and gives
+// it back through Recall when the policy's controller starts again. A parent whose inputs match
+// an entry is then not rendered, as if this controller had synced it: its conditions, which
+// the policy's status counts, are kept beside the fingerprint.
+//
+// Only a controller whose syncs are a function of the fingerprinted inputs alone keeps a memo:
+// no related objects and no namespace consent (their changes while stopped would go unseen), and
+// one that holds every parent (not a share during a rollout, not a shard).
+
+// Bits of the byte kept beside each fingerprint: the parent's conditions.
+const (
+	memoReady byte = 1 << iota
+	memoFailing
+)
+
+// Memoizable reports whether the controller's memory may be saved and recalled.
+func (c *Controller) Memoizable() bool {
+	return len(c.policy.Related) == 0 && len(c.policy.Confinement.ConsentLabels()) == 0 &&
+		c.wholeSet() && c.sharding == nil
+}
+
+// MemoScope is what the controller's fingerprints do not cover, for its memo (memo.Scope): the
+// policy as loaded, and the kinds and schemas of its resources as it was compiled against them.
+// "" when it cannot say (memos are then off).
+func (c *Controller) MemoScope() string {
+	type child struct {
+		kinds.Info
+		Method policy.UpdateMethod
+	}
+	var children []child
+	for _, info := range c.policy.ChildResources {
+		children = append(children, child{Info: info.Info, Method: info.Method})
+	}
+	slices.SortFunc(children, func(a, b child) int { return cmp.Compare(a.GVR.String(), b.GVR.String()) })
+	compiled, err := json.Marshal(struct {
+		Policy   *policy.CompositePolicy
+		Parent   kinds.Info
+		Children []child
+	}{c.policy.Policy, c.policy.Parent, children})
+	if err != nil {
+		return ""
+	}
+	return memo.Scope(string(compiled))
+}
+
+// Recall gives the controller, before Run, the memo of its last run; nil recalls nothing.
+func (c *Controller) Recall(entries memo.Entries) {
+	if c.Memoizable() {
+		c.unchanged.recall(entries)
+	}
+}
+
+// Memo returns what the controller remembers of its parents' last successful syncs, to recall
+// after a restart; nil when it is not Memoizable.
+func (c *Controller) Memo() memo.Entries {
+	if !c.Memoizable() {
+		return nil
+	}
+	last := c.unchanged.remembered()
+	c.tally.Lock()
+	defer c.tally.Unlock()
+	out := make(memo.Entries, len(last))
+	for key, sum := range last {
+		var kept byte
+		if m, ok := c.tally.marks[key]; ok {
+			kept = m.memo()
+		}
+		out[sum] = kept
+	}
+	return out
+}
+
+// recalled reports whether the memo knew these inputs of a parent: it is then remembered, with
+// its conditions, as synced.
+func (c *Controller) recalled(key string, uid types.UID, inputs uint64) bool {
+	kept, ok := c.unchanged.recalledAs(key, inputs)
+	if ok {
+		c.mark(key, parentMark{uid: uid, ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
+	}
+	return ok
+}
+
+func (m parentMark) memo() byte {
+	var b byte
+	if m.ready {
+		b |= memoReady
+	}
+	if m.failing {
+		b |= memoFailing
+	}
+	return b
+}
