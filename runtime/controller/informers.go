@@ -150,6 +150,27 @@ func (p *Pool) acquire(k informerKey) (inf cache.SharedIndexInformer, release fu
 	return e.informer, func() { once.Do(func() { p.release(k, e) }) }
 }
 
+// Warm starts, ahead of a controller, the informers it will acquire for a policy with these
+// resources: the parent's (nil: the policy selects its parents by label) and the children's. Its
+// caches then list while the policy's expressions compile. Call release once the controller
+// holds its own.
+func (p *Pool) Warm(parent *schema.GroupVersionResource, children []schema.GroupVersionResource) (release func()) {
+	var releases []func()
+	if parent != nil {
+		_, r := p.Acquire(*parent, "")
+		releases = append(releases, r)
+	}
+	for _, gvr := range children {
+		_, r := p.Acquire(gvr, managedSelector)
+		releases = append(releases, r)
+	}
+	return func() {
+		for _, r := range releases {
+			r()
+		}
+	}
+}
+
 func (p *Pool) release(k informerKey, e *poolEntry) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

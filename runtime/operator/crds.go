@@ -162,7 +162,13 @@ func policyUsesCRD(p *policy.Compiled, crds map[string]bool) bool {
 // ignored), so that a unit that fails to load still says which CRD changes may fix it.
 func crdsNamed(u source.Unit) map[string]bool {
 	out := map[string]bool{}
-	addResourcesNamed(u.Data, out, true)
+	eachPolicyNamed(u.Data, true, func(doc namedResources) {
+		for _, r := range append(append([]namedResource{doc.Spec.ParentResource.namedResource}, doc.Spec.ChildResources...), doc.Spec.Related...) {
+			if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && gv.Group != "" && r.Resource != "" {
+				out[r.Resource+"."+gv.Group] = true
+			}
+		}
+	})
 	return out
 }
 
@@ -172,7 +178,10 @@ type namedResources struct {
 	Kind string            `json:"kind"`
 	Data map[string]string `json:"data"`
 	Spec struct {
-		ParentResource namedResource   `json:"parentResource"`
+		ParentResource struct {
+			namedResource `json:",inline"`
+			LabelSelector any `json:"labelSelector"`
+		} `json:"parentResource"`
 		ChildResources []namedResource `json:"childResources"`
 		Related        []namedResource `json:"related"`
 	} `json:"spec"`
@@ -186,7 +195,9 @@ type namedResource struct {
 // maxDocuments bounds the documents read from one unit (a reader error repeats rather than ends).
 const maxDocuments = 1000
 
-func addResourcesNamed(data []byte, out map[string]bool, inConfigMap bool) {
+// eachPolicyNamed calls visit with each document of data read loosely (in a ConfigMap, each
+// document of its data values).
+func eachPolicyNamed(data []byte, inConfigMap bool, visit func(namedResources)) {
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
 	for range maxDocuments {
 		var doc namedResources
@@ -198,15 +209,11 @@ func addResourcesNamed(data []byte, out map[string]bool, inConfigMap bool) {
 		}
 		if doc.Kind == "ConfigMap" && inConfigMap {
 			for _, v := range doc.Data {
-				addResourcesNamed([]byte(v), out, false)
+				eachPolicyNamed([]byte(v), false, visit)
 			}
 			continue
 		}
-		for _, r := range append(append([]namedResource{doc.Spec.ParentResource}, doc.Spec.ChildResources...), doc.Spec.Related...) {
-			if gv, err := schema.ParseGroupVersion(r.APIVersion); err == nil && gv.Group != "" && r.Resource != "" {
-				out[r.Resource+"."+gv.Group] = true
-			}
-		}
+		visit(doc)
 	}
 }
 

@@ -163,6 +163,7 @@ func (s *policySet) update(snap source.Snapshot) {
 // reconcile compiles what changed (and the units retry picks), then starts, swaps and stops
 // controllers; restart, when not nil, picks running policies to restart even when unchanged.
 func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.Compiled) bool) {
+	defer s.warmInformers()() // until the controllers hold their own
 	s.loadUnits(retry)
 	desired := s.resolveConflicts()
 	s.mu.Lock()
@@ -174,6 +175,51 @@ func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.
 	}
 	for _, d := range sortedDesired(desired) {
 		s.runLocked(d.policy, d.unit, restart != nil && restart(d.policy))
+	}
+}
+
+// warmInformers starts the informers of the resources that new or changed units name, as their
+// controllers will watch them, so that they list while the units compile; it returns what lets
+// go of them. Resources the mapper does not know are left alone (their policies will wait or
+// fail), and so is everything with sharding (informers per slot).
+func (s *policySet) warmInformers() (release func()) {
+	if s.shards != nil || s.deps.Pool == nil {
+		return func() {}
+	}
+	known := func(r namedResource) (schema.GroupVersionResource, bool) {
+		gv, err := schema.ParseGroupVersion(r.APIVersion)
+		if err != nil || r.Resource == "" {
+			return schema.GroupVersionResource{}, false
+		}
+		gvr := gv.WithResource(r.Resource)
+		_, ok := s.mapper.ForResource(gvr)
+		return gvr, ok
+	}
+	var releases []func()
+	for _, units := range s.snapshots {
+		for _, u := range units {
+			if st := s.units[u.Name]; st != nil && st.hash == u.Hash() {
+				continue
+			}
+			eachPolicyNamed(u.Data, true, func(doc namedResources) {
+				var parent *schema.GroupVersionResource
+				if gvr, ok := known(doc.Spec.ParentResource.namedResource); ok && doc.Spec.ParentResource.LabelSelector == nil {
+					parent = &gvr
+				}
+				var children []schema.GroupVersionResource
+				for _, r := range doc.Spec.ChildResources {
+					if gvr, ok := known(r); ok {
+						children = append(children, gvr)
+					}
+				}
+				releases = append(releases, s.deps.Pool.Warm(parent, children))
+			})
+		}
+	}
+	return func() {
+		for _, r := range releases {
+			r()
+		}
 	}
 }
 
