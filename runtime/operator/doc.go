@@ -7,6 +7,7 @@
 // change, reconciles it. A new or changed unit is compiled off to the side; a unit that fails
 // keeps its last good policies. Conflicts (one name, or one parent resource, claimed twice) go to
 // the policy loaded first. A policy whose resources are not served yet waits for a CRD change. A
+// new unit's informers start before it compiles (warmInformers), so that they list meanwhile. A
 // changed policy's new controller acquires its informers before the old one is stopped, so that
 // informers shared between them never stop and re-list; the old one keeps syncing until the new
 // one's caches have synced, and stops before the new one's workers start (no gap, no overlap).
@@ -19,7 +20,9 @@
 // shares step by step, or back, as package rollout decides from the moved parents' health; the
 // rollout record in the API server lets a restarted runtime go on where it was. Every second the
 // policy set tells package policystatus each policy's state, which the leader writes as labels of
-// the policy's ConfigMap (status.go).
+// the policy's ConfigMap (status.go). When the runtime stops, each controller's memory of its
+// converged parents is saved as a memo (package memo), and a controller starting recalls it: a
+// restart over converged parents renders none of them.
 //
 // With Options.Sharding (sharding.go), the replica takes part in sharding (package shard) instead
 // of leader election: its coordinator's slots go to every controller, and the replica holding slot
