@@ -43,14 +43,15 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 	}
 }
 
-// hasSynced returns what tells when the informers have synced: without polling, so that the
-// workers start as soon as the last list is in (cache.WaitForCacheSync checks every 100 ms).
+// hasSynced returns what tells when the informers have synced and delivered what they listed to
+// the controller's handlers, every parent queued: the workers start as soon as that is so (no
+// polling: cache.WaitForCacheSync checks every 100 ms), on a queue where each parent is once.
 func (c *Controller) hasSynced() []cache.DoneChecker {
 	var out []cache.DoneChecker
-	for _, inf := range c.informers() {
-		out = append(out, inf.HasSyncedChecker())
+	for _, rc := range c.resourceCaches() {
+		out = append(out, rc.delivered()...)
 	}
-	return out
+	return append(out, c.delivered...)
 }
 
 // notSynced names the resources whose caches have not synced, with their last list error.

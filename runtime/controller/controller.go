@@ -62,6 +62,9 @@ type Controller struct {
 	syncing  sync.RWMutex
 	// namespaces is the namespaces' informer, when the policy's confinement asks for consent
 	namespaces cache.SharedIndexInformer
+	// delivered are done once the related objects' and namespaces' informers have synced and
+	// delivered their events so far to the controller's handlers
+	delivered []cache.DoneChecker
 	relIndex   *relatedIndex
 	// lastConds holds the last conditions of parents without status, by parent key
 	lastConds struct {
@@ -261,14 +264,9 @@ func (c *Controller) setSelector() error {
 
 func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler) cache.SharedIndexInformer {
 	inf, release := c.deps.Pool.Acquire(gvr, selector)
-	reg, err := inf.AddEventHandler(h)
-	c.cleanups = append(c.cleanups, func() {
-		if err == nil {
-			_ = inf.RemoveEventHandler(reg)
-		}
-		release()
-	})
-	utilruntime.HandleError(err)
+	si := withHandler(inf, release, h)
+	c.cleanups = append(c.cleanups, si.release)
+	c.delivered = append(c.delivered, si.delivered)
 	return inf
 }
 

@@ -40,6 +40,8 @@ const wholeSlot = -1
 type slotInformer struct {
 	informer cache.SharedIndexInformer
 	release  func()
+	// delivered is done once the informer has synced and its events so far reached the handler
+	delivered cache.DoneChecker
 }
 
 // newResourceCache returns the cache of a resource filtered by a label selector, whose events
@@ -47,8 +49,8 @@ type slotInformer struct {
 func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, sharded bool) *resourceCache {
 	rc := &resourceCache{gvr: gvr, selector: selector, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
 	if !sharded {
-		inf, release := c.acquireInformer(gvr, selector, h)
-		rc.bySlot[wholeSlot] = &slotInformer{informer: inf, release: release}
+		inf, release := c.deps.Pool.Acquire(gvr, selector)
+		rc.bySlot[wholeSlot] = withHandler(inf, release, h)
 		rc.relist()
 	}
 	return rc
@@ -68,22 +70,20 @@ func (rc *resourceCache) relist() {
 	rc.list = list
 }
 
-// acquireInformer acquires a resource's informer from the pool and adds handler to it; release
-// removes the handler and releases the informer.
-func (c *Controller) acquireInformer(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler) (cache.SharedIndexInformer, func()) {
-	inf, release := c.deps.Pool.Acquire(gvr, selector)
-	return inf, withHandler(inf, release, h)
-}
-
-func withHandler(inf cache.SharedIndexInformer, release func(), h cache.ResourceEventHandler) func() {
+// withHandler adds handler to an informer acquired from the pool; its release removes the
+// handler and releases the informer.
+func withHandler(inf cache.SharedIndexInformer, release func(), h cache.ResourceEventHandler) *slotInformer {
 	reg, err := inf.AddEventHandler(h)
 	utilruntime.HandleError(err)
-	return func() {
-		if err == nil {
+	si := &slotInformer{informer: inf, delivered: inf.HasSyncedChecker(), release: release}
+	if err == nil {
+		si.delivered = reg.HasSyncedChecker()
+		si.release = func() {
 			_ = inf.RemoveEventHandler(reg)
+			release()
 		}
-		release()
 	}
+	return si
 }
 
 // addSlots acquires the informers of slots, through acquire.
@@ -95,7 +95,7 @@ func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.Sha
 			continue
 		}
 		inf, release := acquire(slot)
-		rc.bySlot[slot] = &slotInformer{informer: inf, release: withHandler(inf, release, rc.handler)}
+		rc.bySlot[slot] = withHandler(inf, release, rc.handler)
 	}
 	rc.relist()
 }
@@ -129,6 +129,17 @@ func (rc *resourceCache) informers() []cache.SharedIndexInformer {
 	rc.mu.RLock()
 	defer rc.mu.RUnlock()
 	return rc.list
+}
+
+// delivered returns what is done once each informer has synced and delivered its events so far.
+func (rc *resourceCache) delivered() []cache.DoneChecker {
+	rc.mu.RLock()
+	defer rc.mu.RUnlock()
+	out := make([]cache.DoneChecker, 0, len(rc.bySlot))
+	for _, si := range rc.bySlot {
+		out = append(out, si.delivered)
+	}
+	return out
 }
 
 // whole returns the informer of a resource that is not sharded (tests fill its cache).

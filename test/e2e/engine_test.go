@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -93,18 +94,44 @@ func waitWidgetsConverged(t *testing.T, ns string, n int) {
 	})
 }
 
+// widgetsOfThisTest returns the options of a runtime whose widget policy (the resync one) selects
+// only the widgets labelled for ns, with its own policy namespace, and the widget maker: the
+// renders it counts are then this test's, not those of other tests' widgets still being deleted.
+func widgetsOfThisTest(t *testing.T, ns string) (operator.Options, func(name string) *unstructured.Unstructured) {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", "policies", "resync", "widget.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const parent = "    resource: widgets\n"
+	text := strings.Replace(string(data), parent, parent+"    labelSelector: {matchLabels: {e2e.metacel.dev/test: "+ns+"}}\n", 1)
+	if text == string(data) {
+		t.Fatal("the widget policy names no parent resource to select")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "widget.yaml"), []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	opts := operator.Options{PolicyDirs: []string{dir}, PolicyNamespace: newNamespace(t, "policies")}
+	return opts, func(name string) *unstructured.Unstructured {
+		w := widget(ns, name)
+		w.SetLabels(map[string]string{"e2e.metacel.dev/test": ns})
+		return w
+	}
+}
+
 // TestARestartOverConvergedParentsWritesNothing: a runtime started again over the parents it
 // converged syncs every one of them and writes nothing: no child, no status, and not the policy's
 // rollout record either (a policy without spec.rollout wrote it again at every start). It renders
 // none of them either: the memo the first runtime saved when it stopped says they converged.
 func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
-	policyNS := newNamespace(t, "policies")
-	opts := operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, PolicyNamespace: policyNS}
-	first := startRuntimeWith(t, opts)
 	ns := newNamespace(t, "restart")
+	opts, widget := widgetsOfThisTest(t, ns)
+	policyNS := opts.PolicyNamespace
+	first := startRuntimeWith(t, opts)
 	const parents = 20
 	for i := range parents {
-		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%03d", i)))
+		create(t, widgetsGVR, widget(fmt.Sprintf("w%03d", i)))
 	}
 	waitWidgetsConverged(t, ns, parents)
 	record := "/api/v1/namespaces/" + policyNS + "/configmaps/" + rollout.ConfigMapName("widget")
@@ -145,13 +172,12 @@ func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
 // runtime is down are put back when it starts again, though its memo says the parents had
 // converged: their inputs are no longer those the memo has. The others are not rendered.
 func TestADriftWhileStoppedIsRevertedAfterARestart(t *testing.T) {
-	policyNS := newNamespace(t, "policies")
-	opts := operator.Options{PolicyDirs: []string{filepath.Join("testdata", "policies", "resync")}, PolicyNamespace: policyNS}
-	first := startRuntimeWith(t, opts)
 	ns := newNamespace(t, "drift")
+	opts, widget := widgetsOfThisTest(t, ns)
+	first := startRuntimeWith(t, opts)
 	const parents = 6
 	for i := range parents {
-		create(t, widgetsGVR, widget(ns, fmt.Sprintf("w%d", i)))
+		create(t, widgetsGVR, widget(fmt.Sprintf("w%d", i)))
 	}
 	waitWidgetsConverged(t, ns, parents)
 	first.stop()
