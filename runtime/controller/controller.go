@@ -65,7 +65,7 @@ type Controller struct {
 	// delivered are done once the related objects' and namespaces' informers have synced and
 	// delivered their events so far to the controller's handlers
 	delivered []cache.DoneChecker
-	relIndex   *relatedIndex
+	relIndex  *relatedIndex
 	// lastConds holds the last conditions of parents without status, by parent key
 	lastConds struct {
 		sync.Mutex
