@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -204,35 +205,26 @@ func (rt *metacel) writesSince(before map[string]int64) map[string]int64 {
 
 // reconciles returns how many syncs a policy has run.
 func (rt *metacel) reconciles(policy string) float64 {
-	families, _ := rt.registry.Gather()
-	total := 0.0
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_reconcile_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "controller" && l.GetValue() == policy {
-					total += m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return total
+	return rt.sum("controller_runtime_reconcile_total", "controller", policy, func(m *dto.Metric) float64 { return m.GetCounter().GetValue() })
 }
 
 // renders returns how many times a policy's CEL has been evaluated for a parent (renders).
 func (rt *metacel) renders(policy string) uint64 {
+	return uint64(rt.sum("metacel_cel_eval_duration_seconds", "policy", policy, func(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }))
+}
+
+// sum adds up what value reads of each sample of a metric whose label is labelValue.
+func (rt *metacel) sum(metric, label, labelValue string, value func(*dto.Metric) float64) float64 {
 	families, _ := rt.registry.Gather()
-	var total uint64
+	total := 0.0
 	for _, f := range families {
-		if f.GetName() != "metacel_cel_eval_duration_seconds" {
+		if f.GetName() != metric {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "policy" && l.GetValue() == policy {
-					total += m.GetHistogram().GetSampleCount()
+				if l.GetName() == label && l.GetValue() == labelValue {
+					total += value(m)
 				}
 			}
 		}
