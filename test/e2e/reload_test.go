@@ -15,9 +15,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/operator"
@@ -66,15 +68,24 @@ func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
 	return cm
 }
 
+// An update that conflicts is tried again on the newest version: the runtime's policy-status
+// writer labels and annotates the same ConfigMap after each load (kubectl apply would patch).
 func applyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
 	t.Helper()
-	existing, err := cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Get(t.Context(), cm.Name, metav1.GetOptions{})
-	if err == nil {
+	configMaps := cluster.kube.CoreV1().ConfigMaps(cm.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		existing, err := configMaps.Get(t.Context(), cm.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			_, err = configMaps.Create(t.Context(), cm, metav1.CreateOptions{})
+			return err
+		}
+		if err != nil {
+			return err
+		}
 		existing.Data = cm.Data
-		_, err = cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Update(t.Context(), existing, metav1.UpdateOptions{})
-	} else {
-		_, err = cluster.kube.CoreV1().ConfigMaps(cm.Namespace).Create(t.Context(), cm, metav1.CreateOptions{})
-	}
+		_, err = configMaps.Update(t.Context(), existing, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		t.Fatalf("apply ConfigMap %s: %v", cm.Name, err)
 	}
