@@ -3,6 +3,7 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -29,18 +30,29 @@ const RequestTimeout = 30 * time.Second
 // Writer makes metacel's writes.
 type Writer struct {
 	client dynamic.Interface
-	// raw, when set, sends the writes whose response metacel does not read (a status apply): the
-	// dynamic client would decode each response into an unstructured object, for nothing
-	raw rest.Interface
+	// raw, when set, sends the creates and applies, and decode reads their responses: the
+	// dynamic client would decode each response twice (its kind first, with encoding/json, then
+	// into maps), and a status apply's whole object where only its metadata is read
+	raw    rest.Interface
+	decode ResponseDecoder
+}
+
+// ResponseDecoder reads the object the API server returns for a write (package compact's
+// Responses, whose decoders skip what is not read).
+type ResponseDecoder interface {
+	// Object decodes the whole object.
+	Object(data []byte) (*unstructured.Unstructured, error)
+	// Metadata decodes its metadata only, without the managed fields.
+	Metadata(data []byte) (*metav1.ObjectMeta, error)
 }
 
 // NewWriter returns a Writer over a dynamic client.
 func NewWriter(client dynamic.Interface) *Writer { return &Writer{client: client} }
 
-// WithRawClient has w send the writes whose response it does not read through rc, a REST client
-// of the same API server whose responses it leaves undecoded (NewRawClient).
-func (w *Writer) WithRawClient(rc rest.Interface) *Writer {
-	w.raw = rc
+// WithRawClient has w send its creates and applies through rc, a REST client of the same API
+// server that leaves responses undecoded (NewRawClient), and read what they return with d.
+func (w *Writer) WithRawClient(rc rest.Interface, d ResponseDecoder) *Writer {
+	w.raw, w.decode = rc, d
 	return w
 }
 
@@ -60,8 +72,8 @@ func NewRawClient(cfg *rest.Config) (rest.Interface, error) {
 	return rc, nil
 }
 
-// path is the URL path of an object or of its subresource.
-func path(gvr schema.GroupVersionResource, namespace, name string, subresource ...string) []string {
+// collection is the URL path of a resource's objects in a namespace ("": all, or cluster-scoped).
+func collection(gvr schema.GroupVersionResource, namespace string) []string {
 	p := []string{"/apis", gvr.Group, gvr.Version}
 	if gvr.Group == "" {
 		p = []string{"/api", gvr.Version}
@@ -69,8 +81,44 @@ func path(gvr schema.GroupVersionResource, namespace, name string, subresource .
 	if namespace != "" {
 		p = append(p, "namespaces", namespace)
 	}
-	return append(append(p, gvr.Resource, name), subresource...)
+	return append(p, gvr.Resource)
 }
+
+// path is the URL path of an object or of its subresource.
+func path(gvr schema.GroupVersionResource, namespace, name string, subresource ...string) []string {
+	return append(append(collection(gvr, namespace), name), subresource...)
+}
+
+// sendRaw sends a write through the raw client and decodes the object it returns with decode.
+func sendRaw[T any](ctx context.Context, req *rest.Request, obj map[string]any, decode func([]byte) (T, error)) (T, error) {
+	var zero T
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return zero, fmt.Errorf("encode the object: %w", err)
+	}
+	res := req.Body(data).Do(ctx)
+	if err := res.Error(); err != nil {
+		return zero, err // with the API server's Status, when it sent one
+	}
+	body, err := res.Raw()
+	if err != nil {
+		return zero, err
+	}
+	got, err := decode(body)
+	if err != nil {
+		return zero, &responseError{err: err}
+	}
+	return got, nil
+}
+
+// responseError is a write the API server made, whose response cannot be read.
+type responseError struct{ err error }
+
+func (e *responseError) Error() string {
+	return "written, but the API server's response cannot be read: " + e.err.Error()
+}
+
+func (e *responseError) Unwrap() error { return e.err }
 
 func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dynamic.ResourceInterface {
 	if namespace == "" {
@@ -84,6 +132,11 @@ func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dyn
 func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
+	if w.raw != nil {
+		req := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, obj.GetNamespace(), obj.GetName())...).
+			Param("fieldManager", FieldManager).Param("force", "true")
+		return sendRaw(ctx, req, obj.Object, w.decode.Object)
+	}
 	return w.resource(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 }
 
@@ -94,6 +147,11 @@ func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj
 func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
+	if w.raw != nil {
+		req := w.raw.Post().AbsPath(collection(gvr, obj.GetNamespace())...).Param("fieldManager", FieldManager).
+			SetHeader("Content-Type", "application/json") // a body of bytes sets none
+		return sendRaw(ctx, req, obj.Object, w.decode.Object)
+	}
 	return w.resource(gvr, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 }
 
@@ -207,24 +265,14 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 		}
 		return metadataOf(got), nil
 	}
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return nil, fmt.Errorf("encode the status of %s/%s: %w", parent.GetNamespace(), parent.GetName(), err)
-	}
-	res := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
-		Param("fieldManager", FieldManager).Param("force", "true").Body(data).Do(ctx)
-	if err := res.Error(); err != nil {
-		return nil, err // with the API server's Status, when it sent one
-	}
-	body, _ := res.Raw()
-	var written struct {
-		Metadata metav1.ObjectMeta `json:"metadata"`
-	}
-	if err := json.Unmarshal(body, &written); err != nil {
+	req := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
+		Param("fieldManager", FieldManager).Param("force", "true")
+	written, err := sendRaw(ctx, req, obj.Object, w.decode.Metadata)
+	var undecodable *responseError
+	if errors.As(err, &undecodable) {
 		return nil, nil // written; only its metadata is unknown
 	}
-	written.Metadata.ManagedFields = nil
-	return &written.Metadata, nil
+	return written, err
 }
 
 // metadataOf copies an object's metadata but its managed fields.

@@ -149,7 +149,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	deps := controller.Deps{
 		Pool:     pool,
 		Ledger:   ledger.New(r.clients.kube, ledgerNamespace(o)),
-		Writer:   apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw),
+		Writer:   apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{}),
 		Mapper:   mapper,
 		Recorder: r.recorder,
 		Metrics:  controller.NewMetrics(r.reg),
@@ -252,7 +252,7 @@ type clients struct {
 	kube      kubernetes.Interface
 	// compact lists and watches for the informers
 	compact *compact.Client
-	// raw sends the writes whose responses are not read
+	// raw sends the creates and applies, whose responses package compact decodes
 	raw rest.Interface
 }
 
