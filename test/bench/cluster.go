@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -204,4 +206,20 @@ func sample(repo string) (*unstructured.Unstructured, error) {
 		return nil, fmt.Errorf("samples/myapp.yaml: %w", err)
 	}
 	return u, nil
+}
+
+// serverCPU is the CPU seconds (user and system) that kube-apiserver and etcd have spent so far:
+// what a controller's requests cost the control plane, beside what they cost the controller.
+func (c *cluster) serverCPU() float64 {
+	var sum float64
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		b, err := os.ReadFile(filepath.Join(c.dir, "run", name+".pid"))
+		if err != nil {
+			continue
+		}
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			sum += readProc(pid).CPU
+		}
+	}
+	return sum
 }

@@ -83,7 +83,7 @@ func main() {
 	var configs string
 	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
 	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
-	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+")")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
 	replicas := flag.String("replicas", "1,3", "with -configs sharded: the counts of sharded replicas to run, each on a fresh API server (1: the baseline of the ratios)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
@@ -153,7 +153,8 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	sharded := slices.Contains(o.configs, shardedConfig)
-	if len(selected) == 0 && !sharded {
+	writeCosts := slices.Contains(o.configs, writeCostConfig)
+	if len(selected) == 0 && !sharded && !writeCosts {
 		return fmt.Errorf("no configuration among %q", o.configs)
 	}
 	started := time.Now()
@@ -200,6 +201,16 @@ func run(ctx context.Context, o options) error {
 	}
 	if sharded {
 		table += b.shardedTable(shardedResults)
+	}
+	if writeCosts {
+		costs, err := b.runWriteCost(ctx)
+		if err != nil {
+			return fmt.Errorf("%s: %w", writeCostConfig, err)
+		}
+		if len(selected) == 0 && !sharded {
+			title = fmt.Sprintf("What each write costs the control plane: %d of each", o.parents)
+		}
+		table += costs
 	}
 	header := b.header(title, defaults)
 	fmt.Println(header)
@@ -252,7 +263,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err != nil {
 		return nil, err
 	}
-	p0 := readProc(p.pid())
+	p0, server0 := readProc(p.pid()), cl.serverCPU()
 
 	// converge
 	var profileDone chan string
@@ -272,7 +283,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 	r.settled = w1.at.Sub(start)
 	p1 := readProc(p.pid())
-	r.cpu = p1.CPU - p0.CPU
+	r.cpu, r.serverCPU = p1.CPU-p0.CPU, cl.serverCPU()-server0
 	if r.converged, r.apiserver, err = cl.attribute(w0, w1); err != nil {
 		return nil, err
 	}
@@ -296,6 +307,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 	p2 := readProc(p.pid())
 	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
+	r.rssFile, r.rssAnon = p2.File, p2.Anon
 	if profiling {
 		r.heap = b.profile(ctx, p, c.name, "heap", "heap?gc=1", "-sample_index=inuse_space")
 	}
@@ -306,6 +318,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err != nil {
 		return nil, err
 	}
+	server3 := cl.serverCPU()
 	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, false); err != nil {
 		return nil, err
 	}
@@ -313,6 +326,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, err
 	}
 	r.restart = time.Since(p.started)
+	r.restartCPU, r.restartServerCPU = readProc(p.pid()).CPU, cl.serverCPU()-server3
 	w4, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
 		return nil, err

@@ -304,11 +304,15 @@ func auditCounts(path string, from, to time.Time) (counts, error) {
 type procStat struct {
 	CPU      float64 // seconds
 	RSS, HWM float64 // MB: resident now, and the peak
+	// MB resident now of the binary's mapped file pages (its code and read-only data: the kernel
+	// maps the pages around each one touched) and of anonymous memory (heap, stacks)
+	File, Anon float64
 }
 
 // clockTicks is USER_HZ, 100 on every Linux architecture Go supports.
 const clockTicks = 100
 
+// readProc reads /proc/<pid>; a process that is gone reads as zeros.
 func readProc(pid int) procStat {
 	var st procStat
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -339,6 +343,10 @@ func readProc(pid int) procStat {
 			st.RSS = kb / 1024
 		case "VmHWM":
 			st.HWM = kb / 1024
+		case "RssFile":
+			st.File = kb / 1024
+		case "RssAnon":
+			st.Anon = kb / 1024
 		}
 	}
 	return st

@@ -31,6 +31,10 @@ type result struct {
 	idleSyncs                 float64       // its syncs in the idle window (a resync: at least parents)
 	rss, rssNow               float64       // MB: peak (VmHWM) and current, at the end of the idle window
 	cpu, cpuIdle              float64       // CPU seconds: converge window, idle window
+	rssFile, rssAnon          float64       // MB resident at the end of the idle window: the binary's file pages, anonymous
+	serverCPU                 float64       // CPU seconds of kube-apiserver and etcd in the converge window
+	restartCPU                float64       // CPU seconds of the restarted controller until re-synced
+	restartServerCPU          float64       // CPU seconds of kube-apiserver and etcd from the restart until re-synced
 	restart                   time.Duration // process start to every parent re-synced
 	restarted                 counts        // the restarted controller's requests until quiet
 	restartSyncs              float64
@@ -52,8 +56,11 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "- %s\n", r.oneLine())
 	fmt.Fprintf(&b, "- converge window (burst start until quiet, %.1fs): %s\n", r.settled.Seconds(), r.converged.summary(requests, 100))
 	fmt.Fprintf(&b, "- the API server's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
-	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB)\n", r.idle.summary(requests, 100), r.cpuIdle, r.rssNow)
-	fmt.Fprintf(&b, "- restart (until quiet; %s syncs): %s\n", num(r.restartSyncs), r.restarted.summary(requests, 100))
+	fmt.Fprintf(&b, "- control plane (kube-apiserver and etcd) CPU in that window: %.1fs\n", r.serverCPU)
+	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB: %.0f MB of the binary's file pages, %.0f MB anonymous)\n",
+		r.idle.summary(requests, 100), r.cpuIdle, r.rssNow, r.rssFile, r.rssAnon)
+	fmt.Fprintf(&b, "- restart: re-synced after %.2fs, CPU %.2fs (control plane %.2fs); until quiet (%s syncs): %s\n",
+		r.restart.Seconds(), r.restartCPU, r.restartServerCPU, num(r.restartSyncs), r.restarted.summary(requests, 100))
 	if r.changeAll > 0 {
 		fmt.Fprintf(&b, "- policy change: first Pod relabelled after %.2fs, every Pod after %.1fs; until quiet: %s\n",
 			r.changeFirst.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100))
@@ -96,8 +103,8 @@ func (b *bench) header(title, metacelDefaults string) string {
 // same configuration.
 func (b *bench) table(configs []benchConfig, results map[string][]*result) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | CPU s | restart s | restart writes |\n")
-	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | RSS now: file + anon MB | CPU s | control plane CPU s | restart s | restart writes |\n")
+	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range configs {
 		base := medians(results[handwritten+"/"+c.name])
 		if base == nil {
@@ -125,7 +132,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 			if m.sharedWith != "" {
 				name += " (the " + m.sharedWith + " run)"
 			}
-			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				name, c.name,
 				ratio(m.converge.Seconds(), base.converge.Seconds(), "%.1f"),
 				ratio(m.settled.Seconds(), base.settled.Seconds(), "%.1f"),
@@ -134,7 +141,9 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 				ratio(m.events.total(eventWrites), base.events.total(eventWrites), "%.0f"),
 				ratio(m.idle.total(workWrites), base.idle.total(workWrites), "%.0f"),
 				ratio(m.rss, base.rss, "%.0f"),
+				fmt.Sprintf("%.0f + %.0f", m.rssFile, m.rssAnon),
 				ratio(m.cpu, base.cpu, "%.1f"),
+				ratio(m.serverCPU, base.serverCPU, "%.1f"),
 				ratio(m.restart.Seconds(), base.restart.Seconds(), "%.1f"),
 				ratio(m.restarted.total(writes), base.restarted.total(writes), "%.0f"))
 		}
@@ -194,6 +203,11 @@ func medians(rs []*result) *result {
 	m.settled = seconds(func(r *result) time.Duration { return r.settled })
 	m.rss = med(func(r *result) float64 { return r.rss })
 	m.cpu = med(func(r *result) float64 { return r.cpu })
+	m.rssFile = med(func(r *result) float64 { return r.rssFile })
+	m.rssAnon = med(func(r *result) float64 { return r.rssAnon })
+	m.serverCPU = med(func(r *result) float64 { return r.serverCPU })
+	m.restartCPU = med(func(r *result) float64 { return r.restartCPU })
+	m.restartServerCPU = med(func(r *result) float64 { return r.restartServerCPU })
 	// the request counts are the median run's, but its totals are medians too
 	m.converged = medianCounts(rs, func(r *result) counts { return r.converged })
 	m.changeFirst = seconds(func(r *result) time.Duration { return r.changeFirst })
@@ -315,8 +329,12 @@ apiserver_request_total (resource requests, WATCH and events aside; a failure sh
 **event writes**, its writes to events from the burst until the end of the idle window (they go
 out on their own queue and rate, and may outlast the converge window); **idle writes**, its
 writes but events in the idle window that follows (longer than a resync period); **RSS MB**, its
-peak resident memory (VmHWM) at the end of the idle window; **CPU s**, its user and system CPU
-seconds in the converge window; **restart s**, from starting it again (after a SIGTERM) until it
+peak resident memory (VmHWM) at the end of the idle window; **RSS now: file + anon MB**, its
+resident memory then, split into the binary's file pages (code and read-only data; the kernel maps
+the pages around each one touched, so a larger binary is more of them) and anonymous memory
+(heap, stacks); **CPU s**, its user and system CPU seconds in the converge window; **control
+plane CPU s**, kube-apiserver's and etcd's in the same window (what its requests cost the
+server); **restart s**, from starting it again (after a SIGTERM) until it
 has synced as many times as there are parents with an empty queue; **restart writes**, its
 writes from that start until quiet. metacel's rows give their ratio to the hand-written row of
 the same configuration.
