@@ -241,9 +241,9 @@ func (c *Controller) Watch() error {
 		selector = c.selector.String()
 	}
 	sharded := c.sharding != nil
-	c.parents = c.newResourceCache(c.policy.Parent.GVR, selector, c.parentHandler(), sharded && c.sharding.serverSide)
+	c.parents = c.newResourceCache(c.policy.Parent.GVR, selector, byUID, c.parentHandler(), sharded && c.sharding.serverSide)
 	for gvr := range c.policy.ChildResources {
-		c.children[gvr.String()] = c.newResourceCache(gvr, managedSelector, c.childHandler(), sharded)
+		c.children[gvr.String()] = c.newResourceCache(gvr, managedSelector, byParentUID, c.childHandler(), sharded)
 	}
 	c.watchRelated()
 	return nil

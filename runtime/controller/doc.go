@@ -5,7 +5,9 @@
 // stops being watched. Its caches hold objects as package compact keeps them (metadata decoded,
 // the rest as JSON); a sync decodes the parent and children it reads. Children are watched through the label
 // app.kubernetes.io/managed-by=metacel only, and indexed by their parent's UID, so finding a
-// parent's children never scans all objects.
+// parent's children never scans all objects; parents are indexed by their own UID, to route a
+// child's events. A pooled informer keeps only the indexes its users ask for (an index of unique
+// values costs a set per object).
 //
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related

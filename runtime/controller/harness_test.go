@@ -51,15 +51,16 @@ func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
 	kube := kubefake.NewClientset()
 	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: catalog, Recorder: rec,
 		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")})
-	newInformer := func() cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
+	// each cache keeps only the index the controller asks of the pool for it
+	newInformer := func(index string) cache.SharedIndexInformer {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers([]string{index}))
 	}
-	c.parents = wholeCache(p.Parent.GVR, newInformer())
+	c.parents = wholeCache(p.Parent.GVR, newInformer(byUID))
 	if err := c.setSelector(); err != nil {
 		t.Fatal(err)
 	}
 	for gvr := range p.ChildResources {
-		c.children[gvr.String()] = wholeCache(gvr, newInformer())
+		c.children[gvr.String()] = wholeCache(gvr, newInformer(byParentUID))
 	}
 	t.Cleanup(c.queue.ShutDown)
 	return &harness{c: c, client: client, recorder: rec, kube: kube}

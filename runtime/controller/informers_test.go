@@ -1,11 +1,14 @@
 package controller
 
 import (
+	"maps"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/tools/cache"
 )
 
 func TestPoolSharesReleasesAndRetires(t *testing.T) {
@@ -45,4 +48,42 @@ func TestPoolSharesReleasesAndRetires(t *testing.T) {
 	releaseC()
 	releaseCM()
 	expectLen("everything released", 0)
+}
+
+// A pooled informer keeps only the indexes its users look objects up by; a user that asks for
+// another adds it, and the objects cached already are indexed at once.
+func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{cms: "ConfigMapList"})
+	pool := NewPool(t.Context(), client, nil)
+	indexesOf := func(inf cache.SharedIndexInformer) []string {
+		return slices.Sorted(maps.Keys(inf.GetIndexer().GetIndexers()))
+	}
+
+	plain, releasePlain := pool.Acquire(cms, managedSelector)
+	defer releasePlain()
+	if got := indexesOf(plain); len(got) != 0 {
+		t.Fatalf("an informer no one looks up by index keeps %v", got)
+	}
+	child := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns, uid: uid-c, labels: {metacel.dev/parent-uid: uid-p}}}`)
+	if err := plain.GetIndexer().Add(child); err != nil {
+		t.Fatal(err)
+	}
+
+	children, releaseChildren := pool.Acquire(cms, managedSelector, byParentUID)
+	defer releaseChildren()
+	if children != plain {
+		t.Fatal("a user asking for an index must share the informer")
+	}
+	if got := indexesOf(children); !slices.Equal(got, []string{byParentUID}) {
+		t.Errorf("indexes %v, want [%s]", got, byParentUID)
+	}
+	if objs, err := children.GetIndexer().ByIndex(byParentUID, "uid-p"); err != nil || len(objs) != 1 {
+		t.Errorf("the object cached before the index was added: %d found (%v)", len(objs), err)
+	}
+	_, releaseAgain := pool.Acquire(cms, managedSelector, byParentUID, byUID)
+	defer releaseAgain()
+	if got := indexesOf(children); !slices.Equal(got, []string{byParentUID, byUID}) {
+		t.Errorf("indexes %v, want [%s %s]", got, byParentUID, byUID)
+	}
 }

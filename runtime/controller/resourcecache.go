@@ -25,6 +25,9 @@ type resourceCache struct {
 	gvr      schema.GroupVersionResource
 	selector string
 	handler  cache.ResourceEventHandler
+	// index is the index the controller looks its objects up by: byUID (parents), byParentUID
+	// (children)
+	index string
 
 	mu      sync.RWMutex
 	bySlot  map[int]*slotInformer // wholeSlot when not sharded
@@ -44,12 +47,12 @@ type slotInformer struct {
 	delivered cache.DoneChecker
 }
 
-// newResourceCache returns the cache of a resource filtered by a label selector, whose events
-// go to handler; sharded, it holds no slot until setSlots.
-func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, sharded bool) *resourceCache {
-	rc := &resourceCache{gvr: gvr, selector: selector, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
+// newResourceCache returns the cache of a resource filtered by a label selector, indexed by
+// index, whose events go to handler; sharded, it holds no slot until setSlots.
+func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector, index string, h cache.ResourceEventHandler, sharded bool) *resourceCache {
+	rc := &resourceCache{gvr: gvr, selector: selector, index: index, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
 	if !sharded {
-		inf, release := c.deps.Pool.Acquire(gvr, selector)
+		inf, release := c.deps.Pool.Acquire(gvr, selector, index)
 		rc.bySlot[wholeSlot] = withHandler(inf, release, h)
 		rc.relist()
 	}
@@ -327,12 +330,12 @@ func (c *Controller) narrowSlots(s shard.Set) {
 func (c *Controller) addSlotInformers(slots []int) {
 	if c.parents.sharded {
 		c.parents.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-			return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, true)
+			return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.selector, slot, true, c.parents.index)
 		})
 	}
 	for _, rc := range c.children {
 		rc.addSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-			return c.deps.Pool.Acquire(rc.gvr, slotSelector(rc.selector, slot))
+			return c.deps.Pool.Acquire(rc.gvr, slotSelector(rc.selector, slot), rc.index)
 		})
 	}
 }

@@ -20,7 +20,7 @@ func TestASlottedCacheReadsItsSlotsAsOne(t *testing.T) {
 	rc := &resourceCache{gvr: schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, bySlot: map[int]*slotInformer{}, sharded: true,
 		handler: cache.ResourceEventHandlerFuncs{}}
 	rc.addSlots([]int{3, 7}, func(slot int) (cache.SharedIndexInformer, func()) {
-		infs[slot] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers)
+		infs[slot] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers([]string{byUID}))
 		return infs[slot], func() {}
 	})
 	add := func(slot int, name, uid string) {
