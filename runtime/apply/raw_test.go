@@ -32,83 +32,47 @@ const invalid = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":
 func TestWritesThroughTheRawClient(t *testing.T) {
 	gadget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget",
 		"metadata": map[string]any{"name": "g", "namespace": "ns"}, "spec": map[string]any{"size": int64(3)}}}
+	const body = `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"spec":{"size":3}}`
+	const statusBody = `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"status":{"size":3}}`
+	type write struct {
+		send                                   func(ctx context.Context, w *apply.Writer) (metav1.Object, error)
+		method, path, query, contentType, body string
+	}
+	create := write{
+		send: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
+			return object(w.Create(ctx, gadgets, gadget))
+		},
+		method: http.MethodPost, path: "/apis/example.com/v1/namespaces/ns/gadgets", query: "fieldManager=metacel", contentType: "application/json", body: body,
+	}
+	applyGadget := write{
+		send: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
+			return object(w.Apply(ctx, gadgets, gadget))
+		},
+		method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g", query: "fieldManager=metacel&force=true", contentType: "application/apply-patch+yaml", body: body,
+	}
+	applyStatus := write{
+		send: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
+			return meta(w.ApplyStatus(ctx, gadgets, gadget, map[string]any{"size": int64(3)}))
+		},
+		method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g/status", query: "fieldManager=metacel&force=true", contentType: "application/apply-patch+yaml", body: statusBody,
+	}
+	const alreadyExists = `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,"message":"gadgets \"g\" already exists","details":{"name":"g","kind":"gadgets"}}`
 	tests := []struct {
-		name        string
-		write       func(ctx context.Context, w *apply.Writer) (metav1.Object, error)
-		code        int
-		answer      string
-		wantErr     func(error) bool
-		method      string
-		path, query string
-		contentType string
-		body        string
+		name    string
+		write   write
+		code    int
+		answer  string
+		wantErr func(error) bool
 		// wantRV is the resourceVersion read from the answer ("" for none)
 		wantRV string
 	}{
-		{
-			name: "a create returns the object stored", code: http.StatusCreated, answer: stored, wantRV: "42",
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return object(w.Create(ctx, gadgets, gadget))
-			},
-			method: http.MethodPost, path: "/apis/example.com/v1/namespaces/ns/gadgets", query: "fieldManager=metacel",
-			contentType: "application/json",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"spec":{"size":3}}`,
-		},
-		{
-			name: "a create of a name taken is AlreadyExists", code: http.StatusConflict, wantErr: apierrors.IsAlreadyExists,
-			answer: `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"AlreadyExists","code":409,"message":"gadgets \"g\" already exists","details":{"name":"g","kind":"gadgets"}}`,
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return object(w.Create(ctx, gadgets, gadget))
-			},
-			method: http.MethodPost, path: "/apis/example.com/v1/namespaces/ns/gadgets", query: "fieldManager=metacel",
-			contentType: "application/json",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"spec":{"size":3}}`,
-		},
-		{
-			name: "an apply returns the object stored", code: http.StatusOK, answer: stored, wantRV: "42",
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return object(w.Apply(ctx, gadgets, gadget))
-			},
-			method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g", query: "fieldManager=metacel&force=true",
-			contentType: "application/apply-patch+yaml",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"spec":{"size":3}}`,
-		},
-		{
-			name: "a refused apply is Invalid", code: http.StatusUnprocessableEntity, answer: invalid, wantErr: apierrors.IsInvalid,
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return object(w.Apply(ctx, gadgets, gadget))
-			},
-			method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g", query: "fieldManager=metacel&force=true",
-			contentType: "application/apply-patch+yaml",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"spec":{"size":3}}`,
-		},
-		{
-			name: "a status apply returns the metadata stored", code: http.StatusOK, answer: stored, wantRV: "42",
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return meta(w.ApplyStatus(ctx, gadgets, gadget, map[string]any{"size": int64(3)}))
-			},
-			method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g/status", query: "fieldManager=metacel&force=true",
-			contentType: "application/apply-patch+yaml",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"status":{"size":3}}`,
-		},
-		{
-			name: "a status apply whose answer cannot be read is written", code: http.StatusOK, answer: `{"not": "decoded"`,
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return meta(w.ApplyStatus(ctx, gadgets, gadget, map[string]any{"size": int64(3)}))
-			},
-			method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g/status", query: "fieldManager=metacel&force=true",
-			contentType: "application/apply-patch+yaml",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"status":{"size":3}}`,
-		},
-		{
-			name: "a refused status apply is Invalid", code: http.StatusUnprocessableEntity, answer: invalid, wantErr: apierrors.IsInvalid,
-			write: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-				return meta(w.ApplyStatus(ctx, gadgets, gadget, map[string]any{"size": int64(3)}))
-			},
-			method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g/status", query: "fieldManager=metacel&force=true",
-			contentType: "application/apply-patch+yaml",
-			body:        `{"apiVersion":"example.com/v1","kind":"Gadget","metadata":{"name":"g","namespace":"ns"},"status":{"size":3}}`,
-		},
+		{name: "a create returns the object stored", write: create, code: http.StatusCreated, answer: stored, wantRV: "42"},
+		{name: "a create of a name taken is AlreadyExists", write: create, code: http.StatusConflict, answer: alreadyExists, wantErr: apierrors.IsAlreadyExists},
+		{name: "an apply returns the object stored", write: applyGadget, code: http.StatusOK, answer: stored, wantRV: "42"},
+		{name: "a refused apply is Invalid", write: applyGadget, code: http.StatusUnprocessableEntity, answer: invalid, wantErr: apierrors.IsInvalid},
+		{name: "a status apply returns the metadata stored", write: applyStatus, code: http.StatusOK, answer: stored, wantRV: "42"},
+		{name: "a status apply whose answer cannot be read is written", write: applyStatus, code: http.StatusOK, answer: `{"not": "decoded"`},
+		{name: "a refused status apply is Invalid", write: applyStatus, code: http.StatusUnprocessableEntity, answer: invalid, wantErr: apierrors.IsInvalid},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -125,7 +89,7 @@ func TestWritesThroughTheRawClient(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			written, err := tt.write(t.Context(), apply.NewWriter(nil).WithRawClient(rc, compact.Responses{}))
+			written, err := tt.write.send(t.Context(), apply.NewWriter(nil).WithRawClient(rc, compact.Responses{}))
 			switch {
 			case tt.wantErr != nil && !tt.wantErr(err):
 				t.Errorf("error %v", err)
@@ -135,11 +99,12 @@ func TestWritesThroughTheRawClient(t *testing.T) {
 			if rv := resourceVersion(written); rv != tt.wantRV {
 				t.Errorf("resourceVersion read from the answer %q, want %q", rv, tt.wantRV)
 			}
-			if got.Method != tt.method || got.URL.Path != tt.path || got.URL.RawQuery != tt.query || got.Header.Get("Content-Type") != tt.contentType {
-				t.Errorf("request %s %s (%s), want %s %s?%s (%s)", got.Method, got.URL, got.Header.Get("Content-Type"), tt.method, tt.path, tt.query, tt.contentType)
+			want := tt.write
+			if got.Method != want.method || got.URL.Path != want.path || got.URL.RawQuery != want.query || got.Header.Get("Content-Type") != want.contentType {
+				t.Errorf("request %s %s (%s), want %s %s?%s (%s)", got.Method, got.URL, got.Header.Get("Content-Type"), want.method, want.path, want.query, want.contentType)
 			}
-			if string(body) != tt.body {
-				t.Errorf("body %s\nwant %s", body, tt.body)
+			if string(body) != want.body {
+				t.Errorf("body %s\nwant %s", body, want.body)
 			}
 		})
 	}
