@@ -264,6 +264,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		return nil, err
 	}
 	p0, server0 := readProc(p.pid()), cl.serverCPU()
+	r.rssStart = p0.RSS
 
 	// converge
 	var profileDone chan string

@@ -32,6 +32,7 @@ type result struct {
 	rss, rssNow               float64       // MB: peak (VmHWM) and current, at the end of the idle window
 	cpu, cpuIdle              float64       // CPU seconds: converge window, idle window
 	rssFile, rssAnon          float64       // MB resident at the end of the idle window: the binary's file pages, anonymous
+	rssStart                  float64       // MB resident before the burst: caches synced, no parent yet (the fixed part)
 	serverCPU                 float64       // CPU seconds of kube-apiserver and etcd in the converge window
 	restartCPU                float64       // CPU seconds of the restarted controller until re-synced
 	restartServerCPU          float64       // CPU seconds of kube-apiserver and etcd from the restart until re-synced
@@ -103,8 +104,8 @@ func (b *bench) header(title, metacelDefaults string) string {
 // same configuration.
 func (b *bench) table(configs []benchConfig, results map[string][]*result) string {
 	var t strings.Builder
-	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | RSS now: file + anon MB | CPU s | control plane CPU s | restart s | restart writes |\n")
-	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|\n")
+	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | RSS before the burst MB | RSS now: file + anon MB | CPU s | control plane CPU s | restart s | restart writes |\n")
+	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range configs {
 		base := medians(results[handwritten+"/"+c.name])
 		if base == nil {
@@ -132,7 +133,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 			if m.sharedWith != "" {
 				name += " (the " + m.sharedWith + " run)"
 			}
-			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			fmt.Fprintf(&t, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
 				name, c.name,
 				ratio(m.converge.Seconds(), base.converge.Seconds(), "%.1f"),
 				ratio(m.settled.Seconds(), base.settled.Seconds(), "%.1f"),
@@ -141,6 +142,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 				ratio(m.events.total(eventWrites), base.events.total(eventWrites), "%.0f"),
 				ratio(m.idle.total(workWrites), base.idle.total(workWrites), "%.0f"),
 				ratio(m.rss, base.rss, "%.0f"),
+				ratio(m.rssStart, base.rssStart, "%.0f"),
 				fmt.Sprintf("%.0f + %.0f", m.rssFile, m.rssAnon),
 				ratio(m.cpu, base.cpu, "%.1f"),
 				ratio(m.serverCPU, base.serverCPU, "%.1f"),
@@ -204,6 +206,7 @@ func medians(rs []*result) *result {
 	m.rss = med(func(r *result) float64 { return r.rss })
 	m.cpu = med(func(r *result) float64 { return r.cpu })
 	m.rssFile = med(func(r *result) float64 { return r.rssFile })
+	m.rssStart = med(func(r *result) float64 { return r.rssStart })
 	m.rssAnon = med(func(r *result) float64 { return r.rssAnon })
 	m.serverCPU = med(func(r *result) float64 { return r.serverCPU })
 	m.restartCPU = med(func(r *result) float64 { return r.restartCPU })
@@ -329,7 +332,9 @@ apiserver_request_total (resource requests, WATCH and events aside; a failure sh
 **event writes**, its writes to events from the burst until the end of the idle window (they go
 out on their own queue and rate, and may outlast the converge window); **idle writes**, its
 writes but events in the idle window that follows (longer than a resync period); **RSS MB**, its
-peak resident memory (VmHWM) at the end of the idle window; **RSS now: file + anon MB**, its
+peak resident memory (VmHWM) at the end of the idle window; **RSS before the burst MB**, its
+resident memory once its caches had synced, before the first parent (what it costs with no
+parents: binary, libraries, policy); **RSS now: file + anon MB**, its
 resident memory then, split into the binary's file pages (code and read-only data; the kernel maps
 the pages around each one touched, so a larger binary is more of them) and anonymous memory
 (heap, stacks); **CPU s**, its user and system CPU seconds in the converge window; **control
