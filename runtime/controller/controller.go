@@ -262,8 +262,8 @@ func (c *Controller) setSelector() error {
 	return nil
 }
 
-func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler) cache.SharedIndexInformer {
-	inf, release := c.deps.Pool.Acquire(gvr, selector)
+func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, indexes ...string) cache.SharedIndexInformer {
+	inf, release := c.deps.Pool.Acquire(gvr, selector, indexes...)
 	si := withHandler(inf, release, h)
 	c.cleanups = append(c.cleanups, si.release)
 	c.delivered = append(c.delivered, si.delivered)

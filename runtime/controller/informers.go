@@ -32,6 +32,8 @@ const (
 // unique values (a UID) costs about 200 bytes an object, a tenth of the live heap of a
 // controller caching 10,000 parents and their Pods, for nothing where no one reads it.
 var indexFuncs = cache.Indexers{
+	// related objects chosen by a selector are looked up in their namespace
+	cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
 	byParentUID: func(obj any) ([]string, error) {
 		m, err := metaOf(obj)
 		if err != nil {

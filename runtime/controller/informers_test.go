@@ -87,3 +87,46 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 		t.Errorf("indexes %v, want [%s %s]", got, byParentUID, byUID)
 	}
 }
+
+// A controller's informers carry the indexes its lookups read: a parent by its UID (a child's
+// event routed to it), children by their parent's UID, related objects chosen by a selector by
+// namespace. A lookup by an index its informer lacks finds nothing, silently.
+func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
+	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: peers}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: secrets}]
+  related:
+    - {id: peers, apiVersion: v1, resource: secrets, selector: {matchLabels: {peer: "yes"}}}
+  children:
+    - id: copy
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}"}
+`)
+	h.c.deps.Pool = NewPool(t.Context(), h.client, nil)
+	h.c.children = map[string]*resourceCache{}
+	if err := h.c.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.c.release)
+	indexesOf := func(inf cache.SharedIndexInformer) []string {
+		return slices.Sorted(maps.Keys(inf.GetIndexer().GetIndexers()))
+	}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	for name, tc := range map[string]struct {
+		inf  cache.SharedIndexInformer
+		want []string
+	}{
+		"parents":         {h.c.parents.whole(), []string{byUID}},
+		"children":        {h.c.children[secrets.String()].whole(), []string{byParentUID}},
+		"related objects": {h.c.related[secrets.String()], []string{cache.NamespaceIndex}},
+	} {
+		if got := indexesOf(tc.inf); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: indexes %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -23,7 +23,7 @@ import (
 // what the policy may read, not every object of the resource.
 func (c *Controller) watchRelated() {
 	for gvr, selector := range relatedSelectors(c.policy.Related) {
-		c.related[gvr.String()] = c.acquire(gvr, selector, c.relatedHandler(gvr))
+		c.related[gvr.String()] = c.acquire(gvr, selector, c.relatedHandler(gvr), cache.NamespaceIndex)
 	}
 	if labels := c.policy.Confinement.ConsentLabels(); len(labels) > 0 {
 		c.namespaces = c.acquire(namespacesGVR, "", c.namespaceHandler(labels))
@@ -161,7 +161,7 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 			}
 			continue
 		}
-		objs, _ := indexer.ByIndex("namespace", ref.Namespace)
+		objs, _ := indexer.ByIndex(cache.NamespaceIndex, ref.Namespace)
 		for _, obj := range objs {
 			if m, err := metaOf(obj); err == nil && ref.Matches(m) {
 				if err := appendDecoded(out, ref.ID, obj); err != nil {
