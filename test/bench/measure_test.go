@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseRequestTotal(t *testing.T) {
@@ -88,5 +89,26 @@ func TestMedians(t *testing.T) {
 	m := medians(rs)
 	if m.cpu != 2 || m.converged[reqKey{Verb: "POST", Resource: "pods"}] != 10 {
 		t.Errorf("medians: cpu %v, requests %v", m.cpu, m.converged)
+	}
+}
+
+// Paired ratios divide each metacel run by the hand-written run of its own repetition: a slow
+// repetition (both runs slower) does not show as metacel's cost, as a ratio of medians may.
+func TestPairedRatiosPairRunsOfOneRepetition(t *testing.T) {
+	run := func(converge float64) *result {
+		return &result{converge: time.Duration(converge * float64(time.Second)), rss: 100, cpu: 1, serverCPU: 1, restart: time.Second, created: time.Second}
+	}
+	results := map[string][]*result{
+		handwritten + "/unthrottled": {run(10), run(10), run(20)}, // the third repetition ran on a slower machine
+		metacel + "/unthrottled":     {run(12), run(11), run(24)},
+	}
+	got := pairedRatios([]benchConfig{{name: "unthrottled"}}, results)
+	if want := "| unthrottled | ×1.20 (1.10, 1.20, 1.20) |"; !strings.Contains(got, want) {
+		t.Errorf("got\n%s\nwant a row starting %q", got, want)
+	}
+	if got := pairedRatios([]benchConfig{{name: "unthrottled"}}, map[string][]*result{
+		handwritten + "/unthrottled": {run(10)}, metacel + "/unthrottled": {run(12)},
+	}); got != "" {
+		t.Errorf("one run has no paired ratios to give: %q", got)
 	}
 }

@@ -150,6 +150,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 				ratio(m.restarted.total(writes), base.restarted.total(writes), "%.0f"))
 		}
 	}
+	t.WriteString(pairedRatios(configs, results))
 	t.WriteString(changeTable(configs, results))
 	var notes []string
 	for _, c := range configs {
@@ -344,3 +345,46 @@ has synced as many times as there are parents with an empty queue; **restart wri
 writes from that start until quiet. metacel's rows give their ratio to the hand-written row of
 the same configuration.
 `
+
+// pairedRatios is, per configuration, the median of each run's ratio to the hand-written run of
+// the same repetition (run just before it): on a shared machine whose speed drifts between
+// repetitions, a ratio of medians can pair a fast run with a slow one.
+func pairedRatios(configs []benchConfig, results map[string][]*result) string {
+	var lines []string
+	for _, c := range configs {
+		ours, theirs := results[metacel+"/"+c.name], results[handwritten+"/"+c.name]
+		if len(ours) < 2 || len(ours) != len(theirs) {
+			continue
+		}
+		ratio := func(f func(*result) float64) string {
+			v := make([]float64, 0, len(ours))
+			for i := range ours {
+				if h := f(theirs[i]); h > 0 {
+					v = append(v, f(ours[i])/h)
+				}
+			}
+			if len(v) == 0 {
+				return "–"
+			}
+			sort.Float64s(v)
+			parts := make([]string, len(v))
+			for i, x := range v {
+				parts[i] = fmt.Sprintf("%.2f", x)
+			}
+			return fmt.Sprintf("×%.2f (%s)", v[len(v)/2], strings.Join(parts, ", "))
+		}
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", c.name,
+			ratio(func(r *result) float64 { return r.converge.Seconds() }),
+			ratio(func(r *result) float64 { return r.rss }),
+			ratio(func(r *result) float64 { return r.cpu }),
+			ratio(func(r *result) float64 { return r.serverCPU }),
+			ratio(func(r *result) float64 { return r.restart.Seconds() }),
+			ratio(func(r *result) float64 { return r.created.Seconds() })))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\nPaired ratios: each metacel run against the hand-written run of the same repetition, the median and (in order) every run's:\n\n" +
+		"| configuration | converge | RSS | CPU | control plane CPU | restart | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|\n" +
+		strings.Join(lines, "\n") + "\n"
+}
