@@ -212,10 +212,13 @@ func run(ctx context.Context, o options) error {
 		}
 		table += costs
 	}
-	header := b.header(title, defaults)
+	header := b.header(title, defaults, len(details) > 0)
 	fmt.Println(header)
 	fmt.Println(table)
-	doc := header + "\n" + table + "\n" + fmt.Sprintf("Machine time: %s; load average at the end %s.\n\n## Runs\n\n", time.Since(started).Round(time.Second), loadAvg()) + strings.Join(details, "\n")
+	doc := header + "\n" + table + "\n" + fmt.Sprintf("Machine time: %s; load average at the end %s.\n", time.Since(started).Round(time.Second), loadAvg())
+	if len(details) > 0 {
+		doc += "\n## Runs\n\n" + strings.Join(details, "\n")
+	}
 	out := o.out
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(repo, out)

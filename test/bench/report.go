@@ -82,8 +82,9 @@ func orDefault(s, def string) string {
 	return s
 }
 
-// header describes the machine and the command.
-func (b *bench) header(title, metacelDefaults string) string {
+// header describes the machine and the command; runs says whether controllers ran (the per-run
+// settings apply).
+func (b *bench) header(title, metacelDefaults string, runs bool) string {
 	var h strings.Builder
 	fmt.Fprintf(&h, "# %s\n\n", title)
 	fmt.Fprintf(&h, "- date: %s\n", time.Now().Format("2006-01-02 15:04 MST"))
@@ -95,8 +96,10 @@ func (b *bench) header(title, metacelDefaults string) string {
 		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
 	}
 	fmt.Fprintf(&h, "- metacel: %s; metacel run's defaults: %s\n", built, metacelDefaults)
-	fmt.Fprintf(&h, "- per run: %d parents, resync %s, idle window %s, a window closes after %s without requests; %d run(s) each, medians\n",
-		b.o.parents, b.o.resync, b.o.idle, b.o.quiet, b.o.runs)
+	if runs {
+		fmt.Fprintf(&h, "- per run: %d parents, resync %s, idle window %s, a window closes after %s without requests; %d run(s) each, medians\n",
+			b.o.parents, b.o.resync, b.o.idle, b.o.quiet, b.o.runs)
+	}
 	return h.String()
 }
 
