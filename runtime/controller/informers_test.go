@@ -92,20 +92,8 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 // event routed to it), children by their parent's UID, related objects chosen by a selector by
 // namespace. A lookup by an index its informer lacks finds nothing, silently.
 func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
-	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: peers}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources: [{apiVersion: v1, resource: secrets}]
-  related:
+	h := newHarness(t, copyToSecret()+`  related:
     - {id: peers, apiVersion: v1, resource: secrets, selector: {matchLabels: {peer: "yes"}}}
-  children:
-    - id: copy
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}"}
 `)
 	h.c.deps.Pool = NewPool(t.Context(), h.client, nil)
 	h.c.children = map[string]*resourceCache{}
