@@ -141,6 +141,13 @@ var (
 	smdAll  *smdSchemas
 )
 
+// ParseBuiltinSchemas parses client-go's schemas of the built-in kinds now, as the first
+// SchemaFor of a built-in kind would (about 50 ms, once per process). A process that will load
+// policies calls it when it starts, in the background, so that its first policy load (and with
+// it the first sync after a restart) does not wait for it; a load that comes first waits for
+// the same parse, never parses twice.
+func ParseBuiltinSchemas() { smd() }
+
 // smd parses client-go's schema on first use.
 func smd() *smdSchemas {
 	smdOnce.Do(func() {
