@@ -89,6 +89,11 @@ func path(gvr schema.GroupVersionResource, namespace, name string, subresource .
 	return append(append(collection(gvr, namespace), name), subresource...)
 }
 
+// applyRequest is a forced server-side apply with metacel's field manager, through the raw client.
+func (w *Writer) applyRequest(path []string) *rest.Request {
+	return w.raw.Patch(types.ApplyPatchType).AbsPath(path...).Param("fieldManager", FieldManager).Param("force", "true")
+}
+
 // sendRaw sends a write through the raw client and decodes the object it returns with decode.
 func sendRaw[T any](ctx context.Context, req *rest.Request, obj map[string]any, decode func([]byte) (T, error)) (T, error) {
 	var zero T
@@ -133,9 +138,7 @@ func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	if w.raw != nil {
-		req := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, obj.GetNamespace(), obj.GetName())...).
-			Param("fieldManager", FieldManager).Param("force", "true")
-		return sendRaw(ctx, req, obj.Object, w.decode.Object)
+		return sendRaw(ctx, w.applyRequest(path(gvr, obj.GetNamespace(), obj.GetName())), obj.Object, w.decode.Object)
 	}
 	return w.resource(gvr, obj.GetNamespace()).Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
 }
@@ -265,9 +268,7 @@ func (w *Writer) ApplyStatus(ctx context.Context, gvr schema.GroupVersionResourc
 		}
 		return metadataOf(got), nil
 	}
-	req := w.raw.Patch(types.ApplyPatchType).AbsPath(path(gvr, parent.GetNamespace(), parent.GetName(), "status")...).
-		Param("fieldManager", FieldManager).Param("force", "true")
-	written, err := sendRaw(ctx, req, obj.Object, w.decode.Metadata)
+	written, err := sendRaw(ctx, w.applyRequest(path(gvr, parent.GetNamespace(), parent.GetName(), "status")), obj.Object, w.decode.Metadata)
 	var undecodable *responseError
 	if errors.As(err, &undecodable) {
 		return nil, nil // written; only its metadata is unknown

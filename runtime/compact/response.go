@@ -22,24 +22,16 @@ func (Responses) Object(data []byte) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// Metadata decodes only a response's metadata, as the caches hold it (decodeMetadata: without
-// the managed fields); the rest is skipped unread.
+// Metadata decodes only a response's metadata, as the caches hold it (decodeObject: without the
+// managed fields); the rest is skipped unread.
 func (Responses) Metadata(data []byte) (*metav1.ObjectMeta, error) {
-	var metadata []byte
-	err := eachField(data, func(key string, value []byte) error {
-		if key == "metadata" {
-			metadata = value
-		}
-		return nil
-	})
+	obj, err := decodeObject(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode the API server's response: %w", err)
 	}
-	m := &metav1.ObjectMeta{}
-	if metadata != nil && !isNull(metadata) {
-		if err := decodeMetadata(metadata, m); err != nil {
-			return nil, fmt.Errorf("decode the API server's response: %w", err)
-		}
+	o, ok := obj.(*Object)
+	if !ok {
+		return nil, fmt.Errorf("decode the API server's response: a %T, not an object", obj)
 	}
-	return m, nil
+	return &o.ObjectMeta, nil
 }

@@ -151,8 +151,8 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 }
 
 // Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
-// starting it if needed, indexed by indexes (byUID, byParentUID) besides what its other users
-// asked. Call release when done with it.
+// starting it if needed, indexed by indexes (byUID, byParentUID, cache.NamespaceIndex) besides
+// what its other users asked. Call release when done with it.
 func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string, indexes ...string) (inf cache.SharedIndexInformer, release func()) {
 	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: wholeSlot}, indexes)
 }
