@@ -215,19 +215,23 @@ func (c *Coordinator) release(ctx context.Context, table []string, cm *corev1.Co
 	return c.writeTable(ctx, table, cm)
 }
 
-// claim takes the slots this replica should hold and may: free, its own, or their owner's Lease
-// expired. The table is written first, then the slots are synced.
+// claim takes the slots this replica should hold and may: free, its own, or their owner gone
+// (ownerGone). The table is written first, then the slots are synced.
 func (c *Coordinator) claim(ctx context.Context, table []string, cm *corev1.ConfigMap, want Set, live []string) error {
-	alive := map[string]bool{}
+	gone := map[string]bool{} // by owner: alive (false) or, when not among live, as ownerGone says
 	for _, m := range live {
-		alive[m] = true
+		gone[m] = false
 	}
 	held, take := c.Held(), Set(0)
 	for slot := range Slots {
 		if !want.Has(slot) || held.Has(slot) {
 			continue
 		}
-		if owner := table[slot]; owner == c.o.Identity || owner == "" || !alive[owner] {
+		owner := table[slot]
+		if _, known := gone[owner]; !known && owner != "" && owner != c.o.Identity {
+			gone[owner] = c.ownerGone(ctx, owner)
+		}
+		if owner == c.o.Identity || owner == "" || gone[owner] {
 			table[slot] = c.o.Identity
 			take |= 1 << slot
 		}
@@ -242,6 +246,29 @@ func (c *Coordinator) claim(ctx context.Context, table []string, cm *corev1.Conf
 	}
 	c.setHeld(ctx, held|take)
 	return nil
+}
+
+// ownerGone reports whether a replica the table names as an owner, and that is not among the
+// live members this replica's informer shows, has stopped: its Lease expired, or deleted. A
+// Lease the informer has not seen (a replica that has just started, an informer behind) is read
+// from the API server: a Lease not seen yet is no proof of a replica gone, and taking the slots
+// of one that syncs them has two replicas sync the same parents.
+func (c *Coordinator) ownerGone(ctx context.Context, owner string) bool {
+	now := c.o.Clock.Now()
+	if obj, ok, _ := c.leases.GetByKey(c.o.Namespace + "/" + LeaseName(owner)); ok {
+		return expired(obj.(*coordinationv1.Lease), now)
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	lease, err := c.client.CoordinationV1().Leases(c.o.Namespace).Get(ctx, LeaseName(owner), metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return true
+	case err != nil:
+		klog.FromContext(ctx).Error(err, "Cannot read a shard owner's Lease; its slots stay its own for now", "owner", owner)
+		return false
+	}
+	return expired(lease, now)
 }
 
 // takenByOthers returns the slots the table gives to another replica.

@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -219,5 +220,42 @@ func TestAssign(t *testing.T) {
 	}
 	if Assign(members, "d") != 0 {
 		t.Error("a replica not among the members is assigned slots")
+	}
+}
+
+// A replica whose informer has not seen another's Lease yet (it has just started, or its informer
+// is behind) reads that Lease before it takes the slots the table gives it: a Lease not seen is
+// no proof of a replica gone. One whose Lease is gone from the API server has its slots taken.
+func TestAnOwnersLeaseNotSeenYetIsReadBeforeItsSlotsAreTaken(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		leaseGone bool
+		wantB     Set
+	}{
+		{"the owner renews its Lease: its slots stay its own", false, 0},
+		{"the owner's Lease is deleted: its slots are taken", true, ^Set(0)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := t.Context()
+			r := newReplicas(t)
+			r.start(ctx, "a")
+			r.settle(ctx, []string{"a"}, partition("a"))
+			b := r.start(ctx, "b")
+			r.leasesSeen([]string{"a", "b"})
+			// b's informer loses sight of a's Lease, as one that has not seen it yet
+			if obj, ok, _ := b.leases.GetByKey("metacel-system/" + LeaseName("a")); !ok || b.leases.Delete(obj) != nil {
+				t.Fatal("b's informer does not hold a's Lease")
+			}
+			if tt.leaseGone {
+				r.kill("a")
+				if err := r.client.CoordinationV1().Leases("metacel-system").Delete(ctx, LeaseName("a"), metav1.DeleteOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			b.step(ctx)
+			if got := b.Held(); got != tt.wantB {
+				t.Errorf("b holds %s, want %s", got.String(), tt.wantB.String())
+			}
+		})
 	}
 }

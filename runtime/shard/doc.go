@@ -12,7 +12,10 @@
 // the members differ for a moment never both take a slot. A replica lets go of a slot before it
 // writes so in the table (its syncs of that slot have stopped: Coordinator's hold callback
 // returns only then), and starts syncing a slot only after the table names it, and only when the
-// slot's owner let go of it or its Lease expired. A replica that cannot renew its own Lease for
+// slot's owner let go of it or its Lease expired or was deleted: an owner's Lease its informer
+// has not seen (it has just started, or its informer is behind) is read from the API server
+// first, since the compare-and-swap cannot tell a table read up to date from an owner alive.
+// A replica that cannot renew its own Lease for
 // RenewDeadline stops syncing everything, before any other replica may take its slots
 // (LeaseDuration). So a slot is never synced by two replicas at once, whatever dies when.
 //
