@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policystatus"
@@ -94,7 +95,7 @@ func TestPolicyStatusOnItsConfigMap(t *testing.T) {
 			want := map[string]string{"STATE": "Running", "PARENTS": "3", "READY": "3", "FAILING": "0"}
 			for k, v := range want {
 				if cols[k] != v {
-					return fmt.Errorf("%s is %q, want %q: %v", k, cols[k], v, cols)
+					return fmt.Errorf("%s is %q, want %q: %v; in the cluster: %s", k, cols[k], v, cols, parentsAndPods(t, ns, 3))
 				}
 			}
 			if !regexp.MustCompile(`^[0-9a-f]{12}$`).MatchString(cols["VERSION"]) {
@@ -134,4 +135,30 @@ spec:
 	t.Run("a status write never reloads a policy", func(t *testing.T) {
 		expectEqual(t, "myapp's generation after its status changed five times", gens.of("myapp"), 1)
 	})
+}
+
+// parentsAndPods says, for the status test's MyApps app-0..app-<n-1>, each one's Ready condition
+// and its Pod's phase as the API server has them: what a count that falls short is to be read
+// against.
+func parentsAndPods(t *testing.T, ns string, n int) string {
+	var out []string
+	for i := range n {
+		name := fmt.Sprintf("app-%d", i)
+		ready, phase := "no MyApp", "no Pod"
+		if app, err := get(t, myAppsGVR, ns, name); err == nil {
+			ready = "no Ready condition"
+			conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+			for _, c := range conds {
+				if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+					ready = fmt.Sprintf("Ready %v (%v)", m["status"], m["message"])
+				}
+			}
+		}
+		if pod, err := get(t, podsGVR, ns, name+"-pod"); err == nil {
+			phase, _, _ = unstructured.NestedString(pod.Object, "status", "phase")
+			phase = "Pod " + phase
+		}
+		out = append(out, fmt.Sprintf("%s: %s, %s", name, ready, phase))
+	}
+	return strings.Join(out, "; ")
 }
