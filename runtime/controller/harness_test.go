@@ -31,7 +31,7 @@ type harness struct {
 	kube *kubefake.Clientset
 }
 
-func newHarness(t *testing.T, policyText string, crdFiles ...string) *harness {
+func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 	t.Helper()
 	catalog, err := kinds.LoadCRDFiles(crdFiles)
 	if err != nil {
@@ -74,7 +74,7 @@ func wholeCache(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) 
 }
 
 // cacheParent puts a parent in the parent cache.
-func (h *harness) cacheParent(t *testing.T, obj *unstructured.Unstructured) {
+func (h *harness) cacheParent(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
 	if err := h.c.parents.whole().GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)

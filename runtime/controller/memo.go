@@ -77,7 +77,7 @@ func (c *Controller) Memo() memo.Entries {
 	out := make(memo.Entries, len(last))
 	for key, sum := range last {
 		var kept byte
-		if m, ok := c.tally.marks[key]; ok {
+		if _, m, ok := c.tally.byKey(key); ok {
 			kept = m.memo()
 		}
 		out[sum] = kept
@@ -90,7 +90,7 @@ func (c *Controller) Memo() memo.Entries {
 func (c *Controller) recalled(key string, uid types.UID, inputs uint64) bool {
 	kept, ok := c.unchanged.recalledAs(key, inputs)
 	if ok {
-		c.mark(key, parentMark{uid: uid, ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
+		c.mark(key, uid, parentMark{ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
 	}
 	return ok
 }

@@ -176,6 +176,9 @@ func (rc *resourceCache) ListKeys() []string {
 
 // List returns every object cached.
 func (rc *resourceCache) List() []any {
+	if infs := rc.informers(); len(infs) == 1 {
+		return infs[0].GetIndexer().List()
+	}
 	var out []any
 	for _, inf := range rc.informers() {
 		out = append(out, inf.GetIndexer().List()...)

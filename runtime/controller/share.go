@@ -80,20 +80,43 @@ type Counts struct {
 	Ready, Failing int
 }
 
-// tally remembers, per parent key, the conditions its last sync computed.
+// tally remembers the conditions each parent's last sync computed, by the parent's UID (Counts
+// reads it once per cached parent, by the UID the cache holds), and which UID each parent key
+// names now (a sync, a memo and a forgotten parent know the key).
 type tally struct {
 	sync.Mutex
-	marks map[string]parentMark
+	marks map[types.UID]parentMark
+	uids  map[string]types.UID
 }
 
 type parentMark struct {
-	uid            types.UID
 	ready, failing bool
+}
+
+// set remembers m for the parent of that key and UID, and forgets what it remembered of an
+// earlier parent of the same key; under the lock.
+func (t *tally) set(key string, uid types.UID, m parentMark) {
+	if t.marks == nil {
+		t.marks, t.uids = map[types.UID]parentMark{}, map[string]types.UID{}
+	}
+	if old, ok := t.uids[key]; ok && old != uid {
+		delete(t.marks, old)
+	}
+	t.uids[key], t.marks[uid] = uid, m
+}
+
+// byKey returns what is remembered of the parent of that key now; under the lock.
+func (t *tally) byKey(key string) (types.UID, parentMark, bool) {
+	uid, ok := t.uids[key]
+	if !ok {
+		return "", parentMark{}, false
+	}
+	return uid, t.marks[uid], true
 }
 
 // markParent remembers the conditions a sync computed for a parent.
 func (c *Controller) markParent(key string, uid types.UID, conds []render.Condition) {
-	m := parentMark{uid: uid}
+	var m parentMark
 	for _, cond := range conds {
 		switch {
 		case cond.Type == render.ConditionReady && cond.Status == "True":
@@ -102,22 +125,22 @@ func (c *Controller) markParent(key string, uid types.UID, conds []render.Condit
 			m.failing = true
 		}
 	}
-	c.mark(key, m)
+	c.mark(key, uid, m)
 }
 
-func (c *Controller) mark(key string, m parentMark) {
+func (c *Controller) mark(key string, uid types.UID, m parentMark) {
 	c.tally.Lock()
 	defer c.tally.Unlock()
-	if c.tally.marks == nil {
-		c.tally.marks = map[string]parentMark{}
-	}
-	c.tally.marks[key] = m
+	c.tally.set(key, uid, m)
 }
 
 func (c *Controller) forgetMark(key string) {
 	c.tally.Lock()
 	defer c.tally.Unlock()
-	delete(c.tally.marks, key)
+	if uid, ok := c.tally.uids[key]; ok {
+		delete(c.tally.marks, uid)
+		delete(c.tally.uids, key)
+	}
 }
 
 // SyncedParent reports whether this controller has synced that parent (its key and UID) since it
@@ -126,29 +149,32 @@ func (c *Controller) forgetMark(key string) {
 func (c *Controller) SyncedParent(parent metav1.Object) bool {
 	c.tally.Lock()
 	defer c.tally.Unlock()
-	m, ok := c.tally.marks[parentKey(parent)]
-	return ok && m.uid == parent.GetUID()
+	uid, _, ok := c.tally.byKey(parentKey(parent))
+	return ok && uid == parent.GetUID()
 }
 
 // Counts counts the parents the controller syncs now, and of them those its syncs found ready and
-// failing. A parent not synced yet counts as neither.
+// failing. A parent not synced yet counts as neither. It reads each cached parent once, and
+// allocates nothing per parent: the policy status counts every second.
 func (c *Controller) Counts() Counts {
 	var out Counts
-	held := map[string]bool{}
-	for _, m := range c.HeldParents() {
-		out.Parents++
-		held[parentKey(m)] = true
+	if c.parents == nil {
+		return out
 	}
+	objs := c.parents.List()
 	c.tally.Lock()
 	defer c.tally.Unlock()
-	for key, m := range c.tally.marks {
-		if !held[key] {
+	for _, obj := range objs {
+		m, err := metaOf(obj)
+		if err != nil || !c.holds(m.GetUID()) {
 			continue
 		}
-		if m.ready {
+		out.Parents++
+		mark := c.tally.marks[m.GetUID()]
+		if mark.ready {
 			out.Ready++
 		}
-		if m.failing {
+		if mark.failing {
 			out.Failing++
 		}
 	}

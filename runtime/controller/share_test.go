@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/render"
 	"metacel.dev/metacel/runtime/shard"
 )
 
@@ -146,4 +148,75 @@ spec:
 	}
 	h.c.syncing.RUnlock()
 	<-done
+}
+
+// Counts reads a parent's mark by the UID of the parent the cache holds: a parent deleted and
+// created again under its name is not ready until a sync of the new one says so, and a forgotten
+// parent takes its mark with it.
+func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
+	ready := []render.Condition{{Type: render.ConditionReady, Status: "True"}}
+	failing := []render.Condition{{Type: render.ConditionSynced, Status: "False"}}
+	parent := func(uid string) *unstructured.Unstructured {
+		return objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`}}`)
+	}
+	tests := []struct {
+		name   string
+		marks  func(c *Controller)
+		cached *unstructured.Unstructured
+		want   Counts
+	}{
+		{"the cached parent's own mark", func(c *Controller) { c.markParent("ns/p", "p-1", ready) }, parent("p-1"), Counts{Parents: 1, Ready: 1}},
+		{"a failing parent", func(c *Controller) { c.markParent("ns/p", "p-1", failing) }, parent("p-1"), Counts{Parents: 1, Failing: 1}},
+		{"the mark of an earlier parent of the same name", func(c *Controller) { c.markParent("ns/p", "p-1", ready) }, parent("p-2"), Counts{Parents: 1}},
+		{"the new parent's mark replaces the old one's", func(c *Controller) {
+			c.markParent("ns/p", "p-1", ready)
+			c.markParent("ns/p", "p-2", failing)
+		}, parent("p-2"), Counts{Parents: 1, Failing: 1}},
+		{"a forgotten parent", func(c *Controller) {
+			c.markParent("ns/p", "p-1", ready)
+			c.forgetMark("ns/p")
+		}, parent("p-1"), Counts{Parents: 1}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, copyToSecret())
+			tt.marks(h.c)
+			h.cacheParent(t, tt.cached)
+			if got := h.c.Counts(); got != tt.want {
+				t.Errorf("Counts = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	h := newHarness(t, copyToSecret())
+	h.c.markParent("ns/p", "p-1", ready)
+	h.c.markParent("ns/p", "p-2", ready)
+	h.c.forgetMark("ns/p")
+	if len(h.c.tally.marks) != 0 || len(h.c.tally.uids) != 0 {
+		t.Errorf("after the parent is forgotten the tally holds %v and %v, want nothing", h.c.tally.marks, h.c.tally.uids)
+	}
+}
+
+// BenchmarkCounts counts 10,000 cached parents, 9,000 of them synced and ready, as the policy
+// status does every second.
+func BenchmarkCounts(b *testing.B) {
+	h := newHarness(b, copyToSecret())
+	ready := []render.Condition{{Type: render.ConditionReady, Status: "True"}}
+	for i := range 10000 {
+		p := &unstructured.Unstructured{}
+		p.SetAPIVersion("v1")
+		p.SetKind("ConfigMap")
+		p.SetNamespace("ns")
+		p.SetName(fmt.Sprintf("p-%05d", i))
+		p.SetUID(types.UID(fmt.Sprintf("uid-%05d", i)))
+		h.cacheParent(b, p)
+		if i%10 != 0 {
+			h.c.markParent(parentKey(p), p.GetUID(), ready)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := h.c.Counts(); got.Parents != 10000 || got.Ready != 9000 {
+			b.Fatalf("Counts = %+v", got)
+		}
+	}
 }
