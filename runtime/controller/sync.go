@@ -101,9 +101,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		return left{}, c.fail(ctx, parent, err)
 	}
 	w.deletes += pruned
-	out = c.statusAfterWrites(ctx, parent, out, kids.ByID, related, budget, w)
+	out, sawWrites := c.statusAfterWrites(ctx, parent, out, kids.ByID, related, budget, w)
 	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
-	return left{written: w, parent: status}, err
+	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
 }
 
 // left is what a sync's writes left: the children written, as the API server returned them, and
@@ -111,6 +111,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 type left struct {
 	written
 	parent *metav1.ObjectMeta
+	// statusBeforeWrites: the status written was rendered without the children written (see
+	// statusAfterWrites), so their events must bring a sync that renders it with them
+	statusBeforeWrites bool
 }
 
 // inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged):
@@ -118,12 +121,13 @@ type left struct {
 // objects written (the parent's status, which the policy's expressions do not read, and children
 // created or applied), the inputs as the writes returned them: the events of the sync's own
 // writes then cause no render. Otherwise (a deletion, a policy that reads the parent's status, a
-// parent that changed meanwhile) the inputs before the writes, which those events never match.
+// parent that changed meanwhile, a status rendered without the children written) the inputs
+// before the writes, which those events never match.
 func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []metav1.Object, parent *unstructured.Unstructured, l left) uint64 {
 	if l.writes == 0 && l.parent == nil {
 		return before
 	}
-	if l.deletes > 0 || l.writes != len(l.objects) || len(c.policy.Related) > 0 {
+	if l.deletes > 0 || l.writes != len(l.objects) || len(c.policy.Related) > 0 || l.statusBeforeWrites {
 		return before
 	}
 	after := cached
@@ -184,10 +188,14 @@ func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Un
 // statusAfterWrites renders again with the children this sync wrote, as the API server returned
 // them, so that the status it writes already sees them (a child just created exists, and may be
 // ready): one status write where the child's own event would have caused a second. It keeps the
-// first render when nothing was written, or when the sync's budget cannot pay for a second.
-func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, w written) *render.Output {
-	if len(w.objects) == 0 || budget.Remaining() < expr.SyncCostBudget-budget.Remaining() {
-		return out
+// first render when nothing was written, or when the sync's budget cannot pay for a second (or
+// the second fails); sawWrites says whether the output it returns saw the children written.
+func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, w written) (_ *render.Output, sawWrites bool) {
+	if len(w.objects) == 0 {
+		return out, true
+	}
+	if budget.Remaining() < expr.SyncCostBudget-budget.Remaining() {
+		return out, false
 	}
 	now := make(map[string][]*unstructured.Unstructured, len(observed))
 	for id, objs := range observed {
@@ -200,9 +208,9 @@ func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured
 	}
 	again, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: now, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget})
 	if err != nil {
-		return out
+		return out, false
 	}
-	return again
+	return again, true
 }
 
 // cachedParent returns a parent as the cache holds it (its metadata; compact.Unstructured decodes

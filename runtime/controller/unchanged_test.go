@@ -2,6 +2,8 @@ package controller
 
 import (
 	"encoding/json"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -120,6 +122,8 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 	}{
 		{"a policy that does not read the parent's status", widgetChildPolicy, true},
 		{"a policy that reads the parent's status", readsStatus, false},
+		// its status was rendered before the child existed: the child's event must bring a sync
+		{"a render that spent over half the sync's budget, leaving none for the status after the writes", costlyChildPolicy(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, tc.policy, widgetCRD)
@@ -172,4 +176,20 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 			}
 		})
 	}
+}
+
+// costlyChildPolicy is widgetChildPolicy with a child whose render spends more than half of a
+// sync's cost budget (5.6 of 10 million): seven values, each under the limit of one expression.
+func costlyChildPolicy() string {
+	items := make([]string, 400)
+	for i := range items {
+		items[i] = strconv.Itoa(i)
+	}
+	list := "[" + strings.Join(items, ",") + "]"
+	data := make([]string, 7)
+	for i := range data {
+		data[i] = fmt.Sprintf(`k%d: "${%s.all(i, %s.all(j, j >= 0)) ? 'x' : 'y'}"`, i, list, list)
+	}
+	return strings.Replace(widgetChildPolicy, `metadata: {name: "${parent.metadata.name}-cm"}}`,
+		`metadata: {name: "${parent.metadata.name}-cm"}, data: {`+strings.Join(data, ", ")+`}}`, 1)
 }
