@@ -15,9 +15,9 @@
 // slot's owner let go of it or its Lease expired or was deleted: an owner's Lease its informer
 // has not seen (it has just started, or its informer is behind) is read from the API server
 // first, since the compare-and-swap cannot tell a table read up to date from an owner alive.
-// A replica that cannot renew its own Lease for
-// RenewDeadline stops syncing everything, before any other replica may take its slots
-// (LeaseDuration). So a slot is never synced by two replicas at once, whatever dies when.
+// A replica that cannot renew its own Lease for RenewDeadline stops syncing everything, before
+// any other replica may take its slots (LeaseDuration). So a slot is never synced by two
+// replicas at once, whatever dies when.
 //
 // Slots are fixed (not one range per replica) so that when members come and go, the slots a
 // replica keeps keep their informers: only the slots that move are listed and watched anew.

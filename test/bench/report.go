@@ -387,7 +387,7 @@ func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return "\nPaired ratios: each metacel run against the hand-written run of the same repetition, the median and (in order) every run's:\n\n" +
+	return "\nPaired ratios: each metacel run against the hand-written run of the same repetition, the median and (sorted) every run's:\n\n" +
 		"| configuration | converge | RSS | CPU | control plane CPU | restart | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|\n" +
 		strings.Join(lines, "\n") + "\n"
 }

@@ -147,11 +147,8 @@ func parentsAndPods(t *testing.T, ns string, n int) string {
 		ready, phase := "no MyApp", "no Pod"
 		if app, err := get(t, myAppsGVR, ns, name); err == nil {
 			ready = "no Ready condition"
-			conds, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
-			for _, c := range conds {
-				if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
-					ready = fmt.Sprintf("Ready %v (%v)", m["status"], m["message"])
-				}
+			if m := condition(app, "Ready"); m != nil {
+				ready = fmt.Sprintf("Ready %v (%v)", m["status"], m["message"])
 			}
 		}
 		if pod, err := get(t, podsGVR, ns, name+"-pod"); err == nil {
