@@ -69,8 +69,8 @@ manifests: build ## Regenerate deploy/ from policies/: the ClusterRole (metacel 
 	cp policies/*.yaml deploy/helm/metacel/files/policies/
 
 .PHONY: golden
-golden: ## Regenerate the golden files of `metacel render` after an intended change
-	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel
+golden: ## Regenerate the golden files (`metacel render`, client-go's built-in schema) after an intended change
+	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel ./runtime/builtinschema
 
 .PHONY: bench
 bench: ## Benchmarks: render per parent (ns/op, allocs/op)

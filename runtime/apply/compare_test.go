@@ -126,22 +126,3 @@ func TestKeyPathSpellsManagedFieldsAsTheAPIServer(t *testing.T) {
 		t.Error("a string an encoder may escape is not spelt: its entry is found by parsing")
 	}
 }
-
-// The built-in schemas parsed in the background at start are those a policy load reads: a load
-// that comes while the parse runs waits for it and gets the same schema.
-func TestBuiltinSchemasParsedInTheBackgroundServeTheFirstLoad(t *testing.T) {
-	pod := schema.GroupVersionKind{Version: "v1", Kind: "Pod"}
-	parsed := make(chan struct{})
-	go func() {
-		defer close(parsed)
-		ParseBuiltinSchemas()
-	}()
-	first := SchemaFor(pod, nil)
-	<-parsed
-	if first == nil || first != SchemaFor(pod, nil) {
-		t.Fatalf("SchemaFor(Pod) = %p, then %p: want one schema, built once", first, SchemaFor(pod, nil))
-	}
-	if smd().schema == nil {
-		t.Error("client-go's schemas were not parsed")
-	}
-}

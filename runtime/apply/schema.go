@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
-	"k8s.io/client-go/applyconfigurations"
-	"k8s.io/client-go/kubernetes/scheme"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
+
+	"metacel.dev/metacel/runtime/builtinschema"
 )
 
 // Schema is what NeedsApply knows of the fields of one kind: which hold quantities, and how each
@@ -141,17 +141,10 @@ var (
 	smdAll  *smdSchemas
 )
 
-// ParseBuiltinSchemas parses client-go's schemas of the built-in kinds now, as the first
-// SchemaFor of a built-in kind would (about 50 ms, once per process). A process that will load
-// policies calls it when it starts, in the background, so that its first policy load (and with
-// it the first sync after a restart) does not wait for it; a load that comes first waits for
-// the same parse, never parses twice.
-func ParseBuiltinSchemas() { smd() }
-
 // smd parses client-go's schema on first use.
 func smd() *smdSchemas {
 	smdOnce.Do(func() {
-		s := &smdSchemas{conv: applyconfigurations.NewTypeConverter(scheme.Scheme), named: map[string]*node{}}
+		s := &smdSchemas{conv: builtinschema.TypeConverter(), named: map[string]*node{}}
 		if tv, err := s.conv.ObjectToTyped(typeOnly(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})); err == nil {
 			s.schema = tv.Schema()
 			s.objectMeta = s.namedType(objectMetaType)

@@ -11,12 +11,12 @@ import (
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/applyconfigurations"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/kube-openapi/pkg/schemaconv"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/typed"
+
+	"metacel.dev/metacel/runtime/builtinschema"
 )
 
 // Names of the types of client-go's schema that hold strings or numbers with a meaning of their own.
@@ -79,7 +79,7 @@ func asValidationErrors(err error, out *typed.ValidationErrors) bool {
 
 // builtins holds client-go's schema of built-in kinds, parsed on first use.
 var builtins = sync.OnceValues(func() (*smdschema.Schema, []smdschema.TypeDef) {
-	tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(typeOnly(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}))
+	tv, err := builtinschema.TypeConverter().ObjectToTyped(typeOnly(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}))
 	if err != nil {
 		return nil, nil
 	}
@@ -92,7 +92,7 @@ func builtinObjectSchema(gvk schema.GroupVersionKind) *ObjectSchema {
 	if shipped == nil {
 		return nil
 	}
-	tv, err := applyconfigurations.NewTypeConverter(scheme.Scheme).ObjectToTyped(typeOnly(gvk))
+	tv, err := builtinschema.TypeConverter().ObjectToTyped(typeOnly(gvk))
 	if err != nil || tv.Schema() != shipped {
 		return nil
 	}

@@ -71,7 +71,6 @@ type Options struct {
 // loses its Lease).
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
-	go apply.ParseBuiltinSchemas() // while the clients connect and the policies are read
 	// With leader election, the clients write through a fence that refuses writes once this
 	// replica's Lease may have expired by its own clock; the elector's Lease client does not.
 	cfg, fence := o.Config, (*writeFence)(nil)
