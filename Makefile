@@ -56,10 +56,11 @@ control-plane: ## Build (once) the control plane binaries and print their direct
 	@hack/control-plane.sh bin-dir
 
 .PHONY: fuzz
-fuzz: ## Fuzz the policy loader, the template engine and the cache's JSON decoder, FUZZTIME each (default 20000x executions)
+fuzz: ## Fuzz the policy loader, the template engine, the cache's JSON decoder and the JSON encoder, FUZZTIME each (default 20000x executions)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/expr
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalObject$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/compact
+	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/jsonenc
 
 .PHONY: manifests
 manifests: build ## Regenerate deploy/ from policies/: the ClusterRole (metacel rbac) and the policy ConfigMaps

@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/client-go/util/retry"
+
+	"metacel.dev/metacel/runtime/jsonenc"
 )
 
 // FieldManager is the field manager of every write.
@@ -97,7 +99,7 @@ func (w *Writer) applyRequest(path []string) *rest.Request {
 // sendRaw sends a write through the raw client and decodes the object it returns with decode.
 func sendRaw[T any](ctx context.Context, req *rest.Request, obj map[string]any, decode func([]byte) (T, error)) (T, error) {
 	var zero T
-	data, err := json.Marshal(obj)
+	data, err := jsonenc.Marshal(obj)
 	if err != nil {
 		return zero, fmt.Errorf("encode the object: %w", err)
 	}

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"sync"
 	"time"
@@ -40,7 +39,7 @@ type fights struct {
 }
 
 type fight struct {
-	written [sha256.Size]byte
+	written string // contentHash
 	undone  []time.Time
 }
 
@@ -50,7 +49,7 @@ func (f *fights) allow(parent *unstructured.Unstructured, child *render.Child, o
 	f.Lock()
 	defer f.Unlock()
 	st := f.byChild[parentKey(parent)+" "+render.Identity(child.Object)]
-	if st == nil || st.written != hashOf(child.Object) {
+	if st == nil || st.written != contentHash(child.Object) {
 		return nil // a first write, or the policy or parent changed what the child should be
 	}
 	recent := st.undone[:0]
@@ -76,7 +75,7 @@ func (f *fights) written(parent *unstructured.Unstructured, child *render.Child,
 		f.byChild = map[string]*fight{}
 	}
 	k := parentKey(parent) + " " + render.Identity(child.Object)
-	h := hashOf(child.Object)
+	h := contentHash(child.Object)
 	if st := f.byChild[k]; st != nil && st.written == h {
 		if undone {
 			st.undone = append(st.undone, now)

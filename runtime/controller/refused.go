@@ -2,7 +2,7 @@ package controller
 
 import (
 	"crypto/sha256"
-	"encoding/json"
+	"encoding/hex"
 	"errors"
 	"sync"
 
@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/jsonenc"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -33,7 +34,7 @@ type refusedOf struct {
 }
 
 type refusal struct {
-	hash [sha256.Size]byte
+	hash string
 	err  error
 }
 
@@ -76,7 +77,7 @@ func (r *refusedWrites) previous(key string, uid types.UID, id string, obj *unst
 	if of == nil || of.uid != uid {
 		return nil
 	}
-	if ref, ok := of.children[id]; ok && ref.hash == hashOf(obj) {
+	if ref, ok := of.children[id]; ok && ref.hash == contentHash(obj) {
 		return ref.err
 	}
 	return nil
@@ -93,7 +94,7 @@ func (r *refusedWrites) remember(key string, uid types.UID, id string, obj *unst
 		of = &refusedOf{uid: uid, children: map[string]refusal{}}
 		r.byParent[key] = of
 	}
-	of.children[id] = refusal{hash: hashOf(obj), err: err}
+	of.children[id] = refusal{hash: contentHash(obj), err: err}
 }
 
 func (r *refusedWrites) forget(key, id string) {
@@ -114,13 +115,19 @@ func (r *refusedWrites) forgetParent(key string) {
 	delete(r.byParent, key)
 }
 
-// hashOf hashes an object as it would be sent (JSON, whose map keys are sorted).
-func hashOf(obj *unstructured.Unstructured) [sha256.Size]byte {
-	data, err := json.Marshal(obj.Object)
-	if err != nil {
-		return [sha256.Size]byte{} // never equal to a real hash's refusal: sent again
+// contentHash identifies an object by its content, as it would be sent: a rendered child by its
+// desired-hash annotation, which render computed over all the rest of it (labels and
+// ownerReferences included); any other object by a hash of its JSON (map keys sorted).
+func contentHash(obj *unstructured.Unstructured) string {
+	if h, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", render.AnnotationDesiredHash); h != "" {
+		return h
 	}
-	return sha256.Sum256(data)
+	data, err := jsonenc.Marshal(obj.Object)
+	if err != nil {
+		return "" // never equal to a real hash's refusal: sent again
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
 }
 
 // parentKey is the queue key of a parent: namespace/name, or name.

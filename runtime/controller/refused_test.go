@@ -211,3 +211,34 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 		t.Errorf("remembered %d conditions and %d refusals of a deleted parent, want none", len(h.c.lastConds.m), len(h.c.refused.byParent))
 	}
 }
+
+func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
+	object := func(annotation string, data map[string]any) *unstructured.Unstructured {
+		meta := map[string]any{"name": "s"}
+		if annotation != "" {
+			meta["annotations"] = map[string]any{render.AnnotationDesiredHash: annotation}
+		}
+		return &unstructured.Unstructured{Object: map[string]any{"kind": "Secret", "metadata": meta, "data": data}}
+	}
+	tests := []struct {
+		name     string
+		a, b     *unstructured.Unstructured
+		wantSame bool
+	}{
+		{"a rendered child is its desired hash, which covers the rest", object("0123456789abcdef", map[string]any{"k": "v"}), object("0123456789abcdef", map[string]any{"k": "v"}), true},
+		{"rendered children of different desired hashes differ", object("0123456789abcdef", map[string]any{"k": "v"}), object("fedcba9876543210", map[string]any{"k": "v"}), false},
+		{"an object without one is its JSON: the same content is the same", object("", map[string]any{"k": "v", "l": "w"}), object("", map[string]any{"l": "w", "k": "v"}), true},
+		{"an object without one is its JSON: another value differs", object("", map[string]any{"k": "v"}), object("", map[string]any{"k": "w"}), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := contentHash(tc.a), contentHash(tc.b)
+			if a == "" || (a == b) != tc.wantSame {
+				t.Errorf("contentHash: %q and %q, want the same: %v", a, b, tc.wantSame)
+			}
+		})
+	}
+	if h := contentHash(object("0123456789abcdef", nil)); h != "0123456789abcdef" {
+		t.Errorf("contentHash of a rendered child = %q, want its desired-hash annotation", h)
+	}
+}

@@ -3,7 +3,6 @@ package render
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/jsonenc"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/shard"
@@ -246,7 +246,7 @@ func annotate(meta map[string]any, key, value string) {
 
 // desiredHash hashes an object as rendered (JSON, whose map keys are sorted): 16 hex digits.
 func desiredHash(obj *unstructured.Unstructured) string {
-	data, err := json.Marshal(obj.Object)
+	data, err := jsonenc.Marshal(obj.Object)
 	if err != nil {
 		return ""
 	}
