@@ -185,8 +185,8 @@ func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Un
 	return out
 }
 
-// statusAfterWrites renders again with the children this sync wrote, as the API server returned
-// them, so that the status it writes already sees them (a child just created exists, and may be
+// statusAfterWrites renders again (render.Rerender) with the children this sync wrote, as the API
+// server returned them, so that the status it writes already sees them (a child just created exists, and may be
 // ready): one status write where the child's own event would have caused a second. It keeps the
 // first render when nothing was written, or when the sync's budget cannot pay for a second (or
 // the second fails); sawWrites says whether the output it returns saw the children written.
@@ -206,7 +206,7 @@ func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured
 		now[id] = slices.DeleteFunc(now[id], func(o *unstructured.Unstructured) bool { return render.Identity(o) == render.Identity(got) })
 		now[id] = append(now[id], got)
 	}
-	again, err := render.Render(ctx, c.policy, render.Input{Parent: parent, Observed: now, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget})
+	again, err := render.Rerender(ctx, c.policy, render.Input{Parent: parent, Observed: now, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget}, out)
 	if err != nil {
 		return out, false
 	}

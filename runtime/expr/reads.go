@@ -11,7 +11,7 @@ import (
 // inputs, so that the runtime knows which changes cannot change a render. It is set at load, when
 // the expressions are checked, and read after; its zero value has recorded nothing.
 type Reads struct {
-	parentStatus atomic.Bool
+	parentStatus, children atomic.Bool
 }
 
 // ParentStatus reports whether an expression may read the parent's status: one selects
@@ -19,11 +19,32 @@ type Reads struct {
 // whole to a function, indexes it, selects a field optionally).
 func (r *Reads) ParentStatus() bool { return r != nil && r.parentStatus.Load() }
 
+// Children reports whether an expression may read the observed children: one names the
+// variable children.
+func (r *Reads) Children() bool { return r != nil && r.children.Load() }
+
 // record notes what a checked expression may read.
 func (r *Reads) record(checked *cel.Ast) {
-	if r != nil && mayReadField(checked, "parent", "status") {
+	if r == nil {
+		return
+	}
+	if mayReadField(checked, "parent", "status") {
 		r.parentStatus.Store(true)
 	}
+	if names(checked, "children") {
+		r.children.Store(true)
+	}
+}
+
+// names reports whether an expression names a variable.
+func names(checked *cel.Ast, variable string) bool {
+	root := ast.NavigateAST(checked.NativeRep())
+	for _, e := range ast.MatchDescendants(root, ast.KindMatcher(ast.IdentKind)) {
+		if e.AsIdent() == variable {
+			return true
+		}
+	}
+	return false
 }
 
 // mayReadField reports whether an expression may read a field of a variable: it does unless every

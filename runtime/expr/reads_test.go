@@ -38,3 +38,29 @@ func TestReadsKnowsWhetherAnExpressionMayReadTheParentsStatus(t *testing.T) {
 		t.Error("an expression compiled in the environment without its Reads was recorded")
 	}
 }
+
+func TestReadsKnowsWhetherAnExpressionMayReadTheChildren(t *testing.T) {
+	for _, tc := range []struct {
+		src  string
+		want bool
+	}{
+		{"parent.metadata.name + '-pod'", false},
+		{"'children'", false},
+		{"has(children.pod)", true},
+		{"children.pod.status.phase == 'Running'", true},
+		{"children == children", true},
+		{"[1, 2].exists(x, has(children.pod))", true},
+	} {
+		r := &Reads{}
+		env, err := NewEnv(Scope{Reads: r, Children: map[string]bool{"pod": false}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := env.Compile(tc.src, WantAny); err != nil {
+			t.Fatalf("%s: %v", tc.src, err)
+		}
+		if got := r.Children(); got != tc.want {
+			t.Errorf("%s: Children() = %v, want %v", tc.src, got, tc.want)
+		}
+	}
+}

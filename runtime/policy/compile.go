@@ -74,6 +74,7 @@ func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 		return nil, err
 	}
 	out.ReadsParentStatus = c.reads.ParentStatus()
+	out.ReadsChildren = c.reads.Children()
 	return out, nil
 }
 

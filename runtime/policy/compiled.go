@@ -39,6 +39,9 @@ type Compiled struct {
 	// ReadsParentStatus is true when an expression of a sync may read the parent's status: a
 	// sync's own status write may then change what the next sync renders.
 	ReadsParentStatus bool
+	// ReadsChildren is true when an expression may read the observed children (the variable
+	// children): the children and status a render wants may then depend on what exists.
+	ReadsChildren bool
 }
 
 // Name returns the policy's name.

@@ -11,6 +11,11 @@
 // budget: the caller makes it (expr.NewBudget) and passes it to Related and, in Input.Budget, to
 // Render.
 //
+// A sync that wrote children renders again with them, as the API server returned them, so that
+// the status it writes sees them; Rerender returns that render's output, and when no expression
+// of the policy reads the children (policy.Compiled.ReadsChildren) it only judges their readiness
+// again, since the children and status wanted cannot have changed.
+//
 // Failures are typed (*Error with a Reason) so that callers can report them as the parent's
 // Synced condition; they are all permanent for the given inputs: retrying the same inputs gives
 // the same error, so a controller waits for an input to change rather than retrying.

@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"strings"
 
@@ -84,6 +85,30 @@ func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) 
 		return nil, err
 	}
 	return out, nil
+}
+
+// Rerender returns what Render returns for in, given last, what Render returned for the same
+// input but for the observed children (a sync renders again with the children its writes
+// returned). When no expression of the policy reads the children (c.ReadsChildren), the children
+// and status it wants are last's: only their readiness is judged again, which costs the readyWhen
+// rules and not a render. last is not modified.
+func Rerender(ctx context.Context, c *policy.Compiled, in Input, last *Output) (*Output, error) {
+	if c.ReadsChildren {
+		return Render(ctx, c, in)
+	}
+	r := newRun(ctx, c, in)
+	if err := r.evalVariables(); err != nil { // readyWhen may read them
+		return nil, err
+	}
+	children := slices.Clone(last.Children)
+	for i := range children {
+		children[i].Ready = false
+	}
+	notReady, err := r.judgeReadiness(children)
+	if err != nil {
+		return nil, err
+	}
+	return &Output{Children: children, Status: last.Status, NotReady: notReady}, nil
 }
 
 // run is the state of one render.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -343,6 +344,61 @@ func TestRelatedReach(t *testing.T) {
 			err = CheckRelatedReach(t.Context(), c, parent, refs, nil, expr.NewBudget())
 			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 				t.Errorf("reach: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// A sync renders again with the children its writes returned; Rerender must return what that
+// render returns, whether or not it can skip it.
+func TestRerenderReturnsWhatARenderWould(t *testing.T) {
+	child := `    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}, data: {app: "${parent.metadata.name}"}}
+`
+	tests := []struct {
+		name          string
+		body          string
+		readsChildren bool
+	}{
+		{"no expression reads the children", "  children:\n" + child + "  status:\n    name: \"${parent.metadata.name}\"\n", false},
+		{"readyWhen reads the child", "  children:\n" + child + "      readyWhen: \"has(child.data) && child.data.app == 'app'\"\n", false},
+		{"readyWhen reads a variable", "  variables:\n    - name: want\n      expression: \"parent.metadata.name\"\n  children:\n" + child + "      readyWhen: \"has(child.data) && child.data.app == variables.want\"\n", false},
+		{"the status reads the children", "  children:\n" + child + "  status:\n    found: \"${has(children.cm) ? 'yes' : 'no'}\"\n", true},
+	}
+	written := map[string][]*unstructured.Unstructured{"cm": {obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns}, data: {app: app}}")}}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.body)
+			if c.ReadsChildren != tc.readsChildren {
+				t.Fatalf("ReadsChildren = %v, want %v", c.ReadsChildren, tc.readsChildren)
+			}
+			in := Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}
+			first, err := Render(t.Context(), c, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in.Observed = written
+			want, err := Render(t.Context(), c, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := Rerender(t.Context(), c, in, first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if first.Ready() || !want.Ready() {
+				t.Fatalf("the first render is ready: %v, the second: %v; want false, then true", first.Ready(), want.Ready())
+			}
+			if !reflect.DeepEqual(got.Status, want.Status) || !reflect.DeepEqual(got.NotReady, want.NotReady) || len(got.Children) != len(want.Children) {
+				t.Fatalf("Rerender: status %v, not ready %v, %d children; Render: %v, %v, %d", got.Status, got.NotReady, len(got.Children), want.Status, want.NotReady, len(want.Children))
+			}
+			for i := range got.Children {
+				if !reflect.DeepEqual(got.Children[i].Object, want.Children[i].Object) || got.Children[i].Ready != want.Children[i].Ready {
+					t.Errorf("child %d: %v (ready %v), want %v (ready %v)", i, got.Children[i].Object, got.Children[i].Ready, want.Children[i].Object, want.Children[i].Ready)
+				}
+			}
+			if first.Children[0].Ready {
+				t.Error("Rerender modified the last output")
 			}
 		})
 	}
