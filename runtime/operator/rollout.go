@@ -90,7 +90,7 @@ func (s *policySet) runRolloutLocked(p *policy.Compiled, st *unitState, old *run
 	if v == old.version || restart {
 		return false
 	}
-	s.startRolloutLocked(old, p, st.unit, 0, s.clock.Now())
+	s.startRolloutLocked(old, newRolloutRun(p, 0), p, st.unit, 0, s.clock.Now())
 	return true
 }
 
@@ -119,15 +119,17 @@ func (s *policySet) startFromRecordLocked(p *policy.Compiled, st *unitState, rec
 			r.rolledBack, r.message = v, rec.Message
 		}
 	case rec.Phase == rollout.RollingOut && rec.Target == v:
-		r := s.startLocked(stable, unit, nil, func(types.UID) bool { return true })
-		if r != nil {
-			s.startRolloutLocked(r, p, st.unit, rec.Step, rec.StepStarted)
+		// the stable version starts without the parents that moved: were it to hold them until
+		// the rollout starts, a sync of one would put its children back on the stable version
+		ro := newRolloutRun(p, rec.Step)
+		if r := s.startLocked(stable, unit, nil, ro.notMoved); r != nil {
+			s.startRolloutLocked(r, ro, p, st.unit, rec.Step, rec.StepStarted)
 		}
 	default:
 		// the policy changed while no runtime ran: roll the change out from the stable version
-		r := s.startLocked(stable, unit, nil, func(types.UID) bool { return true })
-		if r != nil {
-			s.startRolloutLocked(r, p, st.unit, 0, s.clock.Now())
+		ro := newRolloutRun(p, 0)
+		if r := s.startLocked(stable, unit, nil, ro.notMoved); r != nil {
+			s.startRolloutLocked(r, ro, p, st.unit, 0, s.clock.Now())
 		}
 	}
 	return true
@@ -149,10 +151,16 @@ func (s *policySet) compileStable(name string, rec *rollout.Record) *policy.Comp
 	return nil
 }
 
-// startRolloutLocked starts p beside the running stable version, at step (started then).
-func (s *policySet) startRolloutLocked(stable *running, p *policy.Compiled, unit source.Unit, step int, started time.Time) {
+// newRolloutRun is the rollout of p at step: the parents that have moved to p.
+func newRolloutRun(p *policy.Compiled, step int) *rolloutRun {
 	ro := &rolloutRun{policy: p.Rollout, plan: planOf(p.Rollout)}
 	ro.percent.Store(int32(p.Rollout.Share(step)))
+	return ro
+}
+
+// startRolloutLocked starts p beside the running stable version, at step (started then), the
+// parents moved as ro (newRolloutRun of the same step) says.
+func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *policy.Compiled, unit source.Unit, step int, started time.Time) {
 	ro.progress.Record = rollout.Record{
 		Phase: rollout.RollingOut, Stable: stable.version, StableUnit: stable.unit, StableSource: string(stable.source),
 		Target: rollout.Version(p), Step: step, StepStarted: started,
