@@ -17,15 +17,7 @@ func TestReadsKnowsWhetherAnExpressionMayReadTheParentsStatus(t *testing.T) {
 		{"[parent].size() == 1", true},
 		{"'status' in parent", true},
 	} {
-		r := &Reads{}
-		env, err := NewEnv(Scope{Reads: r})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Compile(tc.src, WantAny); err != nil {
-			t.Fatalf("%s: %v", tc.src, err)
-		}
-		if got := r.ParentStatus(); got != tc.want {
+		if got := recorded(t, tc.src).ParentStatus(); got != tc.want {
 			t.Errorf("%s: ParentStatus() = %v, want %v", tc.src, got, tc.want)
 		}
 	}
@@ -51,16 +43,22 @@ func TestReadsKnowsWhetherAnExpressionMayReadTheChildren(t *testing.T) {
 		{"children == children", true},
 		{"[1, 2].exists(x, has(children.pod))", true},
 	} {
-		r := &Reads{}
-		env, err := NewEnv(Scope{Reads: r, Children: map[string]bool{"pod": false}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := env.Compile(tc.src, WantAny); err != nil {
-			t.Fatalf("%s: %v", tc.src, err)
-		}
-		if got := r.Children(); got != tc.want {
+		if got := recorded(t, tc.src).Children(); got != tc.want {
 			t.Errorf("%s: Children() = %v, want %v", tc.src, got, tc.want)
 		}
 	}
+}
+
+// recorded is what Reads records of one expression, compiled where a child "pod" is declared.
+func recorded(t *testing.T, src string) *Reads {
+	t.Helper()
+	r := &Reads{}
+	env, err := NewEnv(Scope{Reads: r, Children: map[string]bool{"pod": false}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Compile(src, WantAny); err != nil {
+		t.Fatalf("%s: %v", src, err)
+	}
+	return r
 }
