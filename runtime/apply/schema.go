@@ -144,11 +144,8 @@ var (
 // smd parses client-go's schema on first use.
 func smd() *smdSchemas {
 	smdOnce.Do(func() {
-		s := &smdSchemas{conv: builtinschema.TypeConverter(), named: map[string]*node{}}
-		if tv, err := s.conv.ObjectToTyped(typeOnly(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"})); err == nil {
-			s.schema = tv.Schema()
-			s.objectMeta = s.namedType(objectMetaType)
-		}
+		s := &smdSchemas{conv: builtinschema.TypeConverter(), schema: &builtinschema.Parser().Schema, named: map[string]*node{}}
+		s.objectMeta = s.namedType(objectMetaType)
 		s.unknownRoot = &node{fields: map[string]*node{"metadata": s.objectMeta}}
 		smdAll = s
 	})
@@ -164,7 +161,7 @@ func typeOnly(gvk schema.GroupVersionKind) *unstructured.Unstructured {
 
 // root returns the schema of a built-in kind; nil when client-go does not know it.
 func (s *smdSchemas) root(gvk schema.GroupVersionKind) *node {
-	if s.schema == nil || gvk.Version == "" || gvk.Kind == "" {
+	if gvk.Version == "" || gvk.Kind == "" {
 		return nil
 	}
 	tv, err := s.conv.ObjectToTyped(typeOnly(gvk))

@@ -37,24 +37,20 @@ func (r *Reads) record(checked *cel.Ast) {
 }
 
 // names reports whether an expression names a variable.
-func names(checked *cel.Ast, variable string) bool {
+func names(checked *cel.Ast, variable string) bool { return len(uses(checked, variable)) > 0 }
+
+// uses returns the places where an expression names a variable.
+func uses(checked *cel.Ast, variable string) []ast.NavigableExpr {
 	root := ast.NavigateAST(checked.NativeRep())
-	for _, e := range ast.MatchDescendants(root, ast.KindMatcher(ast.IdentKind)) {
-		if e.AsIdent() == variable {
-			return true
-		}
-	}
-	return false
+	return ast.MatchDescendants(root, func(e ast.NavigableExpr) bool {
+		return e.Kind() == ast.IdentKind && e.AsIdent() == variable
+	})
 }
 
 // mayReadField reports whether an expression may read a field of a variable: it does unless every
 // use of the variable selects another field of it by name.
 func mayReadField(checked *cel.Ast, variable, field string) bool {
-	root := ast.NavigateAST(checked.NativeRep())
-	for _, e := range ast.MatchDescendants(root, ast.KindMatcher(ast.IdentKind)) {
-		if e.AsIdent() != variable {
-			continue
-		}
+	for _, e := range uses(checked, variable) {
 		p, ok := e.Parent()
 		if !ok || p.Kind() != ast.SelectKind || p.AsSelect().FieldName() == field {
 			return true

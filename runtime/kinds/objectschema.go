@@ -77,21 +77,15 @@ func asValidationErrors(err error, out *typed.ValidationErrors) bool {
 	return ok
 }
 
-// builtins holds client-go's schema of built-in kinds, parsed on first use.
+// builtins holds client-go's schema of built-in kinds, and the types ObjectMeta reaches in it.
 var builtins = sync.OnceValues(func() (*smdschema.Schema, []smdschema.TypeDef) {
-	tv, err := builtinschema.TypeConverter().ObjectToTyped(typeOnly(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}))
-	if err != nil {
-		return nil, nil
-	}
-	return tv.Schema(), closure(tv.Schema(), objectMetaType)
+	shipped := &builtinschema.Parser().Schema
+	return shipped, closure(shipped, objectMetaType)
 })
 
 // builtinObjectSchema returns client-go's schema of a built-in kind; nil when it does not know it.
 func builtinObjectSchema(gvk schema.GroupVersionKind) *ObjectSchema {
 	shipped, _ := builtins()
-	if shipped == nil {
-		return nil
-	}
 	tv, err := builtinschema.TypeConverter().ObjectToTyped(typeOnly(gvk))
 	if err != nil || tv.Schema() != shipped {
 		return nil

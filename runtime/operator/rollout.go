@@ -90,7 +90,7 @@ func (s *policySet) runRolloutLocked(p *policy.Compiled, st *unitState, old *run
 	if v == old.version || restart {
 		return false
 	}
-	s.startRolloutLocked(old, newRolloutRun(p, 0), p, st.unit, 0, s.clock.Now())
+	s.startRolloutLocked(old, newRolloutRun(p, 0, s.clock.Now()), p, st.unit)
 	return true
 }
 
@@ -121,15 +121,15 @@ func (s *policySet) startFromRecordLocked(p *policy.Compiled, st *unitState, rec
 	case rec.Phase == rollout.RollingOut && rec.Target == v:
 		// the stable version starts without the parents that moved: were it to hold them until
 		// the rollout starts, a sync of one would put its children back on the stable version
-		ro := newRolloutRun(p, rec.Step)
+		ro := newRolloutRun(p, rec.Step, rec.StepStarted)
 		if r := s.startLocked(stable, unit, nil, ro.notMoved); r != nil {
-			s.startRolloutLocked(r, ro, p, st.unit, rec.Step, rec.StepStarted)
+			s.startRolloutLocked(r, ro, p, st.unit)
 		}
 	default:
 		// the policy changed while no runtime ran: roll the change out from the stable version
-		ro := newRolloutRun(p, 0)
+		ro := newRolloutRun(p, 0, s.clock.Now())
 		if r := s.startLocked(stable, unit, nil, ro.notMoved); r != nil {
-			s.startRolloutLocked(r, ro, p, st.unit, 0, s.clock.Now())
+			s.startRolloutLocked(r, ro, p, st.unit)
 		}
 	}
 	return true
@@ -151,20 +151,19 @@ func (s *policySet) compileStable(name string, rec *rollout.Record) *policy.Comp
 	return nil
 }
 
-// newRolloutRun is the rollout of p at step: the parents that have moved to p.
-func newRolloutRun(p *policy.Compiled, step int) *rolloutRun {
+// newRolloutRun is the rollout of p at step (started then): the parents that have moved to p.
+func newRolloutRun(p *policy.Compiled, step int, started time.Time) *rolloutRun {
 	ro := &rolloutRun{policy: p.Rollout, plan: planOf(p.Rollout)}
 	ro.percent.Store(int32(p.Rollout.Share(step)))
+	ro.progress.Record = rollout.Record{Phase: rollout.RollingOut, Target: rollout.Version(p), Step: step, StepStarted: started}
 	return ro
 }
 
-// startRolloutLocked starts p beside the running stable version, at step (started then), the
-// parents moved as ro (newRolloutRun of the same step) says.
-func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *policy.Compiled, unit source.Unit, step int, started time.Time) {
-	ro.progress.Record = rollout.Record{
-		Phase: rollout.RollingOut, Stable: stable.version, StableUnit: stable.unit, StableSource: string(stable.source),
-		Target: rollout.Version(p), Step: step, StepStarted: started,
-	}
+// startRolloutLocked starts p beside the running stable version, at ro's step (newRolloutRun).
+func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *policy.Compiled, unit source.Unit) {
+	rec := &ro.progress.Record
+	rec.Stable, rec.StableUnit, rec.StableSource = stable.version, stable.unit, string(stable.source)
+	step := rec.Step
 	s.putRecordLocked(p.Name(), ro.progress.Record)
 	stable.ctrl.SetShare(ro.notMoved) // the stable version lets go of the moved parents first
 	ctrl := controller.New(p, s.deps)
