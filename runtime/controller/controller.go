@@ -401,19 +401,36 @@ func (c *Controller) enqueueObject(obj any) {
 // childHandler routes a child's events to its parent, through its parent-uid label. An update
 // routes the old object too: a child whose labels were edited away must bring its parent back.
 func (c *Controller) childHandler() cache.ResourceEventHandler {
-	route := func(obj any) {
+	// enqueue asks for a sync of a child's parents: at once for a child of the informer's first
+	// list, so that every parent is queued before the workers start (once: with the parent's own
+	// event), and spaced per parent for any later event (childEvents). Spaced, the first list's
+	// children came back after their parents' syncs and synced them again: 1,292-2,000 syncs in
+	// a restart over 1,000 converged parents.
+	enqueue := func(obj any, listed bool) {
 		m, err := metaOf(obj)
 		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 			return
 		}
 		parents, _ := c.parents.ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
-			if key, err := cache.MetaNamespaceKeyFunc(p); err == nil {
+			key, err := cache.MetaNamespaceKeyFunc(p)
+			switch {
+			case err != nil:
+			case listed:
+				c.queue.Add(key)
+			default:
 				c.queue.AddAfter(key, c.childEvents.When(key))
 			}
 		}
 	}
-	return routeHandler(route)
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: enqueue,
+		UpdateFunc: func(old, obj any) {
+			enqueue(old, false)
+			enqueue(obj, false)
+		},
+		DeleteFunc: func(obj any) { enqueue(obj, false) },
+	}
 }
 
 // routeHandler calls route with every object an event concerns: an update's old and new.

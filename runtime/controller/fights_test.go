@@ -114,3 +114,28 @@ func TestAChildMetacelCreatedIsTakenOverByItsFirstApply(t *testing.T) {
 		t.Errorf("patches %v: want the created fields moved to metacel's Apply entry, then the apply", patches)
 	}
 }
+
+// A child of an informer's first list queues its parent at once, so that every parent is queued
+// before the workers start; a later child event is spaced (TestChildEventsAreSpacedUntilASyncSettles).
+// Spaced too, the first list's children came back after their parents' syncs and synced them
+// again: 1,292-2,000 syncs in a restart over 1,000 converged parents.
+func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		listed bool
+		queued int
+	}{
+		{"a child of the first list: its parent queued at once", true, 1},
+		{"a child added later: its parent queued after the spacing", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, typedPolicy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
+			h.c.childHandler().OnAdd(child, tc.listed)
+			if n := h.c.queue.Len(); n != tc.queued {
+				t.Errorf("%d parents queued at once, want %d", n, tc.queued)
+			}
+		})
+	}
+}
