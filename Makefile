@@ -81,7 +81,9 @@ bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 # configurations of BENCH_CONFIGS; docs/benchmarks.md has the command for 10,000 x 3.
 # Sharded replicas (metacel --shards=auto as 1 and as 3 processes, on an API server with
 # ShardedListAndWatch=true): make bench-e2e BENCH_CONFIGS=sharded BENCH_PARENTS=10000
-# (other counts: BENCH_FLAGS=-replicas=1,2,4).
+# (other counts: BENCH_FLAGS=-replicas=1,2,4). BENCH_CONFIGS=json: the hand-written controller's
+# Pods as JSON (as metacel's) instead of protobuf; BENCH_CONFIGS=writecost: the control plane's
+# CPU per write of each kind.
 BENCH_PARENTS ?= 1000
 BENCH_RUNS    ?= 1
 BENCH_CONFIGS ?= equal,unthrottled,defaults

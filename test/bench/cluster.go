@@ -28,6 +28,7 @@ import (
 var (
 	myAppsGVR = schema.GroupVersionResource{Group: "demo.rtfm.co.ua", Version: "v1", Resource: "myapps"}
 	crdsGVR   = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+	podsGVR   = schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 )
 
 const (

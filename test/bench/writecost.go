@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
@@ -66,15 +67,26 @@ func writeKinds() []writeKind {
 			_, err = w.cl.dynamic.Resource(myAppsGVR).Namespace(app.GetNamespace()).UpdateStatus(ctx, app, metav1.UpdateOptions{})
 			return err
 		}},
-		{"POST pods: app and managed-by labels, owner reference", "hand-written", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
-			_, err := w.cl.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, benchPod(app, map[string]string{"app": app.GetName(), render.LabelManagedBy: "myapp-handwritten"}, nil), metav1.CreateOptions{})
+		{"POST pods as protobuf: app and managed-by labels, owner reference", "hand-written", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
+			_, err := w.cl.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, handwrittenPod(app), metav1.CreateOptions{})
 			return err
 		}},
-		{"POST pods: metacel's labels and desired-hash annotation, owner reference", "metacel", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
+		{"POST pods as JSON: the same Pod", "(neither)", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
+			pod, err := asUnstructured(handwrittenPod(app))
+			if err != nil {
+				return err
+			}
+			_, err = w.cl.dynamic.Resource(podsGVR).Namespace(app.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{})
+			return err
+		}},
+		{"POST pods as JSON: metacel's labels and desired-hash annotation, owner reference", "metacel", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
 			labels := map[string]string{"app": app.GetName(), render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: "myapp",
 				render.LabelParentUID: string(app.GetUID()), render.LabelChildID: "pod", render.LabelShardSlot: "23"}
-			pod := benchPod(app, labels, map[string]string{"metacel.dev/desired-hash": "a67155f2274bd6d0"})
-			_, err := w.cl.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, pod, metav1.CreateOptions{FieldManager: apply.FieldManager})
+			pod, err := asUnstructured(benchPod(app, labels, map[string]string{"metacel.dev/desired-hash": "a67155f2274bd6d0"}))
+			if err != nil {
+				return err
+			}
+			_, err = w.writer.Create(ctx, podsGVR, pod) // metacel's own request
 			return err
 		}},
 		{"POST events: Normal Created, regarding the MyApp", "metacel", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
@@ -98,6 +110,23 @@ func metacelStatus(app *unstructured.Unstructured) (map[string]any, error) {
 		{Type: render.ConditionSynced, Status: "True", Reason: render.ReasonSynced, Message: "1 child applied"},
 		{Type: render.ConditionReady, Status: "True", Reason: render.ReasonReady, Message: "1 child ready"},
 	}, &now)
+}
+
+// handwrittenPod is the hand-written controller's Pod of app.
+func handwrittenPod(app *unstructured.Unstructured) *corev1.Pod {
+	return benchPod(app, map[string]string{"app": app.GetName(), render.LabelManagedBy: "myapp-handwritten"}, nil)
+}
+
+// asUnstructured is pod as the dynamic client sends it.
+func asUnstructured(pod *corev1.Pod) (*unstructured.Unstructured, error) {
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(pod)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetAPIVersion("v1")
+	u.SetKind("Pod")
+	return u, nil
 }
 
 // benchPod is the MyApp policy's Pod (as the hand-written controller makes it), with labels.

@@ -10,6 +10,9 @@
 // --metrics-bind-address), and it serves the metrics the benchmark reads from metacel:
 // controller_runtime_reconcile_total{controller="myapp"} and workqueue_depth{name="myapp"},
 // with /readyz once its caches have synced.
+//
+// Its Pods go as protobuf, client-go's default for the built-in kinds of a typed client; with
+// --pods-as-json as JSON, as metacel's dynamic client sends and watches them (-configs json).
 package main
 
 import (
@@ -62,11 +65,16 @@ func main() {
 	workers := flag.Int("workers", 4, "concurrent syncs")
 	resync := flag.Duration("resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
+	podsAsJSON := flag.Bool("pods-as-json", false, "send and watch Pods as JSON instead of protobuf (client-go's default for a typed client)")
 	klog.InitFlags(nil)
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	err := run(ctx, *kubeconfig, *namespace, float32(*qps), *burst, *workers, *resync, *metricsAddr)
+	contentType := "" // client-go's default
+	if *podsAsJSON {
+		contentType = "application/json"
+	}
+	err := run(ctx, *kubeconfig, *namespace, float32(*qps), *burst, *workers, *resync, *metricsAddr, contentType)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "handwritten:", err)
@@ -83,12 +91,12 @@ type controller struct {
 	syncs   *prometheus.CounterVec
 }
 
-func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, workers int, resync time.Duration, metricsAddr string) error {
+func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, workers int, resync time.Duration, metricsAddr, contentType string) error {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, managedBy
+	cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.ContentType = qps, burst, managedBy, contentType
 	if qps > 0 {
 		// one budget for the process, as metacel's (its children and status share one client):
 		// the typed and the dynamic client would otherwise get one limiter each
