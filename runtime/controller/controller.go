@@ -414,11 +414,12 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 		parents, _ := c.parents.ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
 			key, err := cache.MetaNamespaceKeyFunc(p)
-			switch {
-			case err != nil:
-			case listed:
+			if err != nil {
+				continue
+			}
+			if listed {
 				c.queue.Add(key)
-			default:
+			} else {
 				c.queue.AddAfter(key, c.childEvents.When(key))
 			}
 		}

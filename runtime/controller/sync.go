@@ -188,9 +188,9 @@ func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Un
 // statusAfterWrites renders again (render.Rerender) with the children this sync wrote, as the
 // API server returned them, so that the status it writes already sees them (a child just created
 // exists, and may be ready): one status write where the child's own event would have caused a
-// second. It keeps the
-// first render when nothing was written, or when the sync's budget cannot pay for a second (or
-// the second fails); sawWrites says whether the output it returns saw the children written.
+// second. It keeps the first render when nothing was written, or when the sync's budget cannot
+// pay for a second (or the second fails); sawWrites says whether the output it returns saw the
+// children written.
 func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, w written) (_ *render.Output, sawWrites bool) {
 	if len(w.objects) == 0 {
 		return out, true
