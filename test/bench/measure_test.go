@@ -92,6 +92,34 @@ func TestMedians(t *testing.T) {
 	}
 }
 
+// A run's restart figures are the medians of its restarts, each figure on its own: a restart slow
+// on one count is not the run's on all.
+func TestARunsRestartIsTheMedianOfItsRestarts(t *testing.T) {
+	tests := []struct {
+		name           string
+		restarts       []restart
+		took           time.Duration
+		cpu, serverCPU float64
+	}{
+		{name: "none", took: 0},
+		{name: "one is itself", restarts: []restart{{took: time.Second, cpu: 1, serverCPU: 2}}, took: time.Second, cpu: 1, serverCPU: 2},
+		{name: "an odd count is the middle one", restarts: []restart{
+			{took: 300 * time.Millisecond, cpu: 0.1, serverCPU: 3}, {took: 100 * time.Millisecond, cpu: 0.3, serverCPU: 1}, {took: 200 * time.Millisecond, cpu: 0.2, serverCPU: 2},
+		}, took: 200 * time.Millisecond, cpu: 0.2, serverCPU: 2},
+		{name: "an even count is the mean of the middle two", restarts: []restart{
+			{took: 100 * time.Millisecond}, {took: 400 * time.Millisecond}, {took: 200 * time.Millisecond}, {took: 300 * time.Millisecond},
+		}, took: 250 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			took, cpu, serverCPU := medianRestart(tt.restarts)
+			if took != tt.took || cpu != tt.cpu || serverCPU != tt.serverCPU {
+				t.Errorf("got %v, %v, %v; want %v, %v, %v", took, cpu, serverCPU, tt.took, tt.cpu, tt.serverCPU)
+			}
+		})
+	}
+}
+
 // Paired ratios divide each metacel run by the hand-written run of its own repetition: a slow
 // repetition (both runs slower) does not show as metacel's cost, as a ratio of medians may.
 func TestPairedRatiosPairRunsOfOneRepetition(t *testing.T) {

@@ -34,20 +34,52 @@ type result struct {
 	rssFile, rssAnon          float64       // MB resident at the end of the idle window: the binary's file pages, anonymous
 	rssStart                  float64       // MB resident before the burst: caches synced, no parent yet (the fixed part)
 	serverCPU                 float64       // CPU seconds of kube-apiserver and etcd in the converge window
-	restartCPU                float64       // CPU seconds of the restarted controller until re-synced
-	restartServerCPU          float64       // CPU seconds of kube-apiserver and etcd from the restart until re-synced
-	restart                   time.Duration // process start to every parent re-synced
-	restarted                 counts        // the restarted controller's requests until quiet
-	restartSyncs              float64
+	restarts                  []restart     // each restart over the converged parents
+	restartCPU                float64       // median of the restarts': CPU seconds of the restarted controller until re-synced
+	restartServerCPU          float64       // median of the restarts': CPU seconds of kube-apiserver and etcd from the restart until re-synced
+	restart                   time.Duration // median of the restarts': process start to every parent re-synced
+	restarted                 counts        // the restarted controller's requests until quiet, in all restarts
+	restartSyncs              float64       // the most syncs of one restart until quiet
 	changeFirst, changeAll    time.Duration // metacel: policy file rewritten to the first and to every Pod relabelled
 	changed                   counts        // its requests from the policy change until quiet
 	profile, heap             string        // pprof -top of metacel's CPU (converge) and heap (after idle)
+}
+
+// restart is one restart of a controller over its converged parents.
+type restart struct {
+	took           time.Duration // process start to every parent re-synced
+	cpu, serverCPU float64       // CPU seconds until then: the controller's, kube-apiserver's and etcd's
+}
+
+// medianRestart is the median of each of the restarts' figures.
+func medianRestart(rs []restart) (took time.Duration, cpu, serverCPU float64) {
+	if len(rs) == 0 {
+		return 0, 0, 0
+	}
+	median := func(f func(restart) float64) float64 {
+		v := make([]float64, len(rs))
+		for i, r := range rs {
+			v[i] = f(r)
+		}
+		return medianOf(v)
+	}
+	return time.Duration(median(func(r restart) float64 { return float64(r.took) })),
+		median(func(r restart) float64 { return r.cpu }), median(func(r restart) float64 { return r.serverCPU })
 }
 
 func (r *result) oneLine() string {
 	return fmt.Sprintf("converged in %.1fs (burst %.1fs, quiet at %.1fs), %s requests, %s writes, %s event writes; idle: %s writes, %s syncs; RSS %.0f MB, CPU %.1fs; restart %.1fs, %s writes",
 		r.converge.Seconds(), r.created.Seconds(), r.settled.Seconds(), num(r.converged.total(work)), num(r.converged.total(workWrites)),
 		num(r.events.total(eventWrites)), num(r.idle.total(workWrites)), num(r.idleSyncs), r.rss, r.cpu, r.restart.Seconds(), num(r.restarted.total(writes)))
+}
+
+// restartTimes lists each restart's time, in seconds.
+func (r *result) restartTimes() string {
+	t := make([]string, len(r.restarts))
+	for i, rs := range r.restarts {
+		t[i] = fmt.Sprintf("%.2f", rs.took.Seconds())
+	}
+	return strings.Join(t, ", ")
 }
 
 // details is a run's full record, for the file.
@@ -60,8 +92,8 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "- control plane (kube-apiserver and etcd) CPU in that window: %.1fs\n", r.serverCPU)
 	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB: %.0f MB of the binary's file pages, %.0f MB anonymous)\n",
 		r.idle.summary(requests, 100), r.cpuIdle, r.rssNow, r.rssFile, r.rssAnon)
-	fmt.Fprintf(&b, "- restart: re-synced after %.2fs, CPU %.2fs (control plane %.2fs); until quiet (%s syncs): %s\n",
-		r.restart.Seconds(), r.restartCPU, r.restartServerCPU, num(r.restartSyncs), r.restarted.summary(requests, 100))
+	fmt.Fprintf(&b, "- %d restarts: re-synced after %s s (median %.2fs), CPU %.2fs (control plane %.2fs); until quiet (at most %s syncs), in all: %s\n",
+		len(r.restarts), r.restartTimes(), r.restart.Seconds(), r.restartCPU, r.restartServerCPU, num(r.restartSyncs), r.restarted.summary(requests, 100))
 	if r.changeAll > 0 {
 		fmt.Fprintf(&b, "- policy change: first Pod relabelled after %.2fs, every Pod after %.1fs; until quiet: %s\n",
 			r.changeFirst.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100))
@@ -181,6 +213,15 @@ func changeTable(configs []benchConfig, results map[string][]*result) string {
 	return t.String()
 }
 
+// medianOf is the median of v (sorted in place).
+func medianOf(v []float64) float64 {
+	sort.Float64s(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
 // medians is a result whose every figure is the median over rs; its requests are those of the
 // run with the median converge time.
 func medians(rs []*result) *result {
@@ -195,11 +236,7 @@ func medians(rs []*result) *result {
 		for i, r := range rs {
 			v[i] = f(r)
 		}
-		sort.Float64s(v)
-		if len(v)%2 == 1 {
-			return v[len(v)/2]
-		}
-		return (v[len(v)/2-1] + v[len(v)/2]) / 2
+		return medianOf(v)
 	}
 	seconds := func(f func(*result) time.Duration) time.Duration {
 		return time.Duration(med(func(r *result) float64 { return float64(f(r)) }))
@@ -344,8 +381,8 @@ the pages around each one touched, so a larger binary is more of them) and anony
 (heap, stacks); **CPU s**, its user and system CPU seconds in the converge window; **control
 plane CPU s**, kube-apiserver's and etcd's in the same window (what its requests cost the
 server); **restart s**, from starting it again (after a SIGTERM) until it
-has synced as many times as there are parents with an empty queue; **restart writes**, its
-writes from that start until quiet. metacel's rows give their ratio to the hand-written row of
+has synced as many times as there are parents with an empty queue, the median of the run's
+restarts (-restarts); **restart writes**, its writes from each start until quiet, in all restarts. metacel's rows give their ratio to the hand-written row of
 the same configuration.
 `
 
