@@ -82,7 +82,9 @@ bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 # Sharded replicas (metacel --shards=auto as 1 and as 3 processes, on an API server with
 # ShardedListAndWatch=true): make bench-e2e BENCH_CONFIGS=sharded BENCH_PARENTS=10000
 # (other counts: BENCH_FLAGS=-replicas=1,2,4). BENCH_CONFIGS=json: the hand-written controller's
-# Pods as JSON (as metacel's) instead of protobuf; BENCH_CONFIGS=writecost: the control plane's
+# Pods as JSON (as metacel's) instead of protobuf; BENCH_CONFIGS=conditions: the hand-written
+# controller's status also carries observedGeneration and the Synced and Ready conditions (as
+# metacel's contract does); BENCH_CONFIGS=writecost: the control plane's
 # CPU per write of each kind.
 BENCH_PARENTS ?= 1000
 BENCH_RUNS    ?= 1

@@ -78,6 +78,8 @@ func configurations(metacelDefaults string) []benchConfig {
 			metacel: nil, handArg: unthrottled, handFrom: "unthrottled"},
 		{name: "json", desc: "both unthrottled, 5 workers; the hand-written controller sends and watches its Pods as JSON, as metacel does, instead of protobuf",
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--pods-as-json")},
+		{name: "conditions", desc: "both unthrottled, 5 workers; the hand-written controller's status also carries observedGeneration and the Synced and Ready conditions, as metacel's contract requires, in its one PUT",
+			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--conditions")},
 	}
 }
 
@@ -86,7 +88,7 @@ func main() {
 	var configs string
 	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
 	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
-	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults, json (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults, json, conditions (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
 	replicas := flag.String("replicas", "1,3", "with -configs sharded: the counts of sharded replicas to run, each on a fresh API server (1: the baseline of the ratios)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")

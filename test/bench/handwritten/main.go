@@ -13,6 +13,8 @@
 //
 // Its Pods go as protobuf, client-go's default for the built-in kinds of a typed client; with
 // --pods-as-json as JSON, as metacel's dynamic client sends and watches them (-configs json).
+// With --conditions its status also carries what metacel's contract puts in every parent's status,
+// observedGeneration and the Synced and Ready conditions, still in one PUT (-configs conditions).
 package main
 
 import (
@@ -33,8 +35,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -66,6 +70,7 @@ func main() {
 	resync := flag.Duration("resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
 	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
 	podsAsJSON := flag.Bool("pods-as-json", false, "send and watch Pods as JSON instead of protobuf (client-go's default for a typed client)")
+	withConditions := flag.Bool("conditions", false, "write status.observedGeneration and the Synced and Ready conditions beside status.podName, as metacel's contract does (in the same one PUT)")
 	klog.InitFlags(nil)
 	flag.Parse()
 
@@ -74,6 +79,7 @@ func main() {
 	if *podsAsJSON {
 		contentType = "application/json"
 	}
+	conditions = *withConditions
 	err := run(ctx, *kubeconfig, *namespace, float32(*qps), *burst, *workers, *resync, *metricsAddr, contentType)
 	stop()
 	if err != nil {
@@ -231,15 +237,61 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			return fmt.Errorf("create pod %s: %w", podName, err)
 		}
 	}
-	if got, _, _ := unstructured.NestedString(app.Object, "status", "podName"); got == podName {
+	if statusWritten(app, podName) {
 		return nil
 	}
 	app = app.DeepCopy()
-	if err := unstructured.SetNestedField(app.Object, podName, "status", "podName"); err != nil {
+	if err := setStatus(app, podName); err != nil {
 		return err
 	}
 	_, err = c.dynamic.Resource(myApps).Namespace(app.GetNamespace()).UpdateStatus(ctx, app, metav1.UpdateOptions{})
 	return err // a conflict is retried from the cache
+}
+
+// conditions is --conditions: the status carries observedGeneration and the Synced and Ready
+// conditions too.
+var conditions bool
+
+// statusWritten reports whether app's status says what setStatus would write.
+func statusWritten(app *unstructured.Unstructured, podName string) bool {
+	got, _, _ := unstructured.NestedString(app.Object, "status", "podName")
+	if !conditions {
+		return got == podName
+	}
+	observed, _, _ := unstructured.NestedInt64(app.Object, "status", "observedGeneration")
+	return got == podName && observed == app.GetGeneration()
+}
+
+// setStatus sets status.podName in app, and with --conditions observedGeneration and the Synced
+// and Ready conditions (meta.SetStatusCondition keeps a condition's lastTransitionTime while its
+// status holds).
+func setStatus(app *unstructured.Unstructured, podName string) error {
+	if err := unstructured.SetNestedField(app.Object, podName, "status", "podName"); err != nil || !conditions {
+		return err
+	}
+	var conds []metav1.Condition
+	raw, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
+	for _, item := range raw {
+		var c metav1.Condition
+		if m, ok := item.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c) == nil {
+			conds = append(conds, c)
+		}
+	}
+	generation := app.GetGeneration()
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: "Synced", Status: metav1.ConditionTrue, Reason: "Synced", Message: "1 child applied", ObservedGeneration: generation})
+	meta.SetStatusCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "1 child ready", ObservedGeneration: generation})
+	list := make([]any, len(conds))
+	for i := range conds {
+		c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		if err != nil {
+			return err
+		}
+		list[i] = c
+	}
+	if err := unstructured.SetNestedSlice(app.Object, list, "status", "conditions"); err != nil {
+		return err
+	}
+	return unstructured.SetNestedField(app.Object, generation, "status", "observedGeneration")
 }
 
 // newPod is the Pod of policies/myapp.yaml: the MyApp's image, its banner echoed first.
