@@ -8,10 +8,10 @@
 // Per run: start the controller and wait until its caches have synced; create -parents MyApps in
 // a burst; wait (through watches) until every Pod exists and every MyApp's status.podName is set
 // (and, for metacel, Synced=True); wait until the API server and the controller are quiet; then an
-// idle window longer than a resync period; then restart the controller -restarts times (SIGTERM, start again)
-// and wait until it has synced every parent; then, for metacel, rewrite its policy file so that
-// every Pod gains a label, and wait until every Pod has it. It prints markdown tables, medians
-// over -runs.
+// idle window longer than a resync period; then, -restarts times, restart the controller (SIGTERM,
+// start again) and wait until it has synced every parent; then, for metacel, rewrite its policy
+// file so that every Pod gains a label, and wait until every Pod has it. It prints markdown
+// tables, medians over -runs.
 //
 // Requests are the API server's apiserver_request_total, scraped before and after each window,
 // minus the requests of the benchmark's own clients (counted client-side, labelled as the API
