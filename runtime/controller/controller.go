@@ -424,25 +424,19 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			}
 		}
 	}
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: enqueue,
-		UpdateFunc: func(old, obj any) {
-			enqueue(old, false)
-			enqueue(obj, false)
-		},
-		DeleteFunc: func(obj any) { enqueue(obj, false) },
-	}
+	return routeHandler(enqueue)
 }
 
-// routeHandler calls route with every object an event concerns: an update's old and new.
-func routeHandler(route func(obj any)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
+// routeHandler calls route with every object an event concerns: an update's old and new; listed
+// says whether the object is an add of the informer's first list.
+func routeHandler(route func(obj any, listed bool)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: route,
 		UpdateFunc: func(old, obj any) {
-			route(old)
-			route(obj)
+			route(old, false)
+			route(obj, false)
 		},
-		DeleteFunc: route,
+		DeleteFunc: func(obj any) { route(obj, false) },
 	}
 }
 

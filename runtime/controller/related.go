@@ -120,7 +120,7 @@ func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
 // relatedHandler routes a related object's events to the parents that read it; an update routes
 // the old object too, so that an object that stops matching a selector re-syncs its readers.
 func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
-	route := func(obj any) {
+	route := func(obj any, _ bool) {
 		m, err := metaOf(obj)
 		if err != nil {
 			return

@@ -56,15 +56,8 @@ func medianRestart(rs []restart) (took time.Duration, cpu, serverCPU float64) {
 	if len(rs) == 0 {
 		return 0, 0, 0
 	}
-	median := func(f func(restart) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
-		return medianOf(v)
-	}
-	return time.Duration(median(func(r restart) float64 { return float64(r.took) })),
-		median(func(r restart) float64 { return r.cpu }), median(func(r restart) float64 { return r.serverCPU })
+	return time.Duration(medianBy(rs, func(r restart) float64 { return float64(r.took) })),
+		medianBy(rs, func(r restart) float64 { return r.cpu }), medianBy(rs, func(r restart) float64 { return r.serverCPU })
 }
 
 func (r *result) oneLine() string {
@@ -213,8 +206,12 @@ func changeTable(configs []benchConfig, results map[string][]*result) string {
 	return t.String()
 }
 
-// medianOf is the median of v (sorted in place).
-func medianOf(v []float64) float64 {
+// medianBy is the median of f over xs (not empty).
+func medianBy[T any](xs []T, f func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = f(x)
+	}
 	sort.Float64s(v)
 	if len(v)%2 == 1 {
 		return v[len(v)/2]
@@ -231,13 +228,7 @@ func medians(rs []*result) *result {
 	byConverge := slices.Clone(rs)
 	sort.Slice(byConverge, func(i, j int) bool { return byConverge[i].converge < byConverge[j].converge })
 	m := *byConverge[len(byConverge)/2]
-	med := func(f func(*result) float64) float64 {
-		v := make([]float64, len(rs))
-		for i, r := range rs {
-			v[i] = f(r)
-		}
-		return medianOf(v)
-	}
+	med := func(f func(*result) float64) float64 { return medianBy(rs, f) }
 	seconds := func(f func(*result) time.Duration) time.Duration {
 		return time.Duration(med(func(r *result) float64 { return float64(f(r)) }))
 	}
@@ -382,8 +373,8 @@ the pages around each one touched, so a larger binary is more of them) and anony
 plane CPU s**, kube-apiserver's and etcd's in the same window (what its requests cost the
 server); **restart s**, from starting it again (after a SIGTERM) until it
 has synced as many times as there are parents with an empty queue, the median of the run's
-restarts (-restarts); **restart writes**, its writes from each start until quiet, in all restarts. metacel's rows give their ratio to the hand-written row of
-the same configuration.
+restarts (-restarts); **restart writes**, its writes from each start until quiet, in all
+restarts. metacel's rows give their ratio to the hand-written row of the same configuration.
 `
 
 // pairedRatios is, per configuration, the median of each run's ratio to the hand-written run of

@@ -62,30 +62,41 @@ const (
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
-	namespace := flag.String("namespace", "", "namespace to watch (default: all)")
-	qps := flag.Float64("kube-api-qps", 50, "queries per second to the API server (negative: no client-side limit)")
-	burst := flag.Int("kube-api-burst", 100, "burst of queries to the API server")
-	workers := flag.Int("workers", 4, "concurrent syncs")
-	resync := flag.Duration("resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
-	metricsAddr := flag.String("metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
+	var o options
+	var qps float64
+	flag.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file")
+	flag.StringVar(&o.namespace, "namespace", "", "namespace to watch (default: all)")
+	flag.Float64Var(&qps, "kube-api-qps", 50, "queries per second to the API server (negative: no client-side limit)")
+	flag.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server")
+	flag.IntVar(&o.workers, "workers", 4, "concurrent syncs")
+	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
+	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
 	podsAsJSON := flag.Bool("pods-as-json", false, "send and watch Pods as JSON instead of protobuf (client-go's default for a typed client)")
-	withConditions := flag.Bool("conditions", false, "write status.observedGeneration and the Synced and Ready conditions beside status.podName, as metacel's contract does (in the same one PUT)")
+	flag.BoolVar(&o.conditions, "conditions", false, "write status.observedGeneration and the Synced and Ready conditions beside status.podName, as metacel's contract does (in the same one PUT)")
 	klog.InitFlags(nil)
 	flag.Parse()
+	o.qps = float32(qps)
+	if *podsAsJSON {
+		o.contentType = "application/json" // else client-go's default
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	contentType := "" // client-go's default
-	if *podsAsJSON {
-		contentType = "application/json"
-	}
-	conditions = *withConditions
-	err := run(ctx, *kubeconfig, *namespace, float32(*qps), *burst, *workers, *resync, *metricsAddr, contentType)
+	err := run(ctx, o)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "handwritten:", err)
 		os.Exit(1)
 	}
+}
+
+// options are the command's flags.
+type options struct {
+	kubeconfig, namespace, metricsAddr string
+	qps                                float32
+	burst, workers                     int
+	resync                             time.Duration
+	contentType                        string // of the Pods: "" is client-go's default, protobuf
+	conditions                         bool   // --conditions
 }
 
 type controller struct {
@@ -95,18 +106,20 @@ type controller struct {
 	pods    corelisters.PodLister
 	queue   workqueue.TypedRateLimitingInterface[string]
 	syncs   *prometheus.CounterVec
+	// conditions: the status carries observedGeneration and the Synced and Ready conditions too
+	conditions bool
 }
 
-func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, workers int, resync time.Duration, metricsAddr, contentType string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func run(ctx context.Context, o options) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.ContentType = qps, burst, managedBy, contentType
-	if qps > 0 {
+	cfg.QPS, cfg.Burst, cfg.UserAgent, cfg.ContentType = o.qps, o.burst, managedBy, o.contentType
+	if o.qps > 0 {
 		// one budget for the process, as metacel's (its children and status share one client):
 		// the typed and the dynamic client would otherwise get one limiter each
-		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(qps, burst)
+		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(o.qps, o.burst)
 	}
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
@@ -116,8 +129,8 @@ func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, 
 	if err != nil {
 		return err
 	}
-	appFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, resync, namespace, nil)
-	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(namespace),
+	appFactory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, o.resync, o.namespace, nil)
+	podFactory := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(o.namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = managedLabel + "=" + managedBy }))
 	c := &controller{
 		kube:    kube,
@@ -129,6 +142,7 @@ func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, 
 		syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "controller_runtime_reconcile_total", Help: "Syncs by result.",
 		}, []string{"controller", "result"}),
+		conditions: o.conditions,
 	}
 	defer c.queue.ShutDown()
 	if _, err := c.apps.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -158,7 +172,7 @@ func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, 
 			http.Error(w, "caches not synced", http.StatusServiceUnavailable)
 		}
 	})
-	ln, err := net.Listen("tcp", metricsAddr)
+	ln, err := net.Listen("tcp", o.metricsAddr)
 	if err != nil {
 		return err
 	}
@@ -172,9 +186,9 @@ func run(ctx context.Context, kubeconfig, namespace string, qps float32, burst, 
 		return errors.New("caches did not sync")
 	}
 	ready.Store(true)
-	klog.InfoS("Started", "workers", workers, "qps", qps, "burst", burst, "resync", resync)
+	klog.InfoS("Started", "workers", o.workers, "qps", o.qps, "burst", o.burst, "resync", o.resync)
 	var wg sync.WaitGroup
-	for range workers {
+	for range o.workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
 	<-ctx.Done()
@@ -237,25 +251,21 @@ func (c *controller) sync(ctx context.Context, key string) error {
 			return fmt.Errorf("create pod %s: %w", podName, err)
 		}
 	}
-	if statusWritten(app, podName) {
+	if c.statusWritten(app, podName) {
 		return nil
 	}
 	app = app.DeepCopy()
-	if err := setStatus(app, podName); err != nil {
+	if err := c.setStatus(app, podName); err != nil {
 		return err
 	}
 	_, err = c.dynamic.Resource(myApps).Namespace(app.GetNamespace()).UpdateStatus(ctx, app, metav1.UpdateOptions{})
 	return err // a conflict is retried from the cache
 }
 
-// conditions is --conditions: the status carries observedGeneration and the Synced and Ready
-// conditions too.
-var conditions bool
-
 // statusWritten reports whether app's status says what setStatus would write.
-func statusWritten(app *unstructured.Unstructured, podName string) bool {
+func (c *controller) statusWritten(app *unstructured.Unstructured, podName string) bool {
 	got, _, _ := unstructured.NestedString(app.Object, "status", "podName")
-	if !conditions {
+	if !c.conditions {
 		return got == podName
 	}
 	observed, _, _ := unstructured.NestedInt64(app.Object, "status", "observedGeneration")
@@ -265,16 +275,16 @@ func statusWritten(app *unstructured.Unstructured, podName string) bool {
 // setStatus sets status.podName in app, and with --conditions observedGeneration and the Synced
 // and Ready conditions (meta.SetStatusCondition keeps a condition's lastTransitionTime while its
 // status holds).
-func setStatus(app *unstructured.Unstructured, podName string) error {
-	if err := unstructured.SetNestedField(app.Object, podName, "status", "podName"); err != nil || !conditions {
+func (c *controller) setStatus(app *unstructured.Unstructured, podName string) error {
+	if err := unstructured.SetNestedField(app.Object, podName, "status", "podName"); err != nil || !c.conditions {
 		return err
 	}
 	var conds []metav1.Condition
 	raw, _, _ := unstructured.NestedSlice(app.Object, "status", "conditions")
 	for _, item := range raw {
-		var c metav1.Condition
-		if m, ok := item.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &c) == nil {
-			conds = append(conds, c)
+		var cond metav1.Condition
+		if m, ok := item.(map[string]any); ok && runtime.DefaultUnstructuredConverter.FromUnstructured(m, &cond) == nil {
+			conds = append(conds, cond)
 		}
 	}
 	generation := app.GetGeneration()
@@ -282,11 +292,11 @@ func setStatus(app *unstructured.Unstructured, podName string) error {
 	meta.SetStatusCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ready", Message: "1 child ready", ObservedGeneration: generation})
 	list := make([]any, len(conds))
 	for i := range conds {
-		c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
+		cond, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conds[i])
 		if err != nil {
 			return err
 		}
-		list[i] = c
+		list[i] = cond
 	}
 	if err := unstructured.SetNestedSlice(app.Object, list, "status", "conditions"); err != nil {
 		return err
