@@ -24,7 +24,7 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 	for i := range out.Children {
 		child := &out.Children[i]
 		obs := render.FindSame(observed[child.ID], child.Object)
-		if obs != nil && (child.Resource.Method == policy.OnDelete || !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs)) {
+		if obs != nil && upToDate(child, obs) {
 			continue
 		}
 		w.writes++
@@ -40,6 +40,13 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 		}
 	}
 	return w, nil
+}
+
+// upToDate reports whether an existing child needs no write: it holds what the policy renders,
+// or its resource is never updated in place (OnDelete).
+func upToDate(child *render.Child, existing *unstructured.Unstructured) bool {
+	return child.Resource.Method == policy.OnDelete ||
+		!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, existing)
 }
 
 // written is what a sync wrote of its children.
@@ -96,8 +103,9 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 }
 
 // takeExisting handles a child that exists although the cache does not have it: metacel's own
-// (the cache had not seen it yet, or someone removed its labels) is applied; anyone else's is a
-// conflict, never taken over.
+// (the cache had not seen it yet, or someone removed its labels) is written as a child in the
+// cache would be: not at all when it is up to date, else recreated or applied as its resource's
+// update method says. Anyone else's is a conflict, never taken over.
 func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	switch {
@@ -109,6 +117,13 @@ func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unst
 		return nil, &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
+	case upToDate(child, existing):
+		return existing, nil // typically created by this parent's previous sync, not yet in the cache
+	case child.Resource.Method == policy.Recreate:
+		if gone, err := c.recreate(ctx, parent, child, existing); err != nil || !gone {
+			return nil, err
+		}
+		return c.createRecreated(ctx, parent, child)
 	}
 	return c.update(ctx, child, existing)
 }

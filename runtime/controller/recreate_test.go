@@ -1,6 +1,8 @@
 package controller
 
 import (
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"strings"
 	"testing"
 
@@ -66,5 +68,60 @@ func TestGoneAtOnce(t *testing.T) {
 		if got := goneAtOnce(objectFrom(t, tt.obj)); got != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
+	}
+}
+
+// A child missing from the cache whose create finds it already there (the cache had not seen
+// it yet: typically the parent's previous sync created it) is written as a child in the cache
+// would be: not at all when it holds what the policy renders, else as its update method says.
+// Before, it was always applied (a read, a patch of its managed fields, an apply), and a sync
+// that then saw it between the two writes recreated a Pod just created.
+func TestAChildCreatedBeforeTheCacheSawItIsWrittenOnlyWhenItDiffers(t *testing.T) {
+	tests := []struct {
+		name, method, existingType, want string
+	}{
+		{"up to date: no write", "InPlace", "new", "create secrets"},
+		{"up to date, Recreate: no write", "Recreate", "new", "create secrets"},
+		{"differs, InPlace: applied", "InPlace", "old", "create secrets,patch secrets,patch secrets"},
+		{"differs, Recreate: recreated", "Recreate", "old", "create secrets,delete secrets,create secrets"},
+		{"differs, OnDelete: left alone", "OnDelete", "old", "create secrets"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets, updateStrategy: {method: `+tt.method+`}}
+`+secretChild(`type: "${parent.data.a}"`))
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
+			creates := 0
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				sent := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured)
+				if creates++; creates > 1 {
+					return true, sent, nil // the recreate's create
+				}
+				existing := sent.DeepCopy() // what the parent's previous sync created
+				existing.SetUID("s-1")
+				existing.SetResourceVersion("3")
+				existing.Object["type"] = tt.existingType
+				existing.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{
+					"manager": "metacel", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:type": map[string]any{}}}}
+				h.react("get", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, existing, nil })
+				return true, nil, apierrors.NewAlreadyExists(schema.GroupResource{Resource: "secrets"}, sent.GetName())
+			})
+			h.react("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+			h.react("patch", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "4"}}`), nil
+			})
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Join(h.writes(), ","); got != tt.want {
+				t.Errorf("writes %s, want %s", got, tt.want)
+			}
+		})
 	}
 }
