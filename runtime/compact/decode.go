@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 )
@@ -216,7 +217,8 @@ func (codec) Encode(runtime.Object, io.Writer) error { return errNoEncoding }
 
 func (codec) Identifier() runtime.Identifier { return "compact-json" }
 
-// negotiator offers codec for JSON, the only media type the client asks for.
+// negotiator offers codec for JSON and protobufCodec for protobuf, the media types the client
+// asks for; the API server's answer says which a response is.
 type negotiator struct{}
 
 func (negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
@@ -224,6 +226,10 @@ func (negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
 		MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
 		EncodesAsText: true, Serializer: codec{},
 		StreamSerializer: &runtime.StreamSerializerInfo{EncodesAsText: true, Serializer: codec{}, Framer: framer{}},
+	}, {
+		MediaType: protobufMediaType, MediaTypeType: "application", MediaTypeSubType: "vnd.kubernetes.protobuf",
+		Serializer:       protobufCodec{},
+		StreamSerializer: &runtime.StreamSerializerInfo{Serializer: protobufEvents{}, Framer: protobuf.LengthDelimitedFramer},
 	}}
 }
 

@@ -14,7 +14,10 @@
 // dropping what the runtime never reads (Slim). Finding a watch event's end and its object's
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
-// the largest CPU cost of a converge. ShardedListWatch does the same for the objects
+// the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to
+// Kubernetes' own components (protobuf.go): their bytes are the protobuf message, their metadata
+// its first field, and Unstructured decodes them through client-go's types. ShardedListWatch
+// does the same for the objects
 // whose UID hashes into a range of shard slots (runtime/shard), selected by the API server's
 // shard selector when it honours them (ProbeShardSupport), else by dropping the others here
 // before the informer sees them. Nothing here writes to the API server.

@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"fmt"
+	"mime"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,6 +49,9 @@ func (c *Client) listWatch(gvr schema.GroupVersionResource, labelSelector, shard
 		opts.LabelSelector = labelSelector
 		opts.ShardSelector = shardSelector
 		r := c.rest.Get()
+		if ProtobufFor(gvr) {
+			r.SetHeader("Accept", protobufAccept)
+		}
 		if gvr.Group == "" {
 			r = r.AbsPath("/api", gvr.Version, gvr.Resource)
 		} else {
@@ -62,7 +66,13 @@ func (c *Client) listWatch(gvr schema.GroupVersionResource, labelSelector, shard
 				return nil, err // with the API server's Status, when it sent one
 			}
 			data, _ := res.Raw()
-			list, err := decodeList(data)
+			var contentType string
+			res.ContentType(&contentType)
+			decode := decodeList
+			if mediaType, _, _ := mime.ParseMediaType(contentType); mediaType == protobufMediaType {
+				decode = decodeProtobufList
+			}
+			list, err := decode(data)
 			if err != nil {
 				return nil, err
 			}

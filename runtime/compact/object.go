@@ -11,20 +11,23 @@ import (
 
 // Object is an API object as a cache holds it: its type and metadata decoded (without the
 // managed fields and kubectl's last-applied copy, which only the full object carries), the rest
-// as the API server's JSON. It implements metav1.Object, so the informer's keys, indexers and
-// event handlers work on it unchanged. Raw is never modified: copies share it.
+// as the API server sent it: JSON, or for a built-in kind protobuf (protobuf.go). It implements
+// metav1.Object, so the informer's keys, indexers and event handlers work on it unchanged. Raw
+// is never modified: copies share it.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	// Raw is the whole object as the API server sent it.
-	Raw []byte
+	// Raw is the whole object as the API server sent it: its JSON, or with Protobuf its kind's
+	// protobuf message.
+	Raw      []byte
+	Protobuf bool
 }
 
 var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
@@ -48,6 +51,13 @@ func Unstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 func (o *Object) decode() (*unstructured.Unstructured, error) {
+	if o.Protobuf {
+		u, err := o.decodeProtobuf()
+		if err != nil {
+			return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
+		}
+		return Slim(u), nil
+	}
 	m, err := unmarshalObject(o.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)

@@ -76,7 +76,7 @@ func configurations(metacelDefaults string) []benchConfig {
 		{name: "unthrottled", desc: "both: no client-side rate limit, 5 workers", metacel: unthrottled, handArg: unthrottled},
 		{name: "defaults", desc: "metacel: its defaults (" + metacelDefaults + "); hand-written: unthrottled, 5 workers",
 			metacel: nil, handArg: unthrottled, handFrom: "unthrottled"},
-		{name: "json", desc: "both unthrottled, 5 workers; the hand-written controller sends and watches its Pods as JSON, as metacel does, instead of protobuf",
+		{name: "json", desc: "both unthrottled, 5 workers; the hand-written controller sends and watches its Pods as JSON instead of protobuf (metacel sends them as JSON, watches them as protobuf)",
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--pods-as-json")},
 		{name: "conditions", desc: "both unthrottled, 5 workers; the hand-written controller's status also carries observedGeneration and the Synced and Ready conditions, as metacel's contract requires, in its one PUT",
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--conditions")},

@@ -12,7 +12,8 @@
 // with /readyz once its caches have synced.
 //
 // Its Pods go as protobuf, client-go's default for the built-in kinds of a typed client; with
-// --pods-as-json as JSON, as metacel's dynamic client sends and watches them (-configs json).
+// --pods-as-json as JSON (-configs json; metacel sends them as JSON and watches them as
+// protobuf).
 // With --conditions its status also carries what metacel's contract puts in every parent's status,
 // observedGeneration and the Synced and Ready conditions, still in one PUT (-configs conditions).
 package main
