@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 )
@@ -121,19 +122,7 @@ func (s *apiServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func TestAnInformerListsAndWatchesObjectsAsCompactObjects(t *testing.T) {
 	server := &apiServer{objects: []string{strings.ReplaceAll(configMap, "\n", "")}, selectors: make(chan string, 10)}
-	ts := httptest.NewServer(server)
-	defer ts.Close()
-	client, err := NewClient(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := cache.NewSharedIndexInformer(client.ListWatch(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "app=a"), &Object{}, 0, cache.Indexers{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(waitCtx(t, 30*time.Second).Done(), inf.HasSynced) {
-		t.Fatal("the cache did not sync")
-	}
+	inf := syncedInformer(t, server, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "app=a")
 	if sel := <-server.selectors; sel != "app=a" {
 		t.Errorf("asked with label selector %q, want app=a", sel)
 	}
@@ -150,7 +139,7 @@ func TestAnInformerListsAndWatchesObjectsAsCompactObjects(t *testing.T) {
 func TestARequestTheServerRefusesCarriesItsStatus(t *testing.T) {
 	ts := httptest.NewServer(&apiServer{selectors: make(chan string, 10)})
 	defer ts.Close()
-	client, err := NewClient(&rest.Config{Host: ts.URL})
+	client, err := NewClient(&rest.Config{Host: ts.URL}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,6 +164,26 @@ func TestAListIsDecodedIntoCompactObjects(t *testing.T) {
 	if list.ResourceVersion != "10" || list.Continue != "c" || len(list.Items) != 2 || list.Items[1].Name != "y" {
 		t.Errorf("list %+v", list)
 	}
+}
+
+// syncedInformer returns an informer of a resource, listed and watched through a Client from
+// server, once its cache has synced; it runs until the test ends.
+func syncedInformer(t *testing.T, server http.Handler, gvr schema.GroupVersionResource, selector string) cache.SharedIndexInformer {
+	t.Helper()
+	ts := httptest.NewServer(server)
+	t.Cleanup(ts.Close)
+	client, err := NewClient(&rest.Config{Host: ts.URL}, &version.Info{Major: "1", Minor: "36"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inf := cache.NewSharedIndexInformer(client.ListWatch(gvr, selector), &Object{}, 0, cache.Indexers{})
+	ctx, cancel := context.WithCancel(t.Context())
+	t.Cleanup(cancel)
+	go inf.RunWithContext(ctx)
+	if !cache.WaitForCacheSync(waitCtx(t, 30*time.Second).Done(), inf.HasSynced) {
+		t.Fatal("the cache did not sync")
+	}
+	return inf
 }
 
 func waitCtx(t *testing.T, d time.Duration) context.Context {

@@ -15,7 +15,7 @@
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
 // the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to
-// Kubernetes' own components (protobuf.go): their bytes are the protobuf message, their metadata
+// Kubernetes' own components, from an API server no newer than the types built in (protobuf.go): their bytes are the protobuf message, their metadata
 // its first field, and Unstructured decodes them through client-go's types. ShardedListWatch
 // does the same for the objects
 // whose UID hashes into a range of shard slots (runtime/shard), selected by the API server's

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -17,11 +18,15 @@ import (
 // Client lists and watches any resource, decoding objects as *Object.
 type Client struct {
 	rest rest.Interface
+	// protobuf: the built-in kinds are asked for as protobuf (protobuf.go)
+	protobuf bool
 }
 
 // NewClient returns a Client for the API server of cfg (its rate limit applies to lists; watches
-// are not rate limited).
-func NewClient(cfg *rest.Config) (*Client, error) {
+// are not rate limited). server is the API server's version (nil: not known): the built-in kinds
+// come as protobuf only from a server no newer than this binary's client-go types, which would
+// drop the fields they do not know (ProtobufServer).
+func NewClient(cfg *rest.Config, server *version.Info) (*Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.ContentConfig = rest.ContentConfig{
 		AcceptContentTypes:   "application/json",
@@ -32,7 +37,7 @@ func NewClient(cfg *rest.Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list and watch client: %w", err)
 	}
-	return &Client{rest: rc}, nil
+	return &Client{rest: rc, protobuf: ProtobufServer(server)}, nil
 }
 
 // ListWatch lists and watches the objects of a resource in every namespace, filtered by a label
@@ -49,7 +54,7 @@ func (c *Client) listWatch(gvr schema.GroupVersionResource, labelSelector, shard
 		opts.LabelSelector = labelSelector
 		opts.ShardSelector = shardSelector
 		r := c.rest.Get()
-		if ProtobufFor(gvr) {
+		if c.protobuf && ProtobufFor(gvr) {
 			r.SetHeader("Accept", protobufAccept)
 		}
 		if gvr.Group == "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -30,6 +32,31 @@ import (
 // µs for a Pod against 17 µs from JSON (BenchmarkDecodeCached), which only a sync whose inputs
 // changed pays. Custom resources have no protobuf encoding, and a kind client-go does not know
 // (an aggregated API's) could not be decoded: both stay JSON.
+
+// A message decodes into client-go's type, which drops the fields it does not know: those a
+// newer API server adds. So protobuf is used only with an API server whose minor version is at
+// most that of the k8s.io/api module built into the binary (the version skew Kubernetes supports
+// for its clients the other way round); with a newer one, or one whose version is not known,
+// every kind stays JSON, which keeps every field.
+
+// typesMinor is the Kubernetes minor version of the built-in types in this binary: k8s.io/api
+// v0.36.x in go.mod (TestTypesMinorIsGoModsAPIVersion fails when go.mod moves on without it).
+const typesMinor = 36
+
+// ProtobufServer reports whether the built-in kinds may come as protobuf from an API server of
+// that version (nil: not known).
+func ProtobufServer(server *version.Info) bool {
+	return protobufServer(server, typesMinor)
+}
+
+func protobufServer(server *version.Info, built int) bool {
+	if server == nil || server.Major != "1" || built == 0 {
+		return false
+	}
+	digits := strings.TrimRightFunc(server.Minor, func(r rune) bool { return r < '0' || r > '9' }) // "36+" on some providers
+	minor, err := strconv.Atoi(digits)
+	return err == nil && minor <= built
+}
 
 // protobufMediaType is the API server's protobuf encoding; protobufAccept asks for it, or JSON
 // where the server cannot encode a kind so.

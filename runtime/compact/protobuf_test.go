@@ -2,11 +2,13 @@ package compact
 
 import (
 	"bytes"
-	"context"
 	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"reflect"
+	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -21,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	ktypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 )
 
@@ -203,14 +205,14 @@ func TestAProtobufListIsDecodedIntoCompactObjects(t *testing.T) {
 	}
 }
 
-// protobufServer serves Pods as a watch list in protobuf, as the API server does when asked.
-type protobufServer struct {
+// protobufAPIServer serves Pods as a watch list in protobuf, as the API server does when asked.
+type protobufAPIServer struct {
 	t      *testing.T
 	pods   []runtime.Object
 	accept chan string
 }
 
-func (s *protobufServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (s *protobufAPIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	select {
 	case s.accept <- r.Header.Get("Accept"):
 	default:
@@ -242,20 +244,8 @@ func (s *protobufServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func TestAnInformerWatchesBuiltinObjectsAsProtobuf(t *testing.T) {
-	server := &protobufServer{t: t, pods: builtinObjects()[:1], accept: make(chan string, 10)}
-	ts := httptest.NewServer(server)
-	defer ts.Close()
-	client, err := NewClient(&rest.Config{Host: ts.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := cache.NewSharedIndexInformer(client.ListWatch(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, ""), &Object{}, 0, cache.Indexers{})
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go inf.RunWithContext(ctx)
-	if !cache.WaitForCacheSync(waitCtx(t, 30*time.Second).Done(), inf.HasSynced) {
-		t.Fatal("the cache did not sync")
-	}
+	server := &protobufAPIServer{t: t, pods: builtinObjects()[:1], accept: make(chan string, 10)}
+	inf := syncedInformer(t, server, schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "")
 	if accept := <-server.accept; accept != protobufAccept {
 		t.Errorf("asked with Accept %q, want %q", accept, protobufAccept)
 	}
@@ -306,5 +296,66 @@ func BenchmarkCacheEvent(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// A message decodes into client-go's type, which drops what it does not know: only an API server
+// no newer than the types built in sends protobuf.
+func TestProtobufOnlyFromAServerNoNewerThanTheTypes(t *testing.T) {
+	tests := []struct {
+		name   string
+		server *version.Info
+		built  int
+		want   bool
+	}{
+		{"the same minor", &version.Info{Major: "1", Minor: "36"}, 36, true},
+		{"an older server", &version.Info{Major: "1", Minor: "35"}, 36, true},
+		{"a provider's suffix", &version.Info{Major: "1", Minor: "36+"}, 36, true},
+		{"a newer server: JSON, which keeps its new fields", &version.Info{Major: "1", Minor: "37"}, 36, false},
+		{"a version not known", nil, 36, false},
+		{"a minor that is no number", &version.Info{Major: "1", Minor: "x"}, 36, false},
+		{"types of a version not known", &version.Info{Major: "1", Minor: "36"}, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := protobufServer(tt.server, tt.built); got != tt.want {
+				t.Errorf("protobufServer(%v, %d) = %v, want %v", tt.server, tt.built, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTypesMinorIsGoModsAPIVersion(t *testing.T) {
+	mod, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*k8s\.io/api v0\.(\d+)\.`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("go.mod requires no k8s.io/api v0.x")
+	}
+	if want, _ := strconv.Atoi(string(m[1])); typesMinor != want {
+		t.Errorf("typesMinor is %d, go.mod requires k8s.io/api v0.%d: set typesMinor to %d", typesMinor, want, want)
+	}
+}
+
+// A client that does not know the API server's version asks for JSON only.
+func TestAClientOfAServerOfUnknownVersionAsksForJSON(t *testing.T) {
+	accept := make(chan string, 10)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case accept <- r.Header.Get("Accept"):
+		default:
+		}
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	defer ts.Close()
+	client, err := NewClient(&rest.Config{Host: ts.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = client.ListWatch(schema.GroupVersionResource{Version: "v1", Resource: "pods"}, "").ListWithContext(t.Context(), metav1.ListOptions{})
+	if got := <-accept; got != "application/json" {
+		t.Errorf("asked with Accept %q, want application/json", got)
 	}
 }

@@ -263,7 +263,15 @@ func newClients(cfg *rest.Config) (*clients, error) {
 		cfg = rest.CopyConfig(cfg)
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
 	}
-	lister, err := compact.NewClient(cfg)
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client: %w", err)
+	}
+	server, err := kube.Discovery().ServerVersion()
+	if err != nil {
+		server = nil // every kind listed as JSON
+	}
+	lister, err := compact.NewClient(cfg, server)
 	if err != nil {
 		return nil, err
 	}
@@ -274,10 +282,6 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("client: %w", err)
 	}
 	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister, raw: raw}, nil
 }

@@ -67,7 +67,14 @@ func TestACachedBuiltinObjectIsTheAPIServersJSON(t *testing.T) {
 	if err := yaml.Unmarshal([]byte(protobufObjects), &objs); err != nil {
 		t.Fatal(err)
 	}
-	lister, err := compact.NewClient(cluster.config)
+	server, err := cluster.kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !compact.ProtobufServer(server) {
+		t.Fatalf("kube-apiserver %s: want the built-in kinds as protobuf from it", server)
+	}
+	lister, err := compact.NewClient(cluster.config, server)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func newShardClients(t *testing.T, cfg *rest.Config) shardClients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := compact.NewClient(cfg)
+	cc, err := compact.NewClient(cfg, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
