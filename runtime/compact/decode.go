@@ -86,10 +86,7 @@ func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
 			m.Labels, err = stringMap(value)
 		case "annotations":
 			m.Annotations, err = stringMap(value)
-			delete(m.Annotations, LastApplied)
-			if len(m.Annotations) == 0 {
-				m.Annotations = nil
-			}
+			m.Annotations = withoutLastApplied(m.Annotations)
 		case "ownerReferences":
 			err = utiljson.Unmarshal(value, &m.OwnerReferences)
 		case "finalizers":
@@ -100,6 +97,16 @@ func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
 		}
 		return nil
 	})
+}
+
+// withoutLastApplied drops kubectl's last-applied copy from annotations, which a cached
+// object's metadata never keeps; nil when none are left.
+func withoutLastApplied(annotations map[string]string) map[string]string {
+	delete(annotations, LastApplied)
+	if len(annotations) == 0 {
+		return nil
+	}
+	return annotations
 }
 
 // stringValue reads a JSON string; null is "".

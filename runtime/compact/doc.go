@@ -15,12 +15,12 @@
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
 // the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to
-// Kubernetes' own components, from an API server no newer than the types built in (protobuf.go): their bytes are the protobuf message, their metadata
-// its first field, and Unstructured decodes them through client-go's types. ShardedListWatch
-// does the same for the objects
-// whose UID hashes into a range of shard slots (runtime/shard), selected by the API server's
-// shard selector when it honours them (ProbeShardSupport), else by dropping the others here
-// before the informer sees them. Nothing here writes to the API server.
+// Kubernetes' own components, from an API server no newer than the types built in
+// (protobuf.go): their bytes are the protobuf message, their metadata its first field, and
+// Unstructured decodes them through client-go's types. ShardedListWatch does the same for the
+// objects whose UID hashes into a range of shard slots (runtime/shard), selected by the API
+// server's shard selector when it honours them (ProbeShardSupport), else by dropping the others
+// here before the informer sees them. Nothing here writes to the API server.
 //
 // client-go has no decoder of this kind (its metadata-only client drops the rest of the
 // object, and its unstructured decoder builds the maps), and no JSON decoder in the module graph

@@ -50,11 +50,12 @@ func (c *Client) ListWatch(gvr schema.GroupVersionResource, selector string) *ca
 // none); when keep is not nil, it drops the list items and watch events of the objects whose UID
 // it refuses before the informer sees them.
 func (c *Client) listWatch(gvr schema.GroupVersionResource, labelSelector, shardSelector string, keep func(types.UID) bool) *cache.ListWatch {
+	protobuf := c.protobuf && ProtobufFor(gvr)
 	request := func(opts metav1.ListOptions) *rest.Request {
 		opts.LabelSelector = labelSelector
 		opts.ShardSelector = shardSelector
 		r := c.rest.Get()
-		if c.protobuf && ProtobufFor(gvr) {
+		if protobuf {
 			r.SetHeader("Accept", protobufAccept)
 		}
 		if gvr.Group == "" {

@@ -51,14 +51,11 @@ func Unstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 func (o *Object) decode() (*unstructured.Unstructured, error) {
+	decode := unmarshalObject
 	if o.Protobuf {
-		u, err := o.decodeProtobuf()
-		if err != nil {
-			return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
-		}
-		return Slim(u), nil
+		decode = o.protobufToJSONMap
 	}
-	m, err := unmarshalObject(o.Raw)
+	m, err := decode(o.Raw)
 	if err != nil {
 		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
 	}

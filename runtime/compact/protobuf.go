@@ -8,11 +8,11 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
@@ -50,7 +50,7 @@ func ProtobufServer(server *version.Info) bool {
 }
 
 func protobufServer(server *version.Info, built int) bool {
-	if server == nil || server.Major != "1" || built == 0 {
+	if server == nil || server.Major != "1" {
 		return false
 	}
 	digits := strings.TrimRightFunc(server.Minor, func(r rune) bool { return r < '0' || r > '9' }) // "36+" on some providers
@@ -67,7 +67,9 @@ const (
 
 // builtinResources are the resources of client-go's scheme, by the names the API server
 // serves them under: the plural of each kind, as the API server names every built-in resource.
-var builtinResources = func() map[schema.GroupVersionResource]bool {
+// Computed on first use: it makes an object of every kind of the scheme, which a binary that
+// never lists (the offline CLI) need not pay for at start.
+var builtinResources = sync.OnceValue(func() map[schema.GroupVersionResource]bool {
 	out := map[schema.GroupVersionResource]bool{}
 	for gvk := range scheme.Scheme.AllKnownTypes() {
 		if strings.HasSuffix(gvk.Kind, "List") || gvk.Version == runtime.APIVersionInternal {
@@ -87,10 +89,10 @@ var builtinResources = func() map[schema.GroupVersionResource]bool {
 		out[plural] = true
 	}
 	return out
-}()
+})
 
 // ProtobufFor reports whether the objects of a resource are listed and watched as protobuf.
-func ProtobufFor(gvr schema.GroupVersionResource) bool { return builtinResources[gvr] }
+func ProtobufFor(gvr schema.GroupVersionResource) bool { return builtinResources()[gvr] }
 
 type unmarshaler interface{ Unmarshal([]byte) error }
 
@@ -141,10 +143,7 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 		return nil, fmt.Errorf("decode the metadata of a %s: %w", typ.Kind, err)
 	}
 	o.ManagedFields = nil
-	delete(o.Annotations, LastApplied)
-	if len(o.Annotations) == 0 {
-		o.Annotations = nil
-	}
+	o.Annotations = withoutLastApplied(o.Annotations)
 	o.Raw = message
 	return o, nil
 }
@@ -153,27 +152,42 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 // protobuf merges a repeated message field), nil when it has none.
 func field(message []byte, number protowire.Number) ([]byte, error) {
 	var out []byte
+	err := eachBytesField(message, func(num protowire.Number, v []byte) error {
+		if num == number {
+			out = v
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachBytesField calls f with the number and bytes of each length-delimited field of a message,
+// in order, skipping the fields of other wire types.
+func eachBytesField(message []byte, f func(protowire.Number, []byte) error) error {
 	for len(message) > 0 {
 		num, typ, n := protowire.ConsumeTag(message)
 		if n < 0 {
-			return nil, protowire.ParseError(n)
+			return protowire.ParseError(n)
 		}
 		message = message[n:]
-		if num == number && typ == protowire.BytesType {
-			v, m := protowire.ConsumeBytes(message)
+		if typ != protowire.BytesType {
+			m := protowire.ConsumeFieldValue(num, typ, message)
 			if m < 0 {
-				return nil, protowire.ParseError(m)
+				return protowire.ParseError(m)
 			}
-			out, message = v, message[m:]
+			message = message[m:]
 			continue
 		}
-		m := protowire.ConsumeFieldValue(num, typ, message)
+		v, m := protowire.ConsumeBytes(message)
 		if m < 0 {
-			return nil, protowire.ParseError(m)
+			return protowire.ParseError(m)
 		}
 		message = message[m:]
+		if err := f(num, v); err != nil {
+			return err
+		}
 	}
-	return out, nil
+	return nil
 }
 
 // decodeProtobufList reads a list response encoded as protobuf: its metadata (field 1 of every
@@ -185,46 +199,32 @@ func decodeProtobufList(data []byte) (*List, error) {
 	}
 	list := &List{TypeMeta: metav1.TypeMeta{APIVersion: unknown.APIVersion, Kind: unknown.Kind}}
 	item := runtime.TypeMeta{APIVersion: unknown.APIVersion, Kind: strings.TrimSuffix(unknown.Kind, "List")}
-	message := unknown.Raw
-	for len(message) > 0 {
-		num, typ, n := protowire.ConsumeTag(message)
-		if n < 0 {
-			return nil, fmt.Errorf("decode a list: %w", protowire.ParseError(n))
-		}
-		message = message[n:]
-		if typ != protowire.BytesType || (num != 1 && num != 2) {
-			m := protowire.ConsumeFieldValue(num, typ, message)
-			if m < 0 {
-				return nil, fmt.Errorf("decode a list: %w", protowire.ParseError(m))
-			}
-			message = message[m:]
-			continue
-		}
-		v, m := protowire.ConsumeBytes(message)
-		if m < 0 {
-			return nil, fmt.Errorf("decode a list: %w", protowire.ParseError(m))
-		}
-		message = message[m:]
-		if num == 1 {
+	err = eachBytesField(unknown.Raw, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
 			if err := list.ListMeta.Unmarshal(v); err != nil {
-				return nil, fmt.Errorf("decode a list's metadata: %w", err)
+				return fmt.Errorf("metadata: %w", err)
 			}
-			continue
+		case 2:
+			o, err := protobufItem(item, bytes.Clone(v)) // not the whole response's buffer
+			if err != nil {
+				return err
+			}
+			list.Items = append(list.Items, *o)
 		}
-		o, err := protobufItem(item, bytes.Clone(v)) // not the whole response's buffer
-		if err != nil {
-			return nil, err
-		}
-		list.Items = append(list.Items, *o)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode a list: %w", err)
 	}
 	return list, nil
 }
 
-// decodeProtobuf turns a cached object's message into an unstructured object: decoded into
-// client-go's type, encoded as the API server encodes it as JSON (encoding/json), and decoded as
-// a cached JSON object is; faster than apimachinery's reflective converter to maps (40-45
-// against 55-60 µs for a Pod).
-func (o *Object) decodeProtobuf() (*unstructured.Unstructured, error) {
+// protobufToJSONMap turns a cached object's message into the map its JSON decodes to: decoded
+// into client-go's type, encoded as the API server encodes it as JSON (encoding/json), and
+// decoded as a cached JSON object is; faster than apimachinery's reflective converter to maps
+// (40-45 against 55-60 µs for a Pod).
+func (o *Object) protobufToJSONMap(message []byte) (map[string]any, error) {
 	gvk := o.GroupVersionKind()
 	typed, err := scheme.Scheme.New(gvk)
 	if err != nil {
@@ -234,7 +234,7 @@ func (o *Object) decodeProtobuf() (*unstructured.Unstructured, error) {
 	if !ok {
 		return nil, fmt.Errorf("%s has no protobuf encoding", gvk)
 	}
-	if err := u.Unmarshal(o.Raw); err != nil {
+	if err := u.Unmarshal(message); err != nil {
 		return nil, err
 	}
 	data, err := json.Marshal(typed) // what the API server's JSON would have been
@@ -246,7 +246,7 @@ func (o *Object) decodeProtobuf() (*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	m["apiVersion"], m["kind"] = o.APIVersion, o.Kind
-	return &unstructured.Unstructured{Object: m}, nil
+	return m, nil
 }
 
 // protobufCodec decodes what list and watch requests return as protobuf, as codec does JSON.

@@ -61,10 +61,7 @@ type written struct {
 // the child as the API server stored it (nil for a deletion to recreate it).
 func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if obs != nil && child.Resource.Method == policy.Recreate {
-		if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
-			return nil, err
-		}
-		return c.createRecreated(ctx, parent, child)
+		return c.recreateChild(ctx, parent, child, obs)
 	}
 	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
 		return nil, err
@@ -120,10 +117,7 @@ func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unst
 	case upToDate(child, existing):
 		return existing, nil // typically created by this parent's previous sync, not yet in the cache
 	case child.Resource.Method == policy.Recreate:
-		if gone, err := c.recreate(ctx, parent, child, existing); err != nil || !gone {
-			return nil, err
-		}
-		return c.createRecreated(ctx, parent, child)
+		return c.recreateChild(ctx, parent, child, existing)
 	}
 	return c.update(ctx, child, existing)
 }
@@ -166,6 +160,15 @@ func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstr
 	}
 	klog.FromContext(ctx).V(2).Info("Updated child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return got, nil
+}
+
+// recreateChild deletes a child that differs from its desired state and, when it is gone at once,
+// creates it anew in the same sync; it returns the new child (nil while the old one goes).
+func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
+		return nil, err
+	}
+	return c.createRecreated(ctx, parent, child)
 }
 
 // recreate deletes a child that differs from its desired state, and reports whether it is gone
