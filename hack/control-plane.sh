@@ -56,7 +56,9 @@ Environment for 'up' (ports default to free ones):
     requests it selects as JSON lines to DIR/logs/audit.log),
   METACEL_FEATURE_GATES (kube-apiserver's --feature-gates, comma separated
     NAME=true|false, default none; e.g. ShardedListAndWatch=true, the alpha
-    sharded list and watch, which needs nothing else)
+    sharded list and watch, which needs nothing else),
+  METACEL_APISERVER_PROFILING (true: kube-apiserver serves /debug/pprof to
+    the admin kubeconfig, as the benchmark's -profile reads it; default false)
 EOF
 }
 
@@ -529,7 +531,7 @@ cmd_up() {
 		--service-cluster-ip-range="$SERVICE_CIDR" \
 		--endpoint-reconciler-type=none \
 		--allow-privileged=true \
-		--profiling=false \
+		--profiling="${METACEL_APISERVER_PROFILING:-false}" \
 		${audit[@]+"${audit[@]}"} \
 		${gates[@]+"${gates[@]}"}
 

@@ -55,6 +55,7 @@ type options struct {
 	keep           bool
 	profile        time.Duration
 	profileConfig  string
+	profileRestart time.Duration
 	metacelBin     string
 	metacelRev     string
 	handwrittenBin string
@@ -97,8 +98,9 @@ func main() {
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest converge")
 	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
-	flag.DurationVar(&o.profile, "profile", 0, "with metacel --profiling, take a CPU profile this long from the burst on, and a heap profile at the end of the idle window (first run of -profile-config); 0: none")
-	flag.StringVar(&o.profileConfig, "profile-config", "equal", "configuration whose metacel run is profiled")
+	flag.DurationVar(&o.profile, "profile", 0, "take CPU profiles this long from the burst on, of metacel (--profiling) and of kube-apiserver (under both controllers), and metacel's heap profile at the end of the idle window (first run of -profile-config); 0: none")
+	flag.DurationVar(&o.profileRestart, "profile-restart", 0, "with -profile, also take a CPU profile of kube-apiserver this long from the first restart on (under both controllers); 0: none")
+	flag.StringVar(&o.profileConfig, "profile-config", "equal", "configurations (comma separated) whose first run is profiled")
 	flag.StringVar(&o.metacelBin, "metacel", "", "metacel binary (default: go build ./cmd/metacel of the work tree, or of -metacel-rev)")
 	flag.StringVar(&o.metacelRev, "metacel-rev", "", "build metacel from this git revision (git archive) instead of the work tree, e.g. HEAD")
 	flag.StringVar(&o.handwrittenBin, "handwritten", "", "hand-written controller binary (default: go build ./test/bench/handwritten)")
@@ -242,7 +244,12 @@ func run(ctx context.Context, o options) error {
 // runOne measures one controller in one configuration on a fresh control plane.
 func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) (_ *result, err error) {
 	o := b.o
-	s, err := b.newStage(ctx, ctl)
+	profiling := b.profiled(ctl, c, rep)
+	var env []string
+	if profiling {
+		env = append(env, "METACEL_APISERVER_PROFILING=true")
+	}
+	s, err := b.newStage(ctx, ctl, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -257,9 +264,8 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 			return nil, err
 		}
 	}
-	profiling := ctl == metacel && o.profile > 0 && rep == 0 && c.name == o.profileConfig
 	logPath := filepath.Join(dir, "logs", "controller.log")
-	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, profiling); err != nil {
+	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, profiling && ctl == metacel); err != nil {
 		return nil, err
 	}
 	defer p.stop(30 * time.Second)
@@ -277,7 +283,12 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 
 	// converge
 	var profileDone chan string
+	var serverProfileDone chan *serverProfile
 	if profiling {
+		serverProfileDone = make(chan *serverProfile, 1)
+		go func() { serverProfileDone <- b.serverProfile(ctx, cl, ctl, c.name, o.profile) }()
+	}
+	if profiling && ctl == metacel {
 		profileDone = make(chan string, 1)
 		go func() {
 			profileDone <- b.profile(ctx, p, c.name, "cpu", fmt.Sprintf("profile?seconds=%d", int(o.profile.Seconds())))
@@ -318,15 +329,23 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	p2 := readProc(p.pid())
 	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
 	r.rssFile, r.rssAnon = p2.File, p2.Anon
-	if profiling {
+	if profiling && ctl == metacel {
 		r.heap = b.profile(ctx, p, c.name, "heap", "heap?gc=1", "-sample_index=inuse_space")
 	}
 
 	// restart over the converged parents, o.restarts times: one restart takes 0.1-0.3 s at 1,000
 	// parents, where a scrape's 20 ms and the machine's noise are a large part of it
-	for range o.restarts {
+	for i := range o.restarts {
+		var restartProfileDone chan *serverProfile
+		if profiling && i == 0 && o.profileRestart > 0 {
+			restartProfileDone = make(chan *serverProfile, 1)
+			go func() { restartProfileDone <- b.serverProfile(ctx, cl, ctl, c.name+"-restart", o.profileRestart) }()
+		}
 		if err := b.restartOnce(ctx, cl, own, p, policy, logPath, r); err != nil {
 			return nil, err
+		}
+		if restartProfileDone != nil {
+			r.restartServerProfile = <-restartProfileDone
 		}
 	}
 	r.restart, r.restartCPU, r.restartServerCPU = medianRestart(r.restarts)
@@ -340,7 +359,37 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if profileDone != nil {
 		r.profile = <-profileDone
 	}
+	if serverProfileDone != nil {
+		r.serverProfile = <-serverProfileDone
+	}
 	return r, nil
+}
+
+// profiled says whether ctl's run of c in repetition rep is profiled: the first repetition of
+// -profile-config, and the hand-written run that -profile-config shares.
+func (b *bench) profiled(ctl string, c benchConfig, rep int) bool {
+	if b.o.profile <= 0 || rep != 0 {
+		return false
+	}
+	profiled := strings.Split(b.o.profileConfig, ",")
+	if slices.Contains(profiled, c.name) {
+		return true
+	}
+	return ctl == handwritten && slices.ContainsFunc(configurations(""), func(p benchConfig) bool {
+		return slices.Contains(profiled, p.name) && p.handFrom == c.name
+	})
+}
+
+// serverProfile takes kube-apiserver's CPU profile for d from now on, beside -out; nil when it
+// fails (logged). what names it: the configuration, and what part of the run.
+func (b *bench) serverProfile(ctx context.Context, cl *cluster, ctl, what string, d time.Duration) *serverProfile {
+	path := strings.TrimSuffix(b.outPath(), ".md") + "-" + ctl + "-" + what + "-kube-apiserver-cpu.pprof"
+	p, err := fetchServerProfile(ctx, cl, d, path)
+	if err != nil {
+		logf("  %v", err)
+		return nil
+	}
+	return p
 }
 
 // restartOnce stops the converged controller (SIGTERM) and starts it again, and adds to r how

@@ -21,28 +21,30 @@ type result struct {
 	controller, config, flags string
 	sharedWith                string // the configuration whose run this is (same flags)
 	parents                   int
-	created                   time.Duration // the burst of creates
-	converge                  time.Duration // burst start to every parent done
-	settled                   time.Duration // burst start to the API server and controller quiet
-	converged                 counts        // the controller's requests, burst start to settled
-	apiserver                 counts        // the API server's own requests in that window
-	idle                      counts        // the controller's requests in the idle window
-	events                    counts        // its requests from burst start to the end of the idle window, for its events
-	idleSyncs                 float64       // its syncs in the idle window (a resync: at least parents)
-	rss, rssNow               float64       // MB: peak (VmHWM) and current, at the end of the idle window
-	cpu, cpuIdle              float64       // CPU seconds: converge window, idle window
-	rssFile, rssAnon          float64       // MB resident at the end of the idle window: the binary's file pages, anonymous
-	rssStart                  float64       // MB resident before the burst: caches synced, no parent yet (the fixed part)
-	serverCPU                 float64       // CPU seconds of kube-apiserver and etcd in the converge window
-	restarts                  []restart     // each restart over the converged parents
-	restartCPU                float64       // median of the restarts': CPU seconds of the restarted controller until re-synced
-	restartServerCPU          float64       // median of the restarts': CPU seconds of kube-apiserver and etcd from the restart until re-synced
-	restart                   time.Duration // median of the restarts': process start to every parent re-synced
-	restarted                 counts        // the restarted controller's requests until quiet, in all restarts
-	restartSyncs              float64       // the most syncs of one restart until quiet
-	changeFirst, changeAll    time.Duration // metacel: policy file rewritten to the first and to every Pod relabelled
-	changed                   counts        // its requests from the policy change until quiet
-	profile, heap             string        // pprof -top of metacel's CPU (converge) and heap (after idle)
+	created                   time.Duration  // the burst of creates
+	converge                  time.Duration  // burst start to every parent done
+	settled                   time.Duration  // burst start to the API server and controller quiet
+	converged                 counts         // the controller's requests, burst start to settled
+	apiserver                 counts         // the API server's own requests in that window
+	idle                      counts         // the controller's requests in the idle window
+	events                    counts         // its requests from burst start to the end of the idle window, for its events
+	idleSyncs                 float64        // its syncs in the idle window (a resync: at least parents)
+	rss, rssNow               float64        // MB: peak (VmHWM) and current, at the end of the idle window
+	cpu, cpuIdle              float64        // CPU seconds: converge window, idle window
+	rssFile, rssAnon          float64        // MB resident at the end of the idle window: the binary's file pages, anonymous
+	rssStart                  float64        // MB resident before the burst: caches synced, no parent yet (the fixed part)
+	serverCPU                 float64        // CPU seconds of kube-apiserver and etcd in the converge window
+	restarts                  []restart      // each restart over the converged parents
+	restartCPU                float64        // median of the restarts': CPU seconds of the restarted controller until re-synced
+	restartServerCPU          float64        // median of the restarts': CPU seconds of kube-apiserver and etcd from the restart until re-synced
+	restart                   time.Duration  // median of the restarts': process start to every parent re-synced
+	restarted                 counts         // the restarted controller's requests until quiet, in all restarts
+	restartSyncs              float64        // the most syncs of one restart until quiet
+	changeFirst, changeAll    time.Duration  // metacel: policy file rewritten to the first and to every Pod relabelled
+	changed                   counts         // its requests from the policy change until quiet
+	profile, heap             string         // pprof -top of metacel's CPU (converge) and heap (after idle)
+	serverProfile             *serverProfile // kube-apiserver's CPU from the burst on
+	restartServerProfile      *serverProfile // kube-apiserver's CPU from the first restart on
 }
 
 // restart is one restart of a controller over its converged parents.
@@ -180,6 +182,12 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	}
 	t.WriteString(pairedRatios(configs, results))
 	t.WriteString(changeTable(configs, results))
+	for _, c := range configs {
+		if hand, meta := results[handwritten+"/"+c.name], results[metacel+"/"+c.name]; len(hand) > 0 && len(meta) > 0 {
+			t.WriteString(serverProfileTable(c.name+", the converge", hand[0].serverProfile, meta[0].serverProfile, b.o.profile))
+			t.WriteString(serverProfileTable(c.name+", the first restart", hand[0].restartServerProfile, meta[0].restartServerProfile, b.o.profileRestart))
+		}
+	}
 	var notes []string
 	for _, c := range configs {
 		notes = append(notes, fmt.Sprintf("%s: %s", c.name, c.desc))
