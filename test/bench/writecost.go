@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
@@ -65,6 +67,19 @@ func writeKinds() []writeKind {
 			app = app.DeepCopy()
 			app.Object["status"] = status
 			_, err = w.cl.dynamic.Resource(myAppsGVR).Namespace(app.GetNamespace()).UpdateStatus(ctx, app, metav1.UpdateOptions{})
+			return err
+		}},
+		{"PATCH (merge) myapps/status: the same status as metacel's apply, guarded by resourceVersion", "(neither)", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
+			status, err := metacelStatus(app)
+			if err != nil {
+				return err
+			}
+			patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": app.GetResourceVersion()}, "status": status})
+			if err != nil {
+				return err
+			}
+			_, err = w.cl.dynamic.Resource(myAppsGVR).Namespace(app.GetNamespace()).Patch(ctx, app.GetName(), types.MergePatchType, patch,
+				metav1.PatchOptions{FieldManager: apply.FieldManager}, "status")
 			return err
 		}},
 		{"POST pods as protobuf: app and managed-by labels, owner reference", "hand-written", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
