@@ -41,8 +41,9 @@ vet: ## go vet every package, e2e tests included
 	$(GO) vet -tags e2e ./...
 
 .PHONY: unit
-unit: ## Unit and golden tests (no cluster; the e2e tests need the build tag e2e)
+unit: ## Unit and golden tests (no cluster; the e2e tests need the build tag e2e, and so does the bench, whose own tests need no cluster)
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags e2e ./test/bench
 
 .PHONY: e2e
 e2e: $(HELM) ## End-to-end tests against a local control plane (built once into the cache: 15 min the first time)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestASampleIsInTheFirstCategoryThatHoldsItsStack(t *testing.T) {
@@ -70,5 +71,36 @@ func TestTracesAreSortedBySampleAndSummed(t *testing.T) {
 	}
 	if math.Abs(p.seconds-0.07) > 1e-9 {
 		t.Errorf("all: %.3f s, want 0.070", p.seconds)
+	}
+}
+
+func TestTheFirstRunOfEachProfiledConfigurationIsProfiledUnderBothControllers(t *testing.T) {
+	configs := map[string]benchConfig{}
+	for _, c := range configurations("") {
+		configs[c.name] = c
+	}
+	for _, tc := range []struct {
+		name           string
+		profileConfigs string
+		ctl, config    string
+		rep            int
+		want           bool
+	}{
+		{"metacel in a listed configuration", "unthrottled,conditions", metacel, "conditions", 0, true},
+		{"the hand-written controller in a listed configuration", "unthrottled,conditions", handwritten, "unthrottled", 0, true},
+		{"only the first repetition", "unthrottled", metacel, "unthrottled", 1, false},
+		{"not an unlisted configuration", "unthrottled", metacel, "defaults", 0, false},
+		{"the hand-written run that a listed configuration shares", "defaults", handwritten, "unthrottled", 0, true},
+		{"not metacel in the configuration whose hand-written run is shared", "defaults", metacel, "unthrottled", 0, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &bench{o: options{profile: time.Second, profileConfig: tc.profileConfigs}}
+			if got := b.profiled(tc.ctl, configs[tc.config], tc.rep); got != tc.want {
+				t.Errorf("profiled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if (&bench{o: options{profileConfig: "unthrottled"}}).profiled(metacel, configs["unthrottled"], 0) {
+		t.Error("profiled without -profile")
 	}
 }
