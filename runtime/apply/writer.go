@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/csaupgrade"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/jsonenc"
 )
@@ -160,12 +161,25 @@ func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, ob
 	return w.resource(gvr, obj.GetNamespace()).Create(ctx, obj, metav1.CreateOptions{FieldManager: FieldManager})
 }
 
-// UpgradeToApply moves what metacel set when it created an object into its Apply entry (client-go's
-// csaupgrade), so that its next apply owns those fields and removes any it no longer sets. It
-// reads the object live: caches hold other managers' entries without their fields.
+// UpgradeToApply moves what metacel set when it created an object into its Apply entry, so that
+// its next apply owns those fields and removes any it no longer sets. obj is the object as cached.
+// The move is one patch that turns metacel's Update entry into its Apply entry in place, guarded
+// by obj's resourceVersion (upgradeInPlacePatch): no read. When obj is not the object as it is
+// now, or metacel has more than that one entry, it falls back to client-go's csaupgrade on the
+// object read live (caches hold other managers' entries without their fields, which its patch
+// of the whole list would need).
 func (w *Writer) UpgradeToApply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
+	if patch, ok := upgradeInPlacePatch(obj); ok {
+		_, err := w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+		if err == nil {
+			return nil
+		}
+		// the cache was behind (the resourceVersion test failed), or the patch was refused:
+		// the live object decides
+		klog.FromContext(ctx).V(4).Info("Reading the object to upgrade its managed fields", "object", klog.KObj(obj), "err", err)
+	}
 	// the patch is guarded by the resourceVersion read: an object whose status moves on (a
 	// Deployment's) is read again
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -180,6 +194,36 @@ func (w *Writer) UpgradeToApply(ctx context.Context, gvr schema.GroupVersionReso
 		_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.JSONPatchType, patch, metav1.PatchOptions{})
 		return err
 	})
+}
+
+// upgradeInPlacePatch is a JSON patch that turns metacel's one Update entry of obj's managed
+// fields (its fields as it created obj) into its Apply entry, its fields unchanged: what csaupgrade
+// makes of an object with no Apply entry of metacel's. It tests obj's resourceVersion, so that
+// the index it names is the entry's in the object as stored, and the entry's manager and
+// operation. ok is false unless metacel has exactly that one entry (not applied yet).
+func upgradeInPlacePatch(obj *unstructured.Unstructured) (patch []byte, ok bool) {
+	rv := obj.GetResourceVersion()
+	index := -1
+	for i, mf := range obj.GetManagedFields() {
+		if mf.Manager != FieldManager {
+			continue
+		}
+		if index >= 0 || mf.Operation != metav1.ManagedFieldsOperationUpdate || mf.Subresource != "" {
+			return nil, false
+		}
+		index = i
+	}
+	if index < 0 || rv == "" {
+		return nil, false
+	}
+	entry := fmt.Sprintf("/metadata/managedFields/%d", index)
+	patch, err := json.Marshal([]map[string]string{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+		{"op": "test", "path": entry + "/manager", "value": FieldManager},
+		{"op": "test", "path": entry + "/operation", "value": string(metav1.ManagedFieldsOperationUpdate)},
+		{"op": "replace", "path": entry + "/operation", "value": string(metav1.ManagedFieldsOperationApply)},
+	})
+	return patch, err == nil
 }
 
 // Get reads an object from the API server, for the rare case where the cache cannot say (an
