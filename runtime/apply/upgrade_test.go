@@ -30,7 +30,7 @@ func createdConfigMap(rv string, entries ...metav1.ManagedFieldsEntry) *unstruct
 
 func entry(manager string, op metav1.ManagedFieldsOperationType, subresource string) metav1.ManagedFieldsEntry {
 	return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Subresource: subresource, APIVersion: "v1",
-		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:data":{"f:A":{}}}`)}}
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{"f:A":{}}}`)}
 }
 
 func TestAnUpgradeInPlaceTurnsMetacelsOneUpdateEntryIntoItsApplyEntry(t *testing.T) {
