@@ -282,17 +282,15 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	r.rssStart = p0.RSS
 
 	// converge
-	var profileDone chan string
-	var serverProfileDone chan *serverProfile
+	var profileDone <-chan string
+	var serverProfileDone <-chan *serverProfile
 	if profiling {
-		serverProfileDone = make(chan *serverProfile, 1)
-		go func() { serverProfileDone <- b.serverProfile(ctx, cl, ctl, c.name, o.profile) }()
+		serverProfileDone = inBackground(func() *serverProfile { return b.serverProfile(ctx, cl, ctl, c.name, o.profile) })
 	}
 	if profiling && ctl == metacel {
-		profileDone = make(chan string, 1)
-		go func() {
-			profileDone <- b.profile(ctx, p, c.name, "cpu", fmt.Sprintf("profile?seconds=%d", int(o.profile.Seconds())))
-		}()
+		profileDone = inBackground(func() string {
+			return b.profile(ctx, p, c.name, "cpu", fmt.Sprintf("profile?seconds=%d", int(o.profile.Seconds())))
+		})
 	}
 	start, err := b.burst(ctx, s, r, p)
 	if err != nil {
@@ -336,10 +334,11 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	// restart over the converged parents, o.restarts times: one restart takes 0.1-0.3 s at 1,000
 	// parents, where a scrape's 20 ms and the machine's noise are a large part of it
 	for i := range o.restarts {
-		var restartProfileDone chan *serverProfile
+		var restartProfileDone <-chan *serverProfile
 		if profiling && i == 0 && o.profileRestart > 0 {
-			restartProfileDone = make(chan *serverProfile, 1)
-			go func() { restartProfileDone <- b.serverProfile(ctx, cl, ctl, c.name+"-restart", o.profileRestart) }()
+			restartProfileDone = inBackground(func() *serverProfile {
+				return b.serverProfile(ctx, cl, ctl, c.name+"-restart", o.profileRestart)
+			})
 		}
 		if err := b.restartOnce(ctx, cl, own, p, policy, logPath, r); err != nil {
 			return nil, err
@@ -363,6 +362,13 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 		r.serverProfile = <-serverProfileDone
 	}
 	return r, nil
+}
+
+// inBackground runs f in a goroutine; its result arrives on the channel returned.
+func inBackground[T any](f func() T) <-chan T {
+	done := make(chan T, 1)
+	go func() { done <- f() }()
+	return done
 }
 
 // profiled says whether ctl's run of c in repetition rep is profiled: the first repetition of

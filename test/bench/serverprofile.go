@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -73,7 +74,7 @@ func fetchServerProfile(ctx context.Context, cl *cluster, d time.Duration, path 
 	if err != nil {
 		return nil, fmt.Errorf("go tool pprof -traces %s: %w", path, err)
 	}
-	p, err := sortTraces(strings.NewReader(string(traces)))
+	p, err := sortTraces(bytes.NewReader(traces))
 	if err != nil {
 		return nil, err
 	}
@@ -123,12 +124,21 @@ func categoryOf(stack []string) string {
 		return slices.ContainsFunc(stack, func(frame string) bool { return strings.Contains(frame, s) })
 	}
 	for _, c := range serverCategories {
-		if !slices.ContainsFunc(c.all, func(s string) bool { return !holds(s) }) &&
-			(len(c.any) == 0 || slices.ContainsFunc(c.any, holds)) {
+		if holdsAll(c.all, holds) && (len(c.any) == 0 || slices.ContainsFunc(c.any, holds)) {
 			return c.name
 		}
 	}
 	return otherCategory
+}
+
+// holdsAll reports whether holds is true of every one of subs.
+func holdsAll(subs []string, holds func(string) bool) bool {
+	for _, s := range subs {
+		if !holds(s) {
+			return false
+		}
+	}
+	return true
 }
 
 // serverProfileTable sets the two controllers' kube-apiserver profiles of what (a configuration
