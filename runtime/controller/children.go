@@ -37,6 +37,8 @@ func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Uns
 		}
 		if got != nil {
 			w.objects = append(w.objects, got)
+		} else if obs != nil && child.Resource.Method == policy.Recreate && !c.recreateHeld(obs) {
+			w.recreating++ // deleted, or going: created once it is gone
 		}
 	}
 	return w, nil
@@ -52,6 +54,8 @@ func upToDate(child *render.Child, existing *unstructured.Unstructured) bool {
 // written is what a sync wrote of its children.
 type written struct {
 	writes, deletes int
+	// recreating counts the Recreates that wait for their old child to go
+	recreating int
 	// objects are the children created or updated, as the API server returned them
 	objects []*unstructured.Unstructured
 }
@@ -60,11 +64,11 @@ type written struct {
 // the API server refused this very object before, or metacel is in a fight over it. It returns
 // the child as the API server stored it (nil for a deletion to recreate it).
 func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if obs != nil && child.Resource.Method == policy.Recreate {
-		return c.recreateChild(ctx, parent, child, obs)
-	}
 	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
 		return nil, err
+	}
+	if obs != nil && child.Resource.Method == policy.Recreate {
+		return c.recreateChild(ctx, parent, child, obs)
 	}
 	var got *unstructured.Unstructured
 	created := false // a new object: one of its name was not there
@@ -174,12 +178,13 @@ func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Uns
 // recreate deletes a child that differs from its desired state, and reports whether it is gone
 // at once (goneAtOnce); else its deletion re-syncs the parent, which then creates it anew.
 func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
-	if obs.GetDeletionTimestamp() != nil {
-		return false, nil // already on its way out
+	if obs.GetDeletionTimestamp() != nil || c.recreateHeld(obs) {
+		return false, nil // already on its way out, or the policy is being removed
 	}
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return false, applyError("delete (to recreate)", obs, err)
 	}
+	c.fights.deletedToRecreate(parent, child, c.deps.Clock.Now())
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
 	return goneAtOnce(obs), nil

@@ -91,9 +91,14 @@ type Controller struct {
 	share share
 	// tally is the conditions of each parent's last sync, for Counts (share.go)
 	tally tally
-	// childEvents spaces the re-syncs that a parent's child events cause, per parent: a child
-	// changed by another writer after each of metacel's writes cannot make a hot loop
-	childEvents workqueue.TypedRateLimiter[string]
+	// draining is set when the policy was removed: Recreates under way (recreations) complete,
+	// no new one starts (removal.go); drainNews wakes the wait for them
+	draining    atomic.Bool
+	recreations recreations
+	drainNews   chan struct{}
+	// childEvents spaces the re-syncs that a parent's child events cause while its syncs write
+	// (echoes.go)
+	childEvents echoes
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
@@ -112,11 +117,10 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		deps:   deps,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
-		children: map[string]*resourceCache{},
-		related:  map[string]cache.SharedIndexInformer{},
-		relIndex: newRelatedIndex(),
-		// from 5 ms, doubling while each sync writes children; forgotten by one that writes none
-		childEvents: workqueue.NewTypedItemExponentialFailureRateLimiter[string](5*time.Millisecond, time.Minute),
+		children:  map[string]*resourceCache{},
+		related:   map[string]cache.SharedIndexInformer{},
+		relIndex:  newRelatedIndex(),
+		drainNews: make(chan struct{}, 1),
 	}
 	c.lastConds.m = map[string]string{}
 	c.leaving.uids = map[string]types.UID{}
@@ -403,10 +407,11 @@ func (c *Controller) enqueueObject(obj any) {
 func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// enqueue asks for a sync of a child's parents: at once for a child of the informer's first
 	// list, so that every parent is queued before the workers start (once: with the parent's own
-	// event), and spaced per parent for any later event (childEvents). Spaced, the first list's
-	// children came back after their parents' syncs and synced them again: 1,292-2,000 syncs in
-	// a restart over 1,000 converged parents.
-	enqueue := func(obj any, listed bool) {
+	// event), and for a child deleted (news, or the deletion a Recreate waits for); spaced per
+	// parent for any other event (childEvents). Spaced, the first list's children came back
+	// after their parents' syncs and synced them again: 1,292-2,000 syncs in a restart over
+	// 1,000 converged parents.
+	enqueue := func(obj any, now bool) {
 		m, err := metaOf(obj)
 		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 			return
@@ -417,26 +422,29 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			if err != nil {
 				continue
 			}
-			if listed {
+			if d := c.childEvents.delay(key); now || d == 0 {
 				c.queue.Add(key)
 			} else {
-				c.queue.AddAfter(key, c.childEvents.When(key))
+				c.queue.AddAfter(key, d)
 			}
+		}
+		if now {
+			c.wakeDrain()
 		}
 	}
 	return routeHandler(enqueue)
 }
 
-// routeHandler calls route with every object an event concerns: an update's old and new; listed
-// says whether the object is an add of the informer's first list.
-func routeHandler(route func(obj any, listed bool)) cache.ResourceEventHandler {
+// routeHandler calls route with every object an event concerns: an update's old and new; now
+// says whether the event is an add of the informer's first list or a deletion.
+func routeHandler(route func(obj any, now bool)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: route,
 		UpdateFunc: func(old, obj any) {
 			route(old, false)
 			route(obj, false)
 		},
-		DeleteFunc: func(obj any) { route(obj, false) },
+		DeleteFunc: func(obj any) { route(obj, true) },
 	}
 }
 

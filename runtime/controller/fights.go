@@ -41,6 +41,9 @@ type fights struct {
 type fight struct {
 	written string // contentHash
 	undone  []time.Time
+	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
+	// create that follows re-does nobody else's undoing
+	deleted bool
 }
 
 // allow says whether metacel may write a child again now: an error (retried with backoff) when
@@ -77,12 +80,30 @@ func (f *fights) written(parent *unstructured.Unstructured, child *render.Child,
 	k := parentKey(parent) + " " + render.Identity(child.Object)
 	h := contentHash(child.Object)
 	if st := f.byChild[k]; st != nil && st.written == h {
-		if undone {
+		if undone && !st.deleted {
 			st.undone = append(st.undone, now)
 		}
+		st.deleted = false
 		return
 	}
 	f.byChild[k] = &fight{written: h}
+}
+
+// deletedToRecreate remembers that metacel deleted a child to recreate it: only a deletion
+// metacel did not make counts as the child disappearing. When what it deletes is what it wrote
+// last (someone changed a field of a child that is never updated in place), the recreation
+// reverts drift, which counts as undone.
+func (f *fights) deletedToRecreate(parent *unstructured.Unstructured, child *render.Child, now time.Time) {
+	f.Lock()
+	defer f.Unlock()
+	st := f.byChild[parentKey(parent)+" "+render.Identity(child.Object)]
+	if st == nil {
+		return
+	}
+	if st.written == contentHash(child.Object) {
+		st.undone = append(st.undone, now)
+	}
+	st.deleted = true
 }
 
 // forgetParent drops what was remembered of a parent that is gone.

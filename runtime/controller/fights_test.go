@@ -4,7 +4,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -59,35 +58,56 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 // typedPolicy makes a Secret whose type is the parent's data.a.
 var typedPolicy = secretsPolicy(secretChild(`type: "${parent.data.a}"`))
 
-func TestChildEventsAreSpacedUntilASyncSettles(t *testing.T) {
+// A parent's child events are spaced while its syncs write (each sync that wrote doubles the
+// spacing: a fight with another writer cannot make a hot loop), however many events a write
+// causes; a sync that writes nothing settles it; a child's deletion is never spaced.
+func TestChildEventsAreSpacedWhileSyncsWrite(t *testing.T) {
 	h := newHarness(t, typedPolicy)
 	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
 	handler := h.c.childHandler()
-	for range 3 {
-		handler.OnUpdate(child, child)
+	queued := func(what string, want int) {
+		t.Helper()
+		if n := h.c.queue.Len(); n != want {
+			t.Errorf("%s: %d parents queued at once, want %d", what, n, want)
+		}
 	}
-	// each event routes the old and the new object: 6 requeues, each waiting twice as long
-	if n := h.c.childEvents.NumRequeues("ns/p"); n != 6 {
-		t.Errorf("%d spaced requeues, want 6", n)
-	}
-	if d := h.c.childEvents.When("ns/p"); d < 300*time.Millisecond {
-		t.Errorf("the next child event waits %s, want the doubled backoff (320ms)", d)
-	}
+	handler.OnUpdate(child, child)
+	queued("an event before any write", 1)
+	h.c.queue.Get()
+	h.c.queue.Done("ns/p")
+
 	var created *unstructured.Unstructured
 	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		created = a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		return true, created, nil
 	})
-	_ = h.c.sync(t.Context(), "ns/p") // creates the child: not settled
+	_ = h.c.sync(t.Context(), "ns/p") // creates the child: its events are echoes
+	for range 10 {
+		handler.OnUpdate(child, child)
+	}
+	queued("the echoes of a sync that wrote", 0)
+	if d := h.c.childEvents.delay("ns/p"); d != echoBase {
+		t.Errorf("after one sync that wrote, child events wait %s, want %s however many they are", d, echoBase)
+	}
+	h.c.childEvents.wrote("ns/p")
+	h.c.childEvents.wrote("ns/p")
+	if d := h.c.childEvents.delay("ns/p"); d != 4*echoBase {
+		t.Errorf("after three syncs in a row that wrote, child events wait %s, want %s", d, 4*echoBase)
+	}
+	handler.OnDelete(child)
+	queued("a deleted child", 1)
+	h.c.queue.Get()
+	h.c.queue.Done("ns/p")
+
 	// as the cache then sees it: created by metacel (an Update entry)
 	created.SetUID("s-1")
 	created.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationUpdate,
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type": {}}`)}})
 	h.cacheChild(t, created)
 	_ = h.c.sync(t.Context(), "ns/p") // writes nothing: settled
-	if n := h.c.childEvents.NumRequeues("ns/p"); n != 0 {
-		t.Errorf("%d spaced requeues after a sync that wrote nothing, want 0", n)
+	if d := h.c.childEvents.delay("ns/p"); d != 0 {
+		t.Errorf("after a sync that wrote nothing, child events wait %s, want none", d)
 	}
 }
 
@@ -116,7 +136,7 @@ func TestAChildMetacelCreatedIsTakenOverByItsFirstApply(t *testing.T) {
 }
 
 // A child of an informer's first list queues its parent at once, so that every parent is queued
-// before the workers start; a later child event is spaced (TestChildEventsAreSpacedUntilASyncSettles).
+// before the workers start; a later child event is spaced (TestChildEventsAreSpacedWhileSyncsWrite).
 // Spaced too, the first list's children came back after their parents' syncs and synced them
 // again: 1,292-2,000 syncs in a restart over 1,000 converged parents.
 func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
@@ -126,15 +146,81 @@ func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
 		queued int
 	}{
 		{"a child of the first list: its parent queued at once", true, 1},
-		{"a child added later: its parent queued after the spacing", false, 0},
+		{"a child added later, after a sync that wrote: its parent queued after the spacing", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, typedPolicy)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
+			h.c.childEvents.wrote("ns/p")
 			h.c.childHandler().OnAdd(child, tc.listed)
 			if n := h.c.queue.Len(); n != tc.queued {
 				t.Errorf("%d parents queued at once, want %d", n, tc.queued)
+			}
+		})
+	}
+}
+
+// recreatePolicy makes a Secret whose type is the parent's data.a, never updated in place.
+var recreatePolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets, updateStrategy: {method: Recreate}}
+` + secretChild(`type: "${parent.data.a}"`)
+
+// Only a deletion metacel did not make counts as a child disappearing: the create that follows
+// metacel's own Recreate deletion is not another writer's undoing. A child of a Recreate
+// resource that someone changes after each write is a drift fight, reported as one and backed
+// off from like an update's (before, Recreate skipped the fight check: it deleted and created
+// the child for ever, and reported its own deletions as ChildKeepsDisappearing).
+func TestARecreatedChildIsNotCountedAsDisappearing(t *testing.T) {
+	tests := []struct {
+		name        string
+		changedBy   string // who changes the child after each write; "" none (it is deleted)
+		wantDeletes int
+		wantReason  string
+	}{
+		{"someone changes a field after each recreation: a drift fight", "hpa", fightLimit, ReasonDriftConflict},
+		{"someone deletes the child after each creation", "", 0, ReasonChildKeepsDisappearing},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, recreatePolicy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy(), nil
+			})
+			h.react("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+			changed := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
+  managedFields: [
+    {manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:type": {}}},
+    {manager: hpa, operation: Update, time: "2026-11-23T12:00:00Z", fieldsType: FieldsV1, fieldsV1: {"f:type": {}}}]},
+  type: "changed"}`)
+			children := h.c.children[secretsGVR.String()].whole().GetIndexer()
+			var last error
+			for range 2 * (fightLimit + 3) {
+				last = h.c.sync(t.Context(), "ns/p") // no child: created
+				if tc.changedBy != "" {
+					if err := children.Add(changed); err != nil {
+						t.Fatal(err)
+					}
+					last = h.c.sync(t.Context(), "ns/p") // changed: deleted to be recreated
+					if err := children.Delete(changed); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if n := countOf(h.writes(), "delete secrets"); n != tc.wantDeletes {
+				t.Errorf("%d deletions to recreate, want %d", n, tc.wantDeletes)
+			}
+			var se *syncError
+			if !errors.As(last, &se) || se.reason != tc.wantReason {
+				t.Errorf("last sync: %v, want %s", last, tc.wantReason)
 			}
 		})
 	}

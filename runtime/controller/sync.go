@@ -90,11 +90,15 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		return left{}, err
 	}
 	w, err := c.applyChildren(ctx, parent, out, kids.ByID)
+	c.recreations.set(key, w.recreating > 0)
+	c.wakeDrain()
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
-		c.childEvents.Forget(key) // settled: the next child event is news, not an echo
+		c.childEvents.settle(key) // the next child event is news, not an echo
+	} else {
+		c.childEvents.wrote(key)
 	}
 	pruned, err := c.pruneChildren(ctx, parent, out, found)
 	if err != nil {
@@ -231,7 +235,8 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	c.refused.forgetParent(key)
 	c.forgetConditions(key)
 	c.fights.forgetParent(key)
-	c.childEvents.Forget(key)
+	c.childEvents.settle(key)
+	c.recreations.set(key, false)
 	return nil, nil
 }
 

@@ -57,6 +57,9 @@ type policySet struct {
 
 	mu      sync.Mutex
 	running map[string]*running // by policy name
+	// removing are the controllers of removed policies that let their Recreates under way
+	// complete before they stop (removeLocked), by policy name
+	removing map[string]*running
 }
 
 // unitState is what one unit last gave.
@@ -151,6 +154,7 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 		snapshots: map[string][]source.Unit{},
 		units:     map[string]*unitState{},
 		running:   map[string]*running{},
+		removing:  map[string]*running{},
 	}
 }
 
@@ -170,7 +174,7 @@ func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.
 	defer s.mu.Unlock()
 	for name, r := range s.running {
 		if _, ok := desired[name]; !ok {
-			s.stopLocked(name, r)
+			s.removeLocked(name, r)
 		}
 	}
 	for _, d := range sortedDesired(desired) {
@@ -434,6 +438,10 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 // parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	old := s.running[p.Name()]
+	if old == nil {
+		s.startOverRemovedLocked(p, st)
+		return
+	}
 	if s.runRolloutLocked(p, st, old, restart) {
 		return
 	}
@@ -442,6 +450,23 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		return
 	}
 	if r := s.startLocked(p, st.unit, old, nil); r != nil {
+		s.recordStableLocked(r)
+	}
+}
+
+// startOverRemovedLocked starts a policy that does not run: new, or loaded again while the
+// controller of its removal still finishes its Recreates, which then hands over to it as a
+// changed version's would (or, for a policy that rolls out, stops first).
+func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
+	removed := s.takeRemoving(p.Name())
+	if removed != nil && p.Rollout != nil {
+		s.stopRemoved(p.Name(), removed)
+		removed = nil
+	}
+	if removed == nil && s.runRolloutLocked(p, st, nil, false) {
+		return
+	}
+	if r := s.startLocked(p, st.unit, removed, nil); r != nil {
 		s.recordStableLocked(r)
 	}
 }
@@ -521,6 +546,47 @@ func (s *policySet) handOver(old *running) *running {
 	return old.takePredecessor() // nil if old synced meanwhile, and stopped it
 }
 
+// recreateGrace bounds how long a removed policy's controller lets its Recreates under way
+// complete: a Pod's default termination grace period, and a little.
+const recreateGrace = 40 * time.Second
+
+// removeLocked stops the controller of a policy that was removed, once the Recreates it has
+// under way have completed (controller.FinishRecreates): a parent whose old child was deleted
+// gets its new one, not none. It waits off the lock; a policy loaded again meanwhile takes the
+// controller over as its predecessor (startLocked).
+func (s *policySet) removeLocked(name string, r *running) {
+	delete(s.running, name)
+	s.metrics.removed(name)
+	if r.rollout != nil || !r.isSynced() {
+		s.stopRemoved(name, r)
+		return
+	}
+	s.removing[name] = r
+	go func() {
+		r.ctrl.FinishRecreates(s.ctx, recreateGrace)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.removing[name] != r {
+			return // loaded again: its successor stops it
+		}
+		delete(s.removing, name)
+		s.stopRemoved(name, r)
+	}()
+}
+
+func (s *policySet) stopRemoved(name string, r *running) {
+	r.stop()
+	klog.FromContext(s.ctx).Info("Policy stopped; its children stay", "policy", name)
+}
+
+// takeRemoving returns the controller of a removed policy of that name that still finishes its
+// Recreates, to be replaced; nil when none.
+func (s *policySet) takeRemoving(name string) *running {
+	r := s.removing[name]
+	delete(s.removing, name)
+	return r
+}
+
 func (s *policySet) stopLocked(name string, r *running) {
 	r.stop()
 	delete(s.running, name)
@@ -528,13 +594,17 @@ func (s *policySet) stopLocked(name string, r *running) {
 	klog.FromContext(s.ctx).Info("Policy stopped; its children stay", "policy", name)
 }
 
-// stopAll stops every controller, e.g. at shutdown.
+// stopAll stops every controller, e.g. at shutdown: a removed policy's too, which a restart
+// does not run again (its Recreates under way stay as they are).
 func (s *policySet) stopAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, r := range s.running {
 		s.stopLocked(name, r)
 		s.saveMemo(r.ctrl)
+	}
+	for name := range s.removing {
+		s.takeRemoving(name).stop()
 	}
 }
 
