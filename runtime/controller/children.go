@@ -88,11 +88,23 @@ func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstru
 
 // create creates a child that is not in the cache (POST: one request, no read before it). An
 // object of its name that exists already is read then: metacel's own is applied, anyone else's
-// is a conflict, never a takeover.
+// is a conflict, never a takeover. When the parent already reports a conflict (its Synced
+// condition, written by a sync before this one, or before a restart), the name is read first:
+// a conflict that is still there costs a read, not a write, each time it is retried.
 func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (got *unstructured.Unstructured, created bool, err error) {
+	if conflictReported(parent) {
+		existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
+		switch {
+		case err == nil:
+			got, err = c.takeExisting(ctx, parent, child, existing)
+			return got, false, err
+		case !apierrors.IsNotFound(err):
+			return nil, false, applyError("read", child.Object, err)
+		}
+	}
 	got, err = c.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
 	if apierrors.IsAlreadyExists(err) {
-		got, err = c.takeExisting(ctx, parent, child)
+		got, err = c.readAndTakeExisting(ctx, parent, child)
 		return got, false, err
 	}
 	if err != nil {
@@ -103,17 +115,36 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	return got, true, nil
 }
 
-// takeExisting handles a child that exists although the cache does not have it: metacel's own
-// (the cache had not seen it yet, or someone removed its labels) is written as a child in the
-// cache would be: not at all when it is up to date, else recreated or applied as its resource's
-// update method says. Anyone else's is a conflict, never taken over.
-func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
+// conflictReported reports whether the parent's Synced condition says ChildConflict.
+func conflictReported(parent *unstructured.Unstructured) bool {
+	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == render.ConditionSynced {
+			return m["reason"] == ReasonChildConflict
+		}
+	}
+	return false
+}
+
+// readAndTakeExisting reads the object whose name a create found taken, and takes it as
+// takeExisting says.
+func (c *Controller) readAndTakeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
 	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, applyError("create", child.Object, err) // gone meanwhile: the next sync creates it
 	case err != nil:
 		return nil, applyError("read", child.Object, err)
+	}
+	return c.takeExisting(ctx, parent, child, existing)
+}
+
+// takeExisting handles a child that exists although the cache does not have it: metacel's own
+// (the cache had not seen it yet, or someone removed its labels) is written as a child in the
+// cache would be: not at all when it is up to date, else recreated or applied as its resource's
+// update method says. Anyone else's is a conflict, never taken over.
+func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	switch {
 	case !childOf(existing, parent, c.Name(), child.ID):
 		return nil, &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
 			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,3 +54,40 @@ func TestChildOf(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A conflict the parent already reports (its Synced condition says ChildConflict: a sync
+// before this one, or before a restart, found the name taken) is checked again with a read, not
+// a create that the API server refuses: retried with backoff, or after a restart, it sent a POST
+// each time to learn what the parent already said. A name found free again is created.
+func TestAKnownConflictIsReadNotWritten(t *testing.T) {
+	tests := []struct {
+		name       string
+		reported   string // the parent's Synced reason
+		squatted   bool   // an object of the child's name, made by someone else, exists
+		wantWrites string
+		wantErr    bool
+	}{
+		{"no conflict reported: created without a read", "Synced", false, "create secrets", false},
+		{"no conflict reported, the name taken: the create finds it", "Synced", true, "create secrets", true},
+		{"a conflict reported, still there: read, no write", ReasonChildConflict, true, "", true},
+		{"a conflict reported, gone: created", ReasonChildConflict, false, "create secrets", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, typedPolicy)
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"},
+  status: {conditions: [{type: Synced, status: "False", reason: `+tc.reported+`}]}}`))
+			if tc.squatted {
+				h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
+  managedFields: [{manager: kubectl, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:type": {}}}]}, type: "mine"}`))
+			}
+			err := h.c.sync(t.Context(), "ns/p")
+			if got := strings.Join(h.writes(), ","); got != tc.wantWrites {
+				t.Errorf("writes %q, want %q", got, tc.wantWrites)
+			}
+			if (err != nil) != tc.wantErr || err != nil && !isConflict(err) {
+				t.Errorf("sync: %v, want a conflict: %v", err, tc.wantErr)
+			}
+		})
+	}
+}
