@@ -12,43 +12,51 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
-// applyChildren creates the missing children and brings the others in line, each by its
-// resource's update method. A child that already matches costs no write.
-// It says what it wrote: how many writes, and the children as the API server returned them.
-func (c *Controller) applyChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (written, error) {
+// write carries out a sync's steps (decide.Writes) in order: children created, applied,
+// recreated, then those no longer desired deleted or released. A child that already matches has
+// no step and costs no write. It says what it wrote: how many writes, and the children as the API
+// server returned them.
+func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructured, steps []decide.Step) (written, error) {
 	var w written
-	for i := range out.Children {
-		child := &out.Children[i]
-		obs := render.FindSame(observed[child.ID], child.Object)
-		if obs != nil && upToDate(child, obs) {
-			continue
-		}
-		w.writes++
-		if obs != nil && child.Resource.Method == policy.Recreate {
-			w.deletes++ // deleted, then created again
-		}
-		got, err := c.applyChild(ctx, parent, child, obs)
-		if err != nil {
+	for _, s := range steps {
+		if err := c.take(ctx, parent, s, &w); err != nil {
 			return w, err
-		}
-		if got != nil {
-			w.objects = append(w.objects, got)
-		} else if obs != nil && child.Resource.Method == policy.Recreate && !c.recreateHeld(obs) {
-			w.recreating++ // deleted, or going: created once it is gone
 		}
 	}
 	return w, nil
 }
 
-// upToDate reports whether an existing child needs no write: it holds what the policy renders,
-// or its resource is never updated in place (OnDelete).
-func upToDate(child *render.Child, existing *unstructured.Unstructured) bool {
-	return child.Resource.Method == policy.OnDelete ||
-		!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, existing)
+// take carries out one step of a sync, and adds what it wrote to w.
+func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured, s decide.Step, w *written) error {
+	switch s.Action {
+	case decide.Await:
+		w.recreating++ // created once it is gone, by the sync its deletion causes
+		return nil
+	case decide.Delete, decide.Release:
+		w.deletes++
+		return c.remove(ctx, parent, s)
+	case decide.Conflict:
+		return conflictError(parent, s.Child, c.Name())
+	}
+	w.writes++
+	if s.Action == decide.Recreate {
+		w.deletes++ // deleted, then created again
+	}
+	got, err := c.applyChild(ctx, parent, s.Child, s.Observed)
+	switch {
+	case err != nil:
+		return err
+	case got != nil:
+		w.objects = append(w.objects, got)
+	case s.Action == decide.Recreate && !c.recreateHeld(s.Observed):
+		w.recreating++ // deleted: created once it is gone
+	}
+	return nil
 }
 
 // written is what a sync wrote of its children.
@@ -146,15 +154,20 @@ func (c *Controller) readAndTakeExisting(ctx context.Context, parent *unstructur
 func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	switch {
 	case !childOf(existing, parent, c.Name(), child.ID):
-		return nil, &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
-			"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
-			child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), c.Name())}
-	case upToDate(child, existing):
+		return nil, conflictError(parent, child, c.Name())
+	case decide.UpToDate(child, existing):
 		return existing, nil // typically created by this parent's previous sync, not yet in the cache
 	case child.Resource.Method == policy.Recreate:
 		return c.recreateChild(ctx, parent, child, existing)
 	}
 	return c.update(ctx, child, existing)
+}
+
+// conflictError is a ChildConflict: an object someone else owns holds the child's name.
+func conflictError(parent *unstructured.Unstructured, child *render.Child, policyName string) error {
+	return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
+		"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
+		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
 }
 
 // childOf reports whether an existing object is the child of parent. metacel must have applied
@@ -250,27 +263,21 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 	return got, nil
 }
 
-// pruneChildren deletes the observed children that are no longer desired, or releases them
-// when their entry's deletionPolicy is Orphan, and says how many.
-func (c *Controller) pruneChildren(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) (pruned int, err error) {
-	desired := map[string]bool{}
-	for _, ch := range out.Children {
-		desired[render.Identity(ch.Object)] = true
+// remove deletes a child no longer desired, or releases it (decide.Release).
+func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) error {
+	res, ok := c.resourceOf(s.Observed)
+	if !ok {
+		return nil
 	}
-	for _, objs := range observed {
-		for _, obs := range objs {
-			if desired[render.Identity(obs)] || obs.GetDeletionTimestamp() != nil || !apply.AppliedBy(obs) {
-				continue // wanted, going, or a copy that only carries metacel's labels
-			}
-			pruned++
-			if err := c.prune(ctx, parent, obs); err != nil {
-				return pruned, err
-			}
-		}
+	dp := policy.DeletionDelete
+	if s.Action == decide.Release {
+		dp = policy.DeletionOrphan
 	}
-	return pruned, nil
+	return c.removeChild(ctx, parent, res.GVR, dp, s.Observed)
 }
 
+// prune deletes a child of a deleted parent that garbage collection cannot reach, or releases
+// it, as its deletion policy says.
 func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, obs *unstructured.Unstructured) error {
 	res, ok := c.resourceOf(obs)
 	if !ok {

@@ -15,8 +15,11 @@
 //
 // The sync of one parent reads as a list of steps (sync.go): read the parent from the cache,
 // read its related objects and observed children, render (the pure function shared with
-// `metacel render`), make sure of the finalizer, apply the children that differ, delete the
-// children no longer desired, and write the status only if it changed. A converged parent costs
+// `metacel render`), make sure of the finalizer, carry out what package decide says the sync
+// writes (create, apply or recreate the children that differ, delete or release those no longer
+// desired: the decision `render`, `test` and `plan` show offline), render the status again with
+// the children as the API server returned them (decide.AfterWrites), and write it only if it
+// changed. A converged parent costs
 // no write at all, and a sync whose inputs are at the resourceVersions of the last successful
 // one (a resync) not even a render: read from the caches' metadata, nothing is decoded
 // (unchanged.go). Render errors are permanent for the parent's current inputs and are not

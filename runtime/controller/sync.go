@@ -16,6 +16,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -89,7 +90,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 	if err := c.ensureFinalizer(ctx, parent, out, found); err != nil {
 		return left{}, err
 	}
-	w, err := c.applyChildren(ctx, parent, out, kids.ByID)
+	w, err := c.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
 	c.recreations.set(key, w.recreating > 0)
 	c.wakeDrain()
 	if err != nil {
@@ -100,12 +101,8 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 	} else {
 		c.childEvents.wrote(key)
 	}
-	pruned, err := c.pruneChildren(ctx, parent, out, found)
-	if err != nil {
-		return left{}, c.fail(ctx, parent, err)
-	}
-	w.deletes += pruned
-	out, sawWrites := c.statusAfterWrites(ctx, parent, out, kids.ByID, related, budget, w)
+	in.Budget = budget
+	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
 	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
 }
@@ -187,35 +184,6 @@ func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Un
 		out = append(out, objs...)
 	}
 	return out
-}
-
-// statusAfterWrites renders again (render.Rerender) with the children this sync wrote, as the
-// API server returned them, so that the status it writes already sees them (a child just created
-// exists, and may be ready): one status write where the child's own event would have caused a
-// second. It keeps the first render when nothing was written, or when the sync's budget cannot
-// pay for a second (or the second fails); sawWrites says whether the output it returns saw the
-// children written.
-func (c *Controller) statusAfterWrites(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, w written) (_ *render.Output, sawWrites bool) {
-	if len(w.objects) == 0 {
-		return out, true
-	}
-	if budget.Remaining() < expr.SyncCostBudget-budget.Remaining() {
-		return out, false
-	}
-	now := make(map[string][]*unstructured.Unstructured, len(observed))
-	for id, objs := range observed {
-		now[id] = slices.Clone(objs)
-	}
-	for _, got := range w.objects {
-		id := got.GetLabels()[render.LabelChildID]
-		now[id] = slices.DeleteFunc(now[id], func(o *unstructured.Unstructured) bool { return render.Identity(o) == render.Identity(got) })
-		now[id] = append(now[id], got)
-	}
-	again, err := render.Rerender(ctx, c.policy, render.Input{Parent: parent, Observed: now, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget}, out)
-	if err != nil {
-		return out, false
-	}
-	return again, true
 }
 
 // cachedParent returns a parent as the cache holds it (its metadata; compact.Unstructured decodes

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
@@ -36,36 +36,22 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 	return out
 }
 
-// childChanges lists what the sync of the candidate would write, as runtime/controller decides:
-// the desired children in order (created when missing; recreated when preview says so; else
-// updated when they differ, but OnDelete ones), then the observed children no longer desired,
-// and those of resources the candidate dropped, deleted or released.
+// childChanges lists what the sync of the candidate would write, as the runtime decides it
+// (package decide, through preview): its steps (created, updated, recreated; deleted or released
+// when no longer desired), then the children of resources the candidate dropped, deleted or
+// released.
 func childChanges(in Input, cand, running *preview.Result) []Change {
-	recreate := map[string]bool{}
-	for _, ch := range cand.Changes {
-		if ch.Action == preview.Recreate {
-			recreate[render.Identity(ch.Object)] = true
-		}
-	}
 	var out []Change
-	for i := range cand.Output.Children {
-		child := &cand.Output.Children[i]
-		obs := render.FindSame(cand.Observed.ByID[child.ID], child.Object)
-		before := desiredBy(running, child.Object)
-		switch {
-		case obs == nil:
-			out = append(out, created(in, child, before))
-		case recreate[render.Identity(child.Object)]:
-			out = append(out, changed(Recreate, child, before, "its resource's updateStrategy is Recreate: deleted, then created anew"))
-		case obs.GetDeletionTimestamp() != nil || child.Resource.Method != policy.InPlace:
-			// going already, never updated (OnDelete), or a Recreate child preview finds unchanged
-		case apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs):
-			out = append(out, changed(Update, child, before, "differs from the live object: applied"))
-		}
-	}
-	for _, ch := range cand.Changes {
-		if ch.Action == preview.Delete || ch.Action == preview.Release {
-			out = append(out, removed(in, ch.Object, "no longer desired"))
+	for _, st := range cand.Steps {
+		switch st.Action {
+		case decide.Create:
+			out = append(out, created(in, st.Child, desiredBy(running, st.Child.Object)))
+		case decide.Recreate:
+			out = append(out, changed(Recreate, st.Child, desiredBy(running, st.Child.Object), "its resource's updateStrategy is Recreate: deleted, then created anew"))
+		case decide.Update:
+			out = append(out, changed(Update, st.Child, desiredBy(running, st.Child.Object), st.Why))
+		case decide.Delete, decide.Release:
+			out = append(out, removed(in, st.Observed, "no longer desired"))
 		}
 	}
 	for _, f := range cand.Observed.Foreign {

@@ -9,9 +9,9 @@
 // policy's name and the parent's UID that metacel applied, of every child resource of either
 // version and of the policy's ledger entry). One sync runs the version running now (found in the
 // labelled ConfigMaps of the policy namespace), the other the candidate. What the runtime would
-// write is decided as runtime/controller decides it: a missing child is created; a child the
-// no-op check (apply.Schema.NeedsApply) finds different is updated, or recreated under the
-// Recreate strategy (preview's Changes); an OnDelete child is left alone; a child no longer
+// write is decided by package decide, as the runtime decides it: a missing child is created; a
+// child the no-op check (apply.Schema.NeedsApply) finds different is updated, or recreated under
+// the Recreate strategy (preview's Changes); an OnDelete child is left alone; a child no longer
 // desired, or of a resource the candidate dropped, is deleted or released by its deletionPolicy.
 // Changed fields are listed as the difference between what the two versions desire, so that a
 // reviewer sees the effect of the change, not the noise of the live objects.

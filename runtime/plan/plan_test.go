@@ -278,13 +278,13 @@ func TestPlan(t *testing.T) {
 			dryRuns: []string{"apply configmaps a-config"},
 		},
 		{
-			name:      "a new policy creates every child, and the status it computes",
+			name:      "a new policy creates every child, and the status it computes with them created (as the runtime's)",
 			candidate: gadget,
 			parents:   []*unstructured.Unstructured{myApp("a", "nginx")},
 			want: []string{
 				"a: create v1 ConfigMap default/a-config",
 				"a: create v1 Pod default/a-pod",
-				`a: status.conditions[type=Ready]: (absent) → {"message":"waiting for ConfigMap default/a-config, Pod default/a-pod","observedGeneration":1,"reason":"ChildrenNotReady","status":"False","type":"Ready"}`,
+				`a: status.conditions[type=Ready]: (absent) → {"message":"2 children ready","observedGeneration":1,"reason":"ChildrenReady","status":"True","type":"Ready"}`,
 				`a: status.conditions[type=Synced]: (absent) → {"message":"2 children applied","observedGeneration":1,"reason":"Synced","status":"True","type":"Synced"}`,
 				`a: status.observedGeneration: (absent) → 1`,
 				`a: status.phase: (absent) → "Pending"`,
@@ -368,9 +368,7 @@ func TestPlan(t *testing.T) {
 			}}},
 			want: []string{
 				"a: create v1 ConfigMap default/a-config",
-				`a: status.conditions[type=Ready].message: "1 child ready" → "waiting for ConfigMap default/a-config"`,
-				`a: status.conditions[type=Ready].reason: "ChildrenReady" → "ChildrenNotReady"`,
-				`a: status.conditions[type=Ready].status: "True" → "False"`,
+				`a: status.conditions[type=Ready].message: "1 child ready" → "2 children ready"`,
 				`a: status.conditions[type=Synced].message: "1 child applied" → "2 children applied"`,
 				"a: failing: dry run of create v1 ConfigMap default/a-config: ChildConflict: ConfigMap default/a-config already exists and is not managed by this MyApp…",
 			},

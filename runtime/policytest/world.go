@@ -7,9 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/preview"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -101,9 +100,10 @@ func mergePatch(dst, patch map[string]any) {
 }
 
 // advance moves the world past a sync: the parent gets the status the sync wrote; the observed
-// children become the desired ones as the runtime leaves them (an updated child keeps what the
-// policy does not set, its status say; a created or recreated one is the desired object alone; an
-// OnDelete child stays as it was; one deleted or released is gone); other objects stay.
+// children become what the sync's writes leave (decide.Written, as the status saw them: an
+// updated child keeps what the policy does not set, its status say; a created or recreated one
+// is the desired object alone; one up to date or OnDelete stays as it was; one deleted or
+// released is gone); other objects stay.
 func (w *world) advance(got *outcome) {
 	if got.res == nil {
 		return
@@ -114,38 +114,16 @@ func (w *world) advance(got *outcome) {
 	if got.err != nil || got.res.Output == nil {
 		return
 	}
-	recreated := map[string]bool{}
-	for _, ch := range got.res.Changes {
-		if ch.Action == preview.Recreate {
-			recreated[render.Identity(ch.Object)] = true
-		}
-	}
 	var next []*unstructured.Unstructured
 	for _, f := range got.res.Observed.Foreign {
 		next = append(next, f.Object.DeepCopy())
 	}
+	after := decide.ChildrenAfter(got.res.Observed.ByID, decide.Written(got.res.Steps))
 	for i := range got.res.Output.Children {
-		next = append(next, applied(&got.res.Output.Children[i], got.res.Observed, recreated))
-	}
-	w.observed = next
-}
-
-// applied is a desired child as it exists once the sync applied it.
-func applied(child *render.Child, kids *render.ObservedChildren, recreated map[string]bool) *unstructured.Unstructured {
-	id := render.Identity(child.Object)
-	var obs *unstructured.Unstructured
-	for _, o := range kids.ByID[child.ID] {
-		if render.Identity(o) == id {
-			obs = o
+		child := &got.res.Output.Children[i]
+		if obj := render.FindSame(after[child.ID], child.Object); obj != nil {
+			next = append(next, obj.DeepCopy())
 		}
 	}
-	switch {
-	case obs == nil || recreated[id]:
-		return child.Object.DeepCopy()
-	case child.Resource.Method == policy.OnDelete:
-		return obs.DeepCopy()
-	}
-	out := obs.DeepCopy()
-	mergePatch(out.Object, runtime.DeepCopyJSON(child.Object.Object))
-	return out
+	w.observed = next
 }

@@ -5,8 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/apply"
-	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -43,52 +42,35 @@ func (c Change) String() string {
 	return fmt.Sprintf("%-8s %s %s %s: %s", c.Action, c.Object.GetAPIVersion(), c.Object.GetKind(), render.NamespacedName(c.Object), c.Why)
 }
 
-// plan lists what a sync would do to the observed objects, decided as runtime/controller decides
-// (applyChildren, pruneChildren, takeExisting): conflicts first, then recreations in the order of
-// the desired children, then deletions and releases in the order given. Offline, every observed
-// child counts as applied by metacel. An observed child without metacel's desired-hash annotation
-// was written by hand, not rendered: it is taken as what the policy wants (unchanged), and a note
-// says so where the answer would be a recreation.
-func plan(c *policy.Compiled, out *render.Output, kids *render.ObservedChildren) (changes []Change, notes []string) {
-	changes = conflicts(out, kids.Foreign)
-	for i := range out.Children {
-		child := &out.Children[i]
-		obs := render.FindSame(kids.ByID[child.ID], child.Object)
-		if obs == nil || obs.GetDeletionTimestamp() != nil || child.Resource.Method != policy.Recreate ||
-			!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, obs) {
-			continue
+// changesOf lists what a sync does to the observed objects besides applying the desired children,
+// from its steps (decide.Writes, as the runtime decides them): conflicts, recreations, deletions
+// and releases, in the sync's order. Offline, every observed child counts as applied by metacel.
+// An observed child without metacel's desired-hash annotation was written by hand, not rendered:
+// it is taken as what the policy wants, and its step is dropped (what returns is the steps the
+// sync takes), with a note where the answer would be a recreation.
+func changesOf(steps []decide.Step) (taken []decide.Step, changes []Change, notes []string) {
+	for _, st := range steps {
+		handWritten := st.Observed != nil && st.Observed.GetAnnotations()[render.AnnotationDesiredHash] == ""
+		switch st.Action {
+		case decide.Update:
+			if handWritten {
+				continue
+			}
+		case decide.Recreate:
+			if handWritten {
+				notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
+					st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationDesiredHash))
+				continue
+			}
+			changes = append(changes, Change{Action: Recreate, Object: st.Observed, Why: st.Why})
+		case decide.Delete:
+			changes = append(changes, Change{Action: Delete, Object: st.Observed, Why: st.Why})
+		case decide.Release:
+			changes = append(changes, Change{Action: Release, Object: st.Observed, Why: st.Why})
+		case decide.Conflict:
+			changes = append(changes, Change{Action: Conflict, Object: st.Observed, Why: st.Why})
 		}
-		if obs.GetAnnotations()[render.AnnotationDesiredHash] == "" {
-			notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
-				obs.GetKind(), render.NamespacedName(obs), render.AnnotationDesiredHash))
-			continue
-		}
-		changes = append(changes, Change{Action: Recreate, Object: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"})
+		taken = append(taken, st)
 	}
-	for _, obs := range kids.Undesired {
-		if obs.GetDeletionTimestamp() != nil {
-			continue
-		}
-		if render.DeletionPolicyOf(obs, c) == policy.DeletionOrphan {
-			changes = append(changes, Change{Action: Release, Object: obs, Why: "no longer desired, deletionPolicy Orphan"})
-		} else {
-			changes = append(changes, Change{Action: Delete, Object: obs, Why: "no longer desired"})
-		}
-	}
-	return changes, notes
-}
-
-// conflicts are the foreign objects that hold a desired child's name: the sync cannot create it.
-func conflicts(out *render.Output, foreign []render.ForeignObject) []Change {
-	desired := map[string]bool{}
-	for i := range out.Children {
-		desired[render.Identity(out.Children[i].Object)] = true
-	}
-	var changes []Change
-	for _, f := range foreign {
-		if desired[render.Identity(f.Object)] {
-			changes = append(changes, Change{Action: Conflict, Object: f.Object, Why: f.Why})
-		}
-	}
-	return changes
+	return taken, changes, notes
 }

@@ -10,10 +10,13 @@
 //     the field and the rule, and a default of the CRD is in the parent the policy reads;
 //   - a parent without a UID gets a stable one (StableUID), and generation 1, as the API server
 //     would give it, so that children's labels and ownerReferences are never empty;
-//   - the computed status is checked against the CRD's status schema as a status write would be:
-//     a string in an integer field is an error naming the policy's status field;
-//   - the observed children the sync would delete, release or recreate, and the objects it would
-//     conflict with, are listed (Changes), decided as runtime/controller decides.
+//   - what the sync writes is decided by package decide, the runtime's own decision (Steps); the
+//     observed children it would delete, release or recreate, and the objects it would conflict
+//     with, are listed (Changes);
+//   - the status is computed as the runtime computes it, rendered again with the children as
+//     those writes leave them (decide.Written stands for the API server's answers), and checked
+//     against the CRD's status schema as a status write would be: a string in an integer field is
+//     an error naming the policy's status field.
 //
 // Everything is deterministic: no clock (conditions get no new lastTransitionTime), no
 // randomness, no network.

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -35,14 +36,18 @@ type Result struct {
 	Output *render.Output
 	// Observed are the given objects as the sync sorts them.
 	Observed *render.ObservedChildren
-	// Changes are what the sync does to observed objects besides applying the desired children.
+	// Steps are what the sync writes (decide.Writes), and Changes what it does to observed
+	// objects besides applying the desired children.
+	Steps   []decide.Step
 	Changes []Change
 	// Notes say what was assumed or left out: a UID given to the parent, objects ignored.
 	Notes []string
 }
 
 // Run admits the parent, reads its related objects, renders it with its observed children,
-// computes and checks its status, and lists the changes to observed objects. A parent the API
+// decides what the sync writes (package decide, as the runtime does), computes the status with
+// the children as those writes leave them (decide.Written: what the API server would return) and
+// checks it, and lists the changes to observed objects. A parent the API
 // server would refuse is an *InvalidError; a status the CRD cannot store is a policy.ErrorList
 // naming the policy's status field; a failed render is a *render.Error, as the parent's Synced
 // condition would report it, and the Result then holds only the parent with the status the
@@ -69,12 +74,13 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 		return failed(parent, res, err)
 	}
 	res.Output, res.Observed = out, kids
-	if res.Parent, err = withStatus(ctx, c, schema, parent, out); err != nil {
+	steps, changes, notes := changesOf(decide.Writes(out, kids, c))
+	res.Steps, res.Changes, res.Notes = steps, changes, append(res.Notes, notes...)
+	res.Notes = append(res.Notes, ignored(changes, kids.Foreign)...)
+	after, _ := decide.AfterWrites(ctx, c, rin, out, kids.ByID, decide.Written(steps))
+	if res.Parent, err = withStatus(ctx, c, schema, parent, after); err != nil {
 		return nil, err
 	}
-	changes, notes := plan(c, out, kids)
-	res.Changes, res.Notes = changes, append(res.Notes, notes...)
-	res.Notes = append(res.Notes, ignored(changes, kids.Foreign)...)
 	return res, nil
 }
 

@@ -1,0 +1,121 @@
+package decide
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// Action is what a sync does with one object.
+type Action string
+
+// The actions of a sync.
+const (
+	// Create: a desired child that does not exist is created.
+	Create Action = "create"
+	// Update: a desired child that differs is applied in place (InPlace).
+	Update Action = "update"
+	// Recreate: a desired child that differs, of a Recreate resource, is deleted, then created
+	// anew once it is gone.
+	Recreate Action = "recreate"
+	// Await: a desired child is being deleted (a Recreate under way, or someone deleted it): it
+	// is created anew once it is gone, by the sync its deletion causes.
+	Await Action = "await"
+	// Delete: a child no longer desired is deleted.
+	Delete Action = "delete"
+	// Release: a child no longer desired, with deletionPolicy Orphan, is released.
+	Release Action = "release"
+	// Conflict: an object that is not the parent's child holds a desired child's name: the sync
+	// fails with ChildConflict until it is gone.
+	Conflict Action = "conflict"
+)
+
+// Step is one action of a sync.
+type Step struct {
+	Action Action
+	// Child is the desired child (create, update, recreate, await, conflict); nil otherwise.
+	Child *render.Child
+	// Observed is the object acted on as the sync observed it; nil for a create.
+	Observed *unstructured.Unstructured
+	// Why says why, for the offline commands; for a conflict, why the object is not the parent's.
+	Why string
+}
+
+// Writes decides what a sync writes: the steps in the order the sync takes them (see the
+// package doc). kids are the observed objects as render.RenderObserved sorted them for out;
+// versions are the policy and the version it replaces (nil when none), whose entries say the
+// deletion policy of a child that does not record its own.
+func Writes(out *render.Output, kids *render.ObservedChildren, versions ...*policy.Compiled) []Step {
+	steps := conflicts(out, kids.Foreign)
+	taken := map[string]bool{}
+	for _, s := range steps {
+		taken[render.Identity(s.Observed)] = true
+	}
+	for i := range out.Children {
+		child := &out.Children[i]
+		if taken[render.Identity(child.Object)] {
+			continue
+		}
+		if s, ok := desiredStep(child, render.FindSame(kids.ByID[child.ID], child.Object)); ok {
+			steps = append(steps, s)
+		}
+	}
+	for _, obs := range kids.Undesired {
+		if s, ok := undesiredStep(obs, versions); ok {
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// desiredStep is what a sync does with a desired child observed as obs (nil: missing); false
+// when nothing.
+func desiredStep(child *render.Child, obs *unstructured.Unstructured) (Step, bool) {
+	switch {
+	case obs == nil:
+		return Step{Action: Create, Child: child, Why: "a new child"}, true
+	case UpToDate(child, obs):
+		return Step{}, false
+	case obs.GetDeletionTimestamp() != nil:
+		return Step{Action: Await, Child: child, Observed: obs, Why: "being deleted: created anew once it is gone"}, true
+	case child.Resource.Method == policy.Recreate:
+		return Step{Action: Recreate, Child: child, Observed: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"}, true
+	}
+	return Step{Action: Update, Child: child, Observed: obs, Why: "differs from the live object: applied"}, true
+}
+
+// undesiredStep is what a sync does with a child no longer desired; false when nothing (it is
+// already going).
+func undesiredStep(obs *unstructured.Unstructured, versions []*policy.Compiled) (Step, bool) {
+	if obs.GetDeletionTimestamp() != nil {
+		return Step{}, false
+	}
+	if render.DeletionPolicyOf(obs, versions...) == policy.DeletionOrphan {
+		return Step{Action: Release, Observed: obs, Why: "no longer desired, deletionPolicy Orphan"}, true
+	}
+	return Step{Action: Delete, Observed: obs, Why: "no longer desired"}, true
+}
+
+// UpToDate reports whether an existing child needs no write: it holds what the policy renders,
+// or its resource is never updated in place (OnDelete).
+func UpToDate(child *render.Child, existing *unstructured.Unstructured) bool {
+	return child.Resource.Method == policy.OnDelete ||
+		!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, existing)
+}
+
+// conflicts are the foreign objects that hold a desired child's name: the sync cannot create it.
+func conflicts(out *render.Output, foreign []render.ForeignObject) []Step {
+	desired := map[string]*render.Child{}
+	for i := range out.Children {
+		desired[render.Identity(out.Children[i].Object)] = &out.Children[i]
+	}
+	var steps []Step
+	for _, f := range foreign {
+		if child := desired[render.Identity(f.Object)]; child != nil {
+			steps = append(steps, Step{Action: Conflict, Child: child, Observed: f.Object, Why: f.Why})
+		}
+	}
+	return steps
+}

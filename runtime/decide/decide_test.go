@@ -1,0 +1,175 @@
+package decide_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/decide"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// cronPolicy makes a CronJob whose suspend is the parent's data.suspend, ready when not suspended.
+const cronPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: cron}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: batch/v1, resource: cronjobs, updateStrategy: {method: METHOD}}
+  children:
+    - id: job
+      template:
+        apiVersion: batch/v1
+        kind: CronJob
+        metadata: {name: "${parent.metadata.name}-cron"}
+        spec:
+          schedule: "0 * * * *"
+          suspend: "${parent.data.suspend == 'true'}"
+          jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}}
+      readyWhen: "!child.spec.suspend"
+`
+
+func load(t *testing.T, method string) *policy.Compiled {
+	t.Helper()
+	catalog, err := kinds.LoadCRDFiles(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	compiled, err := policy.Load("cron.yaml", []byte(strings.ReplaceAll(cronPolicy, "METHOD", method)), catalog)
+	if err != nil || len(compiled) != 1 {
+		t.Fatalf("load: %v", err)
+	}
+	return compiled[0]
+}
+
+func object(t *testing.T, text string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(text), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+const parent = `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {suspend: "true"}}`
+
+// cronJob is the parent's CronJob as a sync before this one left it (suspended or not),
+// deleting when not "".
+func cronJob(t *testing.T, c *policy.Compiled, suspend bool, deleting string) *unstructured.Unstructured {
+	t.Helper()
+	p := object(t, parent)
+	p.Object["data"] = map[string]any{"suspend": fmt.Sprint(suspend)}
+	out, err := render.Render(context.Background(), c, render.Input{Parent: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := out.Children[0].Object.DeepCopy()
+	obj.SetUID("c-1")
+	if deleting != "" {
+		obj.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
+	}
+	return obj
+}
+
+// renamed is obj under another name.
+func renamed(obj *unstructured.Unstructured, name string) *unstructured.Unstructured {
+	obj = obj.DeepCopy()
+	obj.SetName(name)
+	return obj
+}
+
+func TestWrites(t *testing.T) {
+	const deleting = "2026-11-26T00:00:00Z"
+	tests := []struct {
+		name, method string
+		observed     func(c *policy.Compiled) []*unstructured.Unstructured
+		want         string
+	}{
+		{"a missing child is created", "InPlace", nil, "create CronJob"},
+		{"a child up to date needs no write", "InPlace", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, true, "")}
+		}, ""},
+		{"a child that differs is applied", "InPlace", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, false, "")}
+		}, "update CronJob"},
+		{"a Recreate child that differs is recreated", "Recreate", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, false, "")}
+		}, "recreate CronJob"},
+		{"an OnDelete child that differs is left alone", "OnDelete", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, false, "")}
+		}, ""},
+		{"a child being deleted is awaited", "Recreate", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, false, deleting)}
+		}, "await CronJob"},
+		{"a child no longer desired is deleted", "InPlace", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, true, ""), renamed(cronJob(t, c, true, ""), "p-old")}
+		}, "delete CronJob"},
+		{"a child no longer desired and going already is left alone", "InPlace", func(c *policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{cronJob(t, c, true, ""), renamed(cronJob(t, c, true, deleting), "p-old")}
+		}, ""},
+		{"an object someone else holds the name of is a conflict", "InPlace", func(*policy.Compiled) []*unstructured.Unstructured {
+			return []*unstructured.Unstructured{object(t, `{apiVersion: batch/v1, kind: CronJob, metadata: {name: p-cron, namespace: ns, uid: x, labels: {metacel.dev/parent-uid: other}}}`)}
+		}, "conflict CronJob"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.method)
+			var objs []*unstructured.Unstructured
+			if tc.observed != nil {
+				objs = tc.observed(c)
+			}
+			out, kids, err := render.RenderObserved(context.Background(), c, render.Input{Parent: object(t, parent)}, objs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range decide.Writes(out, kids, c) {
+				kind := ""
+				if s.Observed != nil {
+					kind = s.Observed.GetKind()
+				} else {
+					kind = s.Child.Object.GetKind()
+				}
+				got = append(got, string(s.Action)+" "+kind)
+			}
+			if strings.Join(got, ",") != tc.want {
+				t.Errorf("steps %q, want %q", strings.Join(got, ","), tc.want)
+			}
+		})
+	}
+}
+
+// The status an offline sync computes is the one the runtime writes: rendered again with the
+// children as the sync's writes leave them. Before, `metacel render` and `metacel test` judged
+// readiness on the children as they were before the writes: a CronJob the sync suspends was
+// Ready=True offline and Ready=False in the cluster.
+func TestTheStatusOfflineSeesTheChildrenWritten(t *testing.T) {
+	for _, method := range []string{"InPlace", "Recreate"} {
+		t.Run(method, func(t *testing.T) {
+			c := load(t, method)
+			res, err := preview.Run(context.Background(), preview.Input{Policy: c, Parent: object(t, parent),
+				Observed: []*unstructured.Unstructured{cronJob(t, c, false, "")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var ready map[string]any
+			conds, _, _ := unstructured.NestedSlice(res.Parent.Object, "status", "conditions")
+			for _, c := range conds {
+				if m := c.(map[string]any); m["type"] == "Ready" {
+					ready = m
+				}
+			}
+			if ready["status"] != "False" {
+				t.Errorf("Ready %v, want False: the CronJob the sync writes is suspended", ready)
+			}
+		})
+	}
+}
