@@ -77,3 +77,25 @@ func TestCompareErrors(t *testing.T) {
 		t.Error("exact: a part of the error must differ")
 	}
 }
+
+func TestFirstSyncsAreTheTestsThatStartFromTheParentAlone(t *testing.T) {
+	syncs, err := FirstSyncs("../../test/policies/myapp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range syncs {
+		names = append(names, s.Name)
+		if s.Parent == nil || s.Parent.GetKind() != "MyApp" || s.Parent.GetUID() != "" {
+			t.Errorf("%s: want the parent as the test gives it (to create it): %v", s.Name, s.Parent)
+		}
+	}
+	// the test without a status expectation in its first step is left out
+	want := "myapp/a MyApp runs its Pod, and a new image replaces it,myapp/a MyApp without an image fails validation and creates nothing"
+	if got := strings.Join(names, ","); got != want {
+		t.Errorf("first syncs %q, want %q", got, want)
+	}
+	if diff := syncs[0].Expect.StatusDiff(map[string]any{"phase": "Running"}); !strings.Contains(diff, "-phase: Pending\n+phase: Running") {
+		t.Errorf("a status that differs: diff %q", diff)
+	}
+}
