@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/klog/v2"
 
@@ -38,6 +39,12 @@ func (r *recreations) set(key string, waiting bool) {
 	} else {
 		delete(r.waiting, key)
 	}
+}
+
+func (r *recreations) has(key string) bool {
+	r.Lock()
+	defer r.Unlock()
+	return r.waiting[key]
 }
 
 func (r *recreations) count() int {
@@ -124,6 +131,21 @@ func (c *Controller) wakeDrain() {
 	case c.drainNews <- struct{}{}:
 	default:
 	}
+}
+
+// syncsWhileRemoved reports whether a parent is synced by a controller whose policy was removed:
+// only to complete a Recreate under way (its last sync left one waiting, or one of its children
+// is going). Nothing else is synced: a parent created after the removal gets no child.
+func (c *Controller) syncsWhileRemoved(key string, children []metav1.Object) bool {
+	if c.recreations.has(key) {
+		return true
+	}
+	for _, m := range children {
+		if m.GetDeletionTimestamp() != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // recreateHeld reports whether a Recreate must not start: the policy is being removed, and the

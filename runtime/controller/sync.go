@@ -41,6 +41,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
+	if c.draining.Load() && !c.syncsWhileRemoved(key, children) {
+		return nil // the policy was removed: only Recreates under way complete (removal.go)
+	}
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
 		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
 			return nil // the last sync of these very inputs left nothing to do: nothing decoded

@@ -1,0 +1,67 @@
+package controller
+
+import (
+	goruntime "runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// A controller whose policy was removed finishes the Recreates under way and does nothing else:
+// a parent whose Recreate waits gets its new child once the old one is gone; a parent with no
+// Recreate under way, a new one say, gets nothing; and no new Recreate starts.
+func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
+	h := newHarness(t, recreatePolicy)
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy(), nil
+	})
+	h.react("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
+	for _, p := range []string{"waiting", "changed", "new"} {
+		h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: `+p+`, namespace: ns, uid: `+p+`-1}, data: {a: "x"}}`))
+	}
+	// a finalizer holds the old Secrets: a Recreate waits for them to go
+	old := func(p string) *unstructured.Unstructured {
+		return objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: `+p+`-copy, namespace: ns, uid: `+p+`-s, finalizers: [example.com/hold],
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: `+p+`, uid: `+p+`-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: `+p+`-1, metacel.dev/child-id: copy},
+  `+appliedByMetacel+`}, type: "old"}`)
+	}
+	children := h.c.children[secretsGVR.String()].whole().GetIndexer()
+	waiting := old("waiting")
+	if err := children.Add(waiting); err != nil {
+		t.Fatal(err)
+	}
+	if err := children.Add(old("changed")); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.sync(t.Context(), "ns/waiting"); err != nil { // deletes the old Secret: a Recreate under way
+		t.Fatal(err)
+	}
+	if err := children.Delete(waiting); err != nil { // the old one is gone
+		t.Fatal(err)
+	}
+	h.client.ClearActions()
+
+	done := make(chan struct{})
+	go func() { h.c.FinishRecreates(t.Context(), 10*time.Second); close(done) }()
+	for !h.c.draining.Load() {
+		goruntime.Gosched() // FinishRecreates marks the controller removed first
+	}
+	for _, key := range []string{"ns/new", "ns/changed", "ns/waiting"} {
+		if err := h.c.sync(t.Context(), key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("FinishRecreates did not return once the Recreate completed")
+	}
+	if got := strings.Join(h.writes(), ","); got != "create secrets" {
+		t.Errorf("writes %q, want only the create that completes the Recreate under way", got)
+	}
+}
