@@ -65,7 +65,9 @@ func TestTheSeedTestsAgreeWithTheCluster(t *testing.T) {
 func firstStatusWritten(t *testing.T, s policytest.FirstSync) (map[string]any, error) {
 	t.Helper()
 	for _, obj := range s.Related {
-		createGiven(t, obj)
+		if err := createGiven(t, obj); err != nil {
+			t.Fatalf("the API server refused %s %s: %v", obj.GetKind(), obj.GetName(), err)
+		}
 	}
 	gvr := resourceOf(t, s.Parent)
 	parents := cluster.dynamic.Resource(gvr).Namespace(s.Parent.GetNamespace())
@@ -100,7 +102,10 @@ func firstStatusWritten(t *testing.T, s policytest.FirstSync) (map[string]any, e
 func createGiven(t *testing.T, obj *unstructured.Unstructured) error {
 	t.Helper()
 	if ns := obj.GetNamespace(); ns != "" {
-		createGiven(t, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}})
+		namespace := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}}
+		if err := createGiven(t, namespace); err != nil {
+			t.Fatalf("create namespace %s: %v", ns, err)
+		}
 	}
 	gvr := resourceOf(t, obj)
 	client := cluster.dynamic.Resource(gvr).Namespace(obj.GetNamespace())
