@@ -57,7 +57,7 @@ func TestReadmeWalkThrough(t *testing.T) {
 		if err != nil {
 			t.Fatalf("render %v: %v\n%s", crdArgs, err, errOut)
 		}
-		for _, want := range []string{"name: hello-content", "index.html: <h1>Hello</h1>", "replicas: 1", "image: nginx:1.27", "bytes: 14", "waiting for ConfigMap"} {
+		for _, want := range []string{"name: hello-content", "index.html: <h1>Hello</h1>", "replicas: 1", "image: nginx:1.27", "bytes: 14", "waiting for Deployment default/hello\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("render %v output lacks %q:\n%s", crdArgs, want, out)
 			}

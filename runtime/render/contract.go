@@ -36,6 +36,7 @@ const (
 	ReasonSynced           = "Synced"
 	ReasonReady            = "ChildrenReady"
 	ReasonNotReady         = "ChildrenNotReady"
+	ReasonReadyWhenFailed  = "ReadyWhenFailed" // a child's readyWhen failed to evaluate: Ready only
 	ReasonValidationFailed = "ValidationFailed"
 	ReasonEvaluationError  = "EvaluationError"
 	ReasonInvalidChild     = "InvalidChild"

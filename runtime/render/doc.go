@@ -16,6 +16,10 @@
 // of the policy reads the children (policy.Compiled.ReadsChildren) it only judges their readiness
 // again, since the children and status wanted cannot have changed.
 //
+// A readyWhen that fails to evaluate is no failure of the render: its child is not ready, and the
+// error goes to the Ready condition (Output.ReadyWhenErrors), since a readyWhen reads what other
+// controllers write, and one child's status must not keep every child from being applied.
+//
 // Failures are typed (*Error with a Reason) so that callers can report them as the parent's
 // Synced condition; they are all permanent for the given inputs: retrying the same inputs gives
 // the same error, so a controller waits for an input to change rather than retrying.

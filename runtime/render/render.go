@@ -59,6 +59,10 @@ type Output struct {
 	Status map[string]any
 	// NotReady names the children that are not ready yet, in order.
 	NotReady []string
+	// ReadyWhenErrors holds, for each child in NotReady whose readyWhen failed to evaluate, the
+	// child and the error, in order: such a child is not ready, and the sync goes on
+	// (judgeEachChild).
+	ReadyWhenErrors []string
 }
 
 // Ready reports whether every desired child is ready.
@@ -78,7 +82,7 @@ func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) 
 		return nil, err
 	}
 	out := &Output{Children: children}
-	if out.NotReady, err = r.judgeReadiness(children); err != nil {
+	if out.NotReady, out.ReadyWhenErrors, err = r.judgeEachChild(children); err != nil {
 		return nil, err
 	}
 	if out.Status, err = r.evalStatus(); err != nil {
@@ -104,11 +108,11 @@ func Rerender(ctx context.Context, c *policy.Compiled, in Input, last *Output) (
 	for i := range children {
 		children[i].Ready = false
 	}
-	notReady, err := r.judgeReadiness(children)
+	notReady, readyWhenErrors, err := r.judgeEachChild(children)
 	if err != nil {
 		return nil, err
 	}
-	return &Output{Children: children, Status: last.Status, NotReady: notReady}, nil
+	return &Output{Children: children, Status: last.Status, NotReady: notReady, ReadyWhenErrors: readyWhenErrors}, nil
 }
 
 // run is the state of one render.

@@ -18,14 +18,55 @@ type Condition struct {
 
 // Conditions are the Synced and Ready conditions of a successful sync.
 func (o *Output) Conditions() []Condition {
-	ready := Condition{Type: ConditionReady, Status: "True", Reason: ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
-	if !o.Ready() {
-		ready = Condition{Type: ConditionReady, Status: "False", Reason: ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
-	}
 	return []Condition{
 		{Type: ConditionSynced, Status: "True", Reason: ReasonSynced, Message: fmt.Sprintf("%s applied", count(len(o.Children)))},
-		ready,
+		o.readyCondition(),
 	}
+}
+
+// readyCondition says which children are not ready and, first among the reasons, a readyWhen
+// that failed: a policy bug its author has to fix, which waiting does not.
+func (o *Output) readyCondition() Condition {
+	switch {
+	case o.Ready():
+		return Condition{Type: ConditionReady, Status: "True", Reason: ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
+	case len(o.ReadyWhenErrors) > 0:
+		msg := fmt.Sprintf("waiting for %s; readyWhen failed for %s", summarize(o.NotReady), o.ReadyWhenErrors[0])
+		if more := len(o.ReadyWhenErrors) - 1; more > 0 {
+			msg += fmt.Sprintf(" (and %d more readyWhen errors)", more)
+		}
+		return Condition{Type: ConditionReady, Status: "False", Reason: ReasonReadyWhenFailed, Message: msg}
+	default:
+		return Condition{Type: ConditionReady, Status: "False", Reason: ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
+	}
+}
+
+// judgeEachChild judges the readiness of each desired child on its own (judgeReadiness), and
+// returns the children not ready and the readyWhen errors among them. A readyWhen that fails to
+// evaluate makes its child not ready rather than failing the sync: it reads what other
+// controllers write (a child's status, absent until they write it), and a mistake there must not
+// keep the children from being applied, nor hide the other children's readiness. What stops
+// every expression alike still fails the render: the sync's cost budget spent, or its context
+// done.
+func (r *run) judgeEachChild(children []Child) (notReady, readyWhenErrors []string, err error) {
+	for i := range children {
+		names, err := r.judgeReadiness(children[i : i+1])
+		if err != nil {
+			if r.budget.Remaining() == 0 || r.ctx.Err() != nil {
+				return nil, nil, err
+			}
+			name := childName(children[i].Object)
+			names = []string{name}
+			readyWhenErrors = append(readyWhenErrors, fmt.Sprintf("%s: %v", name, err))
+		}
+		notReady = append(notReady, names...)
+	}
+	return notReady, readyWhenErrors, nil
+}
+
+// childName names a child as the Ready condition does: kind, then namespace/name.
+func childName(obj *unstructured.Unstructured) string {
+	return obj.GetKind() + " " + NamespacedName(obj)
 }
 
 // FailureConditions are the Synced and Ready conditions of a failed sync.
