@@ -3,26 +3,25 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
+
+	"metacel.dev/metacel/test/mdblocks"
 )
 
-// readmeFile extracts from the README the code block that follows the mention of a file name,
-// as the walk-through writes them: "(`website.yaml`):" then a fenced block.
+// readmeFile returns the README's code block that the walk-through names name: "(`website.yaml`):"
+// then a fenced block.
 func readmeFile(t *testing.T, readme, name string) string {
 	t.Helper()
-	re := regexp.MustCompile("(?s)\\(`" + regexp.QuoteMeta(name) + "`\\)[^`]*?```yaml\\n(.*?)```")
-	m := re.FindStringSubmatch(readme)
-	if m == nil {
-		t.Fatalf("README: no yaml block after (`%s`)", name)
+	blocks, err := mdblocks.Parse(readme)
+	if err != nil {
+		t.Fatalf("README: %v", err)
 	}
-	// the blocks are indented under a list item
-	lines := strings.Split(m[1], "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, "   ")
+	b, err := mdblocks.Named(blocks, name)
+	if err != nil {
+		t.Fatalf("README: %v", err)
 	}
-	return strings.Join(lines, "\n")
+	return b.Text
 }
 
 // TestReadmeWalkThrough runs steps 1 and 2 of the README's walk-through: its policy is the one

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -19,16 +18,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/test/mdblocks"
 )
 
 // TestTheReadmeTutorialRunsOnACluster follows the README's four steps on the local cluster with
 // the README's own files: the CRD that `metacel crd` prints for its policy, the policy in a
 // labelled ConfigMap of the policy namespace, its Website. The Website gets its ConfigMap,
-// Deployment and Service, its status, Synced and then Ready (kwok runs nginx's Pod); a new
-// version of the policy reaches its children.
+// Deployment and Service, its status, Synced and then Ready (kwok runs nginx's Pod, so the
+// Deployment's readyWhen sees it available), with no failed sync on the way (no Warning event);
+// a new version of the policy reaches its children.
 func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
-	readme := readFile(t, filepath.Join(repo, "README.md"))
-	policyText := readmeBlock(t, readme, "website.yaml")
+	blocks, err := mdblocks.Parse(readFile(t, filepath.Join(repo, "README.md")))
+	if err != nil {
+		t.Fatalf("README: %v", err)
+	}
+	policyText := readmeBlock(t, blocks, "website.yaml")
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "website.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
@@ -50,7 +54,7 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	applyConfigMap(t, cm)
 	ns := newNamespace(t, "tutorial")
 	website := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal([]byte(readmeBlock(t, readme, "my-website.yaml")), &website.Object); err != nil {
+	if err := yaml.Unmarshal([]byte(readmeBlock(t, blocks, "my-website.yaml")), &website.Object); err != nil {
 		t.Fatal(err)
 	}
 	website.SetNamespace(ns)
@@ -61,34 +65,48 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	waitFor(t, deploymentsGVR, ns, "hello", wait, nil)
 	waitFor(t, schema.GroupVersionResource{Version: "v1", Resource: "services"}, ns, "hello", wait, nil)
 	waitFor(t, websites, ns, "hello", wait, func(w *unstructured.Unstructured) error {
-		if err := hasCondition("Synced", "True", "", "")(w); err != nil {
+		if err := hasCondition("Synced", "True", "Synced", "3 children applied")(w); err != nil {
 			return err
 		}
 		if url, want := str(w, "status", "url"), "http://hello."+ns+".svc"; url != want {
 			return fmt.Errorf("status.url %q, want %q", url, want)
 		}
-		return hasCondition("Ready", "True", "", "")(w) // nginx available on a kwok node
+		// nginx available on a kwok node: the Deployment's readyWhen holds
+		return hasCondition("Ready", "True", "ChildrenReady", "3 children ready")(w)
 	})
+	noWarnings(t, ns, "hello")
 
 	// step 4: a new version of the policy
 	applyConfigMap(t, withPolicy(cm, func(p string) string {
 		return strings.Replace(p, `index.html: "${parent.spec.html}"`, `index.html: "<!-- v2 -->${parent.spec.html}"`, 1)
 	}))
 	waitFor(t, configMapsGVR, ns, "hello-content", wait, hasData("index.html", "<!-- v2 --><h1>Hello</h1>"))
+	waitFor(t, websites, ns, "hello", wait, hasCondition("Synced", "True", "Synced", "3 children applied"))
+	noWarnings(t, ns, "hello")
 }
 
-// readmeBlock extracts from the README the code block that follows the mention of a file name,
-// as the walk-through writes them: "(`website.yaml`):" then a fenced block, indented under a list
-// item.
-func readmeBlock(t *testing.T, readme, name string) string {
+// readmeBlock returns the README's code block that the tutorial names name: "(`website.yaml`):"
+// then a fenced block, indented under a list item.
+func readmeBlock(t *testing.T, blocks []mdblocks.Block, name string) string {
 	t.Helper()
-	m := regexp.MustCompile("(?s)\\(`" + regexp.QuoteMeta(name) + "`\\)[^`]*?```yaml\\n(.*?)```").FindStringSubmatch(readme)
-	if m == nil {
-		t.Fatalf("README: no yaml block after (`%s`)", name)
+	b, err := mdblocks.Named(blocks, name)
+	if err != nil {
+		t.Fatalf("README: %v", err)
 	}
-	lines := strings.Split(m[1], "\n")
-	for i, l := range lines {
-		lines[i] = strings.TrimPrefix(l, "   ")
+	return b.Text
+}
+
+// noWarnings fails the test when metacel reported a Warning Event about an object of ns: a sync
+// of it failed (a Synced=False condition is such an event too).
+func noWarnings(t *testing.T, ns, regarding string) {
+	t.Helper()
+	list, err := cluster.kube.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	return strings.Join(lines, "\n")
+	for _, e := range list.Items {
+		if e.Regarding.Name == regarding && e.Type == corev1.EventTypeWarning && e.ReportingController == "metacel" {
+			t.Errorf("Warning %s about %s %s: %s", e.Reason, e.Regarding.Kind, regarding, e.Note)
+		}
+	}
 }
