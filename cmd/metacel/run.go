@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -24,18 +25,21 @@ type runOptions struct {
 	kubeconfig      string
 	policyDirs      []string
 	policyNamespace string
-	workers         int
-	qps             float32
-	burst           int
-	metricsAddr     string
-	healthAddr      string
-	profiling       bool
-	leaderElect     bool
-	election        operator.LeaderElection
-	shards          string
-	sharding        operator.Sharding
-	logFormat       string
-	verbosity       flag.Value
+	// runtimeNamespace is the namespace metacel runs in: its records live there when no other
+	// namespace is given
+	runtimeNamespace string
+	workers          int
+	qps              float32
+	burst            int
+	metricsAddr      string
+	healthAddr       string
+	profiling        bool
+	leaderElect      bool
+	election         operator.LeaderElection
+	shards           string
+	sharding         operator.Sharding
+	logFormat        string
+	verbosity        flag.Value
 }
 
 func newRunCommand() *cobra.Command {
@@ -58,6 +62,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringArrayVar(&o.policyDirs, "policy-dir", nil, "policy file or directory, e.g. a mounted ConfigMap (repeatable)")
 	f.StringVar(&o.policyNamespace, "policy-namespace", defaultNamespace(), `namespace whose ConfigMaps labelled metacel.dev/policy=true hold policies ("" for none)`)
+	f.StringVar(&o.runtimeNamespace, "runtime-namespace", ownNamespace(os.Getenv), "namespace metacel runs in, which keeps its records (the ledger of each policy's child resources, rollout records, memos) when --policy-namespace is \"\" and there is no --leader-election-namespace (default: $POD_NAMESPACE, else the service account's namespace)")
 	f.IntVar(&o.workers, "workers", 8, "concurrent syncs per policy")
 	f.Float32Var(&o.qps, "kube-api-qps", -1, "client-side limit of queries per second to the API server; -1: none, the API server's priority and fairness decides")
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server, with a --kube-api-qps limit")
@@ -67,7 +72,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
 	def := operator.DefaultLeaderElection("")
 	f.StringVar(&o.election.ID, "leader-election-id", def.ID, "name of the leader election Lease")
-	f.StringVar(&o.election.Namespace, "leader-election-namespace", "", "namespace of the Lease (default: --policy-namespace)")
+	f.StringVar(&o.election.Namespace, "leader-election-namespace", "", "namespace of the Lease (default: --policy-namespace, else --runtime-namespace)")
 	f.DurationVar(&o.election.LeaseDuration, "leader-election-lease-duration", def.LeaseDuration, "how long a standby waits before taking over a Lease that is not renewed")
 	f.DurationVar(&o.election.RenewDeadline, "leader-election-renew-deadline", def.RenewDeadline, "how long the leader tries to renew before it gives up leading")
 	f.DurationVar(&o.election.RetryPeriod, "leader-election-retry-period", def.RetryPeriod, "how often replicas try to acquire or renew the Lease")
@@ -89,8 +94,10 @@ func (o *runOptions) run(ctx context.Context) error {
 	switch {
 	case len(o.policyDirs) == 0 && o.policyNamespace == "":
 		return errors.New("no policy source: give --policy-dir or --policy-namespace")
-	case o.leaderElect && o.election.Namespace == "" && o.policyNamespace == "":
-		return errors.New("--leader-elect needs --leader-election-namespace (or --policy-namespace)")
+	case o.leaderElect && o.election.Namespace == "" && o.policyNamespace == "" && o.runtimeNamespace == "":
+		return errors.New("--leader-elect needs --leader-election-namespace (or --policy-namespace, or --runtime-namespace)")
+	case o.policyNamespace == "" && o.election.Namespace == "" && o.runtimeNamespace == "":
+		return errNoRuntimeNamespace
 	case o.logFormat != "text" && o.logFormat != "json":
 		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
 	case o.workers < 1:
@@ -122,6 +129,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		Config:          cfg,
 		PolicyDirs:      o.policyDirs,
 		PolicyNamespace: o.policyNamespace,
+		Namespace:       o.runtimeNamespace,
 		Workers:         o.workers,
 		MetricsAddr:     o.metricsAddr,
 		HealthAddr:      o.healthAddr,
@@ -129,7 +137,7 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {
-			o.election.Namespace = o.policyNamespace
+			o.election.Namespace = cmp.Or(o.policyNamespace, o.runtimeNamespace)
 		}
 		opts.LeaderElection = &o.election
 	}
@@ -140,16 +148,31 @@ func (o *runOptions) run(ctx context.Context) error {
 	return operator.Run(ctx, opts)
 }
 
-// defaultNamespace is the namespace metacel runs in (from the downward API or its service
-// account), or metacel-system.
+// errNoRuntimeNamespace refuses a run that would have nowhere to keep its records: a child
+// resource dropped from a policy while it is down would keep its children for ever.
+var errNoRuntimeNamespace = errors.New(`with --policy-namespace "" metacel needs a namespace to keep its records in ` +
+	"(the ledger of the child resources each policy has had: without it, the children of a child resource dropped " +
+	"from a policy while metacel is down stay for ever): give --runtime-namespace, or set POD_NAMESPACE " +
+	"(in a Pod, from the downward API: valueFrom.fieldRef.fieldPath: metadata.namespace)")
+
+// defaultNamespace is the namespace metacel runs in (ownNamespace), or metacel-system.
 func defaultNamespace() string {
-	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+	return cmp.Or(ownNamespace(os.Getenv), "metacel-system")
+}
+
+// serviceAccountNamespace is where a Pod finds the namespace of its service account.
+var serviceAccountNamespace = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
+
+// ownNamespace is the namespace metacel runs in, from the downward API ($POD_NAMESPACE) or its
+// service account; "" outside a Pod without POD_NAMESPACE.
+func ownNamespace(getenv func(string) string) string {
+	if ns := getenv("POD_NAMESPACE"); ns != "" {
 		return ns
 	}
-	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+	if b, err := os.ReadFile(serviceAccountNamespace); err == nil {
 		return strings.TrimSpace(string(b))
 	}
-	return "metacel-system"
+	return ""
 }
 
 // logger returns the logger of --log-format; json also becomes klog's, for client-go's logs.

@@ -8,8 +8,10 @@
 // are gone, so a crash at any point leaves work to finish, never work forgotten.
 //
 // Each policy's entry is a coordination.k8s.io Lease named metacel-policy-<policy> in the
-// runtime's namespace (the policy namespace): the runtime may already read and write Leases
-// there (leader election), and a Lease is never mistaken for a policy. Its annotation
-// metacel.dev/child-resources lists the resources as group/version/resource. Without a namespace
-// (policies from files only) the ledger is off and a restart forgets, as documented.
+// namespace of the runtime's records: the policy namespace, else the leader election Lease's,
+// else the runtime's own (package operator; a runtime with none of them refuses to start, for a
+// ledger that is off forgets). The runtime may already read and write Leases there (leader
+// election), and a Lease is never mistaken for a policy. Its annotation
+// metacel.dev/child-resources lists the resources as group/version/resource. A Ledger made
+// without a namespace is off (nil): it records nothing and knows nothing.
 package ledger

@@ -44,6 +44,10 @@ type Options struct {
 	// PolicyNamespace is the namespace whose ConfigMaps labelled metacel.dev/policy=true hold
 	// policies; "" reads no ConfigMap.
 	PolicyNamespace string
+	// Namespace is the runtime's own namespace (a Pod's, from the downward API). Its records (the
+	// policies' ledger, rollout records and memos) live in the policy namespace, else in the
+	// leader election Lease's, else here; Run refuses to start with none of the three.
+	Namespace string
 	// Workers per policy.
 	Workers int
 	// MetricsAddr and HealthAddr are listen addresses; "" or "0" serves nothing.
@@ -71,6 +75,9 @@ type Options struct {
 // loses its Lease).
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
+	if recordsNamespace(o) == "" {
+		return ErrNoNamespace
+	}
 	// With leader election, the clients write through a fence that refuses writes once this
 	// replica's Lease may have expired by its own clock; the elector's Lease client does not.
 	cfg, fence := o.Config, (*writeFence)(nil)
@@ -148,7 +155,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}, func() float64 { return float64(pool.Len()) }))
 	deps := controller.Deps{
 		Pool:     pool,
-		Ledger:   ledger.New(r.clients.kube, ledgerNamespace(o)),
+		Ledger:   ledger.New(r.clients.kube, recordsNamespace(o)),
 		Writer:   apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{}),
 		Mapper:   mapper,
 		Recorder: r.recorder,
@@ -157,8 +164,8 @@ func (r *reconciler) run(ctx context.Context) error {
 		OnSync:   o.OnSync,
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
-	set.records = rollout.NewStore(r.clients.kube, ledgerNamespace(o))
-	set.memos = memo.NewStore(r.clients.kube, ledgerNamespace(o))
+	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
+	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
 		if err := startSharding(ctx, *o.Sharding, r.clients, set, r.reg); err != nil {
 			return err
@@ -202,14 +209,27 @@ func (r *reconciler) run(ctx context.Context) error {
 // statusInterval is how often the policies' status is gathered for their ConfigMaps.
 const statusInterval = time.Second
 
-// ledgerNamespace is where policies' ledger entries live: the policy namespace, else the leader
-// election Lease's; "" (policies from files only) turns the ledger off.
-func ledgerNamespace(o Options) string {
-	if o.PolicyNamespace == "" && o.LeaderElection != nil {
+// recordsNamespace is where the runtime keeps what must outlive it (the policies' ledger entries,
+// rollout records, memos): the policy namespace, else the leader election Lease's, else the
+// runtime's own. The first two come first so that an upgrade finds the records where earlier
+// versions kept them.
+func recordsNamespace(o Options) string {
+	switch {
+	case o.PolicyNamespace != "":
+		return o.PolicyNamespace
+	case o.LeaderElection != nil && o.LeaderElection.Namespace != "":
 		return o.LeaderElection.Namespace
 	}
-	return o.PolicyNamespace
+	return o.Namespace
 }
+
+// ErrNoNamespace is Run's error when the runtime has no namespace to keep its records in: without
+// the ledger, a child resource dropped from a policy while the runtime is down would keep its
+// children for ever.
+var ErrNoNamespace = errors.New("no namespace to keep the runtime's records in (the ledger of the child resources each policy has had, " +
+	"without which the children of a child resource dropped from a policy while the runtime is down stay for ever): " +
+	"give the runtime's own namespace (metacel run: --runtime-namespace, or the POD_NAMESPACE environment variable " +
+	"set from the downward API's metadata.namespace), or a policy namespace")
 
 // whenSynced calls done once every running controller has synced its caches.
 func whenSynced(ctx context.Context, set *policySet, done func()) {

@@ -107,6 +107,11 @@ func startRuntimeAs(t testing.TB, user string, o operator.Options) *metacel {
 func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, ready <-chan struct{}, done <-chan error) {
 	t.Helper()
 	rt = &metacel{registry: prometheus.NewRegistry()}
+	if o.PolicyNamespace == "" && o.Namespace == "" && o.LeaderElection == nil {
+		// the runtime's own namespace, as POD_NAMESPACE gives it in a Pod: its records there are
+		// this runtime's, never another test's
+		o.Namespace = newNamespace(t, "metacel")
+	}
 	cfg := rest.CopyConfig(cluster.config)
 	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
 	cfg.Impersonate.UserName = user

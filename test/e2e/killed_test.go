@@ -130,8 +130,10 @@ func exists(*unstructured.Unstructured) error { return nil }
 
 // process is a metacel process that a test can kill; it is stopped when the test ends.
 type process struct {
-	t      *testing.T
-	args   []string
+	t    *testing.T
+	args []string
+	// env is added to the test's environment (KEY=value)
+	env    []string
 	cmd    *exec.Cmd
 	log    string
 	exited chan struct{}
@@ -139,13 +141,22 @@ type process struct {
 
 func startProcess(t *testing.T, bin string, args ...string) *process {
 	t.Helper()
+	return startProcessWithEnv(t, bin, nil, args...)
+}
+
+// startProcessWithEnv starts the process with env (KEY=value) added to the test's environment.
+func startProcessWithEnv(t *testing.T, bin string, env []string, args ...string) *process {
+	t.Helper()
 	log, err := os.CreateTemp(t.TempDir(), "metacel-*.log")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = log.Close() }()
-	p := &process{t: t, args: args, cmd: exec.Command(bin, args...), log: log.Name(), exited: make(chan struct{})}
+	p := &process{t: t, args: args, env: env, cmd: exec.Command(bin, args...), log: log.Name(), exited: make(chan struct{})}
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if len(env) > 0 {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
