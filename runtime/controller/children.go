@@ -47,13 +47,13 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 	if s.Action == decide.Recreate {
 		w.deletes++ // deleted, then created again
 	}
-	got, err := c.applyChild(ctx, parent, s.Child, s.Observed)
+	got, waiting, err := c.applyChild(ctx, parent, s.Child, s.Observed)
 	switch {
 	case err != nil:
 		return err
 	case got != nil:
 		w.objects = append(w.objects, got)
-	case s.Action == decide.Recreate && !c.recreateHeld(s.Observed):
+	case waiting:
 		w.recreating++ // deleted: created once it is gone
 	}
 	return nil
@@ -70,14 +70,21 @@ type written struct {
 
 // applyChild writes one child that is missing or differs: recreated, created or updated, unless
 // the API server refused this very object before, or metacel is in a fight over it. It returns
-// the child as the API server stored it (nil for a deletion to recreate it).
-func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// the child as the API server stored it, or, for a recreation whose old child is still going,
+// nil and waiting.
+func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
 	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if obs != nil && child.Resource.Method == policy.Recreate {
 		return c.recreateChild(ctx, parent, child, obs)
 	}
+	got, err = c.createOrUpdate(ctx, parent, child, obs)
+	return got, false, err
+}
+
+// createOrUpdate creates a missing child, or applies one that differs.
+func (c *Controller) createOrUpdate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	var got *unstructured.Unstructured
 	created := false // a new object: one of its name was not there
 	err := c.writeUnlessRefused(parent, child, func() (err error) {
@@ -158,7 +165,8 @@ func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unst
 	case decide.UpToDate(child, existing):
 		return existing, nil // typically created by this parent's previous sync, not yet in the cache
 	case child.Resource.Method == policy.Recreate:
-		return c.recreateChild(ctx, parent, child, existing)
+		got, _, err := c.recreateChild(ctx, parent, child, existing)
+		return got, err
 	}
 	return c.update(ctx, child, existing)
 }
@@ -211,27 +219,51 @@ func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstr
 }
 
 // recreateChild deletes a child that differs from its desired state and, when it is gone at once,
-// creates it anew in the same sync; it returns the new child (nil while the old one goes).
-func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
-		return nil, err
+// creates it anew in the same sync; it returns the new child, or waiting when the old one is
+// still going (deleted now, or before): the sync its deletion causes creates the new one.
+func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
+	switch r, err := c.recreate(ctx, parent, child, obs); {
+	case err != nil:
+		return nil, false, err
+	case r == recreateGoing:
+		return nil, true, nil
+	case r == recreateHeld:
+		return nil, false, nil
 	}
-	return c.createRecreated(ctx, parent, child)
+	got, err = c.createRecreated(ctx, parent, child)
+	return got, got == nil && err == nil, err
 }
 
-// recreate deletes a child that differs from its desired state, and reports whether it is gone
-// at once (goneAtOnce); else its deletion re-syncs the parent, which then creates it anew.
-func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
-	if obs.GetDeletionTimestamp() != nil || c.recreateHeld(obs) {
-		return false, nil // already on its way out, or the policy is being removed
+// A recreation's deletion: held (the policy is being removed: the old child stays), going (the
+// old child lingers: a finalizer, a Pod's grace period on its node), or gone at once.
+type recreation int
+
+const (
+	recreateHeld recreation = iota
+	recreateGoing
+	recreateGone
+)
+
+// recreate deletes a child that differs from its desired state, and says what became of it:
+// gone at once (goneAtOnce), or going, when its deletion re-syncs the parent, which then creates
+// it anew; held when the policy is being removed (removal.go).
+func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (recreation, error) {
+	switch {
+	case obs.GetDeletionTimestamp() != nil:
+		return recreateGoing, nil // already on its way out
+	case c.holdsRecreate(parent, obs):
+		return recreateHeld, nil
 	}
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
-		return false, applyError("delete (to recreate)", obs, err)
+		return recreateHeld, applyError("delete (to recreate)", obs, err)
 	}
 	c.fights.deletedToRecreate(parent, child, c.deps.Clock.Now())
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
-	return goneAtOnce(obs), nil
+	if goneAtOnce(obs) {
+		return recreateGone, nil
+	}
+	return recreateGoing, nil
 }
 
 // goneAtOnce reports whether the API server removes an object as soon as it is deleted: nothing

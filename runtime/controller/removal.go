@@ -148,8 +148,9 @@ func (c *Controller) syncsWhileRemoved(key string, children []metav1.Object) boo
 	return false
 }
 
-// recreateHeld reports whether a Recreate must not start: the policy is being removed, and the
-// child it would delete stays as it is.
-func (c *Controller) recreateHeld(obs *unstructured.Unstructured) bool {
-	return c.draining.Load() && obs.GetDeletionTimestamp() == nil
+// holdsRecreate reports whether a Recreate must not start: the policy is being removed, and the
+// child it would delete stays as it is. One the parent's last sync started is under way, though
+// the cache may not show its child going yet: its deletion is sent again (it is the same).
+func (c *Controller) holdsRecreate(parent, obs *unstructured.Unstructured) bool {
+	return c.draining.Load() && obs.GetDeletionTimestamp() == nil && !c.recreations.has(parentKey(parent))
 }

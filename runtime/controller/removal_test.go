@@ -41,9 +41,6 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
 	if err := h.c.sync(t.Context(), "ns/waiting"); err != nil { // deletes the old Secret: a Recreate under way
 		t.Fatal(err)
 	}
-	if err := children.Delete(waiting); err != nil { // the old one is gone
-		t.Fatal(err)
-	}
 	h.client.ClearActions()
 
 	done := make(chan struct{})
@@ -51,17 +48,25 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
 	for !h.c.draining.Load() {
 		goruntime.Gosched() // FinishRecreates marks the controller removed first
 	}
+	// a sync before the cache shows the old Secret going sends its deletion again, and keeps
+	// waiting; one once it is gone creates the new Secret
 	for _, key := range []string{"ns/new", "ns/changed", "ns/waiting"} {
 		if err := h.c.sync(t.Context(), key); err != nil {
 			t.Fatal(err)
 		}
+	}
+	if err := children.Delete(waiting); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.sync(t.Context(), "ns/waiting"); err != nil {
+		t.Fatal(err)
 	}
 	select {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("FinishRecreates did not return once the Recreate completed")
 	}
-	if got := strings.Join(h.writes(), ","); got != "create secrets" {
-		t.Errorf("writes %q, want only the create that completes the Recreate under way", got)
+	if got := strings.Join(h.writes(), ","); got != "delete secrets,create secrets" {
+		t.Errorf("writes %q, want only the Recreate under way: its deletion again, then the create", got)
 	}
 }

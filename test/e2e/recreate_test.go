@@ -25,7 +25,7 @@ import (
 func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 	policyNS := newNamespace(t, "policies")
 	gens := &generations{}
-	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set})
+	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set})
 	cm := policyConfigMap(t, "myapp", policyNS)
 	applyConfigMap(t, cm)
 	gens.waitFor(t, "myapp", 1)
@@ -42,9 +42,13 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 
 	for i, v := range []string{"v2", "v3", "v4"} {
 		t.Run("reload "+v+" replaces every bound Pod", func(t *testing.T) {
+			creates := rt.writesTo("/api/v1/namespaces/" + ns + "/pods")
 			applyConfigMap(t, withPolicy(cm, podLabelled(v)))
 			gens.waitFor(t, "myapp", 2+i)
 			eventually(t, 30*time.Second, "every Pod at "+v, boundPodsAt(t, ns, parents, v))
+			if n := rt.writesTo("/api/v1/namespaces/"+ns+"/pods") - creates; n != parents {
+				t.Errorf("%d Pod creates for %d Pods replaced, want one each: a Recreate creates once its old Pod is gone", n, parents)
+			}
 			if seen := keeps.seen(); len(seen) > 0 {
 				t.Errorf("metacel's own Recreate was reported as ChildKeepsDisappearing on %d parents: %v", len(seen), seen)
 			}
