@@ -8,16 +8,20 @@ import (
 
 // TestRunFile runs the engine's own test files, which must pass.
 func TestRunFile(t *testing.T) {
-	reports, err := RunFile(t.Context(), filepath.Join("testdata", "gadget.yaml"), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(reports) == 0 {
-		t.Fatal("no test ran")
-	}
-	for _, r := range reports {
-		if !r.Passed {
-			t.Errorf("%s failed:\n%s", r.Name, strings.Join(r.Messages, "\n"))
-		}
+	for _, file := range []string{"gadget.yaml", "secret.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			reports, err := RunFile(t.Context(), filepath.Join("testdata", file), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(reports) == 0 {
+				t.Fatal("no test ran")
+			}
+			for _, r := range reports {
+				if !r.Passed {
+					t.Errorf("%s failed:\n%s", r.Name, strings.Join(r.Messages, "\n"))
+				}
+			}
+		})
 	}
 }

@@ -103,7 +103,7 @@ func (r *run) evalObjects(ch *policy.CompiledChild, act expr.Activation) ([]any,
 }
 
 // finish checks one evaluated object and completes it as a child: kind allowed, namespace
-// defaulted and checked, labels and ownerReference added.
+// defaulted and checked, labels and ownerReference added, a built-in kind in its stored form.
 func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -135,6 +135,7 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	// delete it with the parent, so the parent's finalizer releases it instead
 	owned = owned && ch.DeletionPolicy != policy.DeletionOrphan
 	r.mark(ch, obj, owned)
+	storedForm(obj.Object, gvk.GroupKind())
 	if err := r.checkSchema(ch, obj, res); err != nil {
 		return Child{}, err
 	}

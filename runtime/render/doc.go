@@ -5,9 +5,10 @@
 //
 // A render runs as narrated steps: check the validations, evaluate the variables, build each
 // child (includeWhen, forEach, template or expression), finish it (namespace, labels,
-// ownerReference, allowlist, and the schema of its kind: an object the API server would reject
-// is InvalidChild, and no request is made), judge readiness (readyWhen against the observed
-// child) and compute the status fields. All expressions of one sync, Related's and the render's, spend from one cost
+// ownerReference, allowlist; a built-in kind as the API server stores it, a Secret's stringData
+// as data, so that it compares with what the cluster holds; and the schema of its kind: an
+// object the API server would reject is InvalidChild, and no request is made), judge readiness
+// (readyWhen against the observed child) and compute the status fields. All expressions of one sync, Related's and the render's, spend from one cost
 // budget: the caller makes it (expr.NewBudget) and passes it to Related and, in Input.Budget, to
 // Render.
 //
