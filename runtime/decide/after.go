@@ -2,10 +2,11 @@ package decide
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
@@ -23,10 +24,30 @@ func Written(steps []Step) []*unstructured.Unstructured {
 		case Create, Recreate:
 			out = append(out, s.Child.Object.DeepCopy())
 		case Update:
-			obj := s.Observed.DeepCopy()
-			mergePatch(obj.Object, runtime.DeepCopyJSON(s.Child.Object.Object))
-			out = append(out, obj)
+			out = append(out, applied(s.Observed, s.Child.Object))
 		}
+	}
+	return out
+}
+
+// applied is observed with desired's fields merged in (a JSON merge patch); observed itself when
+// they cannot be merged.
+func applied(observed, desired *unstructured.Unstructured) *unstructured.Unstructured {
+	base, err := json.Marshal(observed.Object)
+	if err != nil {
+		return observed.DeepCopy()
+	}
+	patch, err := json.Marshal(desired.Object)
+	if err != nil {
+		return observed.DeepCopy()
+	}
+	merged, err := jsonpatch.MergePatch(base, patch)
+	if err != nil {
+		return observed.DeepCopy()
+	}
+	out := &unstructured.Unstructured{}
+	if err := out.UnmarshalJSON(merged); err != nil {
+		return observed.DeepCopy()
 	}
 	return out
 }
@@ -65,24 +86,4 @@ func AfterWrites(ctx context.Context, c *policy.Compiled, in render.Input, out *
 		return out, false
 	}
 	return again, true
-}
-
-// mergePatch applies a JSON merge patch (RFC 7386) to dst in place: maps merge, null removes a
-// field, anything else replaces it.
-func mergePatch(dst, patch map[string]any) {
-	for k, v := range patch {
-		switch pv := v.(type) {
-		case nil:
-			delete(dst, k)
-		case map[string]any:
-			sub, ok := dst[k].(map[string]any)
-			if !ok {
-				sub = map[string]any{}
-				dst[k] = sub
-			}
-			mergePatch(sub, pv)
-		default:
-			dst[k] = v
-		}
-	}
 }
