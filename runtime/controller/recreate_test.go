@@ -15,14 +15,6 @@ import (
 // pass, not two); one that something holds (a finalizer, a Pod's grace period on its node) is
 // created by the sync its deletion causes.
 func TestARecreatedChildGoneAtOnceIsCreatedInTheSameSync(t *testing.T) {
-	policy := `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets, updateStrategy: {method: Recreate}}
-` + secretChild(`type: "${parent.data.a}"`)
 	tests := []struct {
 		name       string
 		finalizers string
@@ -33,7 +25,7 @@ spec:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, policy)
+			h := newHarness(t, recreatePolicy)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
 			old := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "3", finalizers: `+tt.finalizers+`,
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true, blockOwnerDeletion: true}],
