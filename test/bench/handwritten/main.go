@@ -16,6 +16,14 @@
 // protobuf).
 // With --conditions its status also carries what metacel's contract puts in every parent's status,
 // observedGeneration and the Synced and Ready conditions, still in one PUT (-configs conditions).
+//
+// --pod-labels is the benchmark's policy change: a file of labels every Pod carries beside its
+// own, read at start and again on SIGHUP. A Pod without them is replaced as metacel's Recreate
+// replaces a child whose spec cannot change in place: deleted (its UID as precondition), and
+// created anew when the Pod informer reports it gone. A Pod being deleted is waited for, not
+// written: on a node its deletion is graceful, and it lingers with a deletionTimestamp until the
+// node lets it go. Labels could be patched in place; a Pod's spec could not, and the change stands
+// for one.
 package main
 
 import (
@@ -23,6 +31,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -52,6 +61,7 @@ import (
 	"k8s.io/client-go/util/flowcontrol"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 )
 
 var myApps = schema.GroupVersionResource{Group: "demo.rtfm.co.ua", Version: "v1", Resource: "myapps"}
@@ -73,6 +83,7 @@ func main() {
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of the MyApp informer (0: none)")
 	flag.StringVar(&o.metricsAddr, "metrics-bind-address", "127.0.0.1:8080", "address of /metrics and /readyz")
 	podsAsJSON := flag.Bool("pods-as-json", false, "send and watch Pods as JSON instead of protobuf (client-go's default for a typed client)")
+	flag.StringVar(&o.podLabels, "pod-labels", "", "a file holding a YAML map of labels every Pod carries beside its own, read at start and again on SIGHUP; a Pod without them is deleted and created anew once it is gone")
 	flag.BoolVar(&o.conditions, "conditions", false, "write status.observedGeneration and the Synced and Ready conditions beside status.podName, as metacel's contract does (in the same one PUT)")
 	klog.InitFlags(nil)
 	flag.Parse()
@@ -98,6 +109,7 @@ type options struct {
 	resync                             time.Duration
 	contentType                        string // of the Pods: "" is client-go's default, protobuf
 	conditions                         bool   // --conditions
+	podLabels                          string // --pod-labels
 }
 
 type controller struct {
@@ -109,9 +121,15 @@ type controller struct {
 	syncs   *prometheus.CounterVec
 	// conditions: the status carries observedGeneration and the Synced and Ready conditions too
 	conditions bool
+	// labels every Pod carries beside its own (--pod-labels), replaced on SIGHUP
+	labels atomic.Pointer[map[string]string]
 }
 
 func run(ctx context.Context, o options) error {
+	// before anything else: SIGHUP's default action ends the process
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := clientcmd.BuildConfigFromFlags("", o.kubeconfig)
 	if err != nil {
 		return err
@@ -144,6 +162,9 @@ func run(ctx context.Context, o options) error {
 			Name: "controller_runtime_reconcile_total", Help: "Syncs by result.",
 		}, []string{"controller", "result"}),
 		conditions: o.conditions,
+	}
+	if err := c.readPodLabels(o.podLabels); err != nil {
+		return err
 	}
 	defer c.queue.ShutDown()
 	if _, err := c.apps.AddEventHandler(cache.ResourceEventHandlerFuncs{
@@ -192,12 +213,49 @@ func run(ctx context.Context, o options) error {
 	for range o.workers {
 		wg.Go(func() { wait.UntilWithContext(ctx, c.worker, time.Second) })
 	}
+	wg.Go(func() { c.reloadOnHangUp(ctx, hup, o.podLabels) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
 	appFactory.Shutdown()
 	podFactory.Shutdown()
 	return nil
+}
+
+// readPodLabels reads the labels of --pod-labels (none without the flag).
+func (c *controller) readPodLabels(path string) error {
+	labels := map[string]string{}
+	if path != "" {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := yaml.UnmarshalStrict(raw, &labels); err != nil {
+			return fmt.Errorf("--pod-labels %s: %w", path, err)
+		}
+	}
+	c.labels.Store(&labels)
+	return nil
+}
+
+// reloadOnHangUp reads --pod-labels again at each SIGHUP and syncs every MyApp.
+func (c *controller) reloadOnHangUp(ctx context.Context, hup <-chan os.Signal, path string) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-hup:
+		}
+		if err := c.readPodLabels(path); err != nil {
+			klog.ErrorS(err, "Pod labels not reloaded; keeping the last")
+			continue
+		}
+		keys := c.apps.GetStore().ListKeys()
+		klog.InfoS("Pod labels reloaded", "labels", *c.labels.Load(), "myapps", len(keys))
+		for _, key := range keys {
+			c.queue.Add(key)
+		}
+	}
 }
 
 func (c *controller) enqueue(obj any) {
@@ -238,7 +296,35 @@ func (c *controller) worker(ctx context.Context) {
 	}
 }
 
-// sync creates the MyApp's Pod when the cache has none, then writes status.podName if it differs.
+// podStep is what a sync does to a MyApp's Pod.
+type podStep int
+
+const (
+	keepPod   podStep = iota // it is as wanted
+	createPod                // there is none
+	deletePod                // it lacks a label: replaced, its deletion first
+	awaitPod                 // it is being deleted: its deletion event brings the MyApp back
+)
+
+// stepFor decides podStep for the Pod in the cache (nil: none) and the labels it must carry.
+func stepFor(pod *corev1.Pod, labels map[string]string) podStep {
+	switch {
+	case pod == nil:
+		return createPod
+	case pod.DeletionTimestamp != nil:
+		return awaitPod
+	}
+	for k, v := range labels {
+		if got, ok := pod.Labels[k]; !ok || got != v {
+			return deletePod
+		}
+	}
+	return keepPod
+}
+
+// sync creates the MyApp's Pod when the cache has none (and replaces one without the labels of
+// --pod-labels: deletes it, and creates it when its deletion comes through the informer), then
+// writes status.podName if it differs.
 func (c *controller) sync(ctx context.Context, key string) error {
 	obj, exists, err := c.apps.GetIndexer().GetByKey(key)
 	if err != nil || !exists {
@@ -246,11 +332,27 @@ func (c *controller) sync(ctx context.Context, key string) error {
 	}
 	app := obj.(*unstructured.Unstructured)
 	podName := app.GetName() + "-pod"
-	if _, err := c.pods.Pods(app.GetNamespace()).Get(podName); apierrors.IsNotFound(err) {
-		_, err := c.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, newPod(app, podName), metav1.CreateOptions{})
+	pod, err := c.pods.Pods(app.GetNamespace()).Get(podName)
+	if apierrors.IsNotFound(err) {
+		pod, err = nil, nil
+	}
+	if err != nil {
+		return err
+	}
+	labels := *c.labels.Load()
+	switch stepFor(pod, labels) {
+	case createPod:
+		_, err := c.kube.CoreV1().Pods(app.GetNamespace()).Create(ctx, newPod(app, podName, labels), metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create pod %s: %w", podName, err)
 		}
+	case deletePod:
+		err := c.kube.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{Preconditions: metav1.NewUIDPreconditions(string(pod.UID))})
+		// gone already, or another Pod by now (a stale cache): the informer brings the MyApp back
+		if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+			return fmt.Errorf("delete pod %s: %w", podName, err)
+		}
+	case keepPod, awaitPod:
 	}
 	if c.statusWritten(app, podName) {
 		return nil
@@ -305,8 +407,9 @@ func (c *controller) setStatus(app *unstructured.Unstructured, podName string) e
 	return unstructured.SetNestedField(app.Object, generation, "status", "observedGeneration")
 }
 
-// newPod is the Pod of policies/myapp.yaml: the MyApp's image, its banner echoed first.
-func newPod(app *unstructured.Unstructured, podName string) *corev1.Pod {
+// newPod is the Pod of policies/myapp.yaml: the MyApp's image, its banner echoed first; it
+// carries labels beside its own.
+func newPod(app *unstructured.Unstructured, podName string, labels map[string]string) *corev1.Pod {
 	image, _, _ := unstructured.NestedString(app.Object, "spec", "image")
 	container := corev1.Container{
 		Name:    app.GetName(),
@@ -317,11 +420,16 @@ func newPod(app *unstructured.Unstructured, podName string) *corev1.Pod {
 	if banner, ok, _ := unstructured.NestedString(app.Object, "spec", "banner"); ok {
 		container.Env = []corev1.EnvVar{{Name: "BANNER", Value: banner}}
 	}
+	own := maps.Clone(labels)
+	if own == nil {
+		own = map[string]string{}
+	}
+	own["app"], own[managedLabel] = app.GetName(), managedBy
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            podName,
 			Namespace:       app.GetNamespace(),
-			Labels:          map[string]string{"app": app.GetName(), managedLabel: managedBy},
+			Labels:          own,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(app, app.GroupVersionKind())},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{container}},
