@@ -43,7 +43,7 @@ vet: ## go vet every package, e2e tests included
 .PHONY: unit
 unit: ## Unit and golden tests (no cluster; the e2e tests need the build tag e2e, and so does the bench, whose own tests need no cluster)
 	$(GO) test -count=1 ./...
-	$(GO) test -count=1 -tags e2e ./test/bench
+	$(GO) test -count=1 -tags e2e ./test/bench/...
 
 .PHONY: e2e
 e2e: $(HELM) ## End-to-end tests against a local control plane (built once into the cache: 15 min the first time)
@@ -86,10 +86,12 @@ bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 # Pods as JSON (as metacel's) instead of protobuf; BENCH_CONFIGS=conditions: the hand-written
 # controller's status also carries observedGeneration and the Synced and Ready conditions (as
 # metacel's contract does); BENCH_CONFIGS=writecost: the control plane's
-# CPU per write of each kind.
+# CPU per write of each kind. The runs of both controllers end with a policy change that both
+# make (every Pod replaced); BENCH_CONFIGS=nodes runs on a control plane that also runs
+# kube-scheduler and a kwok node, so that Pods are bound and Running and deleted gracefully.
 BENCH_PARENTS ?= 1000
 BENCH_RUNS    ?= 1
-BENCH_CONFIGS ?= equal,unthrottled,defaults
+BENCH_CONFIGS ?= equal,unthrottled,defaults,nodes
 BENCH_FLAGS   ?=
 
 .PHONY: bench-e2e

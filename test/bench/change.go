@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,104 +18,167 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
 )
 
-// The policy change of a metacel run: every Pod gains this label, so every parent re-renders and
-// every child is written again (the policy's Recreate: deleted, then created anew).
+// The policy change, told to each controller: every Pod gains this label, so every parent's Pod
+// is replaced. metacel's policy file is rewritten (its Pods' Recreate: deleted, then created anew
+// once the deletion is seen); the hand-written controller's --pod-labels file is rewritten and
+// it is sent SIGHUP (it does the same: delete, wait for the Pod informer's deletion event, create).
 const (
 	revisionLabel = "metacel-bench/revision"
+	revisionValue = "2"
 	podLabels     = "          labels:\n"
 )
 
-// revised is the policy with revisionLabel: "2" among the Pod template's labels.
+// revised is the policy with revisionLabel: revisionValue among the Pod template's labels.
 func revised(policy []byte) ([]byte, error) {
 	if bytes.Count(policy, []byte(podLabels)) != 1 {
 		return nil, errors.New("testdata/myapp.yaml: want exactly one Pod template labels: block")
 	}
-	return bytes.Replace(policy, []byte(podLabels), []byte(podLabels+"            "+revisionLabel+": \"2\"\n"), 1), nil
+	return bytes.Replace(policy, []byte(podLabels), []byte(podLabels+"            "+revisionLabel+": \""+revisionValue+"\"\n"), 1), nil
 }
 
-// relabelled follows the Pods that carry revisionLabel: the time the first appears and the time
-// there are want of them.
-type relabelled struct {
-	mu          sync.Mutex
-	want        int
-	names       map[string]bool
-	first, last time.Time
-	all         chan struct{}
+// podLabelsFile is the hand-written controller's --pod-labels file holding labels.
+func podLabelsFile(labels map[string]string) ([]byte, error) {
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return yaml.Marshal(labels)
 }
 
-func watchRelabelled(ctx context.Context, cfg *rest.Config, ns string, want int) (*relabelled, error) {
+// podState is where a Pod stands in a policy change: created anew (it carries the label and is
+// not being deleted: the controller's part done), and replaced (created anew and, on a cluster
+// with nodes, also bound and Running: the scheduler's and the node's part done too).
+func podState(p *corev1.Pod, nodes bool) (created, replaced bool) {
+	created = p.Labels[revisionLabel] == revisionValue && p.DeletionTimestamp == nil
+	return created, created && (!nodes || boundAndRunning(p))
+}
+
+// boundAndRunning says whether a Pod is on a node and Running, and not being deleted.
+func boundAndRunning(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
+}
+
+// replacements follow the Pods through a policy change: when the first is replaced, when every
+// one has been created anew, and when every one has been replaced. A Pod counts once for each.
+type replacements struct {
+	mu                          sync.Mutex
+	want                        int
+	nodes                       bool
+	created, replaced           map[string]bool
+	first, allCreated, allReady time.Time
+	all                         chan struct{} // closed when every Pod is replaced
+}
+
+func newReplacements(want int, nodes bool) *replacements {
+	return &replacements{want: want, nodes: nodes, created: map[string]bool{}, replaced: map[string]bool{}, all: make(chan struct{})}
+}
+
+// watchReplacements starts a Pod informer of ns (the load client's) feeding r.
+func watchReplacements(ctx context.Context, cfg *rest.Config, ns string, r *replacements) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	r := &relabelled{want: want, names: map[string]bool{}, all: make(chan struct{})}
 	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
+	see := func(obj any) {
+		if p, ok := obj.(*corev1.Pod); ok {
+			r.see(p, time.Now())
+		}
+	}
 	_, _ = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    r.see,
-		UpdateFunc: func(_, obj any) { r.see(obj) },
+		AddFunc:    see,
+		UpdateFunc: func(_, obj any) { see(obj) },
 	})
 	go pods.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
-		return nil, errors.New("load client: the Pod cache did not sync")
+		return errors.New("load client: the Pod cache did not sync")
 	}
-	return r, nil
+	return nil
 }
 
-func (r *relabelled) see(obj any) {
-	p, ok := obj.(*corev1.Pod)
-	if !ok || p.Labels[revisionLabel] != "2" || p.DeletionTimestamp != nil {
-		return
-	}
+// see records a Pod as an informer reports it at now.
+func (r *replacements) see(p *corev1.Pod, now time.Time) {
+	created, replaced := podState(p, r.nodes)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.names[p.Name] {
-		return
+	if created && !r.created[p.Name] {
+		r.created[p.Name] = true
+		if len(r.created) == r.want {
+			r.allCreated = now
+		}
 	}
-	r.names[p.Name] = true
-	now := time.Now()
-	if len(r.names) == 1 {
-		r.first = now
-	}
-	if len(r.names) == r.want {
-		r.last = now
-		close(r.all)
+	if replaced && !r.replaced[p.Name] {
+		r.replaced[p.Name] = true
+		if len(r.replaced) == 1 {
+			r.first = now
+		}
+		if len(r.replaced) == r.want {
+			r.allReady = now
+			close(r.all)
+		}
 	}
 }
 
-func (r *relabelled) count() int {
+func (r *replacements) state() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.names)
+	return fmt.Sprintf("%d of %d Pods created anew, %d replaced", len(r.created), r.want, len(r.replaced))
 }
 
-// changePolicy rewrites the policy file metacel runs (through a rename, as an editor or the
-// kubelet would) so that every Pod gains revisionLabel, and records the time until the first and
-// every Pod carries it, and the requests until quiet.
-func (b *bench) changePolicy(ctx context.Context, cl *cluster, p *proc, own *counter, policy string, load *rest.Config, r *result) error {
-	watcher, err := watchRelabelled(ctx, load, benchNamespace, b.o.parents)
-	if err != nil {
-		return err
+// tellChange tells the controller of p the policy change at the path it was started with
+// (metacel: its policy file; the hand-written controller: its --pod-labels file), through a
+// rename as an editor or the kubelet would write it, and for the hand-written controller a
+// SIGHUP; it returns when the controller was told.
+func tellChange(p *proc, path string) (time.Time, error) {
+	var changed []byte
+	var err error
+	if p.kind == metacel {
+		old, err := os.ReadFile(path)
+		if err != nil {
+			return time.Time{}, err
+		}
+		changed, err = revised(old)
+		if err != nil {
+			return time.Time{}, err
+		}
+	} else if changed, err = podLabelsFile(map[string]string{revisionLabel: revisionValue}); err != nil {
+		return time.Time{}, err
 	}
-	old, err := os.ReadFile(policy)
-	if err != nil {
-		return err
-	}
-	changed, err := revised(old)
-	if err != nil {
-		return err
-	}
-	w0, err := cl.window(ctx, own, p)
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(filepath.Dir(policy), ".myapp.yaml.tmp")
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
 	if err := os.WriteFile(tmp, changed, 0o644); err != nil {
-		return err
+		return time.Time{}, err
 	}
 	start := time.Now()
-	if err := os.Rename(tmp, policy); err != nil {
+	if err := os.Rename(tmp, path); err != nil {
+		return start, err
+	}
+	if p.kind != metacel {
+		start = time.Now()
+		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			return start, err
+		}
+	}
+	return start, nil
+}
+
+// changePolicy tells the controller the policy change and records the time until the first Pod
+// and every Pod is replaced, and every Pod created anew, and its requests until quiet (on a
+// cluster with nodes the scheduler's and kwok's taken out).
+func (b *bench) changePolicy(ctx context.Context, s *stage, p *proc, path string, r *result) error {
+	watcher := newReplacements(b.o.parents, len(s.cl.nodes) > 0)
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if err := watchReplacements(watchCtx, s.load, benchNamespace, watcher); err != nil {
+		return err
+	}
+	w0, err := s.cl.window(ctx, s.own, p)
+	if err != nil {
+		return err
+	}
+	start, err := tellChange(p, path)
+	if err != nil {
 		return err
 	}
 	deadline := time.After(b.o.timeout)
@@ -123,21 +187,21 @@ func (b *bench) changePolicy(ctx context.Context, cl *cluster, p *proc, own *cou
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-deadline:
-			return fmt.Errorf("policy change: %d of %d Pods relabelled after %s", watcher.count(), b.o.parents, b.o.timeout)
+			return fmt.Errorf("policy change: %s after %s", watcher.state(), b.o.timeout)
 		case <-watcher.all:
 			done = true
 		case <-time.After(30 * time.Second):
-			logf("  policy change: %d of %d Pods relabelled", watcher.count(), b.o.parents)
+			logf("  policy change: %s", watcher.state())
 		}
 		if err := p.alive(); err != nil {
 			return err
 		}
 	}
-	r.changeFirst, r.changeAll = watcher.first.Sub(start), watcher.last.Sub(start)
-	w1, err := b.waitQuiet(ctx, cl, own, work, p)
+	r.changeFirst, r.changeCreated, r.changeAll = watcher.first.Sub(start), watcher.allCreated.Sub(start), watcher.allReady.Sub(start)
+	w1, err := b.waitQuiet(ctx, s.cl, s.own, work, p)
 	if err != nil {
 		return err
 	}
-	r.changed, _, err = cl.attribute(w0, w1)
+	r.changed, r.changedControlPlane, err = s.cl.attribute(w0, w1)
 	return err
 }

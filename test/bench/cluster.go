@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -39,31 +42,58 @@ const (
 	policyNamespace = "metacel-system"
 )
 
-// auditPolicy logs only the API server's own requests (its loopback client: bootstrap, lease
-// renewals), so that they can be taken out of apiserver_request_total like the load client's.
+// The users of the control plane's own clients (hack/control-plane.sh's certificates): the API
+// server's loopback client, and on a control plane with nodes the scheduler and kwok.
+const (
+	apiserverUser = "system:apiserver"
+	schedulerUser = "system:kube-scheduler"
+	kwokUser      = "kwok"
+)
+
+// auditPolicy logs only the requests of the control plane's own clients (the API server's:
+// bootstrap, lease renewals; the scheduler's bindings and events; kwok's Pod status, deletions
+// and node leases), so that they can be taken out of apiserver_request_total like the load
+// client's.
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: [RequestReceived, ResponseStarted]
 rules:
   - level: Metadata
-    users: ["system:apiserver"]
+    users: ["` + apiserverUser + `", "` + schedulerUser + `", "` + kwokUser + `"]
   - level: None
 `
 
+// benchNodes are the kwok nodes of a control plane with nodes (-configs nodes). One is enough:
+// kwok's node takes any number of Pods (its capacity is a million), and the scheduler binds
+// Pods one at a time whatever the nodes.
+var benchNodes = []string{"bench-node-0"}
+
+// controlPlaneEnv tells hack/control-plane.sh what to start: etcd and kube-apiserver alone, or
+// with nodes also kube-scheduler and kwok with those nodes, so that Pods are bound and Running and
+// a deletion is graceful. Never kube-controller-manager: no garbage collector, no other writer of
+// the bench's objects.
+func controlPlaneEnv(nodes []string) []string {
+	if len(nodes) == 0 {
+		return []string{"METACEL_COMPONENTS=etcd kube-apiserver"}
+	}
+	return []string{"METACEL_COMPONENTS=etcd kube-apiserver kube-scheduler kwok", "METACEL_KWOK_NODES=" + strings.Join(nodes, " ")}
+}
+
 // cluster is a fresh etcd and kube-apiserver, and nothing else: no controller-manager (no
-// garbage collector, no other writer), no scheduler, no nodes.
+// garbage collector, no other writer); with nodes also kube-scheduler and kwok.
 type cluster struct {
 	script, dir string
 	config      *rest.Config // admin, unthrottled, counted by the bench's counter
 	kube        kubernetes.Interface
 	dynamic     dynamic.Interface
 	audit       string
+	nodes       []string // kwok's nodes (kube-scheduler and kwok run), or none
 }
 
-// startCluster starts a control plane in dir; env adds variables of hack/control-plane.sh (e.g.
-// METACEL_FEATURE_GATES).
-func startCluster(ctx context.Context, repo, dir string, bench *counter, env ...string) (*cluster, error) {
-	c := &cluster{script: filepath.Join(repo, "hack", "control-plane.sh"), dir: dir, audit: filepath.Join(dir, "logs", "audit.log")}
+// startCluster starts a control plane in dir, with kube-scheduler and kwok when nodes are given;
+// env adds variables of hack/control-plane.sh (e.g. METACEL_FEATURE_GATES).
+func startCluster(ctx context.Context, repo, dir string, bench *counter, nodes []string, env ...string) (*cluster, error) {
+	c := &cluster{script: filepath.Join(repo, "hack", "control-plane.sh"), dir: dir, audit: filepath.Join(dir, "logs", "audit.log"), nodes: nodes}
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, err
@@ -71,7 +101,7 @@ func startCluster(ctx context.Context, repo, dir string, bench *counter, env ...
 	// a port taken between the script's choice and etcd's bind fails `up`: start afresh
 	for attempt := 1; ; attempt++ {
 		up := exec.CommandContext(ctx, c.script, "up", dir)
-		up.Env = append(append(os.Environ(), "METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY="+policy), env...)
+		up.Env = append(append(append(os.Environ(), controlPlaneEnv(nodes)...), "METACEL_AUDIT_POLICY="+policy), env...)
 		var out bytes.Buffer
 		up.Stdout, up.Stderr = &out, &out
 		err := up.Run()
@@ -183,6 +213,14 @@ func (c *cluster) setup(ctx context.Context, repo string) error {
 	if _, err := c.kube.CoreV1().ServiceAccounts(benchNamespace).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
+	if len(c.nodes) > 0 {
+		if err := c.untaintNodes(ctx); err != nil {
+			return err
+		}
+		if err := c.guardPodsFromKwok(ctx); err != nil {
+			return err
+		}
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		_, err := c.dynamic.Resource(myAppsGVR).Namespace(benchNamespace).List(ctx, metav1.ListOptions{Limit: 1})
@@ -194,6 +232,124 @@ func (c *cluster) setup(ctx context.Context, repo string) error {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// untaintNodes removes from the nodes (kwok reports them Ready before `up` returns) the taints
+// that say a node is not ready yet: the API server puts node.kubernetes.io/not-ready on every new
+// Node, and kube-controller-manager's node lifecycle controller, which the bench does not run,
+// would remove it once the node is Ready. Without this the scheduler binds no Pod.
+func (c *cluster) untaintNodes(ctx context.Context) error {
+	for _, name := range c.nodes {
+		// kwok writes the node's status and may win the race
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			node, err := c.kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			kept := withoutNotReadyTaints(node.Spec.Taints)
+			if len(kept) == len(node.Spec.Taints) {
+				return nil
+			}
+			node.Spec.Taints = kept
+			_, err = c.kube.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{})
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("untaint node %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// kwokGuard is the ValidatingAdmissionPolicy that refuses kwok's deletion of a Pod not being
+// deleted. kwok (v0.8.0) deletes a terminating Pod by name, without its UID as a precondition,
+// and the update events of the old Pod it has queued can make it delete again after its DELETED
+// event: then it deletes the Pod created anew under the same name, which both controllers do at
+// once. In the first run at 100 parents kwok deleted 401 Pods in a policy change that deleted
+// 100, and each controller created 4 Pods a parent. A kubelet deletes the Pod whose UID it ran.
+// Refused, kwok's job is retried, and dropped at the new Pod's next event.
+var kwokGuard = &admissionregistrationv1.ValidatingAdmissionPolicy{
+	ObjectMeta: metav1.ObjectMeta{Name: "metacel-bench-kwok-deletes-only-terminating-pods"},
+	Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
+				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+			},
+		}}},
+		MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "kwok", Expression: "request.userInfo.username == '" + kwokUser + "'"}},
+		Validations: []admissionregistrationv1.Validation{{
+			Expression: "has(oldObject.metadata.deletionTimestamp)",
+			Message:    "kwok deletes only a Pod being deleted (a stale job for an earlier Pod of the same name)",
+		}},
+	},
+}
+
+// guardPodsFromKwok installs kwokGuard, and waits until the API server enforces it (a policy
+// takes effect once the API server's informer has it).
+func (c *cluster) guardPodsFromKwok(ctx context.Context) error {
+	policies := c.kube.AdmissionregistrationV1()
+	if _, err := policies.ValidatingAdmissionPolicies().Create(ctx, kwokGuard, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s: %w", kwokGuard.Name, err)
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: kwokGuard.Name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        kwokGuard.Name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+		},
+	}
+	if _, err := policies.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create %s: %w", binding.Name, err)
+	}
+	return c.probeKwokGuard(ctx)
+}
+
+// probeKwokGuard waits until the API server refuses, as kwok, to delete a Pod not being deleted:
+// a Pod on no node that anyone watches, deleted as kwok in a dry run until refused, then deleted.
+func (c *cluster) probeKwokGuard(ctx context.Context) error {
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "kwok-guard-probe", Namespace: benchNamespace},
+		Spec: corev1.PodSpec{NodeName: "no-node", AutomountServiceAccountToken: ptr.To(false),
+			Containers: []corev1.Container{{Name: "probe", Image: "probe"}}},
+	}
+	if _, err := c.kube.CoreV1().Pods(benchNamespace).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create the probe of %s: %w", kwokGuard.Name, err)
+	}
+	asKwok := rest.CopyConfig(c.config)
+	asKwok.Impersonate = rest.ImpersonationConfig{UserName: kwokUser, Groups: []string{"system:masters"}} // as its certificate says
+	kwok, err := kubernetes.NewForConfig(asKwok)
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := kwok.CoreV1().Pods(benchNamespace).Delete(ctx, probe.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil && strings.Contains(err.Error(), kwokGuard.Name) {
+			break // refused by the guard, not by anything else
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				return fmt.Errorf("%s: kwok may still delete a Pod not being deleted after 30s", kwokGuard.Name)
+			}
+			return fmt.Errorf("%s: not in force after 30s: %w", kwokGuard.Name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return c.kube.CoreV1().Pods(benchNamespace).Delete(ctx, probe.Name, *metav1.NewDeleteOptions(0))
+}
+
+// withoutNotReadyTaints are taints but those the node lifecycle controller removes from a Ready
+// node.
+func withoutNotReadyTaints(taints []corev1.Taint) []corev1.Taint {
+	var kept []corev1.Taint
+	for _, t := range taints {
+		if t.Key != corev1.TaintNodeNotReady && t.Key != corev1.TaintNodeUnreachable {
+			kept = append(kept, t)
+		}
+	}
+	return kept
 }
 
 // sample is samples/myapp.yaml's MyApp.

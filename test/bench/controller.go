@@ -35,7 +35,8 @@ type proc struct {
 	started   time.Time
 }
 
-// start starts the controller against kubeconfig, logging to logPath (appended to).
+// start starts the controller against kubeconfig, logging to logPath (appended to); policy is
+// metacel's policy file, the hand-written controller's --pod-labels.
 func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, profiling bool) error {
 	metricsAddr, err := freeAddr()
 	if err != nil {
@@ -56,7 +57,7 @@ func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, p
 		p.ready = "http://" + healthAddr + "/readyz"
 	default:
 		args = []string{"--kubeconfig", kubeconfig, "--namespace", benchNamespace, "--resync", resync.String(),
-			"--metrics-bind-address", metricsAddr}
+			"--metrics-bind-address", metricsAddr, "--pod-labels", policy}
 		p.ready = "http://" + metricsAddr + "/readyz"
 	}
 	p.metrics = "http://" + metricsAddr

@@ -106,23 +106,28 @@ func classify(r *http.Request) reqKey {
 }
 
 // tracker follows the benchmark namespace's MyApps and Pods through watches (no polling), and
-// closes done when every parent is done and every one of their Pods exists.
+// closes done when every parent is done and every one of their Pods exists, and allRunning when
+// every one of their Pods is bound and Running (on a cluster with nodes).
 type tracker struct {
-	mu       sync.Mutex
-	want     int
-	isDone   func(*unstructured.Unstructured) bool
-	parents  map[string]bool // name -> done
-	nDone    int
-	pods     map[string]bool
-	expected func(pod string) bool
-	done     chan struct{}
-	doneAt   time.Time
-	closed   bool
+	mu         sync.Mutex
+	want       int
+	isDone     func(*unstructured.Unstructured) bool
+	parents    map[string]bool // name -> done
+	nDone      int
+	pods       map[string]bool
+	running    map[string]bool // the Pods bound and Running
+	expected   func(pod string) bool
+	done       chan struct{}
+	doneAt     time.Time
+	closed     bool
+	allRunning chan struct{}
+	runningAt  time.Time
 }
 
 // newTracker starts informers on ns with the load client; it returns once they have synced.
 func newTracker(ctx context.Context, cfg *rest.Config, ns string, want int, isDone func(*unstructured.Unstructured) bool, expected func(string) bool) (*tracker, error) {
-	t := &tracker{want: want, isDone: isDone, parents: map[string]bool{}, pods: map[string]bool{}, expected: expected, done: make(chan struct{})}
+	t := &tracker{want: want, isDone: isDone, parents: map[string]bool{}, pods: map[string]bool{}, running: map[string]bool{},
+		expected: expected, done: make(chan struct{}), allRunning: make(chan struct{})}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -192,6 +197,11 @@ func (t *tracker) pod(obj any, exists bool) {
 	} else {
 		delete(t.pods, p.Name)
 	}
+	if exists && boundAndRunning(p) {
+		t.running[p.Name] = true
+	} else {
+		delete(t.running, p.Name)
+	}
 	t.check()
 }
 
@@ -201,12 +211,16 @@ func (t *tracker) check() {
 		t.closed, t.doneAt = true, time.Now()
 		close(t.done)
 	}
+	if t.runningAt.IsZero() && len(t.running) >= t.want {
+		t.runningAt = time.Now()
+		close(t.allRunning)
+	}
 }
 
 func (t *tracker) state() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return fmt.Sprintf("%d of %d parents done, %d Pods", t.nDone, t.want, len(t.pods))
+	return fmt.Sprintf("%d of %d parents done, %d Pods, %d bound and Running", t.nDone, t.want, len(t.pods), len(t.running))
 }
 
 // createParents creates n MyApps from the sample in ns with 16 concurrent clients, retrying a

@@ -9,15 +9,34 @@
 // a burst; wait (through watches) until every Pod exists and every MyApp's status.podName is set
 // (and, for metacel, Synced=True); wait until the API server and the controller are quiet; then an
 // idle window longer than a resync period; then, -restarts times, restart the controller (SIGTERM,
-// start again) and wait until it has synced every parent; then, for metacel, rewrite its policy
-// file so that every Pod gains a label, and wait until every Pod has it. It prints markdown
-// tables, medians over -runs.
+// start again) and wait until it has synced every parent; then the policy change: each controller
+// is told that every Pod gains a label (metacel: its policy file rewritten; the hand-written
+// controller: its --pod-labels file rewritten and a SIGHUP), and both replace every Pod (delete
+// it, see it gone, create it), until every Pod has the label. It prints markdown tables, medians
+// over -runs.
+//
+// The configuration nodes (-configs nodes) runs the same on a control plane that also runs
+// kube-scheduler and kwok with one node (METACEL_COMPONENTS="etcd kube-apiserver kube-scheduler
+// kwok"), as users run: Pods are bound and Running, and a deletion is graceful (the Pod lingers
+// with a deletionTimestamp until kwok, its node, lets it go), the path on which a Recreate waits
+// for the old Pod's deletion before it creates. It is a configuration of its own, not a phase of
+// the others, because the others' figures are those of an API server with no other writer: the
+// scheduler's bindings and kwok's status updates would share the cores and the API server with
+// every phase, and their Pods, once bound, go through another path in every phase. A Pod is
+// replaced there once it carries the label, is bound and Running; it is created anew once it
+// carries the label (the controller's part). kube-scheduler runs with its defaults: its client
+// sends at most 50 bindings a second (burst 100), which bounds the time until every Pod is
+// Running for both controllers alike. The bench plays kube-controller-manager's one part there,
+// not run: it removes the node's not-ready taint once kwok reports it Ready. And it keeps kwok
+// from deleting a Pod that is not being deleted (kwokGuard: kwok deletes by name, and a stale job
+// of an old Pod deleted its successor of the same name; a kubelet would not).
 //
 // Requests are the API server's apiserver_request_total, scraped before and after each window,
 // minus the requests of the benchmark's own clients (counted client-side, labelled as the API
-// server labels them) and minus the API server's own (its loopback client, read from an audit
-// log that records only the user system:apiserver). WATCH is left out: the API server counts a
-// watch when it ends. CPU and RSS come from /proc/<pid> of the controller process.
+// server labels them) and minus the control plane's own (the API server's loopback client, and
+// with nodes kube-scheduler and kwok, read from an audit log that records only their users).
+// WATCH is left out: the API server counts a watch when it ends. CPU and RSS come from
+// /proc/<pid> of the controller process.
 package main
 
 import (
@@ -67,7 +86,12 @@ type benchConfig struct {
 	metacel, handArg []string
 	// handFrom names the configuration whose hand-written run this one shares (same flags)
 	handFrom string
+	// nodes: the control plane also runs kube-scheduler and kwok with benchNodes
+	nodes bool
 }
+
+// nodesConfig is the configuration on a control plane with nodes.
+const nodesConfig = "nodes"
 
 func configurations(metacelDefaults string) []benchConfig {
 	equal := []string{"--workers=5", "--kube-api-qps=100", "--kube-api-burst=200"}
@@ -81,6 +105,8 @@ func configurations(metacelDefaults string) []benchConfig {
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--pods-as-json")},
 		{name: "conditions", desc: "both unthrottled, 5 workers; the hand-written controller's status also carries observedGeneration and the Synced and Ready conditions, as metacel's contract requires, in its one PUT",
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--conditions")},
+		{name: nodesConfig, desc: "both unthrottled, 5 workers, on a control plane that also runs kube-scheduler (its defaults: 50 bindings/s) and kwok with one node: Pods bound and Running, deleted gracefully",
+			metacel: unthrottled, handArg: unthrottled, nodes: true},
 	}
 }
 
@@ -89,7 +115,7 @@ func main() {
 	var configs string
 	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
 	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
-	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults", "configurations to run: equal, unthrottled, defaults, json, conditions (metacel against the hand-written controller); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults,"+nodesConfig, "configurations to run: equal, unthrottled, defaults, json, conditions, "+nodesConfig+" (metacel against the hand-written controller; "+nodesConfig+" on a control plane with kube-scheduler and a kwok node); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
 	replicas := flag.String("replicas", "1,3", "with -configs sharded: the counts of sharded replicas to run, each on a fresh API server (1: the baseline of the ratios)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
@@ -249,20 +275,29 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if profiling {
 		env = append(env, "METACEL_APISERVER_PROFILING=true")
 	}
-	s, err := b.newStage(ctx, ctl, env...)
+	var nodes []string
+	if c.nodes {
+		nodes = benchNodes
+	}
+	s, err := b.newStage(ctx, ctl, nodes, env...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { s.close(err != nil || o.keep) }()
 	cl, own, dir := s.cl, s.own, s.dir
 
+	// what the policy change rewrites: metacel's policy (the run's own copy), the hand-written
+	// controller's --pod-labels (no labels until then)
 	p := &proc{kind: ctl, bin: b.o.handwrittenBin, args: c.handArg}
-	policy := filepath.Join(dir, "policy", "myapp.yaml") // the run's own copy: the policy change edits it
+	policy := filepath.Join(dir, "policy", "pod-labels.yaml")
 	if ctl == metacel {
 		p.bin, p.args = b.o.metacelBin, c.metacel
+		policy = filepath.Join(dir, "policy", "myapp.yaml")
 		if err := copyFile(b.policy, policy); err != nil {
 			return nil, err
 		}
+	} else if err := writeFile(policy, func() ([]byte, error) { return podLabelsFile(nil) }); err != nil {
+		return nil, err
 	}
 	logPath := filepath.Join(dir, "logs", "controller.log")
 	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, profiling && ctl == metacel); err != nil {
@@ -272,7 +307,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err := p.waitReady(ctx, 60*time.Second); err != nil {
 		return nil, err
 	}
-	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " ")}
+	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " "), nodes: c.nodes}
 	// the controller's start-up requests (lists, its ledger Lease) are not the converge's
 	w0, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
@@ -295,6 +330,12 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	start, err := b.burst(ctx, s, r, p)
 	if err != nil {
 		return nil, err
+	}
+	if len(nodes) > 0 {
+		if err := b.waitTracked(ctx, s.tr, s.tr.allRunning, p); err != nil {
+			return nil, err
+		}
+		r.running = s.tr.runningAt.Sub(start)
 	}
 	w1, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
@@ -349,11 +390,9 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 	r.restart, r.restartCPU, r.restartServerCPU = medianRestart(r.restarts)
 
-	// a policy change that re-renders every parent
-	if ctl == metacel {
-		if err := b.changePolicy(ctx, cl, p, own, policy, s.load, r); err != nil {
-			return nil, err
-		}
+	// a policy change that replaces every parent's Pod
+	if err := b.changePolicy(ctx, s, p, policy, r); err != nil {
+		return nil, err
 	}
 	if profileDone != nil {
 		r.profile = <-profileDone
@@ -463,9 +502,10 @@ type stage struct {
 	stopTracking context.CancelFunc
 }
 
-// newStage starts a control plane in a new directory (env: more variables of
-// hack/control-plane.sh) and the tracker of the parents done as ctl's are judged.
-func (b *bench) newStage(ctx context.Context, ctl string, env ...string) (_ *stage, err error) {
+// newStage starts a control plane in a new directory (with kube-scheduler and kwok when nodes
+// are given; env: more variables of hack/control-plane.sh) and the tracker of the parents done
+// as ctl's are judged.
+func (b *bench) newStage(ctx context.Context, ctl string, nodes []string, env ...string) (_ *stage, err error) {
 	s := &stage{own: &counter{c: counts{}}}
 	if s.dir, err = os.MkdirTemp("", "metacel-bench-"); err != nil {
 		return nil, err
@@ -475,7 +515,7 @@ func (b *bench) newStage(ctx context.Context, ctl string, env ...string) (_ *sta
 			s.close(true)
 		}
 	}()
-	if s.cl, err = startCluster(ctx, b.repo, s.dir, s.own, env...); err != nil {
+	if s.cl, err = startCluster(ctx, b.repo, s.dir, s.own, nodes, env...); err != nil {
 		return nil, err
 	}
 	if b.version == "" {
@@ -536,6 +576,12 @@ func (b *bench) burst(ctx context.Context, s *stage, r *result, procs ...*proc) 
 // waitConverged waits until the tracker has seen every parent done and every Pod, failing when
 // one of procs exits.
 func (b *bench) waitConverged(ctx context.Context, tr *tracker, procs ...*proc) error {
+	return b.waitTracked(ctx, tr, tr.done, procs...)
+}
+
+// waitTracked waits until done (one of tr's channels) is closed, failing when one of procs
+// exits.
+func (b *bench) waitTracked(ctx context.Context, tr *tracker, done <-chan struct{}, procs ...*proc) error {
 	deadline := time.After(b.o.timeout)
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
@@ -544,7 +590,7 @@ func (b *bench) waitConverged(ctx context.Context, tr *tracker, procs ...*proc) 
 	exited := firstExit(exitCtx, procs)
 	for {
 		select {
-		case <-tr.done:
+		case <-done:
 			return nil
 		case <-ctx.Done():
 			return ctx.Err()
@@ -642,18 +688,19 @@ func (cl *cluster) window(ctx context.Context, own *counter, procs ...*proc) (wi
 }
 
 // attribute returns the controller's requests between two windows: the API server's count less
-// the benchmark's clients' and the API server's own (from its audit log); and the latter.
-func (cl *cluster) attribute(from, to window) (ctl, apiserver counts, err error) {
-	if apiserver, err = auditCounts(cl.audit, from.at, to.at); err != nil {
+// the benchmark's clients' and the control plane's own (the API server's, and with nodes the
+// scheduler's and kwok's, from its audit log); and the latter.
+func (cl *cluster) attribute(from, to window) (ctl counts, controlPlane byUser, err error) {
+	if controlPlane, err = auditCounts(cl.audit, from.at, to.at); err != nil {
 		return nil, nil, err
 	}
-	ctl = to.api.minus(from.api).minus(to.own.minus(from.own)).minus(apiserver)
+	ctl = to.api.minus(from.api).minus(to.own.minus(from.own)).minus(controlPlane.all())
 	for k, v := range ctl {
 		if v < 0 && requests(k) {
 			logf("  warning: %s: %v after attribution (the API server counted fewer than were taken out)", k, v)
 		}
 	}
-	return ctl, apiserver, nil
+	return ctl, controlPlane, nil
 }
 
 // waitQuiet waits until neither the API server's counts of the counted requests (work: WATCH and
@@ -786,14 +833,19 @@ func (b *bench) archive(ctx context.Context, rev string) (string, error) {
 
 // copyFile copies a file, making the directory of to.
 func copyFile(from, to string) error {
-	data, err := os.ReadFile(from)
+	return writeFile(to, func() ([]byte, error) { return os.ReadFile(from) })
+}
+
+// writeFile writes what data returns to path, making its directory.
+func writeFile(path string, data func() ([]byte, error)) error {
+	raw, err := data()
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(to, data, 0o644)
+	return os.WriteFile(path, raw, 0o644)
 }
 
 // writePolicy writes testdata/myapp.yaml with -resync as its resyncPeriodSeconds.

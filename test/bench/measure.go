@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -246,18 +248,51 @@ var auditVerbs = map[string]string{
 	"patch": "PATCH", "delete": "DELETE", "deletecollection": "DELETECOLLECTION",
 }
 
+// byUser are requests by the user who sent them.
+type byUser map[string]counts
+
+// all sums every user's.
+func (u byUser) all() counts {
+	out := counts{}
+	for _, c := range u {
+		out = out.add(c, 1)
+	}
+	return out
+}
+
+// componentNames name the control plane's users as its components.
+var componentNames = map[string]string{apiserverUser: "kube-apiserver", schedulerUser: "kube-scheduler", kwokUser: "kwok"}
+
+// summary is each user's summary (counts.summary), named as components and in their order.
+func (u byUser) summary(keep func(reqKey) bool, n int) string {
+	named := map[string]counts{}
+	for user, c := range u {
+		named[orDefault(componentNames[user], user)] = c
+	}
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(named)) {
+		if s := named[name].summary(keep, n); s != "–" {
+			parts = append(parts, name+": "+s)
+		}
+	}
+	if len(parts) == 0 {
+		return "–"
+	}
+	return strings.Join(parts, "; ")
+}
+
 // auditCounts counts the requests of an audit log (JSON lines at stage ResponseComplete) whose
-// stage timestamp is in [from, to).
-func auditCounts(path string, from, to time.Time) (counts, error) {
+// stage timestamp is in [from, to), by user.
+func auditCounts(path string, from, to time.Time) (byUser, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		if os.IsNotExist(err) {
-			return counts{}, nil
+			return byUser{}, nil
 		}
 		return nil, err
 	}
 	defer func() { _ = f.Close() }()
-	out := counts{}
+	out := byUser{}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -266,6 +301,9 @@ func auditCounts(path string, from, to time.Time) (counts, error) {
 			Verb           string    `json:"verb"`
 			RequestURI     string    `json:"requestURI"`
 			StageTimestamp time.Time `json:"stageTimestamp"`
+			User           struct {
+				Username string `json:"username"`
+			} `json:"user"`
 			ResponseStatus *struct {
 				Code int `json:"code"`
 			} `json:"responseStatus"`
@@ -295,7 +333,10 @@ func auditCounts(path string, from, to time.Time) (counts, error) {
 				k.Subresource = u.Path
 			}
 		}
-		out[k]++
+		if out[e.User.Username] == nil {
+			out[e.User.Username] = counts{}
+		}
+		out[e.User.Username][k]++
 	}
 	return out, sc.Err()
 }

@@ -5,6 +5,8 @@ package main
 import (
 	"net/http"
 	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -138,5 +140,41 @@ func TestPairedRatiosPairRunsOfOneRepetition(t *testing.T) {
 		handwritten + "/unthrottled": {run(10)}, metacel + "/unthrottled": {run(12)},
 	}); got != "" {
 		t.Errorf("one run has no paired ratios to give: %q", got)
+	}
+}
+
+// The control plane's own requests are taken out by user: the API server's, the scheduler's and
+// kwok's, each in the window of its stage timestamp; a request outside it counts for nothing.
+func TestAuditCountsAreByUserInTheirWindow(t *testing.T) {
+	line := func(user, verb, resource, subresource, at string, code int) string {
+		return `{"stage":"ResponseComplete","verb":"` + verb + `","requestURI":"/x","user":{"username":"` + user + `"},` +
+			`"objectRef":{"resource":"` + resource + `","subresource":"` + subresource + `"},"responseStatus":{"code":` + strconv.Itoa(code) + `},"stageTimestamp":"` + at + `"}`
+	}
+	log := strings.Join([]string{
+		line(apiserverUser, "update", "leases", "", "2026-01-01T00:00:00.5Z", 200),
+		line(schedulerUser, "create", "pods", "binding", "2026-01-01T00:00:01Z", 201),
+		line(schedulerUser, "create", "pods", "binding", "2026-01-01T00:00:01.5Z", 201),
+		line(kwokUser, "patch", "pods", "status", "2026-01-01T00:00:02Z", 200),
+		line(kwokUser, "delete", "pods", "", "2026-01-01T00:00:02Z", 404),
+		line(kwokUser, "patch", "pods", "status", "2026-01-01T00:00:09Z", 200), // after the window
+		`{"stage":"ResponseStarted","verb":"watch","user":{"username":"kwok"},"objectRef":{"resource":"pods"},"stageTimestamp":"2026-01-01T00:00:01Z"}`,
+	}, "\n") + "\n"
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	from, _ := time.Parse(time.RFC3339, "2026-01-01T00:00:00Z")
+	got, err := auditCounts(path, from, from.Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got.summary(requests, 10); s != "kube-apiserver: PUT leases 1; kube-scheduler: POST pods/binding 2; kwok: DELETE pods (404) 1, PATCH pods/status 1" {
+		t.Errorf("summary %q", s)
+	}
+	if all := got.all(); all.total(requests) != 5 || all[reqKey{Verb: "POST", Resource: "pods", Subresource: "binding"}] != 2 {
+		t.Errorf("all %v", all)
+	}
+	if none, err := auditCounts(filepath.Join(t.TempDir(), "none.log"), from, from); err != nil || none.summary(requests, 10) != "–" {
+		t.Errorf("no log: %v, %v", none, err)
 	}
 }

@@ -25,7 +25,9 @@ type result struct {
 	converge                  time.Duration  // burst start to every parent done
 	settled                   time.Duration  // burst start to the API server and controller quiet
 	converged                 counts         // the controller's requests, burst start to settled
-	apiserver                 counts         // the API server's own requests in that window
+	apiserver                 byUser         // the control plane's own requests in that window (the API server's; with nodes the scheduler's and kwok's)
+	nodes                     bool           // on a control plane with nodes (-configs nodes)
+	running                   time.Duration  // with nodes: burst start to every Pod bound and Running
 	idle                      counts         // the controller's requests in the idle window
 	events                    counts         // its requests from burst start to the end of the idle window, for its events
 	idleSyncs                 float64        // its syncs in the idle window (a resync: at least parents)
@@ -40,8 +42,10 @@ type result struct {
 	restart                   time.Duration  // median of the restarts': process start to every parent re-synced
 	restarted                 counts         // the restarted controller's requests until quiet, in all restarts
 	restartSyncs              float64        // the most syncs of one restart until quiet
-	changeFirst, changeAll    time.Duration  // metacel: policy file rewritten to the first and to every Pod relabelled
+	changeFirst, changeAll    time.Duration  // the controller told the policy change to the first and to every Pod replaced
+	changeCreated             time.Duration  // the controller told the policy change to every Pod created anew (with nodes, before it is bound and Running)
 	changed                   counts         // its requests from the policy change until quiet
+	changedControlPlane       byUser         // the control plane's own in that window
 	profile, heap             string         // pprof -top of metacel's CPU (converge) and heap (after idle)
 	serverProfile             *serverProfile // kube-apiserver's CPU from the burst on
 	restartServerProfile      *serverProfile // kube-apiserver's CPU from the first restart on
@@ -83,15 +87,18 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "### %s, %s (%s)\n\n", r.controller, r.config, orDefault(r.flags, "its defaults"))
 	fmt.Fprintf(&b, "- %s\n", r.oneLine())
 	fmt.Fprintf(&b, "- converge window (burst start until quiet, %.1fs): %s\n", r.settled.Seconds(), r.converged.summary(requests, 100))
-	fmt.Fprintf(&b, "- the API server's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
+	fmt.Fprintf(&b, "- the control plane's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
+	if r.nodes {
+		fmt.Fprintf(&b, "- every Pod bound and Running %.1fs after the burst's start\n", r.running.Seconds())
+	}
 	fmt.Fprintf(&b, "- control plane (kube-apiserver and etcd) CPU in that window: %.1fs\n", r.serverCPU)
 	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB: %.0f MB of the binary's file pages, %.0f MB anonymous)\n",
 		r.idle.summary(requests, 100), r.cpuIdle, r.rssNow, r.rssFile, r.rssAnon)
 	fmt.Fprintf(&b, "- %d restarts: re-synced after %s s (median %.2fs), CPU %.2fs (control plane %.2fs); until quiet (at most %s syncs), in all: %s\n",
 		len(r.restarts), r.restartTimes(), r.restart.Seconds(), r.restartCPU, r.restartServerCPU, num(r.restartSyncs), r.restarted.summary(requests, 100))
 	if r.changeAll > 0 {
-		fmt.Fprintf(&b, "- policy change: first Pod relabelled after %.2fs, every Pod after %.1fs; until quiet: %s\n",
-			r.changeFirst.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100))
+		fmt.Fprintf(&b, "- policy change: first Pod replaced after %.2fs, every Pod created anew after %.1fs, every Pod replaced after %.1fs; until quiet: %s; the control plane's own (taken out): %s\n",
+			r.changeFirst.Seconds(), r.changeCreated.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100), r.changedControlPlane.summary(requests, 100))
 	}
 	if r.profile != "" {
 		fmt.Fprintf(&b, "- CPU profile from the burst on: %s\n", r.profile)
@@ -117,7 +124,8 @@ func (b *bench) header(title, metacelDefaults string, runs bool) string {
 	fmt.Fprintf(&h, "- date: %s\n", time.Now().Format("2006-01-02 15:04 MST"))
 	fmt.Fprintf(&h, "- command: `go run -tags e2e ./test/bench %s` (`make bench-e2e` runs it)\n", strings.Join(os.Args[1:], " "))
 	fmt.Fprintf(&h, "- machine: %d CPUs (%s), %s memory, load average at start %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
-	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\")\n", goVersion(), orDefault(b.version, "?"))
+	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\"; configuration %s: \"etcd kube-apiserver kube-scheduler kwok\", kwok's node %s)\n",
+		goVersion(), orDefault(b.version, "?"), nodesConfig, strings.Join(benchNodes, ", "))
 	built := gitDescribe(b.repo, "HEAD") + ", the work tree as it was (`git describe --dirty`: " + gitDescribe(b.repo, "--dirty") + ")"
 	if b.o.metacelRev != "" {
 		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
@@ -197,21 +205,44 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	return t.String()
 }
 
-// changeTable is the table of metacel's policy changes: the time to the first and to every
-// child rewritten, the latter against the same runs' create-converge time.
+// changeTable is the table of the policy changes, both controllers': the time to the first Pod
+// replaced, to every Pod created anew and to every Pod replaced, and the requests until quiet;
+// metacel's with their ratio to the hand-written controller's of the same configuration. Beside
+// them, how long the burst took to do the same from nothing.
 func changeTable(configs []benchConfig, results map[string][]*result) string {
-	var t strings.Builder
-	t.WriteString("\nPolicy change (metacel only: its policy file rewritten so that every Pod gains a label; `Recreate` deletes and creates each):\n\n")
-	t.WriteString("| configuration | create-converge s | first child rewritten s | every child rewritten s | requests until quiet |\n|---|--:|--:|--:|---|\n")
+	var rows []string
 	for _, c := range configs {
-		m := medians(results[metacel+"/"+c.name])
-		if m == nil || m.changeAll == 0 {
-			continue
+		base := medians(results[handwritten+"/"+c.name])
+		for _, ctl := range []string{handwritten, metacel} {
+			m := medians(results[ctl+"/"+c.name])
+			if m == nil || m.changeAll == 0 {
+				continue
+			}
+			ratio := func(f func(*result) float64, format string) string {
+				s := fmt.Sprintf(format, f(m))
+				if ctl == metacel && base != nil && f(base) > 0 {
+					s += fmt.Sprintf(" (×%.1f)", f(m)/f(base))
+				}
+				return s
+			}
+			running := "–"
+			if m.nodes {
+				running = fmt.Sprintf("%.1f", m.running.Seconds())
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %s | %.1f | %s | %s | %s | %s | %s | %s |", c.name, ctl, m.converge.Seconds(), running,
+				ratio(func(r *result) float64 { return r.changeFirst.Seconds() }, "%.2f"),
+				ratio(func(r *result) float64 { return r.changeCreated.Seconds() }, "%.1f"),
+				ratio(func(r *result) float64 { return r.changeAll.Seconds() }, "%.1f"),
+				ratio(func(r *result) float64 { return r.changed.total(work) }, "%.0f"),
+				m.changed.summary(work, 6)))
 		}
-		fmt.Fprintf(&t, "| %s | %.1f | %.2f | %.1f (×%.1f) | %s |\n", c.name, m.converge.Seconds(), m.changeFirst.Seconds(),
-			m.changeAll.Seconds(), m.changeAll.Seconds()/m.converge.Seconds(), m.changed.summary(work, 6))
 	}
-	return t.String()
+	if len(rows) == 0 {
+		return ""
+	}
+	return "\nPolicy change: each controller told that every Pod gains a label (metacel: its policy file rewritten, the Pods' `Recreate`; the hand-written controller: its --pod-labels file rewritten and SIGHUP), and each replaces every Pod: DELETE, the deletion seen through its watch, POST. On `" + nodesConfig + "` a Pod is replaced once bound and Running with the label; elsewhere once it has the label:\n\n" +
+		"| configuration | controller | burst: converge s | burst: every Pod bound and Running s | change: first Pod replaced s | change: every Pod created anew s | change: every Pod replaced s | change: requests until quiet | by verb and resource |\n" +
+		"|---|---|--:|--:|--:|--:|--:|--:|---|\n" + strings.Join(rows, "\n") + "\n"
 }
 
 // medianBy is the median of f over xs (not empty).
@@ -255,6 +286,8 @@ func medians(rs []*result) *result {
 	m.converged = medianCounts(rs, func(r *result) counts { return r.converged })
 	m.changeFirst = seconds(func(r *result) time.Duration { return r.changeFirst })
 	m.changeAll = seconds(func(r *result) time.Duration { return r.changeAll })
+	m.changeCreated = seconds(func(r *result) time.Duration { return r.changeCreated })
+	m.running = seconds(func(r *result) time.Duration { return r.running })
 	m.changed = medianCounts(rs, func(r *result) counts { return r.changed })
 	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
 	m.events = medianCounts(rs, func(r *result) counts { return r.events })
@@ -383,6 +416,15 @@ server); **restart s**, from starting it again (after a SIGTERM) until it
 has synced as many times as there are parents with an empty queue, the median of the run's
 restarts (-restarts); **restart writes**, its writes from each start until quiet, in all
 restarts. metacel's rows give their ratio to the hand-written row of the same configuration.
+The policy change's table: **burst: converge s**, as above; **burst: every Pod bound and
+Running s** (on a control plane with nodes), from the first create of the burst until every Pod
+is bound and Running; **change: first Pod replaced s** and **every Pod replaced s**, from
+telling the controller (metacel: its policy file renamed into place; the hand-written controller:
+SIGHUP after its --pod-labels file was) until the first and every Pod carries the label and is not
+being deleted, and with nodes is also bound and Running, seen through a watch; **every Pod created
+anew s**, until every Pod carries the label and is not being deleted (the controller's part; with
+nodes the scheduler's binding and kwok's status follow); **requests until quiet**, the
+controller's requests from telling it until quiet (the scheduler's and kwok's taken out).
 `
 
 // pairedRatios is, per configuration, the median of each run's ratio to the hand-written run of
@@ -412,18 +454,19 @@ func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 			}
 			return fmt.Sprintf("×%.2f (%s)", v[len(v)/2], strings.Join(parts, ", "))
 		}
-		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s |", c.name,
+		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", c.name,
 			ratio(func(r *result) float64 { return r.converge.Seconds() }),
 			ratio(func(r *result) float64 { return r.rss }),
 			ratio(func(r *result) float64 { return r.cpu }),
 			ratio(func(r *result) float64 { return r.serverCPU }),
 			ratio(func(r *result) float64 { return r.restart.Seconds() }),
+			ratio(func(r *result) float64 { return r.changeAll.Seconds() }),
 			ratio(func(r *result) float64 { return r.created.Seconds() })))
 	}
 	if len(lines) == 0 {
 		return ""
 	}
 	return "\nPaired ratios: each metacel run against the hand-written run of the same repetition, the median and (sorted) every run's:\n\n" +
-		"| configuration | converge | RSS | CPU | control plane CPU | restart | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|\n" +
+		"| configuration | converge | RSS | CPU | control plane CPU | restart | policy change: every Pod replaced | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(lines, "\n") + "\n"
 }

@@ -175,7 +175,7 @@ func (b *bench) runWriteCost(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	cl, err := startCluster(ctx, b.repo, dir, &counter{c: counts{}})
+	cl, err := startCluster(ctx, b.repo, dir, &counter{c: counts{}}, nil)
 	if err != nil {
 		return "", err
 	}
