@@ -148,12 +148,15 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 		return nil // stopped before it started, e.g. swapped by a newer version
 	}
 	logger.Info("Started controller", "parent", c.policy.Parent.GVR.String(), "workers", workers)
+	if synced != nil {
+		// first, as it stops the version this one replaces: that one would otherwise create again
+		// the children of a dropped resource that pruneDropped deletes (they are its children),
+		// and give back the finalizer letGoOfStrays removes
+		synced()
+	}
 	if c.wholeSet() {
 		c.pruneDropped(ctx)
 		c.letGoOfStrays(ctx)
-	}
-	if synced != nil {
-		synced()
 	}
 	var wg sync.WaitGroup
 	for range workers {
