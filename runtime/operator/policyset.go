@@ -488,10 +488,13 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return nil
 	}
-	r := s.goRun(p, ctrl, unit)
+	var predecessor *running
+	if old != nil {
+		predecessor = s.handOver(old)
+	}
+	r := s.goRun(p, ctrl, unit, predecessor)
 	if old != nil {
 		r.generation = old.generation + 1
-		r.predecessor = s.handOver(old)
 	}
 	s.running[p.Name()] = r
 	s.metrics.loaded(p.Name(), unit.Name, r.generation)
@@ -505,12 +508,16 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 }
 
 // goRun runs a controller that watches already, until its running is stopped; the controller's
-// reports of caches not synced become events on unit's ConfigMap.
-func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit) *running {
+// reports of caches not synced become events on unit's ConfigMap. predecessor (nil: none) is the
+// controller it replaces, stopped once this one has synced. It is set before the controller
+// starts: over shared informers that have synced already, the controller may sync at once, and a
+// predecessor it does not know yet would never be stopped, and go on syncing beside it.
+func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit, predecessor *running) *running {
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{
 		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
 		cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
+		predecessor: predecessor,
 	}
 	ctrl.Version = policystatus.ShortVersion(r.version)
 	ctrl.OnNotSynced = func(msg string) {
@@ -521,7 +528,9 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		defer close(r.done)
 		started := func() {
 			close(r.synced)
-			r.stopPredecessor() // the old version syncs until the new one can: no gap, no overlap
+			// the old version syncs until the new one can (no overlap), and is gone before the new
+			// one deletes the children of the resources it dropped (the old one would recreate them)
+			r.stopPredecessor()
 		}
 		if s.shards != nil {
 			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them

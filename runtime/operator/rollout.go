@@ -173,7 +173,7 @@ func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *polic
 		stable.ctrl.SetShare(nil)
 		return
 	}
-	ro.target = s.goRun(p, ctrl, unit)
+	ro.target = s.goRun(p, ctrl, unit, nil)
 	stable.rollout = ro
 	klog.FromContext(s.ctx).Info("Policy rolling out", "policy", p.Name(), "version", policystatus.ShortVersion(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 	s.event(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
