@@ -33,9 +33,12 @@ func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructure
 
 // take carries out one step of a sync, and adds what it wrote to w.
 func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured, s decide.Step, w *written) error {
+	if !c.finishes(parent, s) {
+		return nil // the policy was removed: only Recreates under way complete (removal.go)
+	}
 	switch s.Action {
 	case decide.Await:
-		w.recreating++ // created once it is gone, by the sync its deletion causes
+		w.waitFor(s.Child) // created once it is gone, by the sync its deletion causes
 		return nil
 	case decide.Delete, decide.Release:
 		w.deletes++
@@ -54,7 +57,7 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 	case got != nil:
 		w.objects = append(w.objects, got)
 	case waiting:
-		w.recreating++ // deleted: created once it is gone
+		w.waitFor(s.Child) // deleted: created once it is gone
 	}
 	return nil
 }
@@ -62,10 +65,15 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 // written is what a sync wrote of its children.
 type written struct {
 	writes, deletes int
-	// recreating counts the Recreates that wait for their old child to go
-	recreating int
+	// recreating are the children (render.Identity) whose Recreate waits for the old one to go
+	recreating []string
 	// objects are the children created or updated, as the API server returned them
 	objects []*unstructured.Unstructured
+}
+
+// waitFor records a child whose Recreate waits for the old one to go.
+func (w *written) waitFor(child *render.Child) {
+	w.recreating = append(w.recreating, render.Identity(child.Object))
 }
 
 // applyChild writes one child that is missing or differs: recreated, created or updated, unless
@@ -222,48 +230,26 @@ func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstr
 // creates it anew in the same sync; it returns the new child, or waiting when the old one is
 // still going (deleted now, or before): the sync its deletion causes creates the new one.
 func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
-	switch r, err := c.recreate(ctx, parent, child, obs); {
-	case err != nil:
-		return nil, false, err
-	case r == recreateGoing:
-		return nil, true, nil
-	case r == recreateHeld:
-		return nil, false, nil
+	if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
+		return nil, err == nil, err
 	}
 	got, err = c.createRecreated(ctx, parent, child)
 	return got, got == nil && err == nil, err
 }
 
-// A recreation's deletion: held (the policy is being removed: the old child stays), going (the
-// old child lingers: a finalizer, a Pod's grace period on its node), or gone at once.
-type recreation int
-
-const (
-	recreateHeld recreation = iota
-	recreateGoing
-	recreateGone
-)
-
-// recreate deletes a child that differs from its desired state, and says what became of it:
-// gone at once (goneAtOnce), or going, when its deletion re-syncs the parent, which then creates
-// it anew; held when the policy is being removed (removal.go).
-func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (recreation, error) {
-	switch {
-	case obs.GetDeletionTimestamp() != nil:
-		return recreateGoing, nil // already on its way out
-	case c.holdsRecreate(parent, obs):
-		return recreateHeld, nil
+// recreate deletes a child that differs from its desired state, and reports whether it is gone
+// at once (goneAtOnce); else its deletion re-syncs the parent, which then creates it anew.
+func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
+	if obs.GetDeletionTimestamp() != nil {
+		return false, nil // already on its way out
 	}
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
-		return recreateHeld, applyError("delete (to recreate)", obs, err)
+		return false, applyError("delete (to recreate)", obs, err)
 	}
 	c.fights.deletedToRecreate(parent, child, c.deps.Clock.Now())
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
-	if goneAtOnce(obs) {
-		return recreateGone, nil
-	}
-	return recreateGoing, nil
+	return goneAtOnce(obs), nil
 }
 
 // goneAtOnce reports whether the API server removes an object as soon as it is deleted: nothing
@@ -291,6 +277,7 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 	case err != nil:
 		return nil, applyError("create (to recreate)", child.Object, err)
 	}
+	c.fights.written(parent, child, false, c.deps.Clock.Now()) // what a drift of it reverts
 	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	return got, nil
 }

@@ -5,73 +5,107 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
 // A policy removed while one of its Recreates is under way (the old child deleted, still going:
 // a Pod in its grace period on a node) must not leave the parent without its child: nothing
-// would create it again. FinishRecreates lets them complete before the controller stops; it
-// starts no new one (recreate), so a child is either replaced or left as it was. The Recreates
-// under way are those this controller's syncs left waiting for an old child to go (kept per
-// parent: recreations), and the children of Recreate resources the cache shows going while their
-// parent stays (a predecessor's, during a reload).
+// would create it again. FinishRecreates lets them complete before the controller stops, and
+// nothing else: while it waits, a sync takes only the steps that complete a Recreate under way
+// (finishes), so no new Recreate starts, nothing is updated or pruned, and a parent without one
+// is not synced at all. A child is either replaced or left as it was.
+//
+// The Recreates under way are those this controller's syncs left waiting for an old child to go
+// (recreations, by parent and child), and, when the wait starts, the children of Recreate
+// resources the cache shows going while their parent stays (a predecessor's, or one whose sync
+// has not run yet).
 
-// recreations are the parents whose last sync left a Recreate waiting for its old child to go.
+// recreations are the children whose Recreate is under way, by parent key and child identity.
 type recreations struct {
 	sync.Mutex
-	waiting map[string]bool
+	waiting map[string]map[string]bool
 }
 
-// set records whether a parent's sync left a Recreate waiting.
-func (r *recreations) set(key string, waiting bool) {
+// record sets what a parent's sync left waiting: all of it when the sync completed; when it
+// failed, what it started is added to what was waiting before (its retry finishes them).
+func (r *recreations) record(key string, waiting []string, complete bool) {
 	r.Lock()
 	defer r.Unlock()
-	if r.waiting == nil {
-		r.waiting = map[string]bool{}
-	}
-	if waiting {
-		r.waiting[key] = true
-	} else {
+	if complete {
 		delete(r.waiting, key)
 	}
+	for _, id := range waiting {
+		r.markLocked(key, id)
+	}
 }
 
-func (r *recreations) has(key string) bool {
+// mark adds one child to a parent's Recreates under way.
+func (r *recreations) mark(key, identity string) {
 	r.Lock()
 	defer r.Unlock()
-	return r.waiting[key]
+	r.markLocked(key, identity)
 }
 
+func (r *recreations) markLocked(key, identity string) {
+	if r.waiting == nil {
+		r.waiting = map[string]map[string]bool{}
+	}
+	if r.waiting[key] == nil {
+		r.waiting[key] = map[string]bool{}
+	}
+	r.waiting[key][identity] = true
+}
+
+// forget drops a parent that is gone.
+func (r *recreations) forget(key string) {
+	r.Lock()
+	defer r.Unlock()
+	delete(r.waiting, key)
+}
+
+// has reports whether a child's Recreate is under way.
+func (r *recreations) has(key, identity string) bool {
+	r.Lock()
+	defer r.Unlock()
+	return r.waiting[key][identity]
+}
+
+// hasParent reports whether any Recreate of the parent is under way.
+func (r *recreations) hasParent(key string) bool {
+	r.Lock()
+	defer r.Unlock()
+	return len(r.waiting[key]) > 0
+}
+
+// count is how many parents have Recreates under way.
 func (r *recreations) count() int {
 	r.Lock()
 	defer r.Unlock()
 	return len(r.waiting)
 }
 
-// FinishRecreates, for a controller whose policy was removed, waits until no child it deleted to
-// recreate is still going, then until the syncs their deletions queued (which create the new
-// children) are done; at most timeout. It starts no new Recreate meanwhile, and the controller
-// must be stopped after it (the queue takes no more work).
+// FinishRecreates, for a controller whose policy was removed, waits until the Recreates under
+// way have completed (the old children gone, the new ones created by the syncs their deletions
+// cause), then until the syncs queued are done; at most until ctx is done or timeout. The
+// controller must be stopped after it (the queue takes no more work).
 func (c *Controller) FinishRecreates(ctx context.Context, timeout time.Duration) {
 	c.draining.Store(true)
 	c.waitForSyncsUnderWay() // they record the Recreates they start
+	c.markRecreatesGoing()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
-	for {
-		n := c.recreations.count() + c.recreatesGoing()
-		if n == 0 {
-			break
-		}
-		logger.V(2).Info("Policy removed: waiting for the children deleted to be recreated to go", "children", n)
+	for n := c.recreations.count(); n > 0; n = c.recreations.count() {
+		logger.V(2).Info("Policy removed: waiting for its Recreates under way", "parents", n)
 		select {
 		case <-ctx.Done():
-			logger.Info("Policy removed: stopping with Recreates under way; their parents keep no child until a policy manages them again", "children", n, "timeout", timeout)
+			logger.Info("Policy removed: stopping with Recreates under way; their parents keep no child until a policy manages them again", "parents", n, "timeout", timeout)
 			return
 		case <-c.drainNews:
 		}
@@ -90,10 +124,9 @@ func (c *Controller) waitForSyncsUnderWay() {
 	defer c.syncing.Unlock()
 }
 
-// recreatesGoing counts the cached children of Recreate resources that are being deleted while
-// their parent stays: deleted to be recreated.
-func (c *Controller) recreatesGoing() int {
-	n := 0
+// markRecreatesGoing marks as under way the cached children of Recreate resources that are
+// being deleted while their parent stays, and queues their parents.
+func (c *Controller) markRecreatesGoing() {
 	for gvr, res := range c.policy.ChildResources {
 		if res.Method != policy.Recreate {
 			continue
@@ -103,23 +136,27 @@ func (c *Controller) recreatesGoing() int {
 			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 				continue
 			}
-			if c.parentStays(m.GetLabels()[render.LabelParentUID]) {
-				n++
+			if key, ok := c.stayingParent(m.GetLabels()[render.LabelParentUID]); ok {
+				id := render.Identity(&unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": res.GVK().GroupVersion().String(), "kind": res.Kind,
+					"metadata": map[string]any{"namespace": m.GetNamespace(), "name": m.GetName()}}})
+				c.recreations.mark(key, id)
+				c.queue.Add(key)
 			}
 		}
 	}
-	return n
 }
 
-// parentStays reports whether the parent of a UID is cached and not being deleted.
-func (c *Controller) parentStays(uid string) bool {
+// stayingParent returns the key of the parent of a UID when it is cached and not being deleted.
+func (c *Controller) stayingParent(uid string) (string, bool) {
 	parents, _ := c.parents.ByIndex(byUID, uid)
 	for _, p := range parents {
 		if m, err := metaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
-			return true
+			key, err := cache.MetaNamespaceKeyFunc(p)
+			return key, err == nil
 		}
 	}
-	return false
+	return "", false
 }
 
 // wakeDrain wakes FinishRecreates up, when it waits, after a child's deletion or a sync.
@@ -133,24 +170,16 @@ func (c *Controller) wakeDrain() {
 	}
 }
 
-// syncsWhileRemoved reports whether a parent is synced by a controller whose policy was removed:
-// only to complete a Recreate under way (its last sync left one waiting, or one of its children
-// is going). Nothing else is synced: a parent created after the removal gets no child.
-func (c *Controller) syncsWhileRemoved(key string, children []metav1.Object) bool {
-	if c.recreations.has(key) {
+// finishes reports whether a sync takes a step: always, but for a removed policy's controller,
+// which only completes the Recreates under way (their children awaited, created, or, when the
+// cache does not show them going yet, deleted again: the same deletion).
+func (c *Controller) finishes(parent *unstructured.Unstructured, s decide.Step) bool {
+	if !c.draining.Load() {
 		return true
 	}
-	for _, m := range children {
-		if m.GetDeletionTimestamp() != nil {
-			return true
-		}
+	switch s.Action {
+	case decide.Await, decide.Create, decide.Recreate:
+		return c.recreations.has(parentKey(parent), render.Identity(s.Child.Object))
 	}
 	return false
-}
-
-// holdsRecreate reports whether a Recreate must not start: the policy is being removed, and the
-// child it would delete stays as it is. One the parent's last sync started is under way, though
-// the cache may not show its child going yet: its deletion is sent again (it is the same).
-func (c *Controller) holdsRecreate(parent, obs *unstructured.Unstructured) bool {
-	return c.draining.Load() && obs.GetDeletionTimestamp() == nil && !c.recreations.has(parentKey(parent))
 }

@@ -41,13 +41,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
-	if c.draining.Load() && !c.syncsWhileRemoved(key, children) {
+	if c.draining.Load() && !c.recreations.hasParent(key) {
 		return nil // the policy was removed: only Recreates under way complete (removal.go)
 	}
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
 		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
+			c.childEvents.settle(key)
 			return nil // the last sync of these very inputs left nothing to do: nothing decoded
 		} else if known && c.recalled(key, cached.GetUID(), inputs) {
+			c.childEvents.settle(key)
 			return nil // so did the last one before a restart (memo.go)
 		}
 	}
@@ -67,6 +69,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	inputs, known := c.unchanged.fingerprint(cached, children, related)
 	if known && c.unchanged.same(key, inputs) {
+		c.childEvents.settle(key)
 		return nil // the last sync of these very inputs left nothing to do
 	}
 	c.unchanged.forget(key)
@@ -94,7 +97,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		return left{}, err
 	}
 	w, err := c.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
-	c.recreations.set(key, w.recreating > 0)
+	c.recreations.record(key, w.recreating, err == nil)
 	c.wakeDrain()
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
@@ -104,7 +107,6 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 	} else {
 		c.childEvents.wrote(key)
 	}
-	in.Budget = budget
 	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
 	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
@@ -207,7 +209,8 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	c.forgetConditions(key)
 	c.fights.forgetParent(key)
 	c.childEvents.settle(key)
-	c.recreations.set(key, false)
+	c.recreations.forget(key)
+	c.wakeDrain()
 	return nil, nil
 }
 

@@ -76,10 +76,10 @@ func desiredStep(child *render.Child, obs *unstructured.Unstructured) (Step, boo
 	switch {
 	case obs == nil:
 		return Step{Action: Create, Child: child, Why: "a new child"}, true
-	case UpToDate(child, obs):
-		return Step{}, false
 	case obs.GetDeletionTimestamp() != nil:
 		return Step{Action: Await, Child: child, Observed: obs, Why: "being deleted: created anew once it is gone"}, true
+	case UpToDate(child, obs):
+		return Step{}, false
 	case child.Resource.Method == policy.Recreate:
 		return Step{Action: Recreate, Child: child, Observed: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"}, true
 	}

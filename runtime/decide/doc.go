@@ -9,7 +9,7 @@
 // then each desired child in the policy's order (created when missing, left alone when up to
 // date or OnDelete, recreated when it differs and its resource is Recreate, applied in place
 // otherwise, awaited when it is being deleted), then the children no longer desired (deleted, or
-// released by their deletion policy). Status renders the status again with the children as the
+// released by their deletion policy). AfterWrites renders the status again with the children as the
 // writes left them (the runtime: as the API server returned them; offline: as Written says the
 // API server would), so a child just created or changed counts at once.
 package decide

@@ -102,9 +102,11 @@ type running struct {
 	message    string
 	// notSynced is why the caches have not synced yet, once the controller has said so
 	notSynced *atomic.Pointer[string]
-	cancel    context.CancelFunc
-	done      chan struct{}
-	synced    chan struct{}
+	// ctx is done once the controller is stopped (cancel)
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	synced chan struct{}
 	// predecessor is the controller this one replaces: it keeps syncing until this one's caches
 	// have synced, and is stopped before this one's workers start
 	mu          sync.Mutex
@@ -445,7 +447,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	if s.runRolloutLocked(p, st, old, restart) {
 		return
 	}
-	if old != nil && sameCompiled(old.policy, p) && !restart {
+	if sameCompiled(old.policy, p) && !restart {
 		old.unit = st.unit.Name
 		return
 	}
@@ -466,9 +468,14 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 	if removed == nil && s.runRolloutLocked(p, st, nil, false) {
 		return
 	}
-	if r := s.startLocked(p, st.unit, removed, nil); r != nil {
-		s.recordStableLocked(r)
+	r := s.startLocked(p, st.unit, removed, nil)
+	if r == nil {
+		if removed != nil {
+			s.stopRemoved(p.Name(), removed) // nothing takes it over
+		}
+		return
 	}
+	s.recordStableLocked(r)
 }
 
 // startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
@@ -516,7 +523,7 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{
 		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
-		cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
 		predecessor: predecessor,
 	}
 	ctrl.Version = policystatus.ShortVersion(r.version)
@@ -572,7 +579,7 @@ func (s *policySet) removeLocked(name string, r *running) {
 	}
 	s.removing[name] = r
 	go func() {
-		r.ctrl.FinishRecreates(s.ctx, recreateGrace)
+		r.ctrl.FinishRecreates(r.ctx, recreateGrace) // cut short when a successor stops it
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.removing[name] != r {

@@ -42,35 +42,34 @@ func (c Change) String() string {
 	return fmt.Sprintf("%-8s %s %s %s: %s", c.Action, c.Object.GetAPIVersion(), c.Object.GetKind(), render.NamespacedName(c.Object), c.Why)
 }
 
-// changesOf lists what a sync does to the observed objects besides applying the desired children,
-// from its steps (decide.Writes, as the runtime decides them): conflicts, recreations, deletions
-// and releases, in the sync's order. Offline, every observed child counts as applied by metacel.
-// An observed child without metacel's desired-hash annotation was written by hand, not rendered:
-// it is taken as what the policy wants, and its step is dropped (what returns is the steps the
-// sync takes), with a note where the answer would be a recreation.
-func changesOf(steps []decide.Step) (taken []decide.Step, changes []Change, notes []string) {
+// withoutHandWritten drops the steps whose observed child was written by hand, not rendered (it
+// has no metacel.dev/desired-hash annotation): offline, such a child is taken as what the policy
+// wants, and a note says so where the answer would be a recreation.
+func withoutHandWritten(steps []decide.Step) (kept []decide.Step, notes []string) {
 	for _, st := range steps {
-		handWritten := st.Observed != nil && st.Observed.GetAnnotations()[render.AnnotationDesiredHash] == ""
-		switch st.Action {
-		case decide.Update:
-			if handWritten {
-				continue
-			}
-		case decide.Recreate:
-			if handWritten {
-				notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
-					st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationDesiredHash))
-				continue
-			}
-			changes = append(changes, Change{Action: Recreate, Object: st.Observed, Why: st.Why})
-		case decide.Delete:
-			changes = append(changes, Change{Action: Delete, Object: st.Observed, Why: st.Why})
-		case decide.Release:
-			changes = append(changes, Change{Action: Release, Object: st.Observed, Why: st.Why})
-		case decide.Conflict:
-			changes = append(changes, Change{Action: Conflict, Object: st.Observed, Why: st.Why})
+		if st.Observed == nil || st.Observed.GetAnnotations()[render.AnnotationDesiredHash] != "" ||
+			st.Action != decide.Update && st.Action != decide.Recreate {
+			kept = append(kept, st)
+			continue
 		}
-		taken = append(taken, st)
+		if st.Action == decide.Recreate {
+			notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
+				st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationDesiredHash))
+		}
 	}
-	return taken, changes, notes
+	return kept, notes
+}
+
+// changesOf lists what a sync's steps (decide.Writes, as the runtime decides them) do to the
+// observed objects besides applying the desired children: conflicts, recreations, deletions and
+// releases, in the sync's order.
+func changesOf(steps []decide.Step) []Change {
+	actions := map[decide.Action]Action{decide.Recreate: Recreate, decide.Delete: Delete, decide.Release: Release, decide.Conflict: Conflict}
+	var changes []Change
+	for _, st := range steps {
+		if a, ok := actions[st.Action]; ok {
+			changes = append(changes, Change{Action: a, Object: st.Observed, Why: st.Why})
+		}
+	}
+	return changes
 }

@@ -74,9 +74,9 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 		return failed(parent, res, err)
 	}
 	res.Output, res.Observed = out, kids
-	steps, changes, notes := changesOf(decide.Writes(out, kids, c))
-	res.Steps, res.Changes, res.Notes = steps, changes, append(res.Notes, notes...)
-	res.Notes = append(res.Notes, ignored(changes, kids.Foreign)...)
+	steps, notes := withoutHandWritten(decide.Writes(out, kids, c))
+	res.Steps, res.Changes, res.Notes = steps, changesOf(steps), append(res.Notes, notes...)
+	res.Notes = append(res.Notes, ignored(res.Changes, kids.Foreign)...)
 	after, _ := decide.AfterWrites(ctx, c, rin, out, kids.ByID, decide.Written(steps))
 	if res.Parent, err = withStatus(ctx, c, schema, parent, after); err != nil {
 		return nil, err
