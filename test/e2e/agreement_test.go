@@ -71,22 +71,33 @@ func firstStatusWritten(t *testing.T, s policytest.FirstSync) (map[string]any, e
 	}
 	gvr := resourceOf(t, s.Parent)
 	parents := cluster.dynamic.Resource(gvr).Namespace(s.Parent.GetNamespace())
-	w, err := parents.Watch(t.Context(), metav1.ListOptions{FieldSelector: "metadata.name=" + s.Parent.GetName()})
+	byName := metav1.ListOptions{FieldSelector: "metadata.name=" + s.Parent.GetName()}
+	w, err := parents.Watch(t.Context(), byName)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Stop()
+	defer func() { w.Stop() }()
 	if err := createGiven(t, s.Parent); err != nil {
 		return nil, err
 	}
 	deadline := time.After(wait)
 	for {
 		select {
-		case ev := <-w.ResultChan():
-			if ev.Type != watch.Modified {
+		case ev, ok := <-w.ResultChan():
+			if !ok { // the API server ended the watch: go on from the last version seen
+				if w, err = parents.Watch(t.Context(), byName); err != nil {
+					t.Fatal(err)
+				}
 				continue
 			}
-			obj := ev.Object.(*unstructured.Unstructured)
+			if ev.Type != watch.Modified && ev.Type != watch.Added {
+				continue
+			}
+			obj, _ := ev.Object.(*unstructured.Unstructured)
+			if obj == nil {
+				continue
+			}
+			byName.ResourceVersion = obj.GetResourceVersion()
 			if status, _ := obj.Object["status"].(map[string]any); status["conditions"] != nil {
 				return status, nil
 			}
