@@ -282,7 +282,7 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 	return got, nil
 }
 
-// remove deletes a child no longer desired, or releases it (decide.Release).
+// remove deletes a child, or releases it, as its step says (decide.Delete, decide.Release).
 func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) error {
 	res, ok := c.resourceOf(s.Observed)
 	if !ok {
@@ -293,16 +293,6 @@ func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructur
 		dp = policy.DeletionOrphan
 	}
 	return c.removeChild(ctx, parent, res.GVR, dp, s.Observed)
-}
-
-// prune deletes a child of a deleted parent that garbage collection cannot reach, or releases
-// it, as its deletion policy says.
-func (c *Controller) prune(ctx context.Context, parent *unstructured.Unstructured, obs *unstructured.Unstructured) error {
-	res, ok := c.resourceOf(obs)
-	if !ok {
-		return nil
-	}
-	return c.removeChild(ctx, parent, res.GVR, render.DeletionPolicyOf(obs, c.policy, c.previous), obs)
 }
 
 // removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when

@@ -50,11 +50,5 @@ func (e *echoes) delay(key string) time.Duration {
 	if n == 0 {
 		return 0
 	}
-	d := echoBase
-	for range n - 1 {
-		if d *= 2; d >= echoMax {
-			return echoMax
-		}
-	}
-	return d
+	return min(echoBase<<min(n-1, 20), echoMax) // 5 ms << 20 is past echoMax already
 }

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -50,7 +51,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
-				if err := c.prune(ctx, parent, obs); err != nil {
+				if err := c.remove(ctx, parent, decide.Removal(obs, c.policy, c.previous)); err != nil {
 					return err
 				}
 			}
@@ -96,7 +97,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 			}
 			left++
 			if obj.GetDeletionTimestamp() == nil {
-				if err := c.prune(ctx, parent, obj); err != nil {
+				if err := c.remove(ctx, parent, decide.Removal(obj, c.policy, c.previous)); err != nil {
 					return 0, err
 				}
 			}

@@ -92,10 +92,16 @@ func undesiredStep(obs *unstructured.Unstructured, versions []*policy.Compiled) 
 	if obs.GetDeletionTimestamp() != nil {
 		return Step{}, false
 	}
+	return Removal(obs, versions...), true
+}
+
+// Removal is the step that removes a child: released when its deletion policy (what it records,
+// else its entry in the first of versions that has it) is Orphan, else deleted.
+func Removal(obs *unstructured.Unstructured, versions ...*policy.Compiled) Step {
 	if render.DeletionPolicyOf(obs, versions...) == policy.DeletionOrphan {
-		return Step{Action: Release, Observed: obs, Why: "no longer desired, deletionPolicy Orphan"}, true
+		return Step{Action: Release, Observed: obs, Why: "no longer desired, deletionPolicy Orphan"}
 	}
-	return Step{Action: Delete, Observed: obs, Why: "no longer desired"}, true
+	return Step{Action: Delete, Observed: obs, Why: "no longer desired"}
 }
 
 // UpToDate reports whether an existing child needs no write: it holds what the policy renders,
