@@ -66,6 +66,10 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 		t.Fatalf("an informer no one looks up by index keeps %v", got)
 	}
 	child := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: ns, uid: uid-c, labels: {metacel.dev/parent-uid: uid-p}}}`)
+	// the pool runs the informer: its first list (empty) would replace an object added before it
+	if !cache.WaitForCacheSync(t.Context().Done(), plain.HasSynced) {
+		t.Fatal("the informer did not sync")
+	}
 	if err := plain.GetIndexer().Add(child); err != nil {
 		t.Fatal(err)
 	}
