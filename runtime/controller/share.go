@@ -69,6 +69,16 @@ func (c *Controller) holds(uid types.UID) bool {
 	return f == nil || (*f)(uid)
 }
 
+// writesFor returns ctx for the writes of a sync of the parent of that UID: with sharding, they
+// say the parent's slot, so that the replica's write fence lets them through only while the
+// replica holds it (shard.WithSlot), each of them, not only when the sync began.
+func (c *Controller) writesFor(ctx context.Context, uid types.UID) context.Context {
+	if !c.share.sharded.Load() {
+		return ctx
+	}
+	return shard.WithSlot(ctx, shard.SlotOf(uid))
+}
+
 // wholeSet reports whether the controller syncs every parent (no share set).
 func (c *Controller) wholeSet() bool { return !c.share.partial.Load() }
 

@@ -29,18 +29,20 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	if cached == nil {
 		if uid, ok := c.takeLeaving(key); ok {
-			return c.letGo(ctx, key, uid) // it left with the cleanup finalizer
+			return c.letGo(c.writesFor(ctx, uid), key, uid) // it left with the cleanup finalizer
 		}
 		return nil // a deleted parent's owned children go with it (garbage collection)
 	}
 	if !c.holds(cached.GetUID()) {
 		return nil // another replica's (sharding), or the other version's (a rollout)
 	}
+	ctx = c.writesFor(ctx, cached.GetUID())
 	if c.deps.OnSync != nil {
 		start := c.deps.Clock.Now()
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
+	klog.V(2).Info("DBG sync", "parent", key, "rv", cached.GetResourceVersion(), "children", len(children))
 	if c.draining.Load() && !c.recreations.hasParent(key) {
 		return nil // the policy was removed: only Recreates under way complete (removal.go)
 	}

@@ -1,18 +1,23 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // A replica that leads writes only while its Lease can still be valid by its own clock. The
@@ -61,11 +66,17 @@ import (
 // reason WriteFenced and a retry delay of a second, retryable, recognisable with
 // apierrors.ReasonForError through any wrapping. The replica is about to
 // stop leading (runElected then ends with errLostLease), or renews and writes again.
+//
+// With sharding (sharding.go) the fence is the replica's: its shard Lease's renewals open it, and
+// a write made for a parent (its context carries the parent's slot, shard.WithSlot) passes only
+// while the replica holds that slot (shard.Coordinator.Allows), checked at the same two points.
 type writeFence struct {
 	clock  clock.PassiveClock
 	window time.Duration
 	lease  string // namespace/name, for messages
 	logger klog.Logger
+	// slots, when set, says whether a write for a parent of a slot may be sent now (sharding)
+	slots atomic.Pointer[func(slot int) bool]
 
 	mu sync.Mutex
 	// renewed is when the last successful acquire or renewal of our record was sent; zero while
@@ -88,9 +99,15 @@ type FencedError struct {
 	Since time.Duration
 	// Window is how long after a renewal writes are allowed.
 	Window time.Duration
+	// Slot, when not nil, is the shard slot of the parent the write was for, which this replica
+	// no longer holds (sharding).
+	Slot *int
 }
 
 func (e *FencedError) Error() string {
+	if e.Slot != nil {
+		return fmt.Sprintf("write fenced: %s %s not sent: this replica no longer holds shard slot %d (its parents are moving to another replica)", e.Method, e.Path, *e.Slot)
+	}
 	if e.Since == 0 {
 		return fmt.Sprintf("write fenced: %s %s not sent: this replica does not hold the Lease %s", e.Method, e.Path, e.Lease)
 	}
@@ -114,6 +131,19 @@ func newWriteFence(logger klog.Logger, le LeaderElection, clk clock.PassiveClock
 	return &writeFence{clock: clk, window: fenceWindow(le), lease: le.Namespace + "/" + le.ID, logger: logger}
 }
 
+// newShardFence returns a closed fence for the shard Lease of sh's replica; setSlots makes it
+// check each parent's slot too.
+func newShardFence(logger klog.Logger, sh Sharding, clk clock.PassiveClock) *writeFence {
+	le := LeaderElection{LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline}
+	return &writeFence{clock: clk, window: fenceWindow(le), lease: sh.Namespace + "/" + shard.LeaseName(sh.Identity), logger: logger}
+}
+
+// setSlots makes the fence refuse a write for a parent whose slot allows says this replica may
+// not write now.
+func (f *writeFence) setSlots(allows func(slot int) bool) {
+	f.slots.Store(&allows)
+}
+
 // fenceWindow is how long after sending a renewal the leader may still write: RenewDeadline,
 // capped at 90 % of the Lease duration the record advertises (client-go writes whole seconds
 // there, and standbys count with that).
@@ -134,8 +164,21 @@ func (f *writeFence) lock(inner resourcelock.Interface) resourcelock.Interface {
 	return &fencedLock{Interface: inner, fence: f}
 }
 
-// check returns nil when a write may be sent now, else a *FencedError.
-func (f *writeFence) check(method, path string) error {
+// check returns nil when the write req may be sent now, else a *FencedError.
+func (f *writeFence) check(req *http.Request) error {
+	if err := f.checkLease(req.Method, req.URL.Path); err != nil {
+		return err
+	}
+	if allows := f.slots.Load(); allows != nil {
+		if slot, ok := shard.SlotFrom(req.Context()); ok && !(*allows)(slot) {
+			return &FencedError{Method: req.Method, Path: req.URL.Path, Lease: f.lease, Window: f.window, Slot: &slot}
+		}
+	}
+	return nil
+}
+
+// checkLease returns nil when the Lease was renewed less than the window ago.
+func (f *writeFence) checkLease(method, path string) error {
 	now := f.clock.Now()
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -196,7 +239,7 @@ func (t fencedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if !mutating(req.Method) {
 		return t.next.RoundTrip(req)
 	}
-	if err := t.fence.check(req.Method, req.URL.Path); err != nil {
+	if err := t.fence.check(req); err != nil {
 		if req.Body != nil {
 			_ = req.Body.Close() // a RoundTripper closes the body, even on errors
 		}
@@ -230,24 +273,60 @@ type fencedBody struct {
 }
 
 func (b *fencedBody) Read(p []byte) (int, error) {
-	if err := b.fence.check(b.req.Method, b.req.URL.Path); err != nil {
+	if err := b.fence.check(b.req); err != nil {
 		return 0, err
 	}
 	return b.ReadCloser.Read(p)
 }
 
 // fencedLock is the elector's lock, telling the fence about our record's fate.
+//
+// It also keeps the record last read, and when it was seen to change: a Lease deleted is no
+// proof that its holder stopped (anyone may delete it), yet client-go's elector creates a new
+// one at once, and a standby would lead while the old leader's fence stays open. So, to a
+// standby, a Lease gone reads as the record last seen until the duration it advertised has
+// passed since it last changed (the elector then waits, as for a holder that stopped renewing);
+// to the leader, as gone (its elector creates it again at once, and goes on leading).
 type fencedLock struct {
 	resourcelock.Interface
 	fence *writeFence
+
+	last    *resourcelock.LeaderElectionRecord
+	lastRaw []byte
+	changed time.Time
 }
 
 func (l *fencedLock) Get(ctx context.Context) (*resourcelock.LeaderElectionRecord, []byte, error) {
 	rec, raw, err := l.Interface.Get(ctx)
-	if err == nil && rec != nil && rec.HolderIdentity != l.Identity() {
-		l.fence.revoke(rec.HolderIdentity) // the API server names another holder (or none): we do not lead
+	switch {
+	case apierrors.IsNotFound(err) && l.heldByAnother():
+		last := *l.last
+		return &last, l.lastRaw, nil
+	case err == nil && rec != nil:
+		l.seen(rec, raw)
+		if rec.HolderIdentity != l.Identity() {
+			l.fence.revoke(rec.HolderIdentity) // the API server names another holder (or none): we do not lead
+		}
 	}
 	return rec, raw, err
+}
+
+// seen records a record read, and when it changed.
+func (l *fencedLock) seen(rec *resourcelock.LeaderElectionRecord, raw []byte) {
+	if l.last == nil || !bytes.Equal(raw, l.lastRaw) || *rec != *l.last {
+		l.changed = l.fence.clock.Now()
+	}
+	last := *rec
+	l.last, l.lastRaw = &last, raw
+}
+
+// heldByAnother reports whether the record last seen names another holder and has not gone
+// unchanged for the Lease duration it advertised.
+func (l *fencedLock) heldByAnother() bool {
+	if l.last == nil || l.last.HolderIdentity == "" || l.last.HolderIdentity == l.Identity() {
+		return false
+	}
+	return l.fence.clock.Since(l.changed) < time.Duration(l.last.LeaseDurationSeconds)*time.Second
 }
 
 func (l *fencedLock) Create(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {

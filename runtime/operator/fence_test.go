@@ -21,6 +21,8 @@ import (
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"metacel.dev/metacel/runtime/shard"
 )
 
 // testElection: the fence's window is 10 s (RenewDeadline), 5 s before a standby may acquire.
@@ -343,4 +345,101 @@ func TestFenceThroughClientGo(t *testing.T) {
 	}
 	refused("released", write())
 	expect("released", "PUT "+lease+"/metacel")
+}
+
+// A sharded replica's fence opens with its shard Lease's renewals and, for a write made for a
+// parent (its context says the parent's slot), only while the replica holds that slot: checked
+// when the write is handed over and again as its body is read.
+func TestShardWriteFence(t *testing.T) {
+	held := map[int]bool{3: true}
+	tests := []struct {
+		name    string
+		renewed time.Duration // ago; 0: never
+		slot    int           // -1: a write for no parent
+		// lose gives slot 3 up between the first check and the body read
+		lose bool
+		sent bool
+	}{
+		{name: "never renewed: nothing written", slot: 3},
+		{name: "renewed, a held slot: written", renewed: time.Second, slot: 3, sent: true},
+		{name: "renewed, a slot not held: refused", renewed: time.Second, slot: 4},
+		{name: "renewed, no slot: written", renewed: time.Second, slot: -1, sent: true},
+		{name: "renewed past the deadline, a held slot: refused", renewed: 10 * time.Second, slot: 3},
+		{name: "the slot given up as the body is read: refused", renewed: time.Second, slot: 3, lose: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			fence := newShardFence(klog.Background(), Sharding{Namespace: "ns", Identity: "me", LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second}, clk)
+			var mu sync.Mutex
+			slots := map[int]bool{}
+			for k, v := range held {
+				slots[k] = v
+			}
+			fence.setSlots(func(slot int) bool { mu.Lock(); defer mu.Unlock(); return slots[slot] })
+			if tt.renewed > 0 {
+				fence.renewedAt(clk.Now())
+				clk.Step(tt.renewed)
+			}
+			api := &fakeTransport{beforeBody: func() {
+				if tt.lose {
+					mu.Lock()
+					delete(slots, 3)
+					mu.Unlock()
+				}
+			}}
+			ctx := context.Background()
+			if tt.slot >= 0 {
+				ctx = shard.WithSlot(ctx, tt.slot)
+			}
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://api/api/v1/namespaces/ns/pods", strings.NewReader(`{}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = fence.wrap(api).RoundTrip(req)
+			if got := len(api.sent) == 1; got != tt.sent {
+				t.Fatalf("sent: %v, want %v (err %v)", got, tt.sent, err)
+			}
+			if !tt.sent && apierrors.ReasonForError(err) != ReasonWriteFenced {
+				t.Errorf("err %v, want WriteFenced", err)
+			}
+		})
+	}
+}
+
+// A deleted leader Lease reads, to a standby, as the record it last saw until that record's
+// duration has passed since it last changed: the standby does not lead while the old leader's
+// fence may be open. To the leader it reads as gone: its elector creates it again.
+func TestADeletedLeaderLeaseIsHeldForItsDuration(t *testing.T) {
+	gone := apierrors.NewNotFound(coordv1.Resource("leases"), "metacel")
+	tests := []struct {
+		name   string
+		holder string
+		after  time.Duration
+		found  bool
+	}{
+		{"a standby, just after the deletion", "other", time.Second, true},
+		{"a standby, before the duration has passed", "other", 14 * time.Second, true},
+		{"a standby, once it has passed", "other", 15 * time.Second, false},
+		{"the leader itself", "me", time.Second, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+			inner := &fakeLock{clock: clk, record: resourcelock.LeaderElectionRecord{HolderIdentity: tt.holder, LeaseDurationSeconds: 15}}
+			lock := newWriteFence(klog.Background(), testElection, clk).lock(inner)
+			if _, _, err := lock.Get(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			inner.err = gone
+			clk.Step(tt.after)
+			rec, _, err := lock.Get(t.Context())
+			if found := err == nil; found != tt.found {
+				t.Fatalf("Get after %s: %v, %v; want found %v", tt.after, rec, err, tt.found)
+			}
+			if tt.found && rec.HolderIdentity != tt.holder {
+				t.Errorf("holder %q, want %q", rec.HolderIdentity, tt.holder)
+			}
+		})
+	}
 }

@@ -78,11 +78,19 @@ func Run(ctx context.Context, o Options) error {
 	if recordsNamespace(o) == "" {
 		return ErrNoNamespace
 	}
-	// With leader election, the clients write through a fence that refuses writes once this
-	// replica's Lease may have expired by its own clock; the elector's Lease client does not.
+	// With leader election or sharding, the clients write through a fence that refuses writes
+	// once this replica's Lease may have expired by its own clock (and, sharded, the writes for
+	// the parents of slots it no longer holds); the Lease's own client does not.
 	cfg, fence := o.Config, (*writeFence)(nil)
-	if o.LeaderElection != nil {
+	switch {
+	case o.LeaderElection != nil:
 		fence = newWriteFence(logger, *o.LeaderElection, clock.RealClock{})
+		cfg = fence.config(o.Config)
+	case o.Sharding != nil:
+		sh := o.Sharding.withIdentity()
+		o.Sharding = &sh
+		o.Config = replicaAgent(o.Config, sh.Identity)
+		fence = newShardFence(logger, sh, clock.RealClock{})
 		cfg = fence.config(o.Config)
 	}
 	clients, err := newClients(cfg)
@@ -119,7 +127,7 @@ func Run(ctx context.Context, o Options) error {
 			close(o.Ready)
 		}
 	})
-	r := &reconciler{o: o, clients: clients, reg: reg, recorder: recorder, markReady: markReady, errs: errs}
+	r := &reconciler{o: o, clients: clients, fence: fence, reg: reg, recorder: recorder, markReady: markReady, errs: errs}
 	if o.LeaderElection == nil {
 		return r.run(ctx)
 	}
@@ -136,8 +144,10 @@ func eventsConfig(cfg *rest.Config) *rest.Config {
 
 // reconciler is the part of the process that reconciles: the leader's, with leader election.
 type reconciler struct {
-	o        Options
-	clients  *clients
+	o       Options
+	clients *clients
+	// fence is in front of clients, with leader election or sharding
+	fence    *writeFence
 	reg      prometheus.Registerer
 	recorder events.EventRecorder
 	// markReady reports the process ready (once the first policies' caches have synced)
@@ -167,7 +177,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
-		if err := startSharding(ctx, *o.Sharding, r.clients, set, r.reg); err != nil {
+		if err := startSharding(ctx, *o.Sharding, o.Config, r.fence, set, r.reg); err != nil {
 			return err
 		}
 	}

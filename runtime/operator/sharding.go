@@ -1,15 +1,19 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/compact"
@@ -37,8 +41,10 @@ func DefaultSharding(namespace string) Sharding {
 type shards struct {
 	serverSide bool
 	identity   string
-	// reports gives what each live replica last reported (shardReport), by identity
+	// reports gives what each live replica last reported (shardReport), by identity; allows
+	// whether this replica may write for a parent of a slot now
 	reports func() map[string]string
+	allows  func(slot int) bool
 	mu      sync.Mutex
 	slots   shard.Set
 	metrics *shardMetrics
@@ -50,26 +56,45 @@ func (s *shards) held() shard.Set {
 	return s.slots
 }
 
+// withIdentity returns sh with an identity: its own, else the hostname and a random suffix.
+func (sh Sharding) withIdentity() Sharding {
+	if sh.Identity == "" {
+		host, _ := os.Hostname()
+		sh.Identity = host + "_" + string(uuid.NewUUID())
+	}
+	return sh
+}
+
+// replicaAgent returns cfg whose user agent names the replica, so that an audit log tells which
+// replica sent each request.
+func replicaAgent(cfg *rest.Config, identity string) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.UserAgent = strings.TrimSpace(cmp.Or(cfg.UserAgent, rest.DefaultKubernetesUserAgent()) + " shard/" + identity)
+	return cfg
+}
+
 // startSharding probes whether the API server selects shards, and starts this replica's
-// coordinator: the slots it gives go to every controller of set.
-func startSharding(ctx context.Context, sh Sharding, c *clients, set *policySet, reg prometheus.Registerer) error {
-	serverSide, err := compact.ProbeShardSupport(ctx, c.kube, sh.Namespace)
+// coordinator: the slots it gives go to every controller of set, and the fence in front of the
+// set's clients opens with its renewals and checks each parent's slot with it. The coordinator
+// writes with cfg, outside the fence (its Lease is what opens it).
+func startSharding(ctx context.Context, sh Sharding, cfg *rest.Config, fence *writeFence, set *policySet, reg prometheus.Registerer) error {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("shard client: %w", err)
+	}
+	serverSide, err := compact.ProbeShardSupport(ctx, kube, sh.Namespace)
 	if err != nil {
 		return fmt.Errorf("ask the API server whether it selects shards: %w", err)
 	}
-	identity := sh.Identity
-	if identity == "" {
-		host, _ := os.Hostname()
-		identity = host + "_" + string(uuid.NewUUID())
-	}
-	klog.FromContext(ctx).Info("Sharding the parents with the other replicas", "identity", identity, "serverSideShardSelectors", serverSide)
-	set.shards = &shards{serverSide: serverSide, identity: identity, metrics: newShardMetrics(reg, identity)}
-	coord := shard.New(c.kube, shard.Options{
-		Namespace: sh.Namespace, Identity: identity,
+	klog.FromContext(ctx).Info("Sharding the parents with the other replicas", "identity", sh.Identity, "serverSideShardSelectors", serverSide)
+	set.shards = &shards{serverSide: serverSide, identity: sh.Identity, metrics: newShardMetrics(reg, sh.Identity)}
+	coord := shard.New(kube, shard.Options{
+		Namespace: sh.Namespace, Identity: sh.Identity,
 		LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewInterval: sh.RenewInterval,
-		Report: set.shardReport,
+		Report: set.shardReport, Renewed: fence.renewedAt,
 	}, set.setSlots)
-	set.shards.reports = coord.Reports
+	fence.setSlots(coord.Allows)
+	set.shards.reports, set.shards.allows = coord.Reports, coord.Allows
 	go func() {
 		if err := coord.Run(ctx); err != nil && ctx.Err() == nil {
 			klog.FromContext(ctx).Error(err, "Shard coordinator stopped")
@@ -124,9 +149,9 @@ func (s *shards) othersCounts() map[string]controller.Counts {
 }
 
 // writesStatus reports whether this replica writes the policies' status: without sharding, yes;
-// with, the replica holding slot 0 does.
+// with, the replica holding slot 0 does, while it may write for it.
 func (s *shards) writesStatus() bool {
-	return s == nil || s.held().Has(0)
+	return s == nil || (s.held().Has(0) && s.allows(0))
 }
 
 // shardMetrics are the metacel_shard_* metrics of this replica.

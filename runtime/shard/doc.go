@@ -9,15 +9,28 @@
 //
 // Who holds a slot now is a table with one owner per slot, kept in a ConfigMap (metacel-shards)
 // and changed only by compare-and-swap (its resourceVersion), so that two replicas whose views of
-// the members differ for a moment never both take a slot. A replica lets go of a slot before it
-// writes so in the table (its syncs of that slot have stopped: Coordinator's hold callback
-// returns only then), and starts syncing a slot only after the table names it, and only when the
-// slot's owner let go of it or its Lease expired or was deleted: an owner's Lease its informer
-// has not seen (it has just started, or its informer is behind) is read from the API server
-// first, since the compare-and-swap cannot tell a table read up to date from an owner alive.
-// A replica that cannot renew its own Lease for RenewDeadline stops syncing everything, before
-// any other replica may take its slots (LeaseDuration). So a slot is never synced by two
-// replicas at once, whatever dies when.
+// the members differ for a moment never both take a slot (table.go). A replica takes a slot when
+// the table gives it no owner, or names it, or names a replica gone, and no live replica's Lease
+// says it syncs the slot; it writes the table first, then says so in its Lease, then syncs. It
+// gives a slot up by stopping its writes at once, then its syncs (Coordinator's Hold returns once
+// those under way have ended, on a goroutine of its own), then freeing it in the table.
+//
+// A replica is gone when this replica has seen no change of its Lease for the duration the Lease
+// advertises, by this replica's clock (peers.go): never by the renewTime another machine wrote, and
+// a deleted Lease counts from when it last changed. Before taking a gone owner's slots, its Lease
+// is read from the API server (the informer may be behind a renewal). A table missing or
+// unreadable is rebuilt from what the live Leases say, and holders write back their slots.
+//
+// Every write a replica makes for a parent passes Allows (the operator's write fence asks it for
+// the slot a request carries, WithSlot): the slot is held and not being given up, and the last
+// successful renewal was sent less than RenewDeadline ago, by the monotonic clock. A replica
+// renews on its own goroutine, and checks that deadline before each renewal: once passed (it was
+// paused, or the API server unreachable), it stops every slot before it renews, and takes them
+// again only through the table read anew (lease.go). Others take its slots no sooner than
+// LeaseDuration after they last saw its Lease change, which it sent before: so no slot is written
+// by two replicas at once, whatever pauses, skews or disappears. (A write sent before the
+// deadline can still arrive late: LeaseDuration - RenewDeadline is its margin, as for leader
+// election.)
 //
 // Slots are fixed (not one range per replica) so that when members come and go, the slots a
 // replica keeps keep their informers: only the slots that move are listed and watched anew.

@@ -122,3 +122,24 @@ func (s Set) String() string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// ParseSet reads what Set.String writes.
+func ParseSet(s string) (Set, error) {
+	var out Set
+	if s == "" {
+		return 0, nil
+	}
+	for _, part := range strings.Split(s, ",") {
+		from, to, isRun := strings.Cut(part, "-")
+		if !isRun {
+			to = from
+		}
+		a, errA := strconv.Atoi(from)
+		b, errB := strconv.Atoi(to)
+		if errA != nil || errB != nil || a < 0 || b < a || b >= Slots {
+			return 0, fmt.Errorf("slots %q: %q is not a slot or a run of slots (e.g. 0-20) in [0, %d)", s, part, Slots)
+		}
+		out |= SetOf(Range{From: a, To: b + 1})
+	}
+	return out, nil
+}

@@ -1,0 +1,171 @@
+package shard
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/klog/v2"
+)
+
+// This replica's own Lease: renewed every RenewInterval on a goroutine of its own, so that no
+// sync, hand-over or lock holds a renewal up. Each renewal says which slots the replica syncs
+// (AnnotationSlots), and a slot is said there before it is synced (claim) and until its syncs
+// have stopped, so that the Leases tell who holds what when the table cannot.
+//
+// The deadline is checked before each renewal: a replica whose last successful renewal was sent
+// RenewDeadline ago or more (it was paused, or the API server unreachable) may have had its slots
+// taken meanwhile, so it stops syncing all of them before it renews, and takes them again only
+// through the table, read anew (claim's compare-and-swap refuses a table read before the others
+// wrote it). Until it renews, Allows refuses every slot.
+
+// LeaseName is the name of a replica's Lease.
+func LeaseName(identity string) string {
+	name := strings.ToLower(leasePrefix + identity)
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		name = leasePrefix + fmt.Sprintf("%x", Hash(types.UID(identity)))
+	}
+	return name
+}
+
+// renewEvery renews this replica's Lease every RenewInterval, and when the slots it syncs change.
+func (c *Coordinator) renewEvery(ctx context.Context) {
+	tick := c.o.Clock.NewTicker(c.o.RenewInterval)
+	defer tick.Stop()
+	for {
+		_ = c.renew(ctx, 0)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C():
+		case <-c.readvertise:
+		}
+	}
+}
+
+// renew writes this replica's Lease, saying it syncs the slots it holds and those of adding:
+// after a lapse, only once it has stopped syncing every slot.
+func (c *Coordinator) renew(ctx context.Context, adding Set) error {
+	c.leaseMu.Lock()
+	defer c.leaseMu.Unlock()
+	if c.lapsed() {
+		c.stopAll(ctx)
+	}
+	sent := c.o.Clock.Now()
+	lease, err := c.writeLease(ctx, metav1.NewMicroTime(sent), c.syncing()|adding)
+	if err != nil {
+		c.lease = nil // read it again next time
+		klog.FromContext(ctx).Error(err, "Cannot renew this replica's shard Lease")
+		return err
+	}
+	c.lease = lease
+	c.peers.see(lease)
+	c.mu.Lock()
+	c.renewed = sent
+	c.mu.Unlock()
+	if c.o.Renewed != nil {
+		c.o.Renewed(sent)
+	}
+	return nil
+}
+
+// lapsed reports whether this replica's last successful renewal was sent RenewDeadline ago or
+// more (or never), by the monotonic clock and the wall clock, whichever counts more: the
+// monotonic clock stops while a machine is suspended, the wall clock does not.
+func (c *Coordinator) lapsed() bool {
+	c.mu.Lock()
+	renewed := c.renewed
+	c.mu.Unlock()
+	if renewed.IsZero() {
+		return true
+	}
+	now := c.o.Clock.Now()
+	return max(now.Sub(renewed), now.Round(0).Sub(renewed.Round(0))) >= c.o.RenewDeadline
+}
+
+// writeLease creates or updates this replica's Lease; one deleted meanwhile is created again.
+func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slots Set) (*coordinationv1.Lease, error) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	leases := c.client.CoordinationV1().Leases(c.o.Namespace)
+	lease := c.lease
+	if lease == nil {
+		got, err := leases.Get(ctx, LeaseName(c.o.Identity), metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return leases.Create(ctx, c.newLease(now, slots), metav1.CreateOptions{FieldManager: fieldManager})
+		case err != nil:
+			return nil, err
+		}
+		lease = got
+	}
+	lease = lease.DeepCopy()
+	seconds := int32(c.o.LeaseDuration / time.Second)
+	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &c.o.Identity, &seconds, &now
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[AnnotationSlots] = slots.String()
+	c.setReport(lease.Annotations)
+	got, err := leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
+	if apierrors.IsNotFound(err) {
+		return leases.Create(ctx, c.newLease(now, slots), metav1.CreateOptions{FieldManager: fieldManager})
+	}
+	return got, err
+}
+
+func (c *Coordinator) newLease(now metav1.MicroTime, slots Set) *coordinationv1.Lease {
+	seconds := int32(c.o.LeaseDuration / time.Second)
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: LeaseName(c.o.Identity), Namespace: c.o.Namespace,
+			Labels:      map[string]string{LabelMember: "true", "app.kubernetes.io/managed-by": "metacel"},
+			Annotations: map[string]string{AnnotationSlots: slots.String()},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &c.o.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
+	}
+	c.setReport(lease.Annotations)
+	return lease
+}
+
+func (c *Coordinator) setReport(annotations map[string]string) {
+	if c.o.Report != nil {
+		annotations[AnnotationReport] = c.o.Report()
+	}
+}
+
+// deleteLease deletes this replica's Lease, when it leaves.
+func (c *Coordinator) deleteLease(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	err := c.client.CoordinationV1().Leases(c.o.Namespace).Delete(ctx, LeaseName(c.o.Identity), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		klog.FromContext(ctx).Error(err, "Cannot delete this replica's shard Lease; it expires")
+	}
+}
+
+// deleteDeadLeases deletes the Leases of the replicas long gone (peers.dead), each only at the
+// version seen: a replica that renewed meanwhile keeps its Lease.
+func (c *Coordinator) deleteDeadLeases(ctx context.Context) {
+	for id, version := range c.peers.dead() {
+		if id == c.o.Identity {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		err := c.client.CoordinationV1().Leases(c.o.Namespace).Delete(ctx, LeaseName(id), metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &version}})
+		cancel()
+		switch {
+		case err == nil || apierrors.IsNotFound(err):
+			klog.FromContext(ctx).Info("Deleted the shard Lease of a replica long gone", "replica", id)
+		case apierrors.IsConflict(err):
+		default:
+			klog.FromContext(ctx).V(2).Info("Cannot delete the shard Lease of a replica long gone", "replica", id, "err", err)
+		}
+	}
+}
