@@ -15,6 +15,7 @@ import (
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
+	"metacel.dev/metacel/runtime/shard"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -49,12 +50,6 @@ func (ro *rolloutRun) notMoved(uid types.UID) bool { return !ro.moved(uid) }
 // runRolloutLocked starts p when a rollout decides how: a policy rolling out now, or a version
 // that declares spec.rollout. It returns false when p starts as before, at once.
 func (s *policySet) runRolloutLocked(p *policy.Compiled, st *unitState, old *running, restart bool) bool {
-	if s.shards != nil {
-		if p.Rollout != nil {
-			klog.FromContext(s.ctx).Info("Sharded replicas do not roll policies out step by step yet: the new version reaches every parent at once", "policy", p.Name())
-		}
-		return false
-	}
 	v := rollout.Version(p)
 	if old != nil && old.rollout != nil {
 		switch {
@@ -168,6 +163,9 @@ func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *polic
 	stable.ctrl.SetShare(ro.notMoved) // the stable version lets go of the moved parents first
 	ctrl := controller.New(p, s.deps)
 	ctrl.SetShare(ro.moved)
+	if s.shards != nil {
+		ctrl.ShardedBy(s.shards.serverSide)
+	}
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start the new version of a policy", "policy", p.Name())
 		stable.ctrl.SetShare(nil)
@@ -176,7 +174,7 @@ func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *polic
 	ro.target = s.goRun(p, ctrl, unit, nil)
 	stable.rollout = ro
 	klog.FromContext(s.ctx).Info("Policy rolling out", "policy", p.Name(), "version", policystatus.ShortVersion(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
-	s.event(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
+	s.rolloutEvent(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
 		p.Name(), policystatus.ShortVersion(ro.target.version), step+1, len(ro.plan.Steps), ro.percent.Load()))
 	go s.drive(p.Name(), ro)
 }
@@ -190,11 +188,16 @@ func planOf(r *policy.CompiledRollout) rollout.Plan {
 	return rollout.Plan{Steps: steps, HealthDeadline: r.HealthDeadline, Budget: r.Budget}
 }
 
-// drive judges a rollout's step every tick until the rollout ends.
+// drive judges a rollout's step every tick until the rollout ends; with sharding, only the
+// replica that drives judges, with every replica's health, and the others follow the record
+// (shardrollout.go).
 func (s *policySet) drive(name string, ro *rolloutRun) {
 	ctx := klog.NewContext(s.ctx, klog.FromContext(s.ctx).WithValues("policy", name))
 	t := s.clock.NewTicker(rolloutTick)
 	defer t.Stop()
+	if s.shards != nil {
+		defer s.shards.setRollout(name, nil)
+	}
 	for {
 		select {
 		case <-ro.target.done:
@@ -204,10 +207,30 @@ func (s *policySet) drive(name string, ro *rolloutRun) {
 		if !ro.target.isSynced() {
 			continue
 		}
-		if !s.judge(ctx, name, ro, s.healthOf(ctx, ro)) {
+		h := s.healthOf(ctx, ro)
+		if s.shards != nil {
+			rec := s.recordOf(ro)
+			report := reportOf(rec, h)
+			s.shards.setRollout(name, &report)
+			if !s.shards.drives() {
+				if !s.follow(ctx, name, ro) {
+					return
+				}
+				continue
+			}
+			h = s.shards.withOthers(name, rec, h)
+		}
+		if !s.judge(ctx, name, ro, h) {
 			return
 		}
 	}
+}
+
+// recordOf returns a rollout's record as this replica has it.
+func (s *policySet) recordOf(ro *rolloutRun) rollout.Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ro.progress.Record
 }
 
 // healthOf judges the parents moved to the target: healthy once the target's controller has
@@ -259,17 +282,25 @@ func (s *policySet) judge(ctx context.Context, name string, ro *rolloutRun, h ro
 // advanceLocked moves the next step's parents to the target: recorded first, then the stable
 // version lets go of them, then the target takes them.
 func (s *policySet) advanceLocked(ctx context.Context, name string, stable *running, ro *rolloutRun) {
+	next := ro.progress.Record
+	next.Step++
+	next.StepStarted = s.clock.Now()
+	s.putRecordLocked(name, next)
+	s.moveToStepLocked(ctx, stable, ro, next.Step, next.StepStarted)
+	s.rolloutEventOf(stable, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s, step %d of %d: %d%% of parents",
+		name, policystatus.ShortVersion(next.Target), next.Step+1, len(ro.plan.Steps), ro.percent.Load()))
+}
+
+// moveToStepLocked moves the parents of a step (started then) to the target: the stable version
+// lets go of them first.
+func (s *policySet) moveToStepLocked(ctx context.Context, stable *running, ro *rolloutRun, step int, started time.Time) {
 	rec := &ro.progress.Record
-	rec.Step++
-	rec.StepStarted = s.clock.Now()
+	rec.Step, rec.StepStarted = step, started
 	ro.progress.HealthySince = time.Time{}
-	s.putRecordLocked(name, *rec)
-	ro.percent.Store(int32(ro.plan.Steps[rec.Step].Percent))
+	ro.percent.Store(int32(ro.plan.Steps[step].Percent))
 	stable.ctrl.SetShare(ro.notMoved)
 	ro.target.ctrl.SetShare(ro.moved)
-	klog.FromContext(ctx).Info("Policy rollout step", "version", policystatus.ShortVersion(rec.Target), "step", rec.Step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
-	s.eventOf(stable, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s, step %d of %d: %d%% of parents",
-		name, policystatus.ShortVersion(rec.Target), rec.Step+1, len(ro.plan.Steps), ro.percent.Load()))
+	klog.FromContext(ctx).Info("Policy rollout step", "version", policystatus.ShortVersion(rec.Target), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 }
 
 // completeLocked hands every parent to the target, which becomes the running version.
@@ -283,7 +314,7 @@ func (s *policySet) completeLocked(ctx context.Context, name string, stable *run
 	s.recordStableLocked(target)
 	s.metrics.loaded(name, target.unit, target.generation)
 	klog.FromContext(ctx).Info("Policy rolled out", "version", policystatus.ShortVersion(target.version), "generation", target.generation)
-	s.eventOf(target, "Normal", "PolicyRolledOut", fmt.Sprintf("policy %q: version %s serves every parent (generation %d)", name, policystatus.ShortVersion(target.version), target.generation))
+	s.rolloutEventOf(target, "Normal", "PolicyRolledOut", fmt.Sprintf("policy %q: version %s serves every parent (generation %d)", name, policystatus.ShortVersion(target.version), target.generation))
 }
 
 // failLocked moves every parent back to the stable version, and records the target as failed.
@@ -294,11 +325,17 @@ func (s *policySet) failLocked(ctx context.Context, name string, stable *running
 		Phase: rollout.RolledBack, Stable: rec.Stable, StableUnit: rec.StableUnit, StableSource: rec.StableSource,
 		Target: rec.Target, Message: msg,
 	})
+	s.rollBackLocked(ctx, name, stable, ro, msg)
+}
+
+// rollBackLocked moves every parent back to the stable version, as the record says (msg).
+func (s *policySet) rollBackLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, msg string) {
+	rec := ro.progress.Record
 	stable.rollout, stable.rolledBack, stable.message = nil, rec.Target, msg
 	ro.target.stop()
 	stable.ctrl.TakeAll(s.ctx, ro.target.policy)
-	klog.FromContext(ctx).Error(nil, "Policy rollout failed; rolled back", "version", policystatus.ShortVersion(rec.Target), "reason", why)
-	s.eventOf(ro.target, "Warning", "PolicyRolloutFailed", msg)
+	klog.FromContext(ctx).Error(nil, "Policy rollout failed; rolled back", "policy", name, "version", policystatus.ShortVersion(rec.Target), "message", msg)
+	s.rolloutEventOf(ro.target, "Warning", "PolicyRolloutFailed", msg)
 }
 
 // abortRolloutLocked ends a rollout that a newer version replaces: every parent goes back to the
@@ -316,13 +353,29 @@ func (s *policySet) recordStableLocked(r *running) {
 	s.putRecordLocked(r.policy.Name(), rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit, StableSource: string(r.source)})
 }
 
+// putRecordLocked writes a policy's record; with sharding, only the replica that drives the
+// rollouts does, as a write for slot 0 (the write fence lets it through only while it holds it).
 func (s *policySet) putRecordLocked(name string, rec rollout.Record) {
-	if err := s.records.Put(s.ctx, name, rec); err != nil {
+	ctx := s.ctx
+	if s.shards != nil {
+		if !s.shards.drives() {
+			return
+		}
+		ctx = shard.WithSlot(ctx, 0)
+	}
+	if err := s.records.Put(ctx, name, rec); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot write the rollout record; a restart may not resume where the policy is", "policy", name)
 	}
 }
 
-// eventOf records an event on the ConfigMap a running version came from.
-func (s *policySet) eventOf(r *running, typ, reason, note string) {
-	s.event(source.Unit{Name: r.unit, ConfigMap: r.configMap}, typ, reason, note)
+// rolloutEventOf records an event of a rollout on the ConfigMap a running version came from: with
+// sharding, only the replica that drives the rollouts does (one event, not one per replica).
+func (s *policySet) rolloutEventOf(r *running, typ, reason, note string) {
+	s.rolloutEvent(source.Unit{Name: r.unit, ConfigMap: r.configMap}, typ, reason, note)
+}
+
+func (s *policySet) rolloutEvent(unit source.Unit, typ, reason, note string) {
+	if s.shards.drives() {
+		s.event(unit, typ, reason, note)
+	}
 }

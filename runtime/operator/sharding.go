@@ -47,7 +47,10 @@ type shards struct {
 	allows  func(slot int) bool
 	mu      sync.Mutex
 	slots   shard.Set
-	metrics *shardMetrics
+	// counts and rollouts are what this replica reports next (shardReport)
+	counts   map[string]controller.Counts
+	rollouts map[string]rolloutReport
+	metrics  *shardMetrics
 }
 
 func (s *shards) held() shard.Set {
@@ -127,21 +130,48 @@ func (s *policySet) setSlots(ctx context.Context, slots shard.Set) {
 }
 
 // shardReport is what this replica tells the others at each renewal: the counts of the parents
-// it holds, by policy. The replica that holds slot 0 writes the policies' status with the sum.
+// it holds, by policy, and where its rollouts stand (shardrollout.go). The replica that holds slot
+// 0 writes the policies' status with the sum, and drives the rollouts. It reads what the policy
+// set's goroutine and the rollout drivers last left, without the policy set's lock: a renewal
+// waits for nothing.
 func (s *policySet) shardReport() string {
-	b, _ := json.Marshal(s.localCounts())
+	s.shards.mu.Lock()
+	defer s.shards.mu.Unlock()
+	b, _ := json.Marshal(shardReportBody{Counts: s.shards.counts, Rollouts: s.shards.rollouts})
 	return string(b)
+}
+
+// shardReportBody is a replica's report.
+type shardReportBody struct {
+	Counts   map[string]controller.Counts `json:"counts,omitempty"`
+	Rollouts map[string]rolloutReport     `json:"rollouts,omitempty"`
+}
+
+// setCounts keeps the counts the next report gives.
+func (s *shards) setCounts(counts map[string]controller.Counts) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.counts = counts
+}
+
+// othersReports returns what the other live replicas last reported, by identity.
+func (s *shards) othersReports() map[string]shardReportBody {
+	out := map[string]shardReportBody{}
+	for identity, report := range s.reports() {
+		var body shardReportBody
+		if identity == s.identity || json.Unmarshal([]byte(report), &body) != nil {
+			continue
+		}
+		out[identity] = body
+	}
+	return out
 }
 
 // othersCounts sums, by policy, what the other live replicas last reported.
 func (s *shards) othersCounts() map[string]controller.Counts {
 	out := map[string]controller.Counts{}
-	for identity, report := range s.reports() {
-		var counts map[string]controller.Counts
-		if identity == s.identity || json.Unmarshal([]byte(report), &counts) != nil {
-			continue
-		}
-		for name, c := range counts {
+	for _, body := range s.othersReports() {
+		for name, c := range body.Counts {
 			out[name] = add(out[name], c)
 		}
 	}

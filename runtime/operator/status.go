@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"maps"
 	"strings"
 
 	"metacel.dev/metacel/runtime/controller"
@@ -14,10 +15,14 @@ import (
 func (s *policySet) publishStatus() {
 	counts := s.localCounts()
 	s.recordParents(counts)
+	if s.shards != nil {
+		s.shards.setCounts(counts)
+	}
 	if s.status == nil || !s.shards.writesStatus() {
 		return
 	}
 	if s.shards != nil {
+		counts = maps.Clone(counts)
 		for name, c := range s.shards.othersCounts() {
 			counts[name] = add(counts[name], c)
 		}

@@ -93,16 +93,76 @@ func rolloutRecord(t *testing.T, ns string) (rollout.Record, error) {
 
 // TestPolicyRollout rolls three versions of MyApp out over 30 parents in three steps (34%, 67%,
 // 100%): one whose Pods never run stops at the first step and goes back; a healthy one goes
-// through; one whose runtime is killed mid-rollout resumes where it was.
+// through; one whose runtime is killed mid-rollout resumes where it was. With one runtime, and
+// with three sharded replicas (the replica holding slot 0 drives the rollout, and is the one
+// killed).
 func TestPolicyRollout(t *testing.T) {
 	bin := buildMetacel(t)
+	for _, replicas := range [][]string{{"runtime"}, {"r-a", "r-b", "r-c"}} {
+		name := "one runtime"
+		if len(replicas) > 1 {
+			name = "three sharded replicas"
+		}
+		t.Run(name, func(t *testing.T) { testPolicyRollout(t, bin, replicas) })
+	}
+}
+
+// rolloutRuntimes are the runtimes of a rollout test: one, or sharded replicas.
+type rolloutRuntimes struct {
+	bin, policyNS string
+	procs         map[string]*process
+}
+
+func startRolloutRuntimes(t *testing.T, bin, policyNS string, ids []string) *rolloutRuntimes {
+	t.Helper()
+	r := &rolloutRuntimes{bin: bin, policyNS: policyNS, procs: map[string]*process{}}
+	for _, id := range ids {
+		r.procs[id] = startProcess(t, bin, r.args(id)...)
+	}
+	if len(ids) > 1 {
+		sharedAmong(t, cluster.kube, policyNS, ids...)
+	}
+	return r
+}
+
+func (r *rolloutRuntimes) args(id string) []string {
+	args := []string{"run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", r.policyNS,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
+	if id != "runtime" {
+		args = append(args, "--shards=auto", "--shard-identity", id,
+			"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-renew-interval=1s")
+	}
+	return args
+}
+
+// driver returns the runtime that drives the rollouts: the only one, or the replica holding slot 0.
+func (r *rolloutRuntimes) driver(t *testing.T) string {
+	t.Helper()
+	if _, ok := r.procs["runtime"]; ok {
+		return "runtime"
+	}
+	for id, slots := range shardLeases(t, cluster.kube, r.policyNS) {
+		if slotsOf(slots).Has(0) {
+			return id
+		}
+	}
+	t.Fatal("no replica holds slot 0")
+	return ""
+}
+
+// restart kills (SIGKILL) a runtime and starts it again.
+func (r *rolloutRuntimes) restart(t *testing.T, id string) {
+	r.procs[id].kill9()
+	r.procs[id] = startProcess(t, r.bin, r.args(id)...)
+}
+
+func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 	policyNS, ns := newNamespace(t, "rollout-policies"), newNamespace(t, "rollout")
 	base := policyConfigMap(t, "myapp", policyNS)
 	const deadline = rolloutDeadline
 	applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("a"))))
 	outer := t
-	rt := startProcess(t, bin, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2")
+	rts := startRolloutRuntimes(t, bin, policyNS, replicas)
 
 	const parents = 30
 	uids := map[string]types.UID{}
@@ -222,8 +282,7 @@ func TestPolicyRollout(t *testing.T) {
 			return nil
 		})
 		moved := myAppPods(t, ns)
-		rt.kill9()
-		rt = startProcess(outer, bin, rt.args...)
+		rts.restart(outer, rts.driver(t))
 		eventually(t, wait, "the restarted runtime at the second step, the first step's start kept", func() error {
 			got, err := rolloutRecord(t, policyNS)
 			if err == nil && got.Phase == rollout.RollingOut && got.Step == 0 && !got.StepStarted.Equal(rec.StepStarted) {

@@ -1,0 +1,110 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/rollout"
+)
+
+// With sharding, every replica runs a policy's rollout over the parents of its own slots, and the
+// same UID buckets move at each step on every replica: each moves its share of them. One replica
+// drives: the one that holds slot 0 (it writes the policies' status too). It judges each step
+// with the health of the moved parents of every replica, which each reports in its shard Lease
+// (rolloutReport, refreshed every tick, sent at each renewal), and writes the rollout record; the
+// others follow the record, read every tick: they move to its step, and complete or roll back
+// when it says so. A driver killed mid-step loses slot 0 once its Lease expires, and the new
+// holder drives on from the record (its step's start kept, so its health deadline too). A replica
+// writes the record only while it may write for slot 0 (the write fence checks it).
+
+// rolloutReport is what a replica reports of a rollout: the moved parents of its slots at the
+// step it is at, and how many of them are unhealthy, with a few for the message.
+type rolloutReport struct {
+	Target    string              `json:"target"`
+	Step      int                 `json:"step"`
+	Moved     int                 `json:"moved"`
+	Unhealthy int                 `json:"unhealthy"`
+	Examples  []rollout.Unhealthy `json:"examples,omitempty"`
+}
+
+// maxExamples is how many unhealthy parents a report names.
+const maxExamples = 5
+
+func reportOf(rec rollout.Record, h rollout.Health) rolloutReport {
+	return rolloutReport{Target: rec.Target, Step: rec.Step, Moved: h.Moved, Unhealthy: len(h.Unhealthy), Examples: h.Unhealthy[:min(len(h.Unhealthy), maxExamples)]}
+}
+
+// drives reports whether this replica drives the rollouts: without sharding, yes.
+func (s *shards) drives() bool { return s.writesStatus() }
+
+// setRollout keeps what the next report says of a rollout (nil: none).
+func (s *shards) setRollout(name string, r *rolloutReport) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r == nil {
+		delete(s.rollouts, name)
+		return
+	}
+	if s.rollouts == nil {
+		s.rollouts = map[string]rolloutReport{}
+	}
+	s.rollouts[name] = *r
+}
+
+// withOthers adds to h, this replica's health of a rollout at rec's step, what the other live
+// replicas report of it: a replica that has not reached that step counts as one unhealthy parent
+// (the step is not judged on parents that have not moved yet).
+func (s *shards) withOthers(name string, rec rollout.Record, h rollout.Health) rollout.Health {
+	h.Unhealthy = append([]rollout.Unhealthy(nil), h.Unhealthy...)
+	for identity, body := range s.othersReports() {
+		r, ok := body.Rollouts[name]
+		switch {
+		case !ok || r.Target != rec.Target:
+			h.Unhealthy = append(h.Unhealthy, rollout.Unhealthy{Parent: "replica " + identity, Why: "has not started this version yet"})
+		case r.Step != rec.Step:
+			h.Unhealthy = append(h.Unhealthy, rollout.Unhealthy{Parent: "replica " + identity, Why: fmt.Sprintf("at step %d, not %d yet", r.Step+1, rec.Step+1)})
+		default:
+			h.Moved += r.Moved
+			h.Unhealthy = append(h.Unhealthy, r.Examples...)
+			for i := len(r.Examples); i < r.Unhealthy; i++ {
+				h.Unhealthy = append(h.Unhealthy, rollout.Unhealthy{Parent: "~replica " + identity, Why: "another of its parents unhealthy"})
+			}
+		}
+	}
+	return h
+}
+
+// follow moves a rollout where its record says, on a replica that does not drive it; it returns
+// false once the rollout has ended here.
+func (s *policySet) follow(ctx context.Context, name string, ro *rolloutRun) bool {
+	rec, err := s.records.Get(ctx, name)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("Cannot read the rollout record; following it next tick", "err", err)
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stable := s.running[name]
+	if stable == nil || stable.rollout != ro {
+		return false // stopped or replaced meanwhile
+	}
+	local := ro.progress.Record
+	switch {
+	case rec == nil || rec.Target != local.Target:
+		return true // the driver has not started this version yet
+	case rec.Phase == rollout.RollingOut:
+		if rec.Step != local.Step && rec.Step < len(ro.plan.Steps) {
+			s.moveToStepLocked(ctx, stable, ro, rec.Step, rec.StepStarted)
+		}
+		return true
+	case rec.Phase == rollout.RolledBack:
+		s.rollBackLocked(ctx, name, stable, ro, rec.Message)
+		return false
+	case rec.Phase == rollout.Stable && rec.Stable == local.Target:
+		s.completeLocked(ctx, name, stable, ro)
+		return false
+	}
+	return true
+}
