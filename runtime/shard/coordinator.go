@@ -255,7 +255,7 @@ func (c *Coordinator) retry(ctx context.Context, err error) {
 
 // members returns the identities of the live replicas, sorted; this replica is one of them
 // while its renewals go through (step stops it otherwise).
-func (c *Coordinator) members(live map[string]*sighting) []string {
+func (c *Coordinator) members(live map[string]sighting) []string {
 	out := []string{c.o.Identity}
 	for id := range live {
 		if id != c.o.Identity {

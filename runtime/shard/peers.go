@@ -93,17 +93,18 @@ func (p *peers) expired(identity string) (expired, known bool) {
 	return p.clock.Since(s.changed) >= s.duration, true
 }
 
-// live returns the identities whose Leases have not expired, with the slots each says it syncs
-// and what it reported; those long expired and gone are forgotten.
-func (p *peers) live() map[string]*sighting {
+// live returns the identities whose Leases have not expired, with (a copy of) what was last seen
+// of each: the slots it says it syncs, what it reported; those long expired and gone are
+// forgotten.
+func (p *peers) live() map[string]sighting {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	out := map[string]*sighting{}
+	out := map[string]sighting{}
 	for id, s := range p.by {
 		age := p.clock.Since(s.changed)
 		switch {
 		case age < s.duration:
-			out[id] = s
+			out[id] = *s
 		case s.gone && age > 2*s.duration:
 			delete(p.by, id)
 		}

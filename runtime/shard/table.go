@@ -59,7 +59,7 @@ func parseTable(cm *corev1.ConfigMap) ownersTable {
 
 // repair writes back a table that is not whole, rebuilt from the live replicas' Leases, and the
 // slots this replica syncs that the table leaves free.
-func (c *Coordinator) repair(ctx context.Context, t *ownersTable, live map[string]*sighting) error {
+func (c *Coordinator) repair(ctx context.Context, t *ownersTable, live map[string]sighting) error {
 	changed := !t.whole
 	if !t.whole {
 		klog.FromContext(ctx).Info("The shard table is missing or unreadable; rebuilding it from the replicas' Leases")
@@ -78,7 +78,7 @@ func (c *Coordinator) repair(ctx context.Context, t *ownersTable, live map[strin
 
 // rebuilt gives each slot to the live replica whose Lease says it syncs it (the first by identity,
 // should two say so: the other stops on reading the table).
-func rebuilt(live map[string]*sighting) []string {
+func rebuilt(live map[string]sighting) []string {
 	owners := make([]string, Slots)
 	ids := make([]string, 0, len(live))
 	for id := range live {
@@ -113,7 +113,7 @@ func (c *Coordinator) release(ctx context.Context, t *ownersTable, want Set) err
 // claim takes the slots this replica should hold and may: free, its own, or their owner gone
 // (ownerGone), and said by no other live replica's Lease to be synced. The table is written
 // first, then this replica's Lease says it syncs them, then they are synced.
-func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want Set, live map[string]*sighting) error {
+func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want Set, live map[string]sighting) error {
 	gone := map[string]bool{}
 	syncing, take := c.syncing(), Set(0)
 	for slot := range Slots {
@@ -145,7 +145,7 @@ func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want Set, live 
 }
 
 // syncedByOther reports whether a live replica other than self says it syncs slot.
-func syncedByOther(live map[string]*sighting, self string, slot int) bool {
+func syncedByOther(live map[string]sighting, self string, slot int) bool {
 	for id, s := range live {
 		if id != self && s.slots.Has(slot) {
 			return true
