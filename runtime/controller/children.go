@@ -113,8 +113,14 @@ func (c *Controller) createOrUpdate(ctx context.Context, parent *unstructured.Un
 // object of its name that exists already is read then: metacel's own is applied, anyone else's
 // is a conflict, never a takeover. When the parent already reports a conflict (its Synced
 // condition, written by a sync before this one, or before a restart), the name is read first:
-// a conflict that is still there costs a read, not a write, each time it is retried.
+// a conflict that is still there costs a read, not a write, each time it is retried. A child
+// that this controller created lately, which the cache read by this sync did not show yet
+// (recentcreates.go), is taken as its create returned it, with no request.
 func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (got *unstructured.Unstructured, created bool, err error) {
+	if known := c.createdLately(parent, child); known != nil {
+		got, err = c.takeExisting(ctx, parent, child, known)
+		return got, false, err
+	}
 	if conflictReported(parent) {
 		existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 		switch {
@@ -133,6 +139,7 @@ func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructur
 	if err != nil {
 		return nil, false, applyError("create", child.Object, err)
 	}
+	c.rememberCreated(child, got)
 	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return got, true, nil
@@ -277,6 +284,7 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 	case err != nil:
 		return nil, applyError("create (to recreate)", child.Object, err)
 	}
+	c.rememberCreated(child, got)
 	c.fights.written(parent, child, false, c.deps.Clock.Now()) // what a drift of it reverts
 	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	return got, nil

@@ -35,6 +35,8 @@ type resourceCache struct {
 	// list is bySlot's informers in slot order, rebuilt when slots change: reads, on every
 	// sync, allocate nothing
 	list []cache.SharedIndexInformer
+	// creates are the children the controller created lately (recentcreates.go)
+	creates recentCreates
 }
 
 // wholeSlot keys the one informer of a resource that is not sharded.
@@ -48,12 +50,14 @@ type slotInformer struct {
 }
 
 // newResourceCache returns the cache of a resource filtered by a label selector, indexed by
-// index, whose events go to handler; sharded, it holds no slot until setSlots.
+// index, whose events go to handler, each once creates has noted it; sharded, it holds no slot
+// until setSlots.
 func (c *Controller) newResourceCache(gvr schema.GroupVersionResource, selector, index string, h cache.ResourceEventHandler, sharded bool) *resourceCache {
-	rc := &resourceCache{gvr: gvr, selector: selector, index: index, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
+	rc := &resourceCache{gvr: gvr, selector: selector, index: index, bySlot: map[int]*slotInformer{}, sharded: sharded}
+	rc.handler = noticing{ResourceEventHandler: h, creates: &rc.creates, clock: c.deps.Clock}
 	if !sharded {
 		inf, release := c.deps.Pool.Acquire(gvr, selector, index)
-		rc.bySlot[wholeSlot] = withHandler(inf, release, h)
+		rc.bySlot[wholeSlot] = withHandler(inf, release, rc.handler)
 		rc.relist()
 	}
 	return rc
@@ -103,7 +107,8 @@ func (rc *resourceCache) addSlots(slots []int, acquire func(slot int) (cache.Sha
 	rc.relist()
 }
 
-// dropSlots releases the informers of slots.
+// dropSlots releases the informers of slots, and forgets the children created lately: a dropped
+// slot's deletions are no longer delivered, and a slot taken back lists afresh.
 func (rc *resourceCache) dropSlots(slots []int) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
@@ -114,6 +119,7 @@ func (rc *resourceCache) dropSlots(slots []int) {
 		}
 	}
 	rc.relist()
+	rc.creates.forgetAll()
 }
 
 // releaseAll releases every informer.
@@ -125,6 +131,7 @@ func (rc *resourceCache) releaseAll() {
 		delete(rc.bySlot, slot)
 	}
 	rc.relist()
+	rc.creates.forgetAll()
 }
 
 // informers returns the informers, in slot order (not to be modified).

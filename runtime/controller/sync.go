@@ -42,7 +42,6 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
-	klog.V(2).Info("DBG sync", "parent", key, "rv", cached.GetResourceVersion(), "children", len(children))
 	if c.draining.Load() && !c.recreations.hasParent(key) {
 		return nil // the policy was removed: only Recreates under way complete (removal.go)
 	}

@@ -1,0 +1,176 @@
+package controller
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/render"
+)
+
+// A child that a sync creates reaches the child cache through a watch, some milliseconds after
+// the create returned. A sync of the same parent that read the cache in between (the parent's
+// own status write brings one) found no child and sent the create again: the API server answered
+// 409 AlreadyExists, and the sync read the child and took it as it was. Three sharded replicas
+// on two cores sent 1,201-1,207 Pod creates for 1,200 MyApps, each extra one by the replica that
+// had created the Pod 30-160 ms before, whose Pod watch (one per slot) delivered the Pod after
+// the parent's later status event.
+//
+// So each child cache remembers the children the controller created lately, as the API server
+// returned them; a sync that finds one missing takes it as it would after a 409 (takeExisting),
+// without a request. A child stays remembered a little while after the cache delivered it, for
+// the syncs that read the cache just before; its deletion ends that at once.
+
+// Lifetimes of a child remembered: undeliveredFor when its cache delivers nothing of it (the
+// watch restarted after the child was deleted, say), far longer than a watch takes and short
+// enough that a child gone unseen is created again soon; deliveredFor after the cache delivered
+// it, longer than a sync takes between its read of the cache and its create.
+const (
+	undeliveredFor = 10 * time.Second
+	deliveredFor   = 2 * time.Second
+)
+
+// recentCreates are the children the controller created lately, by namespace/name. The zero
+// value is ready.
+type recentCreates struct {
+	mu     sync.Mutex
+	byName map[string]recentCreate
+}
+
+type recentCreate struct {
+	obj *unstructured.Unstructured
+	// created is when the create returned; delivered when the cache delivered the child (zero:
+	// not yet)
+	created, delivered time.Time
+}
+
+func (r recentCreate) expired(now time.Time) bool {
+	if r.delivered.IsZero() {
+		return now.Sub(r.created) > undeliveredFor
+	}
+	return now.Sub(r.delivered) > deliveredFor
+}
+
+// add remembers a child as its create returned it, and forgets those remembered long enough.
+func (rc *recentCreates) add(obj *unstructured.Unstructured, now time.Time) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	for name, r := range rc.byName {
+		if r.expired(now) {
+			delete(rc.byName, name)
+		}
+	}
+	if rc.byName == nil {
+		rc.byName = map[string]recentCreate{}
+	}
+	rc.byName[obj.GetNamespace()+"/"+obj.GetName()] = recentCreate{obj: obj, created: now}
+}
+
+// lookup returns the child of that name created lately for the parent of that UID, or nil.
+func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time) *unstructured.Unstructured {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	r, ok := rc.byName[namespace+"/"+name]
+	switch {
+	case !ok:
+		return nil
+	case r.expired(now):
+		delete(rc.byName, namespace+"/"+name)
+		return nil
+	case r.obj.GetLabels()[render.LabelParentUID] != parentUID:
+		return nil // an earlier parent's of the same name
+	}
+	return r.obj
+}
+
+// delivered notes that the cache delivered a child created lately.
+func (rc *recentCreates) delivered(obj any, now time.Time) {
+	rc.update(obj, func(name string, r recentCreate) {
+		if r.delivered.IsZero() {
+			r.delivered = now
+			rc.byName[name] = r
+		}
+	})
+}
+
+// deleted forgets a child created lately once the cache delivers its deletion.
+func (rc *recentCreates) deleted(obj any) {
+	rc.update(obj, func(name string, _ recentCreate) { delete(rc.byName, name) })
+}
+
+// update calls f, under the lock, with the child remembered that is obj (its name and UID).
+func (rc *recentCreates) update(obj any, f func(name string, r recentCreate)) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	name := m.GetNamespace() + "/" + m.GetName()
+	if r, ok := rc.byName[name]; ok && r.obj.GetUID() == m.GetUID() {
+		f(name, r)
+	}
+}
+
+// forgetAll forgets every child remembered: those of slots let go of may never reach the cache
+// again, nor their deletions.
+func (rc *recentCreates) forgetAll() {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	clear(rc.byName)
+}
+
+// noticing passes a cache's events to its handler, after telling creates of them.
+type noticing struct {
+	cache.ResourceEventHandler
+	creates *recentCreates
+	// clock is the controller's (nil: the system's)
+	clock clock.PassiveClock
+}
+
+func (n noticing) now() time.Time {
+	if n.clock == nil {
+		return time.Now()
+	}
+	return n.clock.Now()
+}
+
+func (n noticing) OnAdd(obj any, isInInitialList bool) {
+	n.creates.delivered(obj, n.now())
+	n.ResourceEventHandler.OnAdd(obj, isInInitialList)
+}
+
+func (n noticing) OnUpdate(oldObj, newObj any) {
+	n.creates.delivered(newObj, n.now())
+	n.ResourceEventHandler.OnUpdate(oldObj, newObj)
+}
+
+func (n noticing) OnDelete(obj any) {
+	n.creates.deleted(obj)
+	n.ResourceEventHandler.OnDelete(obj)
+}
+
+// rememberCreated remembers a child the controller created, as the create returned it.
+func (c *Controller) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
+	if rc := c.children[child.Resource.GVR.String()]; rc != nil && got != nil {
+		rc.creates.add(got, c.deps.Clock.Now())
+	}
+}
+
+// createdLately returns the child that the controller created lately for the parent, as the
+// create returned it, or nil. What the create returned must say it is the parent's child, as
+// takeExisting asks of an object it takes.
+func (c *Controller) createdLately(parent *unstructured.Unstructured, child *render.Child) *unstructured.Unstructured {
+	rc := c.children[child.Resource.GVR.String()]
+	if rc == nil {
+		return nil
+	}
+	known := rc.creates.lookup(child.Object.GetNamespace(), child.Object.GetName(), string(parent.GetUID()), c.deps.Clock.Now())
+	if known == nil || !childOf(known, parent, c.Name(), child.ID) {
+		return nil
+	}
+	return known
+}

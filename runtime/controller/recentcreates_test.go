@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	testingclock "k8s.io/utils/clock/testing"
+
+	"metacel.dev/metacel/runtime/apply"
+)
+
+// A parent synced again from a child cache that does not show yet the child its last sync
+// created (the parent's own status write brings such a sync) takes that child as the create
+// returned it: no second create, which the API server would answer 409 AlreadyExists. That holds
+// for a while after the cache delivered the child (the sync may have read it just before), and
+// ends when the cache delivers its deletion, or after undeliveredFor without any event of it.
+func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
+	tests := []struct {
+		name string
+		// between the two syncs: the events the cache delivers of the child created, and how
+		// long passes
+		events func(h cache.ResourceEventHandler, child *unstructured.Unstructured)
+		wait   time.Duration
+		want   int // creates in all
+	}{
+		{"not delivered", nil, 0, 1},
+		{"not delivered, just before undeliveredFor", nil, undeliveredFor, 1},
+		{"not delivered after undeliveredFor", nil, undeliveredFor + time.Second, 2},
+		{"delivered as the second sync began", func(h cache.ResourceEventHandler, child *unstructured.Unstructured) {
+			h.OnAdd(child, false)
+		}, 0, 1},
+		{"delivered, deliveredFor before", func(h cache.ResourceEventHandler, child *unstructured.Unstructured) {
+			h.OnAdd(child, false)
+		}, deliveredFor + time.Second, 2},
+		{"delivered, then deleted", func(h cache.ResourceEventHandler, child *unstructured.Unstructured) {
+			h.OnAdd(child, false)
+			h.OnDelete(child)
+		}, 0, 2},
+		{"another object of its name deleted", func(h cache.ResourceEventHandler, child *unstructured.Unstructured) {
+			other := child.DeepCopy()
+			other.SetUID("s-old")
+			h.OnDelete(other)
+		}, 0, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, copyToSecret())
+			clock := testingclock.NewFakeClock(time.Now())
+			h.c.deps.Clock = clock
+			var created []*unstructured.Unstructured
+			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+				obj.SetUID("s-1")
+				obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+					FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type":{}}`)}})
+				created = append(created, obj)
+				return true, obj, nil
+			})
+			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.events != nil {
+				rc := h.c.children[secretsGVR.String()]
+				tc.events(noticing{ResourceEventHandler: cache.ResourceEventHandlerFuncs{}, creates: &rc.creates, clock: clock}, created[0])
+			}
+			clock.Step(tc.wait)
+			before := len(h.writes())
+			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if len(created) != tc.want {
+				t.Errorf("%d creates, want %d; the second sync wrote %v", len(created), tc.want, h.writes()[before:])
+			}
+			if tc.want == 1 && len(h.writes()) > before {
+				t.Errorf("the second sync wrote %v, want nothing", h.writes()[before:])
+			}
+		})
+	}
+}
+
+// Slots let go of forget the children created lately: their deletions no longer reach the
+// cache.
+func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {
+	rc := &resourceCache{bySlot: map[int]*slotInformer{3: {release: func() {}}}, sharded: true}
+	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: c, namespace: ns, uid: s-1, labels: {metacel.dev/parent-uid: p-1}}}`)
+	now := time.Now()
+	rc.creates.add(child, now)
+	if rc.creates.lookup("ns", "c", "p-1", now) == nil {
+		t.Fatal("a child just created is not remembered")
+	}
+	if rc.creates.lookup("ns", "c", "p-2", now) != nil {
+		t.Error("a child created for another parent of its name is taken")
+	}
+	rc.dropSlots([]int{3})
+	if rc.creates.lookup("ns", "c", "p-1", now) != nil {
+		t.Error("a child created lately is remembered after its slot was let go of")
+	}
+}
