@@ -329,9 +329,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		c.queue.AddRateLimited(key)
 		logger.V(1).Info("Child conflict; will retry", "err", err)
 	case apierrors.ReasonForError(err) == reasonWriteFenced:
-		// this replica's Lease may have expired: it stops leading soon, or renews and goes on
+		// this replica's Lease may have expired (it stops leading soon, or renews and goes on), or,
+		// sharded, the parent's slot is moving to another replica (the next sync skips it)
 		c.queue.AddRateLimited(key)
-		logger.V(2).Info("Write fenced: the leader election Lease may have expired; will retry", "err", err)
+		logger.V(2).Info("Write fenced: this replica may no longer write for the parent; will retry", "err", err)
 	default:
 		c.queue.AddRateLimited(key)
 		logger.Error(err, "Sync failed; will retry")
@@ -352,8 +353,8 @@ func (c *Controller) syncRecovering(ctx context.Context, key string) (err error)
 	return c.sync(ctx, key)
 }
 
-// reasonWriteFenced is the reason of a write that the leader election fence refused (package
-// operator): no error of the sync's own.
+// reasonWriteFenced is the reason of a write that the write fence refused (package operator):
+// no error of the sync's own.
 const reasonWriteFenced = "WriteFenced"
 
 // permanentError is a failure that retrying the same inputs cannot fix.
