@@ -116,6 +116,12 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
 		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy(), nil
 	})
 	done := finishing(t, h)
+	for deadline := time.Now().Add(10 * time.Second); !h.c.recreations.hasParent("ns/p"); {
+		if time.Now().After(deadline) {
+			t.Fatal("the Recreate the cache shows was not marked under way")
+		}
+		goruntime.Gosched() // FinishRecreates marks it once draining is set
+	}
 	if err := children.Delete(going); err != nil { // gone
 		t.Fatal(err)
 	}
