@@ -102,3 +102,43 @@ func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {
 		t.Error("a child created lately is remembered after its slot was let go of")
 	}
 }
+
+// A child created lately that the cache holds, edited so that it no longer reads as the parent's
+// (its parent-uid label removed), is not taken as its create returned it: the cache knows better,
+// and the sync writes it back (e2e TestEditsThatRemoveAnObjectFromView: taken as remembered, the
+// child looked up to date, and kept no label).
+func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
+	h := newHarness(t, copyToSecret())
+	var created []*unstructured.Unstructured
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured)
+		obj.SetUID("s-1") // and stored as the API server would
+		obj.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type":{}}`)}})
+		created = append(created, obj.DeepCopy())
+		return false, nil, nil
+	})
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	edited := created[0].DeepCopy()
+	labels := edited.GetLabels()
+	delete(labels, "metacel.dev/parent-uid")
+	edited.SetLabels(labels)
+	rc := h.c.children[secretsGVR.String()]
+	if err := rc.whole().GetIndexer().Add(edited); err != nil {
+		t.Fatal(err)
+	}
+	noticing{ResourceEventHandler: cache.ResourceEventHandlerFuncs{}, creates: &rc.creates}.OnUpdate(created[0], edited)
+	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, created[0].DeepCopy(), nil // the labels back
+	})
+	before := len(h.writes())
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.writes()) == before {
+		t.Error("the second sync wrote nothing: the child edited in the cache was taken as its create returned it")
+	}
+}
