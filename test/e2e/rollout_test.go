@@ -95,15 +95,25 @@ func rolloutRecord(t *testing.T, ns string) (rollout.Record, error) {
 // 100%): one whose Pods never run stops at the first step and goes back; a healthy one goes
 // through; one whose runtime is killed mid-rollout resumes where it was. With one runtime, and
 // with three sharded replicas (the replica holding slot 0 drives the rollout, and is the one
-// killed).
+// killed), on an API server with and without the ShardedListAndWatch gate.
 func TestPolicyRollout(t *testing.T) {
 	bin := buildMetacel(t)
-	for _, replicas := range [][]string{{"runtime"}, {"r-a", "r-b", "r-c"}} {
-		name := "one runtime"
-		if len(replicas) > 1 {
-			name = "three sharded replicas"
-		}
-		t.Run(name, func(t *testing.T) { testPolicyRollout(t, bin, replicas) })
+	sharded := []string{"r-a", "r-b", "r-c"}
+	for _, tt := range []struct {
+		name          string
+		replicas      []string
+		selectsShards bool
+	}{
+		{"one runtime", []string{"runtime"}, false},
+		{"three sharded replicas, the API server ignoring shard selectors", sharded, false},
+		{"three sharded replicas, the API server selecting shards", sharded, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.selectsShards {
+				onShardSelectingCluster(t)
+			}
+			testPolicyRollout(t, bin, tt.replicas)
+		})
 	}
 }
 
