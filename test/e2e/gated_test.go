@@ -5,9 +5,6 @@ package e2e
 import (
 	"path/filepath"
 	"testing"
-
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 )
 
 // onShardSelectingCluster makes the rest of the test run on a control plane of its own, whole
@@ -20,15 +17,8 @@ func onShardSelectingCluster(t *testing.T) {
 	cfg, kubeconfig := startControlPlaneAt(t, "METACEL_FEATURE_GATES=ShardedListAndWatch=true")
 	shared := cluster
 	t.Cleanup(func() { cluster = shared }) // before the control plane stops: cleanups run last first
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cluster.dir, cluster.kubeconfig, cluster.config, cluster.dynamic, cluster.kube = filepath.Dir(kubeconfig), kubeconfig, cfg, dyn, kube
+	tg := targetOf(t, cfg)
+	cluster.dir, cluster.kubeconfig, cluster.config, cluster.dynamic, cluster.kube = filepath.Dir(kubeconfig), kubeconfig, cfg, tg.dyn, tg.kube
 	if err := installCRDs(); err != nil {
 		t.Fatal(err)
 	}

@@ -55,7 +55,7 @@ func TestThreeShardedReplicasCreateEachPodOnce(t *testing.T) {
 			{"started one by one as the parents are created", false, true},
 		} {
 			t.Run(gate.name+"/"+start.name, func(t *testing.T) {
-				c := startAuditedControlPlane(t, gate.env)
+				c := startAuditedControlPlane(t, podCreatesAudit, gate.env)
 				policyNS, ns := c.prepare(t)
 				const parents = 1200
 				ids := []string{"r-a", "r-b", "r-c"}
@@ -79,16 +79,16 @@ func TestThreeShardedReplicasCreateEachPodOnce(t *testing.T) {
 }
 
 // auditedControlPlane is a control plane of the test's own (etcd and kube-apiserver: no garbage
-// collector, no other writer) whose API server audits the Pod creates.
+// collector, no other writer) whose API server audits what its audit policy says.
 type auditedControlPlane struct {
 	target
 	dir, kubeconfig string
 }
 
-func startAuditedControlPlane(t *testing.T, env string) auditedControlPlane {
+func startAuditedControlPlane(t *testing.T, policy, env string) auditedControlPlane {
 	t.Helper()
 	audit := filepath.Join(t.TempDir(), "audit-policy.yaml")
-	if err := os.WriteFile(audit, []byte(podCreatesAudit), 0o600); err != nil {
+	if err := os.WriteFile(audit, []byte(policy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	vars := []string{"METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY=" + audit}
@@ -197,12 +197,30 @@ type auditEvent struct {
 // them.
 func podCreates(t *testing.T, path, ns string) []podCreate {
 	t.Helper()
+	var out []podCreate
+	for _, e := range auditEvents(t, path) {
+		if e.Verb != "create" || e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns {
+			continue
+		}
+		pc := podCreate{replica: e.replica(), pod: e.ObjectRef.Name, at: e.RequestReceivedTimestamp}
+		if e.ResponseStatus != nil {
+			pc.code = e.ResponseStatus.Code
+		}
+		out = append(out, pc)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
+	return out
+}
+
+// auditEvents reads the events of an audit log at the stage ResponseComplete.
+func auditEvents(t *testing.T, path string) []auditEvent {
+	t.Helper()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = f.Close() }()
-	var out []podCreate
+	var out []auditEvent
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
@@ -210,24 +228,23 @@ func podCreates(t *testing.T, path, ns string) []podCreate {
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
 			t.Fatalf("audit log %s: %v", path, err)
 		}
-		if e.Stage != "ResponseComplete" || e.Verb != "create" || e.ObjectRef == nil || e.ObjectRef.Resource != "pods" ||
-			e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns {
-			continue
+		if e.Stage == "ResponseComplete" {
+			out = append(out, e)
 		}
-		pc := podCreate{replica: e.UserAgent, pod: e.ObjectRef.Name, at: e.RequestReceivedTimestamp}
-		if _, id, ok := strings.Cut(e.UserAgent, " shard/"); ok {
-			pc.replica = id
-		}
-		if e.ResponseStatus != nil {
-			pc.code = e.ResponseStatus.Code
-		}
-		out = append(out, pc)
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].at.Before(out[j].at) })
 	return out
+}
+
+// replica is the identity of the sharded replica that sent the request (its user agent ends with
+// shard/<identity>), else the whole user agent.
+func (e auditEvent) replica() string {
+	if _, id, ok := strings.Cut(e.UserAgent, " shard/"); ok {
+		return id
+	}
+	return e.UserAgent
 }
 
 // checkOneCreateEach checks, from the audit log, that the API server received exactly one Pod

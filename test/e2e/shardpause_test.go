@@ -3,10 +3,7 @@
 package e2e
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -42,16 +39,8 @@ func TestAPausedShardedReplicaWritesNothingUntilItRejoins(t *testing.T) {
 		{"the API server ignores shard selectors", ""},
 	} {
 		t.Run(gate.name, func(t *testing.T) {
-			audit := filepath.Join(t.TempDir(), "audit-policy.yaml")
-			if err := os.WriteFile(audit, []byte(writesAudit), 0o600); err != nil {
-				t.Fatal(err)
-			}
-			env := []string{"METACEL_COMPONENTS=etcd kube-apiserver", "METACEL_AUDIT_POLICY=" + audit}
-			if gate.env != "" {
-				env = append(env, gate.env)
-			}
-			cfg, kubeconfig := startControlPlaneAt(t, env...)
-			tg := targetOf(t, cfg)
+			c := startAuditedControlPlane(t, writesAudit, gate.env)
+			tg, kubeconfig := c.target, c.kubeconfig
 			installCRD(t, tg.dyn, filepath.Join("testdata", "crds", "widget.yaml"))
 			policyNS, ns := createNamespace(t, tg.kube, "pause-policies"), createNamespace(t, tg.kube, "pause")
 			shardPolicy(t, tg.kube, policyNS)
@@ -82,7 +71,7 @@ func TestAPausedShardedReplicaWritesNothingUntilItRejoins(t *testing.T) {
 			sharedAmong(t, tg.kube, policyNS, "r-a", "r-b", "r-c")
 			waitForColors(t, tg, ns, latest, parents)
 
-			writes, rejoined := writesWhileAway(t, filepath.Join(filepath.Dir(kubeconfig), "logs", "audit.log"), "shard/r-c", stopped)
+			writes, rejoined := writesWhileAway(t, c.auditLog(), "r-c", stopped)
 			if rejoined.IsZero() {
 				t.Fatal("the audit log shows no write of the slot table by r-c after its freeze")
 			}
@@ -165,52 +154,30 @@ func waitForColors(t *testing.T, tg target, ns string, want map[string]string, n
 	})
 }
 
-// writesWhileAway reads the audit log: the writes the replica whose user agent contains agent
-// sent after since and before its first successful write of the slot table after since (when
-// it rejoined), other than of its Lease and that table.
-func writesWhileAway(t *testing.T, log, agent string, since time.Time) (writes []string, rejoined time.Time) {
+// writesWhileAway reads the audit log: the writes the replica sent after since and before its
+// first successful write of the slot table after since (when it rejoined), other than of its
+// Lease and that table.
+func writesWhileAway(t *testing.T, log, replica string, since time.Time) (writes []string, rejoined time.Time) {
 	t.Helper()
-	f, err := os.Open(log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = f.Close() }()
-	type event struct {
-		Verb      string `json:"verb"`
-		UserAgent string `json:"userAgent"`
-		ObjectRef *struct {
-			Resource, Namespace, Name, Subresource string
-		} `json:"objectRef"`
-		ResponseStatus *struct {
-			Code int `json:"code"`
-		} `json:"responseStatus"`
-		Received metav1.MicroTime `json:"requestReceivedTimestamp"`
-	}
-	var candidates []event
-	scanner := bufio.NewScanner(f)
-	scanner.Buffer(make([]byte, 1<<20), 1<<24)
-	for scanner.Scan() {
-		var e event
-		if json.Unmarshal(scanner.Bytes(), &e) != nil || !strings.Contains(e.UserAgent, agent) || e.ObjectRef == nil || e.Received.Before(&metav1.MicroTime{Time: since}) {
+	var candidates []auditEvent
+	for _, e := range auditEvents(t, log) {
+		if e.replica() != replica || e.ObjectRef == nil || e.RequestReceivedTimestamp.Before(since) {
 			continue
 		}
 		switch {
 		case e.ObjectRef.Resource == "leases":
 		case e.ObjectRef.Resource == "configmaps" && e.ObjectRef.Name == shard.TableName:
-			if rejoined.IsZero() && e.ResponseStatus != nil && e.ResponseStatus.Code < 300 {
-				rejoined = e.Received.Time
+			if e.ResponseStatus != nil && e.ResponseStatus.Code < 300 && (rejoined.IsZero() || e.RequestReceivedTimestamp.Before(rejoined)) {
+				rejoined = e.RequestReceivedTimestamp
 			}
 		default:
 			candidates = append(candidates, e)
 		}
 	}
-	if err := scanner.Err(); err != nil {
-		t.Fatal(err)
-	}
 	for _, e := range candidates {
-		if rejoined.IsZero() || e.Received.Before(&metav1.MicroTime{Time: rejoined}) {
+		if rejoined.IsZero() || e.RequestReceivedTimestamp.Before(rejoined) {
 			writes = append(writes, fmt.Sprintf("%s %s %s/%s %s at +%s", e.Verb, e.ObjectRef.Resource, e.ObjectRef.Namespace, e.ObjectRef.Name,
-				e.ObjectRef.Subresource, e.Received.Sub(since).Round(time.Millisecond)))
+				e.ObjectRef.Subresource, e.RequestReceivedTimestamp.Sub(since).Round(time.Millisecond)))
 		}
 	}
 	return writes, rejoined
