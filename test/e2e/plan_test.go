@@ -47,20 +47,6 @@ func TestPlan(t *testing.T) {
 	candidate := func(name, text string) []string {
 		return []string{"plan", writeTemp(t, name, []byte(text)), "--kubeconfig", cluster.kubeconfig, "--namespace", policyNS}
 	}
-	// the API server's counts are the whole cluster's: the namespaces of the tests before, still
-	// being emptied by the namespace controller, would count as writes of the plans
-	eventually(t, 2*wait, "no namespace terminating", func() error {
-		list, err := cluster.kube.CoreV1().Namespaces().List(t.Context(), metav1.ListOptions{})
-		if err != nil {
-			return err
-		}
-		for _, n := range list.Items {
-			if n.DeletionTimestamp != nil {
-				return fmt.Errorf("namespace %s terminating", n.Name)
-			}
-		}
-		return nil
-	})
 	versions, requests := resourceVersions(t, ns, policyNS), apiRequests(t)
 
 	t.Run("a new Pod label recreates the 100 Pods", func(t *testing.T) {
@@ -123,9 +109,12 @@ func TestPlan(t *testing.T) {
 		if len(after) != len(versions) {
 			t.Errorf("%d objects before, %d after", len(versions), len(after))
 		}
+		// the API server's counts are the whole cluster's: deletions are left to the objects'
+		// versions above (the namespace controller, emptying the namespaces of the tests before,
+		// deletes at any time: one failure in two make test runs), every other write counts
 		written := apiRequests(t).minus(requests)
 		for k, n := range written {
-			if k.write() && !k.dryRun && watchedResources[k.resource] {
+			if k.write() && !k.dryRun && watchedResources[k.resource] && k.verb != "DELETE" && k.verb != "DELETECOLLECTION" {
 				t.Errorf("the API server counted %v writes %s", n, k)
 			}
 		}
