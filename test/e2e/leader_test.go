@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"metacel.dev/metacel/runtime/operator"
@@ -63,4 +64,17 @@ func TestLeaderElection(t *testing.T) {
 	if b.writes.Load() == 0 {
 		t.Error("the new leader made no write")
 	}
+	// the namespace goes while the leader runs: the parents' cleanup finalizer is removed by a
+	// running runtime only, and a namespace left terminating has the namespace controller retry
+	// its deletions during the tests after this one
+	if err := cluster.kube.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, wait, "the namespace "+ns+" gone", func() error {
+		_, err := cluster.kube.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
+		if !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there: %v", err)
+		}
+		return nil
+	})
 }
