@@ -73,7 +73,7 @@ func TestLeaderElection(t *testing.T) {
 	eventually(t, wait, "the namespace "+ns+" gone", func() error {
 		_, err := cluster.kube.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
 		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %v", err)
+			return fmt.Errorf("still there: %w", err)
 		}
 		return nil
 	})
