@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
@@ -72,9 +73,12 @@ func TestLeaderElection(t *testing.T) {
 	}
 	eventually(t, wait, "the namespace "+ns+" gone", func() error {
 		_, err := cluster.kube.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-		if !apierrors.IsNotFound(err) {
-			return fmt.Errorf("still there: %w", err)
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return err
 		}
-		return nil
+		return errors.New("still there")
 	})
 }
