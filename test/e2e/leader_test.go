@@ -3,14 +3,13 @@
 package e2e
 
 import (
-	"errors"
 	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/operator"
 )
@@ -71,14 +70,5 @@ func TestLeaderElection(t *testing.T) {
 	if err := cluster.kube.CoreV1().Namespaces().Delete(t.Context(), ns, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, wait, "the namespace "+ns+" gone", func() error {
-		_, err := cluster.kube.CoreV1().Namespaces().Get(t.Context(), ns, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil
-		case err != nil:
-			return err
-		}
-		return errors.New("still there")
-	})
+	waitGone(t, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ns, wait)
 }
