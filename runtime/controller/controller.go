@@ -35,12 +35,15 @@ import (
 type Deps struct {
 	Pool *Pool
 	// Ledger keeps what the controller must know across restarts (nil: off)
-	Ledger   *ledger.Ledger
-	Writer   *apply.Writer
-	Mapper   kinds.Mapper
-	Recorder events.EventRecorder
-	Metrics  *Metrics
-	Clock    clock.Clock
+	Ledger *ledger.Ledger
+	Writer *apply.Writer
+	// ReservedNamespace is the namespace of the runtime's own records (its policies, rollout
+	// records, memos, ledger): no child is ever written there ("": none)
+	ReservedNamespace string
+	Mapper            kinds.Mapper
+	Recorder          events.EventRecorder
+	Metrics           *Metrics
+	Clock             clock.Clock
 	// OnSync, when set, is told of every sync of a parent this controller holds, with when it
 	// began and ended (tests record them, to check that no two replicas sync one parent at once)
 	OnSync func(policy, key string, start, end time.Time)

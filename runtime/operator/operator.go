@@ -164,14 +164,16 @@ func (r *reconciler) run(ctx context.Context) error {
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",
 	}, func() float64 { return float64(pool.Len()) }))
 	deps := controller.Deps{
-		Pool:     pool,
-		Ledger:   ledger.New(r.clients.kube, recordsNamespace(o)),
-		Writer:   apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{}),
-		Mapper:   mapper,
-		Recorder: r.recorder,
-		Metrics:  controller.NewMetrics(r.reg),
-		Clock:    clock.RealClock{},
-		OnSync:   o.OnSync,
+		Pool:   pool,
+		Ledger: ledger.New(r.clients.kube, recordsNamespace(o)),
+		Writer: apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{}),
+		// the policy namespace holds the runtime's records; children never land there
+		ReservedNamespace: recordsNamespace(o),
+		Mapper:            mapper,
+		Recorder:          r.recorder,
+		Metrics:           controller.NewMetrics(r.reg),
+		Clock:             clock.RealClock{},
+		OnSync:            o.OnSync,
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
