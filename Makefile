@@ -65,10 +65,10 @@ fuzz: ## Fuzz the policy loader, the template engine, the cache's JSON decoder a
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/jsonenc
 
 .PHONY: manifests
-manifests: build ## Regenerate deploy/ from policies/: the ClusterRole (metacel rbac) and the policy ConfigMaps
-	bin/metacel rbac policies/ > deploy/rbac/clusterrole.yaml
+manifests: build ## Regenerate deploy/ from policies/: the policies' ServiceAccounts and RBAC (metacel rbac) and the policy ConfigMaps
+	bin/metacel rbac policies/ > deploy/rbac/policies.yaml
 	cp policies/*.yaml deploy/policies/
-	cp deploy/rbac/clusterrole.yaml deploy/helm/metacel/files/clusterrole.yaml
+	cp deploy/rbac/policies.yaml deploy/helm/metacel/files/policy-rbac.yaml
 	cp policies/*.yaml deploy/helm/metacel/files/policies/
 
 .PHONY: golden

@@ -36,6 +36,8 @@ up() {
 
 	step "Applying the policies: ConfigMaps in metacel-system, no controller code"
 	kubectl create namespace metacel-system --dry-run=client -o yaml | kubectl apply -f -
+	# each policy acts as its own ServiceAccount, with what metacel rbac grants it
+	kubectl apply -f "$ROOT/deploy/rbac/policies.yaml"
 	kubectl apply -f "$ROOT/policies/"
 
 	step "Starting metacel run (logs: $DIR/metacel.log)"

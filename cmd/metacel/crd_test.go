@@ -81,7 +81,7 @@ func TestCRDReportsErrorsAndPrintsNothing(t *testing.T) {
 		want         string
 	}{
 		{"an unknown schema key names its line", strings.Replace(websitePolicy(t), "maximum: 10", "maximun: 10", 1),
-			`:13: spec.parentSchema.spec.replicas.maximun: unknown key "maximun" (did you mean "maximum"?)`},
+			`:14: spec.parentSchema.spec.replicas.maximun: unknown key "maximun" (did you mean "maximum"?)`},
 		{"a policy without a parent schema", strings.Replace(websitePolicy(t), "  parentSchema:", "  parentSchemaX:", 1),
 			`unknown field "parentSchemaX" (did you mean "parentSchema"?)`},
 	}

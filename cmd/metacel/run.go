@@ -40,6 +40,8 @@ type runOptions struct {
 	sharding         operator.Sharding
 	logFormat        string
 	verbosity        flag.Value
+	// allowRuntimeIdentity lets policies without a ServiceAccount act as the runtime
+	allowRuntimeIdentity bool
 }
 
 func newRunCommand() *cobra.Command {
@@ -68,6 +70,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.IntVar(&o.burst, "kube-api-burst", 100, "burst of queries to the API server, with a --kube-api-qps limit")
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
+	f.BoolVar(&o.allowRuntimeIdentity, "allow-policies-without-service-account", false, "let a policy that names no spec.serviceAccountName act as the runtime itself: whoever may write a policy then has the runtime's permissions, which is cluster-admin-equivalent (without it, such a policy does not load)")
 	f.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ on the metrics address (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
 	def := operator.DefaultLeaderElection("")
@@ -134,6 +137,8 @@ func (o *runOptions) run(ctx context.Context) error {
 		MetricsAddr:     o.metricsAddr,
 		HealthAddr:      o.healthAddr,
 		Profiling:       o.profiling,
+
+		AllowPoliciesWithoutServiceAccount: o.allowRuntimeIdentity,
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {

@@ -47,6 +47,9 @@ type Deps struct {
 	// OnSync, when set, is told of every sync of a parent this controller holds, with when it
 	// began and ended (tests record them, to check that no two replicas sync one parent at once)
 	OnSync func(policy, key string, start, end time.Time)
+	// ActAs, when set, gives the identity each policy acts as (its ServiceAccount): its writes go
+	// through the identity's Writer instead of Writer, its reads are checked (access.go)
+	ActAs func(*policy.Compiled) (Identity, error)
 }
 
 // Controller reconciles the parents of one policy.
@@ -108,6 +111,9 @@ type Controller struct {
 	// Version, when set before Run, names the version of the policy in the controller's log
 	// lines: during a rollout, two versions of one policy run side by side.
 	Version string
+	// actsAs is the identity the policy acts as (access.go); actAsErr why it has none
+	actsAs   Identity
+	actAsErr error
 }
 
 // managedSelector selects the objects metacel manages: children are watched through it.
@@ -127,6 +133,7 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 	}
 	c.lastConds.m = map[string]string{}
 	c.leaving.uids = map[string]types.UID{}
+	c.actAs()
 	return c
 }
 
@@ -142,6 +149,9 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	}
 	ctx = klog.NewContext(ctx, logger)
 	defer c.release()
+	if c.actAsErr != nil {
+		return c.actAsErr
+	}
 	if c.parents == nil {
 		if err := c.Watch(); err != nil {
 			return err

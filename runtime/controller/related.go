@@ -13,6 +13,7 @@ import (
 
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -148,6 +149,9 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, ref := range refs {
+		if err := c.mayRead(ctx, relatedRead(ref)); err != nil {
+			return nil, err
+		}
 		indexer := c.related[ref.Resource.String()].GetIndexer()
 		if ref.Selector == nil {
 			k := ref.Name
@@ -171,6 +175,14 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 		}
 	}
 	return out, nil
+}
+
+// relatedRead is the read of a related entry: one object by name, or a list by selector.
+func relatedRead(ref render.RelatedRef) identity.Read {
+	if ref.Selector == nil {
+		return identity.Read{Verb: "get", Resource: ref.Resource, Namespace: ref.Namespace, Name: ref.Name}
+	}
+	return identity.Read{Verb: "list", Resource: ref.Resource, Namespace: ref.Namespace}
 }
 
 // appendDecoded adds a cached object, decoded, to the objects of a related id.

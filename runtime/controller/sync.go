@@ -62,6 +62,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.finalize(ctx, parent)
 	}
 	observed := c.observedChildren(ctx, children)
+	if err := c.mayReadParentAndChildren(ctx, parent, observed); err != nil {
+		c.unchanged.forget(key)
+		return c.fail(ctx, parent, err)
+	}
 	budget := expr.NewBudget() // what every expression of this sync may spend together
 	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {

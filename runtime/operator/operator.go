@@ -27,6 +27,7 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/memo"
@@ -69,6 +70,11 @@ type Options struct {
 	// Sharding, when set, makes this replica share the parents with the other replicas that run
 	// with it (package shard); exclusive with LeaderElection.
 	Sharding *Sharding
+	// AllowPoliciesWithoutServiceAccount lets a policy that names no ServiceAccount act as the
+	// runtime itself: whoever may write a policy then has the runtime's permissions (every
+	// resource of every policy, in every namespace), which is cluster-admin-equivalent. Without
+	// it, such a policy does not load.
+	AllowPoliciesWithoutServiceAccount bool
 }
 
 // Run runs until ctx is done or a source or server fails (or, with leader election, this replica
@@ -163,10 +169,23 @@ func (r *reconciler) run(ctx context.Context) error {
 		Name: "metacel_informers",
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",
 	}, func() float64 { return float64(pool.Len()) }))
+	writer := apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{})
+	// the questions about identities change nothing: they need no fence
+	unfenced, err := kubernetes.NewForConfig(o.Config)
+	if err != nil {
+		return fmt.Errorf("client: %w", err)
+	}
+	ids := &identities{
+		namespace: recordsNamespace(o), base: r.clients.config, runtime: writer, allowRuntime: o.AllowPoliciesWithoutServiceAccount,
+		self:     whoAmI(ctx, unfenced),
+		reviewer: identity.NewReviewer(unfenced.AuthorizationV1().SubjectAccessReviews(), clock.RealClock{}),
+		writers:  map[identity.ServiceAccount]*apply.Writer{},
+	}
 	deps := controller.Deps{
 		Pool:   pool,
 		Ledger: ledger.New(r.clients.kube, recordsNamespace(o)),
-		Writer: apply.NewWriter(r.clients.dynamic).WithRawClient(r.clients.raw, compact.Responses{}),
+		Writer: writer,
+		ActAs:  ids.forPolicy,
 		// the policy namespace holds the runtime's records; children never land there
 		ReservedNamespace: recordsNamespace(o),
 		Mapper:            mapper,
@@ -176,6 +195,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		OnSync:            o.OnSync,
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
+	set.identities = ids
 	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
@@ -279,6 +299,8 @@ func startSources(ctx context.Context, o Options, c *clients, errs chan<- error)
 }
 
 type clients struct {
+	// config is what the clients were made from, their rate limiter included
+	config    *rest.Config
 	dynamic   dynamic.Interface
 	discovery discovery.DiscoveryInterface
 	kube      kubernetes.Interface
@@ -315,7 +337,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dynamic client: %w", err)
 	}
-	return &clients{dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister, raw: raw}, nil
+	return &clients{config: cfg, dynamic: dyn, discovery: kube.Discovery(), kube: kube, compact: lister, raw: raw}, nil
 }
 
 // metricsMux serves /metrics and, with profiling, net/http/pprof's /debug/pprof/ (the named

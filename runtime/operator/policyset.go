@@ -50,6 +50,8 @@ type policySet struct {
 	published map[[2]string]bool
 	// shards, when not nil, is the slots of the parents this replica syncs (sharding.go)
 	shards *shards
+	// identities, when not nil, refuse the policies that may not act as the runtime (identity.go)
+	identities *identities
 
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
@@ -300,7 +302,14 @@ func (s *policySet) compile(u source.Unit) ([]*policy.Compiled, error) {
 		s.reset()
 		compiled, err = policy.Load(u.Name, u.Data, s.mapper)
 	}
-	return compiled, err
+	if err != nil || s.identities == nil {
+		return compiled, err
+	}
+	var errs []error
+	for _, p := range compiled {
+		errs = append(errs, s.identities.check(p))
+	}
+	return compiled, errors.Join(errs...)
 }
 
 // reportFailure reports a unit that did not load (once per distinct error): a log line, a

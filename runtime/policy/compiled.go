@@ -47,6 +47,9 @@ type Compiled struct {
 // Name returns the policy's name.
 func (c *Compiled) Name() string { return c.Policy.Metadata.Name }
 
+// ServiceAccountName is the ServiceAccount the policy acts as, "" for the runtime itself.
+func (c *Compiled) ServiceAccountName() string { return c.Policy.Spec.ServiceAccountName }
+
 // ChildResourceInfo is an allowed child resource and how its objects are updated.
 type ChildResourceInfo struct {
 	kinds.Info

@@ -51,6 +51,13 @@ type Spec struct {
 	// Rollout says how a new version of the policy reaches its parents: step by step, each
 	// step's parents healthy before the next. Without it, a new version reaches every parent at once.
 	Rollout *Rollout `json:"rollout,omitempty"`
+	// ServiceAccountName is the ServiceAccount, in the runtime's policy namespace, the policy acts
+	// as: every write it makes (children, the parent's status and finalizer) impersonates it, and
+	// every object it reads (related objects, children) must be one it may read. Without it, the
+	// policy acts as the runtime itself, which a runtime allows only when told to
+	// (--allow-policies-without-service-account: cluster-admin-equivalent for whoever may write a
+	// policy).
+	ServiceAccountName string `json:"serviceAccountName,omitempty"`
 }
 
 // Rollout moves parents to a new version of the policy in steps, a growing share of them at a

@@ -52,6 +52,7 @@ func Validate(doc *Document) error {
 		v.namespaceRule("spec.confinement.childNamespaces", c.ChildNamespaces)
 	}
 	v.rollout("spec.rollout", p.Spec.Rollout)
+	v.serviceAccount("spec.serviceAccountName", p.Spec.ServiceAccountName)
 	if len(p.Spec.Children) > 0 && len(p.Spec.ChildResources) == 0 {
 		v.errorf("spec.childResources", "is required: list every resource the children may be (apiVersion and resource)")
 	}
@@ -85,6 +86,16 @@ func (v *validator) name(path, name string) {
 }
 
 // id checks a CEL-visible identifier and that it is unique among seen.
+// serviceAccount checks a ServiceAccount's name, when one is given.
+func (v *validator) serviceAccount(path, name string) {
+	if name == "" {
+		return
+	}
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		v.errorf(path, "%q is not a ServiceAccount name: %s", name, strings.Join(errs, "; "))
+	}
+}
+
 func (v *validator) id(path, id string, seen map[string]string) {
 	if !v.required(path, id) {
 		return

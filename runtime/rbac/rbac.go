@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,35 +18,103 @@ var (
 	parentStatusVerbs = []string{"patch"}                         // status is server-side applied
 	// create: server-side apply of an object that does not exist yet creates it
 	childVerbs   = []string{"get", "list", "watch", "create", "patch", "delete"}
-	relatedVerbs = []string{"get", "list", "watch"}
+	relatedVerbs = []string{"get", "list", "watch"} // also what the runtime reads into its caches
 )
 
-// ClusterRole returns the ClusterRole that lets metacel run the policies. builtIn tells the
-// built-in resources, whose status metacel never writes.
+// ClusterRole returns a ClusterRole that lets a runtime run policies as itself: what those
+// policies do (PolicyRole), and what the runtime needs for any policy (events, CRDs). Policies
+// that name no ServiceAccount act as the runtime, so this is the runtime's role for them.
+// builtIn tells the built-in resources, whose status metacel never writes.
 func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
+	role := PolicyRole(name, policies, builtIn)
 	rules := ruleSet{}
 	for _, p := range policies {
-		parent := gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
-		rules.add(parent, parentVerbs...)
-		if gv, _ := schema.ParseGroupVersion(p.Spec.ParentResource.APIVersion); !builtIn(gv.WithResource(parent.Resource)) {
-			rules.add(schema.GroupResource{Group: parent.Group, Resource: parent.Resource + "/status"}, parentStatusVerbs...)
-		}
-		for _, c := range p.Spec.ChildResources {
-			rules.add(gr(c.APIVersion, c.Resource), childVerbs...)
-		}
-		for _, r := range p.Spec.Related {
-			rules.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
-		}
 		if asksConsent(p.Spec.Confinement) { // namespaces' consent labels are read from a cache
 			rules.add(schema.GroupResource{Resource: "namespaces"}, relatedVerbs...)
 		}
 	}
 	rules.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create", "patch")
 	rules.add(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "get", "list", "watch")
+	role.Rules = mergeRules(role.Rules, rules)
+	return role
+}
+
+// PolicyRole returns the ClusterRole of a ServiceAccount that policies act as: what those
+// policies do, and nothing more. Parents: get, list, watch, and patch (the cleanup finalizer);
+// their status: patch (server-side apply); children: get, list, watch, create, patch, delete;
+// related objects: get, list, watch; bind and escalate for the roles RBAC children refer to.
+func PolicyRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
+	rules := ruleSet{}
+	for _, p := range policies {
+		rules.addPolicy(p, builtIn)
+	}
+	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
+}
+
+// RuntimeReads returns the ClusterRole of what the runtime reads for policies that act as their
+// ServiceAccounts: get, list and watch of their parents, children and related objects (into the
+// shared caches; each read for a policy is checked against its ServiceAccount), and of
+// namespaces when a confinement asks for their consent.
+func RuntimeReads(name string, policies []*policy.CompositePolicy) *rbacv1.ClusterRole {
+	rules := ruleSet{}
+	for _, p := range policies {
+		rules.addReads(p)
+		if asksConsent(p.Spec.Confinement) {
+			rules.add(schema.GroupResource{Resource: "namespaces"}, relatedVerbs...)
+		}
+	}
+	return clusterRole(name, rules.rules())
+}
+
+func clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 	return &rbacv1.ClusterRole{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "metacel"}},
-		Rules:      append(rules.rules(), escalationRules(policies)...),
+		Rules:      rules,
+	}
+}
+
+// mergeRules adds the rules of s to rules: the plain (non-escalation) rules of both, merged, then
+// the escalation rules of the first.
+func mergeRules(rules []rbacv1.PolicyRule, s ruleSet) []rbacv1.PolicyRule {
+	var escalation []rbacv1.PolicyRule
+	for _, r := range rules {
+		if len(r.ResourceNames) > 0 || slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "escalate") {
+			escalation = append(escalation, r)
+			continue
+		}
+		for _, g := range r.APIGroups {
+			for _, res := range r.Resources {
+				s.add(schema.GroupResource{Group: g, Resource: res}, r.Verbs...)
+			}
+		}
+	}
+	return append(s.rules(), escalation...)
+}
+
+// addPolicy adds what a policy does: its writes and reads.
+func (s ruleSet) addPolicy(p *policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) {
+	parent := gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
+	s.add(parent, parentVerbs...)
+	if gv, _ := schema.ParseGroupVersion(p.Spec.ParentResource.APIVersion); !builtIn(gv.WithResource(parent.Resource)) {
+		s.add(schema.GroupResource{Group: parent.Group, Resource: parent.Resource + "/status"}, parentStatusVerbs...)
+	}
+	for _, c := range p.Spec.ChildResources {
+		s.add(gr(c.APIVersion, c.Resource), childVerbs...)
+	}
+	for _, r := range p.Spec.Related {
+		s.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
+	}
+}
+
+// addReads adds what the runtime reads for a policy into its caches: parents, children, related.
+func (s ruleSet) addReads(p *policy.CompositePolicy) {
+	s.add(gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource), relatedVerbs...)
+	for _, c := range p.Spec.ChildResources {
+		s.add(gr(c.APIVersion, c.Resource), relatedVerbs...)
+	}
+	for _, r := range p.Spec.Related {
+		s.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
 	}
 }
 

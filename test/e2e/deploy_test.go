@@ -13,9 +13,10 @@ import (
 
 const serviceAccount = "system:serviceaccount:metacel-system:metacel"
 
-// TestDeployedRBAC applies deploy/ (kustomize) and runs metacel as its ServiceAccount: the
-// generated role must be enough for the five seed policies (read from the deployed ConfigMaps),
-// and no wider than they need.
+// TestDeployedRBAC applies deploy/ (kustomize) and runs metacel as its ServiceAccount, with a
+// token of its own: each seed policy (read from the deployed ConfigMaps) acts as its own
+// ServiceAccount, whose role must be enough for it; the runtime's may read what the policies use
+// but write none of it, and only members of the policy authors' group may write a policy.
 func TestDeployedRBAC(t *testing.T) {
 	deploy := filepath.Join(repo, "deploy")
 	if out, err := kubectlCmd(t.Context(), "apply", "-k", deploy); err != nil {
@@ -31,6 +32,11 @@ func TestDeployedRBAC(t *testing.T) {
 			{"patch", "myapps.demo.rtfm.co.ua", "--subresource=scale", "-A"},
 			{"delete", "leases.coordination.k8s.io", "-A"},
 			{"create", "clusterroles.rbac.authorization.k8s.io"}, {"escalate", "clusterroles.rbac.authorization.k8s.io"},
+			// the policies write as their ServiceAccounts, never as the runtime
+			{"create", "pods", "-A"}, {"create", "deployments.apps", "-A"}, {"delete", "pods", "-A"},
+			{"create", "configmaps", "-n", "kube-system"}, {"patch", "myapps.demo.rtfm.co.ua", "-A"},
+			// nor as any ServiceAccount but those of the policy namespace
+			{"impersonate", "serviceaccounts", "-n", "kube-system"},
 		} {
 			out, _ := kubectlCmd(t.Context(), append([]string{"auth", "can-i", "--as", serviceAccount}, denied...)...)
 			if !strings.HasSuffix(strings.TrimSpace(out), "no") {
@@ -55,4 +61,40 @@ func TestDeployedRBAC(t *testing.T) {
 		waitGone(t, configMapsGVR, dst, "app-config", wait)
 		waitGone(t, cmSyncsGVR, ns, "example-sync", wait)
 	})
+	t.Run("only the policy authors may write a policy", func(t *testing.T) {
+		// someone who may edit the policy namespace, as the built-in role edit allows, is refused
+		editor := grantEdit(t, "metacel-system", "e2e-editor")
+		policy := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"e2e-escalate","labels":{"metacel.dev/policy":"true"}},"data":{"p.yaml":"x"}}`
+		out, err := kubectlAs(t, editor, nil, policy)
+		if err == nil || !strings.Contains(out, "only members of the group metacel:policy-authors may write policies") {
+			t.Errorf("an editor outside the policy authors wrote a policy ConfigMap: %v\n%s", err, out)
+		}
+		if out, err := kubectlAs(t, editor, nil, strings.Replace(policy, `"true"`, `"false"`, 1)); err != nil {
+			t.Errorf("an editor may not write an unlabelled ConfigMap: %v\n%s", err, out)
+		}
+		if out, err := kubectlAs(t, editor, []string{"metacel:policy-authors"}, policy); err != nil {
+			t.Errorf("a policy author may not write a policy ConfigMap: %v\n%s", err, out)
+		}
+	})
+}
+
+// grantEdit binds the built-in role edit in namespace to user.
+func grantEdit(t *testing.T, namespace, user string) string {
+	t.Helper()
+	if out, err := kubectlCmd(t.Context(), "create", "rolebinding", user, "-n", namespace, "--clusterrole=edit", "--user="+user); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "rolebinding", user, "-n", namespace) })
+	return user
+}
+
+// kubectlAs server-side applies a ConfigMap (JSON) in metacel-system as user, in groups (a
+// dry run: it is only asked whether the write is allowed).
+func kubectlAs(t *testing.T, user string, groups []string, configMap string) (string, error) {
+	t.Helper()
+	args := []string{"apply", "--server-side", "--dry-run=server", "-n", "metacel-system", "-f", writeTemp(t, "cm.json", []byte(configMap)), "--as", user}
+	for _, g := range groups {
+		args = append(args, "--as-group", g)
+	}
+	return kubectlCmd(t.Context(), args...)
 }

@@ -68,7 +68,7 @@ func TestADroppedChildResourceIsCleanedUpAfterAKill9(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			policy := fmt.Sprintf("durable-%d", i)
 			own, ns := newNamespace(t, "durable-own"), newNamespace(t, "durable")
-			args := []string{"run", "--kubeconfig", cluster.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
+			args := []string{"run", "--allow-policies-without-service-account", "--kubeconfig", cluster.kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
 			var setPolicy func(text string)
 			records := own // where the ledger is: the policy namespace, else the runtime's own
 			if tt.fromDir {

@@ -215,7 +215,7 @@ func startReplica(t *testing.T, bin, name, leaseNS string) *replicaProcess {
 		t.Fatal(err)
 	}
 	defer func() { _ = logFile.Close() }()
-	p.cmd = exec.Command(bin, "run", "--leader-elect", "--kubeconfig", kubeconfig,
+	p.cmd = exec.Command(bin, "run", "--allow-policies-without-service-account", "--leader-elect", "--kubeconfig", kubeconfig,
 		"--policy-dir", policies, "--policy-namespace=", "--leader-election-namespace", leaseNS,
 		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=1")

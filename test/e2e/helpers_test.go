@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/http"
@@ -112,9 +113,13 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 		// this runtime's, never another test's
 		o.Namespace = newNamespace(t, "metacel")
 	}
-	cfg := rest.CopyConfig(cluster.config)
+	// the test policies mostly name no ServiceAccount; the deployed runtime runs as deployed
+	o.AllowPoliciesWithoutServiceAccount = user != serviceAccount
+	if user != serviceAccount && len(o.PolicyDirs) > 0 {
+		grantPolicies(t, cmp.Or(o.PolicyNamespace, leaderNamespace(o), o.Namespace), o.PolicyDirs...)
+	}
+	cfg := runtimeConfig(t, user)
 	cfg.QPS, cfg.Burst = runtimeQPS, runtimeBurst
-	cfg.Impersonate.UserName = user
 	cfg.Wrap(func(next http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
 			switch r.Method {
@@ -150,11 +155,35 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 	return rt, readyCh, doneCh
 }
 
+// runtimeConfig is the runtime's client configuration as user: the deployed runtime's
+// ServiceAccount by a token of its own (so that it may impersonate the policies' in turn), any
+// other user impersonated by the admin, "" the admin.
+func runtimeConfig(t testing.TB, user string) *rest.Config {
+	t.Helper()
+	if user != serviceAccount {
+		cfg := rest.CopyConfig(cluster.config)
+		cfg.Impersonate.UserName = user
+		return cfg
+	}
+	cfg := rest.AnonymousClientConfig(cluster.config)
+	cfg.BearerToken = serviceAccountToken(t, "metacel-system", "metacel")
+	return cfg
+}
+
+func leaderNamespace(o operator.Options) string {
+	if o.LeaderElection == nil {
+		return ""
+	}
+	return o.LeaderElection.Namespace
+}
+
 // bookkeeping reports whether a request writes the runtime's own records rather than the
-// policies' objects: events, Leases (leader election, the ledger), the policies' status on their
-// ConfigMaps, their rollout records and their memos.
+// policies' objects, or writes nothing: events, Leases (leader election, the ledger), the
+// policies' status on their ConfigMaps, their rollout records and their memos, and the access
+// reviews of the policies' ServiceAccounts.
 func bookkeeping(r *http.Request) bool {
 	return strings.Contains(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/leases") ||
+		strings.Contains(r.URL.Path, "/subjectaccessreviews") || strings.Contains(r.URL.Path, "/selfsubjectreviews") ||
 		strings.Contains(r.URL.RawQuery, "fieldManager="+policystatus.FieldManager) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName("")) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+memo.ConfigMapName(""))

@@ -68,7 +68,7 @@ func TestCleanupSurvivesKill9(t *testing.T) {
 	}
 	setPolicy(killedPolicy)
 	outer := t // the processes live as long as the whole test, not the subtest that starts them
-	rt := startProcess(t, bin, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
+	rt := startProcess(t, bin, "run", "--allow-policies-without-service-account", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2")
 	w := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",

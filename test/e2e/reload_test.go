@@ -53,7 +53,8 @@ func (g *generations) waitFor(t *testing.T, policy string, generation int) {
 	})
 }
 
-// policyConfigMap reads policies/<name>.yaml (a ConfigMap) and moves it to namespace ns.
+// policyConfigMap reads policies/<name>.yaml (a ConfigMap) and moves it to namespace ns, where
+// it creates the ServiceAccount the policy acts as (grantPolicies).
 func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
@@ -65,6 +66,7 @@ func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
 		t.Fatal(err)
 	}
 	cm.Namespace = ns
+	grantPolicies(t, ns, filepath.Join(repo, "policies", name+".yaml"))
 	return cm
 }
 

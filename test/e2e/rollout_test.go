@@ -136,7 +136,7 @@ func startRolloutRuntimes(t *testing.T, bin, policyNS string, ids []string) *rol
 }
 
 func (r *rolloutRuntimes) args(id string) []string {
-	args := []string{"run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", r.policyNS,
+	args := []string{"run", "--allow-policies-without-service-account", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", r.policyNS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
 	if id != "runtime" {
 		args = append(args, "--shards=auto", "--shard-identity", id,

@@ -121,7 +121,7 @@ func (c auditedControlPlane) prepare(t *testing.T) (policyNS, ns string) {
 
 // replicaArgs are the arguments of replica id (its user agent ends with shard/<id>).
 func (c auditedControlPlane) replicaArgs(policyNS, id string) []string {
-	return []string{"run", "--kubeconfig", c.kubeconfig, "--policy-namespace", policyNS, "--shards=auto", "--shard-identity", id,
+	return []string{"run", "--allow-policies-without-service-account", "--kubeconfig", c.kubeconfig, "--policy-namespace", policyNS, "--shards=auto", "--shard-identity", id,
 		"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-renew-interval=1s",
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
 }

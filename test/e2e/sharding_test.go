@@ -329,7 +329,7 @@ func TestAKilledReplicasParentsMove(t *testing.T) {
 			policyNS, ns := createNamespace(t, tg.kube, "kill-policies"), createNamespace(t, tg.kube, "kill")
 			shardPolicy(t, tg.kube, policyNS)
 			args := func(id string) []string {
-				return []string{"run", "--kubeconfig", kubeconfig, "--policy-namespace", policyNS, "--shards=auto", "--shard-identity", id,
+				return []string{"run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-namespace", policyNS, "--shards=auto", "--shard-identity", id,
 					"--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-renew-interval=1s",
 					"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2"}
 			}

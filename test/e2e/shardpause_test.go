@@ -46,7 +46,7 @@ func TestAPausedShardedReplicaWritesNothingUntilItRejoins(t *testing.T) {
 			shardPolicy(t, tg.kube, policyNS)
 			procs := map[string]*process{}
 			for _, id := range []string{"r-a", "r-b", "r-c"} {
-				procs[id] = startProcess(t, bin, "run", "--kubeconfig", kubeconfig, "--policy-namespace", policyNS, "--shards=auto",
+				procs[id] = startProcess(t, bin, "run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-namespace", policyNS, "--shards=auto",
 					"--shard-identity", id, "--shard-lease-duration=6s", "--shard-renew-deadline=4s", "--shard-renew-interval=1s",
 					"--metrics-bind-address=0", "--health-probe-bind-address=0", "--v=2")
 			}

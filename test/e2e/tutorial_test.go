@@ -46,6 +46,16 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "websites.example.com") })
 
 	policyNS := newNamespace(t, "policies")
+	// step 3: the policy's ServiceAccount and its RBAC, as metacel rbac prints them
+	rbacYAML, err := exec.CommandContext(t.Context(), buildMetacel(t), "rbac", "--namespace", policyNS, policyFile).Output()
+	if err != nil {
+		t.Fatalf("metacel rbac: %v", err)
+	}
+	rbacFile := writeTemp(t, "rbac.yaml", rbacYAML)
+	if out, err := kubectlCmd(t.Context(), "apply", "-f", rbacFile); err != nil {
+		t.Fatalf("kubectl apply metacel rbac's output: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "-f", rbacFile, "--wait=false") })
 	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
 	cm := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Name: "policy-website", Namespace: policyNS, Labels: map[string]string{"metacel.dev/policy": "true"}},

@@ -1,0 +1,106 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/identity"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// identities give each policy the identity it acts as (package identity): the ServiceAccount it
+// names, in the namespace of the runtime's policies; one set of clients per ServiceAccount.
+type identities struct {
+	// namespace holds the policies' ServiceAccounts
+	namespace string
+	// base is the runtime's client configuration (its rate limiter, its write fence)
+	base     *rest.Config
+	reviewer *identity.Reviewer
+	// runtime is the runtime's own writer, for the policies without a ServiceAccount when allowed
+	runtime *apply.Writer
+	// allowRuntime lets policies without a ServiceAccount act as the runtime
+	allowRuntime bool
+	// self is the runtime's own user name, when the API server said it (whoAmI)
+	self string
+
+	mu      sync.Mutex
+	writers map[identity.ServiceAccount]*apply.Writer
+}
+
+// check refuses a policy that names no ServiceAccount, unless the runtime allows it, and one that
+// names the runtime's own: acting as it would be acting as the runtime.
+func (ids *identities) check(p *policy.Compiled) error {
+	if name := p.ServiceAccountName(); name != "" {
+		if sa := (identity.ServiceAccount{Namespace: ids.namespace, Name: name}); sa.UserName() == ids.self {
+			return fmt.Errorf("policy %q: spec.serviceAccountName: %q is the runtime's own ServiceAccount: a policy acting as it "+
+				"would have the runtime's permissions. Name a ServiceAccount of its own (metacel rbac prints its RBAC)", p.Name(), name)
+		}
+		return nil
+	}
+	if ids.allowRuntime {
+		return nil
+	}
+	return fmt.Errorf("policy %q: spec.serviceAccountName: is required: the policy would act as the runtime, "+
+		"whose permissions span every resource of every policy in every namespace. Name a ServiceAccount of namespace %q "+
+		"that may do what the policy does (metacel rbac prints its role and binding), or run the runtime with "+
+		"--allow-policies-without-service-account (whoever may write a policy is then cluster-admin-equivalent)",
+		p.Name(), ids.namespace)
+}
+
+// forPolicy is the identity p acts as.
+func (ids *identities) forPolicy(p *policy.Compiled) (controller.Identity, error) {
+	if p.ServiceAccountName() == "" {
+		return controller.Identity{Writer: ids.runtime}, ids.check(p)
+	}
+	sa := identity.ServiceAccount{Namespace: ids.namespace, Name: p.ServiceAccountName()}
+	w, err := ids.writer(sa)
+	if err != nil {
+		return controller.Identity{}, err
+	}
+	return controller.Identity{Writer: w, ServiceAccount: sa, Reviewer: ids.reviewer}, nil
+}
+
+// writer is the writer that impersonates sa, made on first use.
+func (ids *identities) writer(sa identity.ServiceAccount) (*apply.Writer, error) {
+	ids.mu.Lock()
+	defer ids.mu.Unlock()
+	if w, ok := ids.writers[sa]; ok {
+		return w, nil
+	}
+	cfg := identity.Config(ids.base, sa)
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client acting as %q: %w", sa.String(), err)
+	}
+	raw, err := apply.NewRawClient(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client acting as %q: %w", sa.String(), err)
+	}
+	w := apply.NewWriter(dyn).WithRawClient(raw, compact.Responses{})
+	ids.writers[sa] = w
+	return w, nil
+}
+
+// whoAmI is the runtime's own user name, as the API server authenticates it; "" when it cannot
+// say (the policies are then not checked against it: the API server still refuses the runtime's
+// impersonation of an account not granted to it).
+func whoAmI(ctx context.Context, kube kubernetes.Interface) string {
+	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		klog.FromContext(ctx).Info("Could not learn the runtime's own identity: a policy naming the runtime's ServiceAccount is not refused", "err", err)
+		return ""
+	}
+	return review.Status.UserInfo.Username
+}
