@@ -9,11 +9,14 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/plan"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
 )
 
@@ -36,7 +39,13 @@ and the fields of the status; then the totals.
 
 The API server checks every write with a dry run (dryRun=All, field manager metacel), so that
 admission, schema and quota errors show before the change. A parent whose render or dry run
-fails is failing, and plan then exits 1. Nothing is written: plan only reads and sends dry runs.`,
+fails is failing, and plan then exits 1. Nothing is written: plan only reads and sends dry runs.
+
+Plan reads and dry-runs as the policy's ServiceAccount (spec.serviceAccountName, in --namespace),
+impersonating it as the runtime does: what the policy may not read or write fails here too, with
+the API server's Forbidden. You need the verb impersonate on that ServiceAccount. Secret data
+never reaches the output: a Secret child's data fields are shown as changed, and the values of
+every Secret the plan read are replaced by <redacted> wherever they appear.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if o.output != "text" && o.output != "json" {
@@ -56,9 +65,16 @@ fails is failing, and plan then exits 1. Nothing is written: plan only reads and
 // run plans the file's policy and prints the plan; it returns errReported when a parent would
 // fail.
 func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file string) error {
-	kube, dyn, err := o.clients()
+	cfg, err := o.config()
 	if err != nil {
 		return err
+	}
+	kube, dyn, err := clientsOf(cfg, o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	if _, err := kube.Discovery().ServerVersion(); err != nil {
+		return fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", o.kubeconfig, err)
 	}
 	mapper := kinds.NewDiscovery(kube.Discovery(), dyn)
 	candidate, err := preview.LoadPolicy(file, o.policyName, mapper)
@@ -69,7 +85,10 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 	if err != nil {
 		return err
 	}
-	in := plan.Input{Candidate: candidate, Client: dyn, Mapper: mapper}
+	in := plan.Input{Candidate: candidate, Client: dyn, Namespaces: dyn, Mapper: mapper}
+	if in.Client, err = o.actingAs(cfg, candidate, stderr); err != nil {
+		return err
+	}
 	if running != nil {
 		in.Running = running.Policy
 	}
@@ -92,35 +111,52 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 	return nil
 }
 
-// clients connects to the cluster of the kubeconfig, as kubectl finds it; it fails when the
-// cluster cannot be reached.
-func (o *planOptions) clients() (kubernetes.Interface, dynamic.Interface, error) {
+// config is the client configuration of the kubeconfig, as kubectl finds it.
+func (o *planOptions) config() (*rest.Config, error) {
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	rules.ExplicitPath = o.kubeconfig
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
+		return nil, fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
 	}
 	cfg.UserAgent = "metacel-plan/" + version
 	cfg.QPS, cfg.Burst = 50, 100
+	return cfg, nil
+}
+
+func clientsOf(cfg *rest.Config, kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
+		return nil, nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
 	}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, nil, fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", o.kubeconfig, err)
+		return nil, nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
 	}
 	return kube, dyn, nil
+}
+
+// actingAs is the client that reads and dry-runs for the candidate: as its ServiceAccount, which
+// the caller must be allowed to impersonate, so that the plan reads and writes only what the
+// policy may in the runtime; with the caller's own credentials when it names none.
+func (o *planOptions) actingAs(cfg *rest.Config, candidate *policy.Compiled, stderr io.Writer) (dynamic.Interface, error) {
+	name := candidate.ServiceAccountName()
+	if name == "" {
+		fmt.Fprintf(stderr, "warning: policy %q names no spec.serviceAccountName: planned with your own credentials (the runtime loads it only with --allow-policies-without-service-account)\n", candidate.Name())
+		return dynamic.NewForConfig(cfg)
+	}
+	dyn, err := dynamic.NewForConfig(identity.Config(cfg, identity.ServiceAccount{Namespace: o.namespace, Name: name}))
+	if err != nil {
+		return nil, fmt.Errorf("client acting as %s/%s: %w", o.namespace, name, err)
+	}
+	return dyn, nil
 }
 
 func (o *planOptions) print(w io.Writer, file string, p *plan.Plan) error {
 	if o.output == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false) // <redacted> as it reads
 		return enc.Encode(p)
 	}
 	printPlan(w, file, p)

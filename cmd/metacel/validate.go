@@ -13,8 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/rbac"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -135,9 +137,41 @@ func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
 			}
 			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
 				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
+			for _, w := range bindingWarnings(c) {
+				fmt.Fprintf(errOut, "%s:%s\n", file, w)
+			}
 		}
 	}
 	return ok
+}
+
+// bindingWarnings warns of the binding children through which whoever may create a namespaced
+// parent chooses which ClusterRole to grant: any ClusterRole the policy's ServiceAccount may bind
+// (cluster-admin, if it may bind every one), or a ClusterRoleBinding, which grants cluster-wide.
+func bindingWarnings(c *policy.Compiled) []string {
+	if !c.Parent.Namespaced {
+		return nil // a cluster-scoped parent's author is cluster-wide already
+	}
+	var out []string
+	for i, child := range c.Policy.Spec.Children {
+		path := expr.IndexPath("spec.children", i)
+		kind, _ := child.Template["kind"].(string)
+		for _, r := range rbac.RoleRefs(c.Policy, child) {
+			switch {
+			case kind == "ClusterRoleBinding":
+				out = append(out, fmt.Sprintf("%d: %s: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants "+
+					"cluster-wide; bind in the parent's namespace with a RoleBinding instead", c.Source.LineOf(path+".template.kind"), path+".template.kind"))
+			case r.Resource == "clusterroles" && r.Names == nil:
+				out = append(out, fmt.Sprintf("%d: %s: warning: whoever may create a parent chooses which ClusterRole this binding grants (any "+
+					"the policy's ServiceAccount may bind: cluster-admin, if it may bind every one); name the role literally, or bound the "+
+					"parent's field by an enum in parentSchema, which metacel rbac turns into the only names it may bind", c.Source.LineOf(path+".template.roleRef.name"), path+".template.roleRef.name"))
+			default:
+				continue
+			}
+			break
+		}
+	}
+	return out
 }
 
 // definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,

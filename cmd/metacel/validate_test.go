@@ -66,3 +66,53 @@ func TestValidateSaysWhatItChecked(t *testing.T) {
 		})
 	}
 }
+
+func TestValidateWarnsOfBindingsAParentChooses(t *testing.T) {
+	policy := func(spec, roleName string) string {
+		return `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: team}
+spec:
+  serviceAccountName: team
+  parentResource: {apiVersion: example.com/v1, resource: teams}
+  parentSchema:
+    kind: Team
+    spec:
+` + spec + `
+  childResources:
+    - {apiVersion: rbac.authorization.k8s.io/v1, resource: rolebindings}
+  children:
+    - id: members
+      template:
+        apiVersion: rbac.authorization.k8s.io/v1
+        kind: RoleBinding
+        metadata: {name: members}
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "` + roleName + `"}
+        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team}]
+`
+	}
+	tests := []struct {
+		name, spec, roleName string
+		warns                bool
+	}{
+		{"a role the parent names is warned of", "      role: string", "${parent.spec.role}", true},
+		{"a role the parent picks from an enum is not", "      role: {type: string, enum: [view, edit]}", "${parent.spec.role}", false},
+		{"a literal role is not", "      role: string", "view", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "team.yaml")
+			if err := os.WriteFile(file, []byte(policy(tt.spec, tt.roleName)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut, err := runCLI(t, "validate", file)
+			if err != nil {
+				t.Fatalf("validate: %v\n%s", err, errOut)
+			}
+			want := "team.yaml:19: spec.children[0].template.roleRef.name: warning: whoever may create a parent chooses which ClusterRole this binding grants"
+			if got := strings.Contains(errOut, want); got != tt.warns {
+				t.Errorf("warned %v, want %v:\n%s", got, tt.warns, errOut)
+			}
+		})
+	}
+}

@@ -25,8 +25,12 @@ type Input struct {
 	// Recorded are the child resources the policy's ledger entry records (runtime/ledger): the
 	// children of those the candidate does not list are removed too.
 	Recorded []schema.GroupVersionResource
-	// Client reads the cluster and sends the dry runs.
+	// Client reads the cluster and sends the dry runs: as the candidate's ServiceAccount, so that
+	// what it may not read or write fails here as it would in the runtime.
 	Client dynamic.Interface
+	// Namespaces, when set, reads the Namespaces' consent labels, as the runtime reads them with
+	// its own identity; nil: Client.
+	Namespaces dynamic.Interface
 	// Mapper knows the cluster's kinds (kinds.Discovery).
 	Mapper kinds.Mapper
 	// Workers is how many parents are planned at once; 0 means 8.
@@ -124,6 +128,7 @@ func Run(ctx context.Context, in Input) (*Plan, error) {
 		return nil, err
 	}
 	planned := planParents(ctx, in, w)
+	redact(planned, &w.secrets)
 	p := &Plan{Policy: in.Candidate.Name(), Parents: []Parent{}}
 	p.Totals.Parents = len(planned)
 	for _, parent := range planned {

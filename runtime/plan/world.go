@@ -34,6 +34,8 @@ type world struct {
 	// reads caches the related objects read, by request (namespaces and names repeat across
 	// parents)
 	reads map[string][]*unstructured.Unstructured
+	// secrets are the Secret values read, to be kept out of the plan (redact.go)
+	secrets secrets
 }
 
 // readWorld lists the parents, the children of every child resource of both versions and of
@@ -50,7 +52,12 @@ func readWorld(ctx context.Context, in Input) (*world, error) {
 		}
 	}
 	if needsNamespaces(in.Candidate) || needsNamespaces(in.Running) {
-		if w.namespaces, err = list(ctx, in, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
+		// read as the runtime reads them: with its own identity, not the policy's
+		namespaces := in
+		if in.Namespaces != nil {
+			namespaces.Client = in.Namespaces
+		}
+		if w.namespaces, err = list(ctx, namespaces, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
 			return nil, err
 		}
 	}
@@ -117,6 +124,7 @@ func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResourc
 	if err != nil {
 		return err
 	}
+	w.secrets.note(objs...)
 	for _, obj := range objs {
 		uid := types.UID(obj.GetLabels()[render.LabelParentUID])
 		if uid != "" && apply.AppliedBy(obj) {
@@ -195,6 +203,7 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	if err != nil {
 		return nil, err
 	}
+	w.secrets.note(objs...)
 	w.mu.Lock()
 	w.reads[key] = objs
 	w.mu.Unlock()

@@ -2,6 +2,7 @@ package rbac
 
 import (
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,8 +18,9 @@ import (
 const rbacGroup = "rbac.authorization.k8s.io"
 
 // escalationRules returns the bind and escalate rules of the policies' RBAC children. A binding
-// whose roleRef is written literally in a template is bound by name; one whose name is templated
-// needs bind on every role of its kind; an expression child, on every role.
+// whose roleRef is written literally in a template is bound by name, as is one whose name is a
+// parent's field bounded by an enum (RoleRefs); one whose name is otherwise templated needs bind
+// on every role of its kind; an expression child, on every role.
 func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 	bind := map[string]*refs{} // by role resource: roles, clusterroles
 	escalate := map[string]bool{}
@@ -33,11 +35,12 @@ func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 			continue
 		}
 		for _, c := range p.Spec.Children {
-			for _, r := range roleRefs(c) {
-				if r.name == "" {
-					refsOf(bind, r.resource).any = true
-				} else {
-					refsOf(bind, r.resource).add(r.name)
+			for _, r := range RoleRefs(p, c) {
+				if r.Names == nil {
+					refsOf(bind, r.Resource).any = true
+				}
+				for _, n := range r.Names {
+					refsOf(bind, r.Resource).add(n)
 				}
 			}
 		}
@@ -67,15 +70,20 @@ func childResources(p *policy.CompositePolicy) map[string]bool {
 	return out
 }
 
-// boundRole is a role a binding child may refer to: its resource (roles, clusterroles) and its
-// name, "" when it is not known before render.
-type boundRole struct{ resource, name string }
+// BoundRole is what a binding child may refer to: roles of a resource (roles, clusterroles),
+// Names of them, or any (nil Names) when the name is not known before render.
+type BoundRole struct {
+	Resource string
+	Names    []string
+}
 
-// roleRefs reads the roles a child may bind: the literal roleRef of a binding template, or, when
-// the kind or the name is templated, any role of the kinds it may refer to (a ClusterRoleBinding
-// binds ClusterRoles only). An expression child may be any binding.
-func roleRefs(c policy.Child) []boundRole {
-	every := []boundRole{{resource: "roles"}, {resource: "clusterroles"}}
+// RoleRefs reads the roles a child of p may bind: the literal roleRef of a binding template; one
+// whose name is exactly a field of the parent's spec that the policy's parentSchema bounds by an
+// enum, those names; any role of the kinds it may refer to when the kind or the name is
+// otherwise templated (a ClusterRoleBinding binds ClusterRoles only). An expression child may be
+// any binding.
+func RoleRefs(p *policy.CompositePolicy, c policy.Child) []BoundRole {
+	every := []BoundRole{{Resource: "roles"}, {Resource: "clusterroles"}}
 	if c.Template == nil {
 		return every
 	}
@@ -94,10 +102,47 @@ func roleRefs(c policy.Child) []boundRole {
 		return every
 	}
 	resource := strings.ToLower(kind) + "s"
-	if strings.Contains(name, "${") {
-		name = ""
+	if !strings.Contains(name, "${") {
+		return []BoundRole{{Resource: resource, Names: []string{name}}}
 	}
-	return []boundRole{{resource: resource, name: name}}
+	return []BoundRole{{Resource: resource, Names: specEnum(p, name)}}
+}
+
+// specField matches a template that is exactly one field of the parent's spec.
+var specField = regexp.MustCompile(`^\$\{\s*parent\.spec\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}$`)
+
+// specEnum is the enum of string values the policy's parentSchema declares for the field of the
+// parent's spec that template is exactly, nil when it is not one or declares none.
+func specEnum(p *policy.CompositePolicy, template string) []string {
+	m := specField.FindStringSubmatch(template)
+	if m == nil || p.Spec.ParentSchema == nil {
+		return nil
+	}
+	fields := map[string]any(p.Spec.ParentSchema.Spec)
+	path := strings.Split(m[1], ".")
+	for i, name := range path {
+		field, _ := fields[name].(map[string]any)
+		if i < len(path)-1 {
+			fields, _ = field["properties"].(map[string]any)
+			if fields == nil {
+				if f, ok := field["properties"].(policy.Fields); ok {
+					fields = f
+				}
+			}
+			continue
+		}
+		var out []string
+		values, _ := field["enum"].([]any)
+		for _, v := range values {
+			str, ok := v.(string)
+			if !ok {
+				return nil
+			}
+			out = append(out, str)
+		}
+		return out
+	}
+	return nil
 }
 
 // refs are the names of the roles of one resource that bindings refer to; any is true when

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -176,4 +177,115 @@ func syncFailed(reason string, says ...string) func(*unstructured.Unstructured) 
 		}
 		return nil
 	}
+}
+
+// secretQuoterPolicy reads its parent's namespace's Secret db, and fails its validation with a
+// message quoting the Secret's password: what a careless or hostile candidate would print.
+const secretQuoterPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata:
+  name: quoter
+spec:
+  serviceAccountName: quoter
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: placers}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  related:
+    - {id: db, apiVersion: v1, resource: secrets, name: db}
+  validations:
+    - expression: "!has(related.db)"
+      messageExpression: "'the password is ' + related.db.data.password + ' or ' + string(base64.decode(related.db.data.password))"
+  children:
+    - id: copy
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "copy-${parent.metadata.name}"}
+        data: {password: "${related.?db.?data.?password.orValue('')}"}
+`
+
+// TestPlanActsAsThePolicysServiceAccount plans a candidate that reads Secrets, as the policy's
+// ServiceAccount: where it may not read them, the plan fails with the API server's Forbidden;
+// where it may, the Secret's value never reaches the plan's output.
+func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
+	applyCRD(t, crdYAML("placers", "Placer", "Namespaced", "target: {type: string}"), "placers.e2e.metacel.dev")
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "placers.e2e.metacel.dev", "--wait=false") })
+	policyNS, readable, unreadable := newNamespace(t, "policies"), newNamespace(t, "quoter-readable"), newNamespace(t, "quoter-unreadable")
+	grantQuoter(t, policyNS, readable)
+	const password = "hunter2-s3cret" // stored as aHVudGVyMi1zM2NyZXQ=
+	for _, ns := range []string{readable, unreadable} {
+		if _, err := cluster.kube.CoreV1().Secrets(ns).Create(t.Context(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "db"},
+			StringData: map[string]string{"password": password}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin, file := buildMetacel(t), writeTemp(t, "quoter.yaml", []byte(secretQuoterPolicy))
+	plan := func(t *testing.T) string {
+		t.Helper()
+		out, err := exec.CommandContext(t.Context(), bin, "plan", file, "--kubeconfig", cluster.kubeconfig, "--namespace", policyNS).CombinedOutput()
+		if err == nil {
+			t.Errorf("plan succeeded, want a failing parent (exit 1):\n%s", out)
+		}
+		for _, leak := range []string{password, "aHVudGVyMi1zM2NyZXQ="} {
+			if strings.Contains(string(out), leak) {
+				t.Errorf("the plan prints the Secret's data %q:\n%s", leak, out)
+			}
+		}
+		return string(out)
+	}
+
+	t.Run("a Secret its ServiceAccount may not read fails the plan with Forbidden", func(t *testing.T) {
+		create(t, placersGVR, placer("p", unreadable, unreadable))
+		t.Cleanup(func() { _ = cluster.dynamic.Resource(placersGVR).Namespace(unreadable).Delete(context.Background(), "p", metav1.DeleteOptions{}) })
+		if out := plan(t); !strings.Contains(out, "forbidden") || !strings.Contains(out, `"system:serviceaccount:`+policyNS+`:quoter"`) {
+			t.Errorf("the plan does not say the ServiceAccount may not read the Secret:\n%s", out)
+		}
+	})
+	t.Run("a Secret it may read is redacted from the plan", func(t *testing.T) {
+		create(t, placersGVR, placer("p", readable, readable))
+		t.Cleanup(func() { _ = cluster.dynamic.Resource(placersGVR).Namespace(readable).Delete(context.Background(), "p", metav1.DeleteOptions{}) })
+		if out := plan(t); !strings.Contains(out, "the password is <redacted> or <redacted>") {
+			t.Errorf("the plan does not show the failing validation, redacted:\n%s", out)
+		}
+	})
+}
+
+// grantQuoter creates the ServiceAccount quoter in policyNS: it may do what the quoter policy
+// does, but read Secrets in namespace readable only.
+func grantQuoter(t *testing.T, policyNS, readable string) {
+	t.Helper()
+	ctx := t.Context()
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "quoter", Namespace: policyNS}}
+	name := "e2e:" + policyNS + ":quoter"
+	createOrKeep(t, func() error {
+		_, err := cluster.kube.CoreV1().ServiceAccounts(policyNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "quoter"}}, metav1.CreateOptions{})
+		return err
+	})
+	createOrKeep(t, func() error {
+		_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+		}}, metav1.CreateOptions{})
+		return err
+	})
+	createOrKeep(t, func() error {
+		_, err := cluster.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subject}, metav1.CreateOptions{})
+		return err
+	})
+	t.Cleanup(func() {
+		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cluster.kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+	})
+	createOrKeep(t, func() error {
+		_, err := cluster.kube.RbacV1().Roles(readable).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "quoter"}, Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
+		}}, metav1.CreateOptions{})
+		return err
+	})
+	createOrKeep(t, func() error {
+		_, err := cluster.kube.RbacV1().RoleBindings(readable).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "quoter"},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "quoter"}, Subjects: subject}, metav1.CreateOptions{})
+		return err
+	})
 }
