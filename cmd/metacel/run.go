@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/operator"
 )
 
@@ -42,6 +43,7 @@ type runOptions struct {
 	verbosity        flag.Value
 	// allowRuntimeIdentity lets policies without a ServiceAccount act as the runtime
 	allowRuntimeIdentity bool
+	maxCachedObjectBytes int
 }
 
 func newRunCommand() *cobra.Command {
@@ -71,6 +73,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
 	f.BoolVar(&o.allowRuntimeIdentity, "allow-policies-without-service-account", false, "let a policy that names no spec.serviceAccountName act as the runtime itself: whoever may write a policy then has the runtime's permissions, which is cluster-admin-equivalent (without it, such a policy does not load)")
+	f.IntVar(&o.maxCachedObjectBytes, "max-cached-object-bytes", compact.DefaultMaxKeptBytes, "size above which the caches keep an object's metadata only, and a sync reads the object from the API server: bounds what objects anyone may create cost the runtime's memory")
 	f.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ on the metrics address (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
 	def := operator.DefaultLeaderElection("")
@@ -139,6 +142,7 @@ func (o *runOptions) run(ctx context.Context) error {
 		Profiling:       o.profiling,
 
 		AllowPoliciesWithoutServiceAccount: o.allowRuntimeIdentity,
+		MaxCachedObjectBytes:               o.maxCachedObjectBytes,
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {

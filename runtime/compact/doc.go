@@ -20,7 +20,9 @@
 // Unstructured decodes them through client-go's types. ShardedListWatch does the same for the
 // objects whose UID hashes into a range of shard slots (runtime/shard), selected by the API
 // server's shard selector when it honours them (ProbeShardSupport), else by dropping the others
-// here before the informer sees them. Nothing here writes to the API server.
+// here before the informer sees them. An object larger than a cap is kept without its body
+// (Omit, omit.go): who may create objects is not who runs the runtime, and Unstructured reads such
+// an object from the API server instead. Nothing here writes to the API server.
 //
 // client-go has no decoder of this kind (its metadata-only client drops the rest of the
 // object, and its unstructured decoder builds the maps), and no JSON decoder in the module graph

@@ -21,19 +21,22 @@ type Object struct {
 	// protobuf message.
 	Raw      []byte
 	Protobuf bool
+	// fetch reads the object from the API server when its body was not kept (omit.go)
+	fetch Fetcher
 }
 
 var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, fetch: o.fetch}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
 
 // Unstructured returns the object a cache holds as an unstructured object: a *Object is decoded
-// afresh (the caller may keep or change it), an *unstructured.Unstructured (a cache not made by
+// afresh (the caller may keep or change it), or read from the API server when its body was not
+// kept (Omit), an *unstructured.Unstructured (a cache not made by
 // ListWatch, in tests) is returned as it is, the cache's own, to be read only. A deleted object
 // whose final state is unknown is unwrapped.
 func Unstructured(obj any) (*unstructured.Unstructured, error) {
@@ -51,6 +54,9 @@ func Unstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 func (o *Object) decode() (*unstructured.Unstructured, error) {
+	if o.fetch != nil {
+		return o.fetched()
+	}
 	decode := unmarshalObject
 	if o.Protobuf {
 		decode = o.protobufToJSONMap

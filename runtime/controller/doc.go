@@ -3,7 +3,8 @@
 // Informers are shared: a Pool keeps one informer per resource and label selector, refcounted,
 // so that two policies with the same child kind watch it once, and a kind no policy uses any more
 // stops being watched. Its caches hold objects as package compact keeps them (metadata decoded,
-// the rest as JSON); a sync decodes the parent and children it reads. Children are watched through the label
+// the rest as JSON; an object larger than the pool's cap, KeepAtMost, without its body, read from
+// the API server when a sync decodes it); a sync decodes the parent and children it reads. Children are watched through the label
 // app.kubernetes.io/managed-by=metacel only, and indexed by their parent's UID, so finding a
 // parent's children never scans all objects; parents are indexed by their own UID, to route a
 // child's events. A pooled informer keeps only the indexes its users ask for (an index of unique

@@ -72,6 +72,8 @@ type Pool struct {
 	ctx     context.Context
 	client  dynamic.Interface
 	compact *compact.Client
+	// maxKept is the size above which a cached object's body is not kept (compact.Omit)
+	maxKept int
 
 	mu      sync.Mutex
 	entries map[informerKey]*poolEntry
@@ -101,7 +103,38 @@ type watchError struct{ err error }
 // NewPool returns a pool whose informers run until ctx is done or they are released. They list
 // and watch through lister when it is not nil, else through client.
 func NewPool(ctx context.Context, client dynamic.Interface, lister *compact.Client) *Pool {
-	return &Pool{ctx: ctx, client: client, compact: lister, entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
+	return &Pool{ctx: ctx, client: client, compact: lister, maxKept: compact.DefaultMaxKeptBytes,
+		entries: map[informerKey]*poolEntry{}, retired: map[*poolEntry]bool{}}
+}
+
+// KeepAtMost sets the size above which the caches keep an object without its body, read from the
+// API server when a sync reads it (compact.Omit); before the first informer starts.
+func (p *Pool) KeepAtMost(bytes int) {
+	if bytes > 0 {
+		p.maxKept = bytes
+	}
+}
+
+// keepAtMost is the informers' transform that keeps the objects larger than the pool's cap
+// without their body.
+func (p *Pool) keepAtMost(gvr schema.GroupVersionResource) cache.TransformFunc {
+	f := fetcher{client: p.client, gvr: gvr}
+	return func(obj any) (any, error) {
+		if o, ok := obj.(*compact.Object); ok && len(o.Raw) > p.maxKept {
+			return o.Omit(f), nil
+		}
+		return obj, nil
+	}
+}
+
+// fetcher reads the objects of a resource, as the runtime.
+type fetcher struct {
+	client dynamic.Interface
+	gvr    schema.GroupVersionResource
+}
+
+func (f fetcher) Fetch(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+	return f.client.Resource(f.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
 // indexers returns the index functions of the names.
@@ -140,8 +173,10 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 		if k.slot != wholeSlot {
 			lw = p.compact.ShardedListWatch(gvr, selector, shard.Range{From: k.slot, To: k.slot + 1}, k.serverSide)
 		}
-		return cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
+		inf := cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
 			cache.SharedIndexInformerOptions{Indexers: indexers(names), ObjectDescription: gvr.String()})
+		_ = inf.SetTransform(p.keepAtMost(gvr)) // fails only once started
+		return inf
 	}
 	// without a compact client (tests), a slot's informer holds every object of the resource
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }

@@ -75,6 +75,9 @@ type Options struct {
 	// resource of every policy, in every namespace), which is cluster-admin-equivalent. Without
 	// it, such a policy does not load.
 	AllowPoliciesWithoutServiceAccount bool
+	// MaxCachedObjectBytes is the size above which the caches keep an object without its body,
+	// read from the API server when a sync reads it; 0: compact.DefaultMaxKeptBytes.
+	MaxCachedObjectBytes int
 }
 
 // Run runs until ctx is done or a source or server fails (or, with leader election, this replica
@@ -165,6 +168,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	o := r.o
 	mapper := kinds.NewDiscovery(r.clients.discovery, r.clients.dynamic)
 	pool := controller.NewPool(ctx, r.clients.dynamic, r.clients.compact)
+	pool.KeepAtMost(o.MaxCachedObjectBytes)
 	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "metacel_informers",
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",

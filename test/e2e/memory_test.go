@@ -1,0 +1,129 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestObjectsAnyoneMayCreateDoNotGrowTheRuntime: the ConfigMapSync policy reads ConfigMaps by
+// name in any namespace, so the runtime watches every ConfigMap; anyone may create ConfigMaps,
+// and any client may set the label that metacel's children carry. 500 foreign 1 MB ConfigMaps
+// and 500 forged children of 1 MB must not make a runtime starting over them (it lists them all)
+// use more memory than one starting without them: their bodies are not cached.
+func TestObjectsAnyoneMayCreateDoNotGrowTheRuntime(t *testing.T) {
+	bin := buildMetacel(t)
+	runtimeNS, src, dst := newNamespace(t, "metacel"), newNamespace(t, "memory-src"), newNamespace(t, "memory-dst")
+	policy := filepath.Join(repo, "policies", "configmapsync.yaml")
+	grantPolicies(t, runtimeNS, policy)
+	configMapSync(t, src, dst)
+	peak := func(what string) int64 {
+		addr := freeAddr(t)
+		p := startProcess(t, bin, "run", "--kubeconfig", cluster.kubeconfig, "--policy-dir", policy, "--policy-namespace=",
+			"--runtime-namespace", runtimeNS, "--metrics-bind-address=0", "--health-probe-bind-address", addr)
+		eventually(t, 2*time.Minute, what+": the runtime is ready", func() error { return ready(addr) })
+		waitFor(t, cmSyncsGVR, src, "example-sync", wait, hasCondition("Ready", "True", "", ""))
+		hwm := procStatus(t, p.cmd.Process.Pid, "VmHWM")
+		p.kill9()
+		t.Logf("%s: peak RSS %.1f MiB", what, float64(hwm)/(1<<20))
+		return hwm
+	}
+	before := peak("without the objects")
+
+	foreign, forged := newNamespace(t, "memory-foreign"), newNamespace(t, "memory-forged")
+	createMegabyteConfigMaps(t, foreign, 500, nil)
+	createMegabyteConfigMaps(t, forged, 500, map[string]string{"app.kubernetes.io/managed-by": "metacel", "metacel.dev/policy": "configmapsync"})
+	after := peak("over 500 foreign and 500 forged 1 MB ConfigMaps")
+	if after > before+before/10 {
+		t.Errorf("a runtime starting over 1,000 ConfigMaps of 1 MB that no policy reads peaks at %.1f MiB RSS, "+
+			"against %.1f MiB without them: more than 10 %% above", float64(after)/(1<<20), float64(before)/(1<<20))
+	}
+}
+
+// createMegabyteConfigMaps creates n ConfigMaps of about 1 MB in ns, 8 at a time.
+func createMegabyteConfigMaps(t *testing.T, ns string, n int, labels map[string]string) {
+	t.Helper()
+	value := strings.Repeat("m", 1_000_000)
+	next := make(chan int)
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for i := range next {
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("big-%03d", i), Labels: labels}, Data: map[string]string{"v": value}}
+				if _, err := cluster.kube.CoreV1().ConfigMaps(ns).Create(context.Background(), cm, metav1.CreateOptions{}); err != nil {
+					errs <- err
+				}
+			}
+		})
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+}
+
+// freeAddr is a loopback address with a port free now.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ln.Close() }()
+	return ln.Addr().String()
+}
+
+// ready is nil once the runtime at addr says its caches have synced.
+func ready(addr string) error {
+	resp, err := http.Get("http://" + addr + "/readyz")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("/readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+// procStatus reads a field of /proc/<pid>/status given in kB, in bytes.
+func procStatus(t *testing.T, pid int, field string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && k == field {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	t.Fatalf("no %s in /proc/%d/status", field, pid)
+	return 0
+}
