@@ -209,7 +209,9 @@ spec:
 // where it may, the Secret's value never reaches the plan's output.
 func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
 	applyCRD(t, crdYAML("placers", "Placer", "Namespaced", "target: {type: string}"), "placers.e2e.metacel.dev")
-	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "placers.e2e.metacel.dev", "--wait=false") })
+	t.Cleanup(func() {
+		_, _ = kubectlCmd(context.Background(), "delete", "crd", "placers.e2e.metacel.dev", "--wait=false")
+	})
 	policyNS, readable, unreadable := newNamespace(t, "policies"), newNamespace(t, "quoter-readable"), newNamespace(t, "quoter-unreadable")
 	grantQuoter(t, policyNS, readable)
 	const password = "hunter2-s3cret" // stored as aHVudGVyMi1zM2NyZXQ=
@@ -236,14 +238,18 @@ func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
 
 	t.Run("a Secret its ServiceAccount may not read fails the plan with Forbidden", func(t *testing.T) {
 		create(t, placersGVR, placer("p", unreadable, unreadable))
-		t.Cleanup(func() { _ = cluster.dynamic.Resource(placersGVR).Namespace(unreadable).Delete(context.Background(), "p", metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(placersGVR).Namespace(unreadable).Delete(context.Background(), "p", metav1.DeleteOptions{})
+		})
 		if out := plan(t); !strings.Contains(out, "forbidden") || !strings.Contains(out, `"system:serviceaccount:`+policyNS+`:quoter"`) {
 			t.Errorf("the plan does not say the ServiceAccount may not read the Secret:\n%s", out)
 		}
 	})
 	t.Run("a Secret it may read is redacted from the plan", func(t *testing.T) {
 		create(t, placersGVR, placer("p", readable, readable))
-		t.Cleanup(func() { _ = cluster.dynamic.Resource(placersGVR).Namespace(readable).Delete(context.Background(), "p", metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(placersGVR).Namespace(readable).Delete(context.Background(), "p", metav1.DeleteOptions{})
+		})
 		if out := plan(t); !strings.Contains(out, "the password is <redacted> or <redacted>") {
 			t.Errorf("the plan does not show the failing validation, redacted:\n%s", out)
 		}
