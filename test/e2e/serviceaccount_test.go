@@ -187,7 +187,7 @@ metadata:
   name: quoter
 spec:
   serviceAccountName: quoter
-  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: placers}
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: quoters}
   childResources:
     - {apiVersion: v1, resource: configmaps}
   related:
@@ -208,9 +208,9 @@ spec:
 // ServiceAccount: where it may not read them, the plan fails with the API server's Forbidden;
 // where it may, the Secret's value never reaches the plan's output.
 func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
-	applyCRD(t, crdYAML("placers", "Placer", "Namespaced", "target: {type: string}"), "placers.e2e.metacel.dev")
+	applyCRD(t, crdYAML("quoters", "Quoter", "Namespaced", "target: {type: string}"), "quoters.e2e.metacel.dev")
 	t.Cleanup(func() {
-		_, _ = kubectlCmd(context.Background(), "delete", "crd", "placers.e2e.metacel.dev", "--wait=false")
+		_, _ = kubectlCmd(context.Background(), "delete", "crd", "quoters.e2e.metacel.dev", "--wait=false")
 	})
 	policyNS, readable, unreadable := newNamespace(t, "policies"), newNamespace(t, "quoter-readable"), newNamespace(t, "quoter-unreadable")
 	grantQuoter(t, policyNS, readable)
@@ -237,18 +237,18 @@ func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
 	}
 
 	t.Run("a Secret its ServiceAccount may not read fails the plan with Forbidden", func(t *testing.T) {
-		create(t, placersGVR, placer("p", unreadable, unreadable))
+		create(t, quotersGVR, quoter(unreadable))
 		t.Cleanup(func() {
-			_ = cluster.dynamic.Resource(placersGVR).Namespace(unreadable).Delete(context.Background(), "p", metav1.DeleteOptions{})
+			_ = cluster.dynamic.Resource(quotersGVR).Namespace(unreadable).Delete(context.Background(), "p", metav1.DeleteOptions{})
 		})
 		if out := plan(t); !strings.Contains(out, "forbidden") || !strings.Contains(out, `"system:serviceaccount:`+policyNS+`:quoter"`) {
 			t.Errorf("the plan does not say the ServiceAccount may not read the Secret:\n%s", out)
 		}
 	})
 	t.Run("a Secret it may read is redacted from the plan", func(t *testing.T) {
-		create(t, placersGVR, placer("p", readable, readable))
+		create(t, quotersGVR, quoter(readable))
 		t.Cleanup(func() {
-			_ = cluster.dynamic.Resource(placersGVR).Namespace(readable).Delete(context.Background(), "p", metav1.DeleteOptions{})
+			_ = cluster.dynamic.Resource(quotersGVR).Namespace(readable).Delete(context.Background(), "p", metav1.DeleteOptions{})
 		})
 		if out := plan(t); !strings.Contains(out, "the password is <redacted> or <redacted>") {
 			t.Errorf("the plan does not show the failing validation, redacted:\n%s", out)
@@ -269,7 +269,7 @@ func grantQuoter(t *testing.T, policyNS, readable string) {
 	})
 	createOrKeep(t, func() error {
 		_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers"}, Verbs: []string{"get", "list", "watch", "patch"}},
+			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"quoters"}, Verbs: []string{"get", "list", "watch", "patch"}},
 			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
 		}}, metav1.CreateOptions{})
 		return err
@@ -294,4 +294,12 @@ func grantQuoter(t *testing.T, policyNS, readable string) {
 			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "quoter"}, Subjects: subject}, metav1.CreateOptions{})
 		return err
 	})
+}
+
+var quotersGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "quoters"}
+
+func quoter(ns string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.metacel.dev/v1", "kind": "Quoter", "metadata": map[string]any{"name": "p", "namespace": ns},
+	}}
 }
