@@ -49,7 +49,8 @@ func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, p
 		if err != nil {
 			return err
 		}
-		args = []string{"run", "--kubeconfig", kubeconfig, "--policy-dir", policy,
+		// the bench's policy acts as the runtime, as the hand-written controller does
+		args = []string{"run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-dir", policy,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
 		if profiling {
 			args = append(args, "--profiling")

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -22,6 +23,12 @@ import (
 // go when the test ends. The runtime of a test is the cluster admin: what it reads for them
 // needs no grant.
 func grantPolicies(t testing.TB, namespace string, paths ...string) {
+	t.Helper()
+	grantPoliciesOn(t, cluster.kube, namespace, paths...)
+}
+
+// grantPoliciesOn is grantPolicies on the cluster of kube.
+func grantPoliciesOn(t testing.TB, kube kubernetes.Interface, namespace string, paths ...string) {
 	t.Helper()
 	files, err := source.Files(paths)
 	if err != nil {
@@ -36,31 +43,31 @@ func grantPolicies(t testing.TB, namespace string, paths ...string) {
 	for _, c := range compiled {
 		policies = append(policies, c.Policy)
 	}
-	grantCompositePolicies(t, namespace, policies, func(gvr schema.GroupVersionResource) bool { _, ok := catalog.ForResource(gvr); return ok })
+	grantCompositePolicies(t, kube, namespace, policies, func(gvr schema.GroupVersionResource) bool { _, ok := catalog.ForResource(gvr); return ok })
 }
 
 // grantCompositePolicies creates the ServiceAccounts of policies in namespace with their RBAC.
-func grantCompositePolicies(t testing.TB, namespace string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) {
+func grantCompositePolicies(t testing.TB, kube kubernetes.Interface, namespace string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) {
 	t.Helper()
 	m := rbac.ManifestsFor(rbac.Deployment{Prefix: "e2e", Namespace: namespace}, policies, builtIn)
 	ctx := t.Context()
 	for _, a := range m.Accounts {
 		createOrKeep(t, func() error {
-			_, err := cluster.kube.CoreV1().ServiceAccounts(namespace).Create(ctx, a.ServiceAccount, metav1.CreateOptions{})
+			_, err := kube.CoreV1().ServiceAccounts(namespace).Create(ctx, a.ServiceAccount, metav1.CreateOptions{})
 			return err
 		})
 		createOrKeep(t, func() error {
-			_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, a.Role, metav1.CreateOptions{})
+			_, err := kube.RbacV1().ClusterRoles().Create(ctx, a.Role, metav1.CreateOptions{})
 			return err
 		})
 		createOrKeep(t, func() error {
-			_, err := cluster.kube.RbacV1().ClusterRoleBindings().Create(ctx, a.Binding, metav1.CreateOptions{})
+			_, err := kube.RbacV1().ClusterRoleBindings().Create(ctx, a.Binding, metav1.CreateOptions{})
 			return err
 		})
 		name := a.Role.Name
 		t.Cleanup(func() {
-			_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-			_ = cluster.kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
+			_ = kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
 		})
 	}
 }

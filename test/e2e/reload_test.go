@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/kubernetes"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -57,6 +58,12 @@ func (g *generations) waitFor(t *testing.T, policy string, generation int) {
 // it creates the ServiceAccount the policy acts as (grantPolicies).
 func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
 	t.Helper()
+	return policyConfigMapOn(t, cluster.kube, name, ns)
+}
+
+// policyConfigMapOn is policyConfigMap on the cluster of kube.
+func policyConfigMapOn(t *testing.T, kube kubernetes.Interface, name, ns string) *corev1.ConfigMap {
+	t.Helper()
 	data, err := os.ReadFile(filepath.Join(repo, "policies", name+".yaml"))
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +73,7 @@ func policyConfigMap(t *testing.T, name, ns string) *corev1.ConfigMap {
 		t.Fatal(err)
 	}
 	cm.Namespace = ns
-	grantPolicies(t, ns, filepath.Join(repo, "policies", name+".yaml"))
+	grantPoliciesOn(t, kube, ns, filepath.Join(repo, "policies", name+".yaml"))
 	return cm
 }
 

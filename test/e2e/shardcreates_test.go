@@ -108,7 +108,7 @@ func (c auditedControlPlane) prepare(t *testing.T) (policyNS, ns string) {
 	t.Helper()
 	installCRD(t, c.dyn, filepath.Join(repo, "crds", "myapp.yaml"))
 	policyNS, ns = createNamespace(t, c.kube, "creates-policies"), createNamespace(t, c.kube, "creates")
-	cm := policyConfigMap(t, "myapp", policyNS)
+	cm := policyConfigMapOn(t, c.kube, "myapp", policyNS)
 	if _, err := c.kube.CoreV1().ConfigMaps(policyNS).Create(t.Context(), cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

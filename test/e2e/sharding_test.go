@@ -114,6 +114,7 @@ func startShardReplica(t *testing.T, tg target, o operator.Options) *prometheus.
 	done := make(chan error, 1)
 	go func() {
 		o.Config, o.Workers, o.Registry = cfg, runtimeWorkers, reg
+		o.AllowPoliciesWithoutServiceAccount = true // the test's policy names no ServiceAccount
 		done <- operator.Run(ctx, o)
 	}()
 	t.Cleanup(func() {
