@@ -139,7 +139,7 @@ func TestAnInformerListsAndWatchesObjectsAsCompactObjects(t *testing.T) {
 func TestARequestTheServerRefusesCarriesItsStatus(t *testing.T) {
 	ts := httptest.NewServer(&apiServer{selectors: make(chan string, 10)})
 	defer ts.Close()
-	client, err := NewClient(&rest.Config{Host: ts.URL}, nil)
+	client, err := NewClient(&rest.Config{Host: ts.URL}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +172,7 @@ func syncedInformer(t *testing.T, server http.Handler, gvr schema.GroupVersionRe
 	t.Helper()
 	ts := httptest.NewServer(server)
 	t.Cleanup(ts.Close)
-	client, err := NewClient(&rest.Config{Host: ts.URL}, &version.Info{Major: "1", Minor: "36"})
+	client, err := NewClient(&rest.Config{Host: ts.URL}, &version.Info{Major: "1", Minor: "36"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -226,9 +226,16 @@ func (codec) Identifier() runtime.Identifier { return "compact-json" }
 
 // negotiator offers codec for JSON and protobufCodec for protobuf, the media types the client
 // asks for; the API server's answer says which a response is.
-type negotiator struct{}
+type negotiator struct {
+	// maxKept: protobuf watch events larger than it are reduced (omittingFramer); 0: none
+	maxKept int
+}
 
-func (negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
+func (n negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
+	var protobufFramer runtime.Framer = protobuf.LengthDelimitedFramer
+	if n.maxKept > 0 {
+		protobufFramer = omittingFramer{max: n.maxKept}
+	}
 	return []runtime.SerializerInfo{{
 		MediaType: "application/json", MediaTypeType: "application", MediaTypeSubType: "json",
 		EncodesAsText: true, Serializer: codec{},
@@ -236,7 +243,7 @@ func (negotiator) SupportedMediaTypes() []runtime.SerializerInfo {
 	}, {
 		MediaType: protobufMediaType, MediaTypeType: "application", MediaTypeSubType: "vnd.kubernetes.protobuf",
 		Serializer:       protobufCodec{},
-		StreamSerializer: &runtime.StreamSerializerInfo{Serializer: protobufEvents{}, Framer: protobuf.LengthDelimitedFramer},
+		StreamSerializer: &runtime.StreamSerializerInfo{Serializer: protobufEvents{}, Framer: protobufFramer},
 	}}
 }
 

@@ -25,13 +25,14 @@ type Client struct {
 // NewClient returns a Client for the API server of cfg (its rate limit applies to lists; watches
 // are not rate limited). server is the API server's version (nil: not known): the built-in kinds
 // come as protobuf only from a server no newer than this binary's client-go types, which would
-// drop the fields they do not know (ProtobufServer).
-func NewClient(cfg *rest.Config, server *version.Info) (*Client, error) {
+// drop the fields they do not know (ProtobufServer). A watch event of a built-in kind larger than
+// maxKept bytes is reduced to its object's metadata as it streams (omitframe.go); 0 keeps all.
+func NewClient(cfg *rest.Config, server *version.Info, maxKept int) (*Client, error) {
 	c := rest.CopyConfig(cfg)
 	c.ContentConfig = rest.ContentConfig{
 		AcceptContentTypes:   "application/json",
 		ContentType:          "application/json",
-		NegotiatedSerializer: negotiator{},
+		NegotiatedSerializer: negotiator{maxKept: maxKept},
 	}
 	rc, err := rest.UnversionedRESTClientFor(c)
 	if err != nil {

@@ -23,6 +23,8 @@ type Object struct {
 	Protobuf bool
 	// fetch reads the object from the API server when its body was not kept (omit.go)
 	fetch Fetcher
+	// bodyOmitted: the watch stream dropped its body (omitframe.go); a cache keeps it with Omit
+	bodyOmitted bool
 }
 
 var _ metav1.Object = &Object{}

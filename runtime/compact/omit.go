@@ -37,6 +37,10 @@ type Fetcher interface {
 // Omitted reports whether the object's body was not kept (Omit).
 func (o *Object) Omitted() bool { return o.fetch != nil }
 
+// Larger reports whether the object is larger than max bytes, or its body was dropped from the
+// watch stream for being so: a cache keeps it with Omit.
+func (o *Object) Larger(max int) bool { return o.bodyOmitted || len(o.Raw) > max }
+
 // Omit returns the object without its body, nor its annotations, nor (when they are large) the
 // labels that are not metacel's: what f reads again when a sync decodes it.
 func (o *Object) Omit(f Fetcher) *Object {

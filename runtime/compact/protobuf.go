@@ -145,6 +145,9 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	o.ManagedFields = nil
 	o.Annotations = withoutLastApplied(o.Annotations)
 	o.Raw = message
+	if omittedSize(message) > 0 { // its body was dropped from the watch stream (omitframe.go)
+		o.Raw, o.bodyOmitted = nil, true
+	}
 	return o, nil
 }
 

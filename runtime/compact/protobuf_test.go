@@ -349,7 +349,7 @@ func TestAClientOfAServerOfUnknownVersionAsksForJSON(t *testing.T) {
 		w.WriteHeader(http.StatusNotFound)
 	}))
 	defer ts.Close()
-	client, err := NewClient(&rest.Config{Host: ts.URL}, nil)
+	client, err := NewClient(&rest.Config{Host: ts.URL}, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -88,7 +88,7 @@ func TestAShardedListWatch(t *testing.T) {
 			server := &shardServer{uids: all, selectors: make(chan string, 2)}
 			ts := httptest.NewServer(server)
 			defer ts.Close()
-			client, err := NewClient(&rest.Config{Host: ts.URL}, nil)
+			client, err := NewClient(&rest.Config{Host: ts.URL}, nil, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

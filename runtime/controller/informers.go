@@ -118,9 +118,9 @@ func (p *Pool) KeepAtMost(bytes int) {
 // keepAtMost is the informers' transform that keeps the objects larger than the pool's cap
 // without their body.
 func (p *Pool) keepAtMost(gvr schema.GroupVersionResource) cache.TransformFunc {
-	f := fetcher{client: p.client, gvr: gvr}
+	f := &fetcher{client: p.client, gvr: gvr} // one per informer, not one per object
 	return func(obj any) (any, error) {
-		if o, ok := obj.(*compact.Object); ok && len(o.Raw) > p.maxKept {
+		if o, ok := obj.(*compact.Object); ok && o.Larger(p.maxKept) {
 			return o.Omit(f), nil
 		}
 		return obj, nil
@@ -133,7 +133,7 @@ type fetcher struct {
 	gvr    schema.GroupVersionResource
 }
 
-func (f fetcher) Fetch(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
+func (f *fetcher) Fetch(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error) {
 	return f.client.Resource(f.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 

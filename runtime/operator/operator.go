@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func Run(ctx context.Context, o Options) error {
 		fence = newShardFence(logger, sh, clock.RealClock{})
 		cfg = fence.config(o.Config)
 	}
-	clients, err := newClients(cfg)
+	clients, err := newClients(cfg, maxKept(o))
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	o := r.o
 	mapper := kinds.NewDiscovery(r.clients.discovery, r.clients.dynamic)
 	pool := controller.NewPool(ctx, r.clients.dynamic, r.clients.compact)
-	pool.KeepAtMost(o.MaxCachedObjectBytes)
+	pool.KeepAtMost(maxKept(o))
 	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "metacel_informers",
 		Help: "Informers running: one per watched resource and label selector, shared by policies.",
@@ -241,6 +242,9 @@ func (r *reconciler) run(ctx context.Context) error {
 		}
 	}
 }
+
+// maxKept is the size above which the caches keep an object without its body.
+func maxKept(o Options) int { return cmp.Or(o.MaxCachedObjectBytes, compact.DefaultMaxKeptBytes) }
 
 // statusInterval is how often the policies' status is gathered for their ConfigMaps.
 const statusInterval = time.Second
@@ -316,7 +320,7 @@ type clients struct {
 
 // newClients returns the clients of cfg; they share one client-side rate limit (cfg's QPS and
 // burst), as one client would.
-func newClients(cfg *rest.Config) (*clients, error) {
+func newClients(cfg *rest.Config, maxKept int) (*clients, error) {
 	if cfg.RateLimiter == nil && cfg.QPS > 0 {
 		cfg = rest.CopyConfig(cfg)
 		cfg.RateLimiter = flowcontrol.NewTokenBucketRateLimiter(cfg.QPS, cfg.Burst)
@@ -329,7 +333,7 @@ func newClients(cfg *rest.Config) (*clients, error) {
 	if err != nil {
 		server = nil // every kind listed as JSON
 	}
-	lister, err := compact.NewClient(cfg, server)
+	lister, err := compact.NewClient(cfg, server, maxKept)
 	if err != nil {
 		return nil, err
 	}

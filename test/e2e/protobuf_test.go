@@ -74,7 +74,7 @@ func TestACachedBuiltinObjectIsTheAPIServersJSON(t *testing.T) {
 	if !compact.ProtobufServer(server) {
 		t.Fatalf("kube-apiserver %s: want the built-in kinds as protobuf from it", server)
 	}
-	lister, err := compact.NewClient(cluster.config, server)
+	lister, err := compact.NewClient(cluster.config, server, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,7 @@ func newShardClients(t *testing.T, cfg *rest.Config) shardClients {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := compact.NewClient(cfg, nil)
+	cc, err := compact.NewClient(cfg, nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
