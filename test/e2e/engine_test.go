@@ -138,6 +138,21 @@ func TestARestartOverConvergedParentsWritesNothing(t *testing.T) {
 	if first.bookkeepingWritesTo(record) == 0 {
 		t.Fatalf("the first runtime wrote no rollout record at %s", record)
 	}
+	// converged on the API server is not idle in the runtime: the events of its last writes (a
+	// child's add seen before its parent's status update) may still be syncing, and a sync that
+	// the stop cancels is not in the memo. Wait for a whole re-sync round with no render.
+	rendered, synced := first.renders("widget"), first.reconciles("widget")
+	eventually(t, time.Minute, "the first runtime re-syncs every parent without a render", func() error {
+		n := first.reconciles("widget") // before the renders: a render since shows there
+		if r := first.renders("widget"); r != rendered {
+			rendered, synced = r, n
+			return fmt.Errorf("%d renders so far", r)
+		}
+		if n-synced < parents {
+			return fmt.Errorf("%v syncs since the last render", n-synced)
+		}
+		return nil
+	})
 	first.stop()
 
 	second := startRuntimeWith(t, opts)
