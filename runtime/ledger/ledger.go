@@ -72,7 +72,7 @@ func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs [
 			Labels:      map[string]string{"app.kubernetes.io/managed-by": "metacel"},
 			Annotations: map[string]string{AnnotationChildResources: value},
 		}}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: fieldManager})
+		_, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
 	case err == nil && lease.Annotations[AnnotationChildResources] == value:
 		return nil
 	case err == nil:
@@ -81,7 +81,7 @@ func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs [
 			lease.Annotations = map[string]string{}
 		}
 		lease.Annotations[AnnotationChildResources] = value
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
+		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
 	}
 	if err != nil {
 		return fmt.Errorf("record the child resources of policy %q: %w", policy, err)
@@ -89,7 +89,9 @@ func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs [
 	return nil
 }
 
-const fieldManager = "metacel"
+// FieldManager is the field manager of the ledger's Leases: the runtime's own, not "metacel",
+// the children's.
+const FieldManager = "metacel-ledger"
 
 func formatResources(gvrs []schema.GroupVersionResource) string {
 	out := make([]string, 0, len(gvrs))

@@ -1,10 +1,12 @@
 package ledger
 
 import (
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func TestTheLedgerRemembersAPolicysChildResources(t *testing.T) {
@@ -39,5 +41,29 @@ func TestTheLedgerRemembersAPolicysChildResources(t *testing.T) {
 	var off *Ledger
 	if got, err := off.ChildResources(t.Context(), "p"); got != nil || err != nil || off.RecordChildResources(t.Context(), "p", nil) != nil {
 		t.Error("a ledger that is off knows nothing and records nothing")
+	}
+}
+
+func TestTheLedgerWritesWithTheRuntimesOwnFieldManager(t *testing.T) {
+	client := fake.NewClientset()
+	l := New(client, "metacel-system")
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	for _, gvrs := range [][]schema.GroupVersionResource{{configmaps}, {configmaps, secrets}} {
+		if err := l.RecordChildResources(t.Context(), "p", gvrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var managers []string
+	for _, a := range client.Actions() {
+		switch a := a.(type) {
+		case k8stesting.CreateActionImpl:
+			managers = append(managers, a.CreateOptions.FieldManager)
+		case k8stesting.UpdateActionImpl:
+			managers = append(managers, a.UpdateOptions.FieldManager)
+		}
+	}
+	if want := []string{"metacel-ledger", "metacel-ledger"}; !slices.Equal(managers, want) {
+		t.Errorf("wrote the Lease (create, update) with field managers %v, want %v, not the children's metacel", managers, want)
 	}
 }

@@ -32,8 +32,10 @@ const (
 	keyEntries = "fingerprints"
 	entrySize  = 9
 	// LabelMemoOf names, on a memo's ConfigMap, the policy it is about.
-	LabelMemoOf    = "metacel.dev/memo-of"
-	fieldManager   = "metacel"
+	LabelMemoOf = "metacel.dev/memo-of"
+	// FieldManager is the field manager of the memos: the runtime's own, not "metacel", the
+	// children's
+	FieldManager   = "metacel-memo"
 	requestTimeout = 10 * time.Second
 	// format changes when what a fingerprint covers or how it is computed changes
 	format = "metacel-memo/1"
@@ -140,7 +142,7 @@ func (s *Store) Save(ctx context.Context, policyName, scope string, entries Entr
 		WithLabels(map[string]string{LabelMemoOf: policyName}).
 		WithData(map[string]string{keyScope: scope}).
 		WithBinaryData(map[string][]byte{keyEntries: []byte(memo.entries)})
-	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("write the memo of policy %q: %w", policyName, err)
 	}
 	s.remember(policyName, memo)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 const ns = "metacel-system"
@@ -159,5 +160,21 @@ func TestTheScopeNamesTheBinary(t *testing.T) {
 	a, again := Scope("a"), Scope("a")
 	if a == Scope("b") || Scope("a", "b") == Scope("ab") || a != again {
 		t.Error("scopes of different parts are equal, or of the same parts differ")
+	}
+}
+
+func TestAMemoIsWrittenWithTheRuntimesOwnFieldManager(t *testing.T) {
+	client := fake.NewClientset()
+	if err := NewStore(client, ns).Save(t.Context(), "myapp", Scope("v1"), Entries{1: 0}); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, a := range client.Actions() {
+		if p, ok := a.(k8stesting.PatchActionImpl); ok {
+			managers = append(managers, p.GetPatchOptions().FieldManager)
+		}
+	}
+	if len(managers) != 1 || managers[0] != "metacel-memo" {
+		t.Errorf("wrote the memo with field managers %v, want [metacel-memo], not the children's metacel", managers)
 	}
 }
