@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -65,12 +66,22 @@ const (
 	keySource = "stable.yaml"
 	// LabelRolloutOf names, on a record's ConfigMap, the policy it is about.
 	LabelRolloutOf = "metacel.dev/rollout-of"
-	fieldManager   = "metacel"
+	// FieldManager is the field manager of the records and of the loaded versions on the
+	// policies' ConfigMaps: the runtime's own, not "metacel", the children's
+	FieldManager   = "metacel-rollout"
 	requestTimeout = 30 * time.Second
 )
 
 // ConfigMapName is the name of a policy's record.
 func ConfigMapName(policyName string) string { return "metacel-rollout-" + policyName }
+
+// Ref names a policy's record, for logs.
+func (s *Store) Ref(policyName string) klog.ObjectRef {
+	if s == nil {
+		return klog.ObjectRef{Name: ConfigMapName(policyName)}
+	}
+	return klog.KRef(s.namespace, ConfigMapName(policyName))
+}
 
 // Store reads and writes records. A nil Store is off: it knows no record and writes none, so
 // rollouts happen in memory only (policies from files, without a policy namespace).
@@ -80,6 +91,10 @@ type Store struct {
 
 	mu   sync.Mutex
 	last map[string]Record // what was last read or written, by policy
+	// loaded are the versions of each policy this process loaded from its ConfigMap (NoteLoaded),
+	// anchored those known to be listed on it (anchorKey)
+	loaded   map[string][]string
+	anchored map[string]bool
 }
 
 // NewStore returns the store of namespace; "" turns it off (nil).
@@ -87,7 +102,7 @@ func NewStore(client kubernetes.Interface, namespace string) *Store {
 	if namespace == "" {
 		return nil
 	}
-	return &Store{client: client, namespace: namespace, last: map[string]Record{}}
+	return &Store{client: client, namespace: namespace, last: map[string]Record{}, loaded: map[string][]string{}, anchored: map[string]bool{}}
 }
 
 // Get returns a policy's record; nil when it has none.
@@ -133,7 +148,7 @@ func (s *Store) Put(ctx context.Context, policyName string, rec Record) error {
 	cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
 		WithLabels(map[string]string{LabelRolloutOf: policyName, "app.kubernetes.io/managed-by": "metacel"}).
 		WithData(map[string]string{keyRecord: string(body), keySource: rec.StableSource})
-	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: fieldManager, Force: true}); err != nil {
+	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("write the rollout record of policy %q: %w", policyName, err)
 	}
 	s.remember(policyName, rec)

@@ -81,6 +81,16 @@ func TestARestartPuttingTheStoredRecordWritesNothing(t *testing.T) {
 	}
 }
 
+func TestARecordIsWrittenWithTheRuntimesOwnFieldManager(t *testing.T) {
+	client := fake.NewClientset()
+	if err := NewStore(client, "metacel-system").Put(t.Context(), "myapp", Record{Phase: Stable, Stable: "s"}); err != nil {
+		t.Fatal(err)
+	}
+	if managers := fieldManagersOf(client.Actions()); len(managers) != 1 || managers[0] != "metacel-rollout" {
+		t.Errorf("wrote the record with field managers %v, want [metacel-rollout], not the children's metacel", managers)
+	}
+}
+
 func TestANilStoreIsOff(t *testing.T) {
 	s := NewStore(fake.NewClientset(), "")
 	if rec, err := s.Get(t.Context(), "p"); rec != nil || err != nil {
