@@ -2,11 +2,11 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -51,6 +51,7 @@ func (ro *rolloutRun) notMoved(uid types.UID) bool { return !ro.moved(uid) }
 // that declares spec.rollout. It returns false when p starts as before, at once.
 func (s *policySet) runRolloutLocked(p *policy.Compiled, st *unitState, old *running, restart bool) bool {
 	v := rollout.Version(p)
+	s.records.NoteLoaded(p.Name(), v, inUse(old)...) // p comes from its source: a version a record may name
 	if old != nil && old.rollout != nil {
 		switch {
 		case restart:
@@ -103,7 +104,7 @@ func (s *policySet) startFromRecordLocked(p *policy.Compiled, st *unitState, rec
 	if rec == nil || rec.Stable == v || p.Rollout == nil {
 		return false
 	}
-	stable := s.compileStable(p.Name(), rec)
+	stable := s.trustedStableLocked(p, st, rec)
 	if stable == nil {
 		return false
 	}
@@ -130,22 +131,6 @@ func (s *policySet) startFromRecordLocked(p *policy.Compiled, st *unitState, rec
 	return true
 }
 
-// compileStable compiles the stable version a record keeps; nil when it no longer compiles (the
-// cluster changed), and the newest version then starts at once.
-func (s *policySet) compileStable(name string, rec *rollout.Record) *policy.Compiled {
-	compiled, err := policy.Load(rec.StableUnit, []byte(rec.StableSource), s.mapper)
-	if err == nil {
-		for _, c := range compiled {
-			if c.Name() == name && len(missingResources(c)) == 0 {
-				return c
-			}
-		}
-		err = errors.New("the record's source no longer defines the policy")
-	}
-	klog.FromContext(s.ctx).Error(err, "Cannot compile the stable version of the rollout record; the newest version starts at once", "policy", name, "version", policystatus.ShortVersion(rec.Stable))
-	return nil
-}
-
 // newRolloutRun is the rollout of p at step (started then): the parents that have moved to p.
 func newRolloutRun(p *policy.Compiled, step int, started time.Time) *rolloutRun {
 	ro := &rolloutRun{policy: p.Rollout, plan: planOf(p.Rollout)}
@@ -159,7 +144,7 @@ func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *polic
 	rec := &ro.progress.Record
 	rec.Stable, rec.StableUnit, rec.StableSource = stable.version, stable.unit, string(stable.source)
 	step := rec.Step
-	s.putRecordLocked(p.Name(), ro.progress.Record)
+	s.putRecordLocked(p.Name(), unit.ConfigMap, ro.progress.Record)
 	stable.ctrl.SetShare(ro.notMoved) // the stable version lets go of the moved parents first
 	ctrl := controller.New(p, s.deps)
 	ctrl.SetShare(ro.moved)
@@ -285,7 +270,7 @@ func (s *policySet) advanceLocked(ctx context.Context, name string, stable *runn
 	next := ro.progress.Record
 	next.Step++
 	next.StepStarted = s.clock.Now()
-	s.putRecordLocked(name, next)
+	s.putRecordLocked(name, ro.target.configMap, next)
 	s.moveToStepLocked(ctx, stable, ro, next.Step, next.StepStarted)
 	s.rolloutEventOf(stable, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s, step %d of %d: %d%% of parents",
 		name, policystatus.ShortVersion(next.Target), next.Step+1, len(ro.plan.Steps), ro.percent.Load()))
@@ -321,7 +306,7 @@ func (s *policySet) completeLocked(ctx context.Context, name string, stable *run
 func (s *policySet) failLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, why string) {
 	rec := ro.progress.Record
 	msg := fmt.Sprintf("policy %q: version %s rolled back at step %d of %d: %s", name, policystatus.ShortVersion(rec.Target), rec.Step+1, len(ro.plan.Steps), why)
-	s.putRecordLocked(name, rollout.Record{
+	s.putRecordLocked(name, ro.target.configMap, rollout.Record{
 		Phase: rollout.RolledBack, Stable: rec.Stable, StableUnit: rec.StableUnit, StableSource: rec.StableSource,
 		Target: rec.Target, Message: msg,
 	})
@@ -350,18 +335,24 @@ func (s *policySet) abortRolloutLocked(stable *running) {
 
 // recordStableLocked records r as its policy's stable version.
 func (s *policySet) recordStableLocked(r *running) {
-	s.putRecordLocked(r.policy.Name(), rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit, StableSource: string(r.source)})
+	s.records.NoteLoaded(r.policy.Name(), r.version) // every caller's r comes from its source
+	s.putRecordLocked(r.policy.Name(), r.configMap, rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit, StableSource: string(r.source)})
 }
 
-// putRecordLocked writes a policy's record; with sharding, only the replica that drives the
-// rollouts does, as a write for slot 0 (the write fence lets it through only while it holds it).
-func (s *policySet) putRecordLocked(name string, rec rollout.Record) {
+// putRecordLocked writes a policy's record, once the versions it names are listed as loaded on
+// the ConfigMap the policy loads from (ref), which a restarted runtime checks the record against
+// (rolloutrecord.go); with sharding, only the replica that drives the rollouts does, as a write
+// for slot 0 (the write fence lets it through only while it holds it).
+func (s *policySet) putRecordLocked(name string, ref *corev1.ObjectReference, rec rollout.Record) {
 	ctx := s.ctx
 	if s.shards != nil {
 		if !s.shards.drives() {
 			return
 		}
 		ctx = shard.WithSlot(ctx, 0)
+	}
+	if err := s.records.Anchor(ctx, ref, name, rec.Stable, rec.Target); err != nil {
+		klog.FromContext(s.ctx).Error(err, "Cannot list the loaded versions on the policy's ConfigMap; a restart will not trust the rollout record", "policy", name)
 	}
 	if err := s.records.Put(ctx, name, rec); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot write the rollout record; a restart may not resume where the policy is", "policy", name)
