@@ -14,5 +14,33 @@
 // reads and writes ConfigMaps there already, a ConfigMap holds a policy's source (up to 1 MiB)
 // where a Lease annotation would not, and it carries no metacel.dev/policy label, so it is never
 // read as a policy. When the record says nothing changed, nothing is written: a restart over a
-// stable policy costs one read per policy.
+// stable policy costs one read per policy (two with the loaded versions, below).
+//
+// A record is not trusted for what it is. Whoever may write ConfigMaps in the policy namespace
+// (the built-in edit role there) may write it, and the stable source it keeps is compiled and run
+// as the policy; the policies themselves are guarded (the metacel-policy-authors admission policy
+// lets only the policy authors and the runtime write a ConfigMap labelled metacel.dev/policy=true).
+// So a record runs only when Trust says so: its stable version, and its target if any, are
+// versions the runtime loaded from the policy's labelled ConfigMap, and its source hashes
+// (Version) to the stable version it names; a record that is not is reported, and the labelled
+// version serves every parent. Hashes, not text: the source is in the record, and a hash is all
+// it takes to tell it from a forged one.
+//
+// The loaded versions must outlive the process, since a runtime restarted mid-rollout resumes
+// from a record naming a version only its predecessor loaded. They are kept where the record's
+// writer cannot write them: on the labelled ConfigMap itself, in the annotation
+// AnnotationLoadedVersions (a JSON object, by policy name, of at most MaxLoadedVersions hashes,
+// oldest first, the versions in use never dropped), written (Anchor) before any record naming
+// them, by the runtime's own field manager, FieldManager. The admission policy that guards the
+// policy guards the annotation with it; without it, whoever may write the record may write the
+// policy, and no anchor would help. A coordination.k8s.io Lease (the ledger's, or one of its own)
+// is no such place: the built-in edit role may write Leases (system:aggregate-to-edit grants
+// leases.coordination.k8s.io, checked on Kubernetes v1.36 with kubectl auth can-i), so it is
+// exactly as forgeable as the record. A version is trusted when this process loaded it
+// (NoteLoaded) or the annotation lists it (Loaded). What it does not stop: replaying a record
+// whose versions the policy's authors did load (an older, genuine version back as stable, within
+// the last MaxLoadedVersions), and a policy from a file (no ConfigMap to anchor on) trusts only
+// the versions its own process loaded, so its rollout does not survive a restart. The annotation
+// is lost with its ConfigMap (deleted, or replaced by kubectl replace); a record then names
+// versions no longer listed and is reported rather than resumed: the labelled version serves.
 package rollout
