@@ -185,6 +185,7 @@ func bookkeeping(r *http.Request) bool {
 	return strings.Contains(r.URL.Path, "/events") || strings.Contains(r.URL.Path, "/leases") ||
 		strings.Contains(r.URL.Path, "/subjectaccessreviews") || strings.Contains(r.URL.Path, "/selfsubjectreviews") ||
 		strings.Contains(r.URL.RawQuery, "fieldManager="+policystatus.FieldManager) ||
+		strings.Contains(r.URL.RawQuery, "fieldManager="+rollout.FieldManager) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName("")) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+memo.ConfigMapName(""))
 }
