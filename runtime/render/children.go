@@ -128,6 +128,9 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	if err != nil {
 		return Child{}, err
 	}
+	if err := r.checkNotReserved(ch, obj); err != nil {
+		return Child{}, err
+	}
 	if err := r.checkChildReach(r.ctx, ch, obj); err != nil {
 		return Child{}, err
 	}

@@ -99,3 +99,68 @@ func namesNamespace(ctx context.Context, rule *policy.CompiledNamespaceRule, par
 	}
 	return slices.Contains(names.([]string), ns), nil
 }
+
+// checkNotReserved returns an error for a child placed in the reserved namespace, where the
+// runtime keeps its own records: a policy ConfigMap or rollout record written there would be
+// read as the runtime's own, whatever policy or parent wrote it.
+func (r *run) checkNotReserved(ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
+	ns := obj.GetNamespace()
+	if ns == "" || ns != r.in.ReservedNamespace {
+		return nil
+	}
+	return &Error{Reason: ReasonNamespaceNotAllowed, Path: ch.Path, Err: fmt.Errorf(
+		"child %q: %s %s is in namespace %q, which holds the runtime's own records (its policies, rollout records and memos) and never a child: give the child another namespace",
+		ch.ID, obj.GetKind(), NamespacedName(obj), ns)}
+}
+
+// ChildReach judges which namespaces the children of one parent may be in, as a render places
+// them: the parent's own, and, under a namespaced parent, those the policy's
+// spec.confinement.childNamespaces allows it (by name, by expression over the parent, by consent
+// label); never the reserved namespace. Any client may give an object a parent's labels, and
+// metacel's field manager name: an object outside this reach is no child of the parent, whoever
+// wrote it, so it is neither bound, deleted, released nor cleaned up by the parent's finalizer, and
+// never makes the parent take the finalizer. Each namespace is judged once.
+type ChildReach struct {
+	ctx    context.Context
+	c      *policy.Compiled
+	in     Input
+	judged map[string]string // namespace: why it is out of reach, "" when it is not
+}
+
+// NewChildReach returns the reach of in.Parent's children under policy c, judged with
+// in.Namespaces and in.ReservedNamespace; a confinement expression spends from in.Budget (nil: a
+// budget of its own).
+func NewChildReach(ctx context.Context, c *policy.Compiled, in Input) *ChildReach {
+	if in.Budget == nil {
+		in.Budget = expr.NewBudget()
+	}
+	return &ChildReach{ctx: ctx, c: c, in: in, judged: map[string]string{}}
+}
+
+// OutOfReach says why obj cannot be a child of the parent, for its namespace, or "" when it may
+// be. A confinement expression that fails leaves the object out of reach, saying why: an object
+// whose namespace cannot be judged is not touched.
+func (cr *ChildReach) OutOfReach(obj *unstructured.Unstructured) string {
+	ns := obj.GetNamespace()
+	why, ok := cr.judged[ns]
+	if !ok {
+		why = cr.judge(ns)
+		cr.judged[ns] = why
+	}
+	if why == "" {
+		return ""
+	}
+	return fmt.Sprintf("it is in namespace %q, where this %s's children may not be: %s", ns, cr.in.Parent.GetKind(), why)
+}
+
+// judge says why namespace ns is out of the parent's reach, or "".
+func (cr *ChildReach) judge(ns string) string {
+	if ns != "" && ns == cr.in.ReservedNamespace {
+		return "it holds the runtime's own records"
+	}
+	why, err := reachable(cr.ctx, cr.c.Confinement.Children, "spec.confinement.childNamespaces", cr.in.Parent, ns, cr.in.Namespaces, cr.in.Budget)
+	if err != nil {
+		return fmt.Sprintf("its confinement cannot be judged: %v", err)
+	}
+	return why
+}

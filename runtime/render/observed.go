@@ -34,8 +34,10 @@ type ForeignObject struct {
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
 // is: `children.<id>` and readyWhen see an object only when it has the group, kind, namespace and
-// name of a child the render desires, and it is this parent's (NotChildReason). An object under an
-// old name, in another namespace or of another parent feeds neither the status nor readiness.
+// name of a child the render desires, and it is this parent's (NotChildReason) in a namespace its
+// children may be in (ChildReach). An object under an old name, in another namespace or of another
+// parent feeds neither the status nor readiness; one out of reach is not even undesired (a sync
+// would delete it): it is foreign.
 //
 // objs are the candidates: in a cluster, the parent's children found through the parent-uid index;
 // offline, whatever objects were given. in.Observed is ignored. Which desired child an object is
@@ -49,6 +51,7 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 		in.Budget = expr.NewBudget()
 	}
 	owned, foreign := splitOwned(c, in.Parent, in.Mapper, objs)
+	owned, foreign = splitReached(NewChildReach(ctx, c, in), owned, foreign)
 	first := in
 	first.Observed, first.Budget = byChildIDLabel(owned), in.Budget.Copy()
 	out, err := Render(ctx, c, first)
@@ -123,6 +126,20 @@ func splitOwned(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.M
 		owned = append(owned, obj)
 	}
 	return owned, foreign
+}
+
+// splitReached moves the objects in namespaces the parent's children may not be in (ChildReach)
+// from owned to foreign: their labels are anyone's to set.
+func splitReached(reach *ChildReach, owned []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
+	var reached []*unstructured.Unstructured
+	for _, obj := range owned {
+		if why := reach.OutOfReach(obj); why != "" {
+			foreign = append(foreign, ForeignObject{Object: obj, Why: why})
+			continue
+		}
+		reached = append(reached, obj)
+	}
+	return reached, foreign
 }
 
 // byChildIDLabel binds each object to the child id its label names; unlabelled objects are left

@@ -31,6 +31,10 @@ type Input struct {
 	// Namespaces gives the labels of namespaces, for the consent labels of the policy's
 	// confinement; nil knows none (no namespace has consented).
 	Namespaces NamespaceLabels
+	// ReservedNamespace is the namespace of the runtime's own records (its policy ConfigMaps,
+	// rollout records, memos, ledger): no child is ever placed there, and no object there is a
+	// child ("": none).
+	ReservedNamespace string
 }
 
 // Child is one desired child.
