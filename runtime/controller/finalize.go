@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/decide"
@@ -19,11 +20,10 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
 	}
+	reach := c.childReach(ctx, parent)
 	for _, objs := range observed {
 		for _, o := range objs {
-			// only what metacel applied is its to clean up: an object made by hand that merely
-			// carries the parent's labels is not
-			need = need || !hasOwnerRef(o, parent) && apply.AppliedBy(o)
+			need = need || c.cleansUp(ctx, reach, parent, o)
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
@@ -44,10 +44,11 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 		return nil
 	}
 	remaining := 0
+	reach := c.childReach(ctx, parent)
 	for _, objs := range c.observedChildren(ctx, c.cachedChildren(parent.GetUID())) {
 		for _, obs := range objs {
-			if hasOwnerRef(obs, parent) || !apply.AppliedBy(obs) {
-				continue // garbage collection removes it with the parent; or it is not metacel's
+			if !c.cleansUp(ctx, reach, parent, obs) {
+				continue
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
@@ -60,13 +61,51 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if remaining > 0 {
 		return nil
 	}
-	if left, err := c.unownedChildrenLive(ctx, parent); err != nil || left > 0 {
+	if left, err := c.unownedChildrenLive(ctx, parent, reach); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
 	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
 	}
 	return nil
+}
+
+// cleansUp reports whether the parent's finalizer cleans up obj, an object that carries the
+// parent's labels: metacel applied it (its managed fields say so: an object made by hand that
+// merely carries the labels is not metacel's), garbage collection does not remove it with the
+// parent (no ownerReference to it), and it is in a namespace the parent's children may be in.
+// Labels and the field manager's name are anyone's to write: an object elsewhere, in a namespace
+// the parent's author could not have had metacel write to, is no child of the parent; cleaning it
+// up would let anyone pin a parent (and its namespace) in Terminating with an object of their own.
+func (c *Controller) cleansUp(ctx context.Context, reach *render.ChildReach, parent, obj *unstructured.Unstructured) bool {
+	if hasOwnerRef(obj, parent) || !apply.AppliedBy(obj) {
+		return false
+	}
+	if why := reach.OutOfReach(obj); why != "" {
+		c.ignoreOutOfReach(ctx, parent, obj, why)
+		return false
+	}
+	return true
+}
+
+// ReasonChildOutOfReach is the reason of the Warning event of an object that carries a parent's
+// labels in a namespace the parent's children may not be in.
+const ReasonChildOutOfReach = "ChildOutOfReach"
+
+// ignoreOutOfReach reports an object that carries a parent's labels where the parent's children
+// may not be: it is left alone. The event recorder folds repeats of one event into a series.
+func (c *Controller) ignoreOutOfReach(ctx context.Context, parent, obj *unstructured.Unstructured, why string) {
+	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels out of its reach", "object", klog.KObj(obj), "kind", obj.GetKind(), "why", why)
+	c.deps.Recorder.Eventf(parent, obj, "Warning", ReasonChildOutOfReach, "Ignore",
+		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
+}
+
+// childReach is the reach of a parent's children, judged as its render judges it
+// (render.ChildReach).
+func (c *Controller) childReach(ctx context.Context, parent *unstructured.Unstructured) *render.ChildReach {
+	return render.NewChildReach(ctx, c.policy, render.Input{
+		Parent: parent, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, ReservedNamespace: c.deps.ReservedNamespace,
+	})
 }
 
 // hasOwnerRef reports whether obj has an ownerReference to parent (garbage collection deletes it).
@@ -82,7 +121,7 @@ func hasOwnerRef(obj, parent *unstructured.Unstructured) bool {
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured) (int, error) {
+func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, reach *render.ChildReach) (int, error) {
 	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + c.Name()
 	left := 0
 	for gvr := range c.policy.ChildResources {
@@ -92,7 +131,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 		}
 		for i := range items {
 			obj := &items[i]
-			if hasOwnerRef(obj, parent) || !apply.AppliedBy(obj) {
+			if !c.cleansUp(ctx, reach, parent, obj) {
 				continue
 			}
 			left++
