@@ -18,13 +18,20 @@ import (
 // PolicyLabel marks the ConfigMaps that hold policies.
 const PolicyLabel = "metacel.dev/policy"
 
+// policySelector selects the ConfigMaps that hold policies: labelled metacel.dev/policy=true, and
+// not a child of a policy. A child carries app.kubernetes.io/managed-by=metacel and its policy's
+// name under metacel.dev/policy, so a policy named "true" labels its children as policies: none of
+// them is ever read as one.
+const policySelector = PolicyLabel + "=true,app.kubernetes.io/managed-by!=metacel"
+
 // WatchConfigMaps watches the ConfigMaps labelled metacel.dev/policy=true in one namespace (the
-// only one trusted: labelled ConfigMaps elsewhere are never read) and sends a snapshot of their
-// data values at start and after every change, until ctx is done.
+// only one trusted: labelled ConfigMaps elsewhere are never read), but the children of policies
+// (policySelector), and sends a snapshot of their data values at start and after every change,
+// until ctx is done.
 func WatchConfigMaps(ctx context.Context, client kubernetes.Interface, namespace string, out chan<- Snapshot) error {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0,
 		informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = PolicyLabel + "=true" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = policySelector }))
 	inf := factory.Core().V1().ConfigMaps()
 	changed := make(chan struct{}, 1)
 	notify := func(any) {

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 func TestFilesSkipsHiddenEntriesOfMountedConfigMaps(t *testing.T) {
@@ -82,6 +83,31 @@ func TestAPolicyConfigMapWithoutDataIsAUnitWithItsProblem(t *testing.T) {
 			}
 			if u := units[0]; !strings.HasPrefix(u.Problem, tc.want) || u.ConfigMap == nil || u.Name != "configmap/ns/"+tc.cm.Name {
 				t.Errorf("unit %+v, want the problem %q and the ConfigMap for its event", u, tc.want)
+			}
+		})
+	}
+}
+
+func TestOnlyConfigMapsLabelledAsPoliciesAndNotChildrenHoldPolicies(t *testing.T) {
+	selector, err := labels.Parse(policySelector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		labels map[string]string
+		want   bool
+	}{
+		{"labelled as a policy", map[string]string{"metacel.dev/policy": "true"}, true},
+		{"labelled as a policy, managed by someone else", map[string]string{"metacel.dev/policy": "true", "app.kubernetes.io/managed-by": "helm"}, true},
+		{"a child of a policy named true", map[string]string{"metacel.dev/policy": "true", "app.kubernetes.io/managed-by": "metacel"}, false},
+		{"a child of another policy", map[string]string{"metacel.dev/policy": "web", "app.kubernetes.io/managed-by": "metacel"}, false},
+		{"not labelled", map[string]string{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := selector.Matches(labels.Set(tc.labels)); got != tc.want {
+				t.Errorf("selected %v, want %v", got, tc.want)
 			}
 		})
 	}
