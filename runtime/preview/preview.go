@@ -26,6 +26,9 @@ type Input struct {
 	Observed []*unstructured.Unstructured
 	// Mapper knows the kinds, and the CRDs' schemas.
 	Mapper kinds.Mapper
+	// ReservedNamespace is the runtime's policy namespace, which never holds a child ("": none;
+	// render.Input.ReservedNamespace).
+	ReservedNamespace string
 }
 
 // Result is what one offline sync computes.
@@ -63,7 +66,7 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget()}
+	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget(), ReservedNamespace: in.ReservedNamespace}
 	rin.Related, rin.Namespaces, err = related(ctx, c, parent, in.Related, in.Mapper, rin.Budget)
 	var out *render.Output
 	var kids *render.ObservedChildren
