@@ -23,7 +23,9 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	reach := c.childReach(ctx, parent)
 	for _, objs := range observed {
 		for _, o := range objs {
-			need = need || c.cleansUp(ctx, reach, parent, o)
+			if c.cleansUp(ctx, reach, parent, o) { // each judged: one out of reach is reported
+				need = true
+			}
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)

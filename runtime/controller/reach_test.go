@@ -32,12 +32,13 @@ func TestAnObjectOutOfTheParentsReachNeitherPinsItNorIsCleanedUp(t *testing.T) {
 		parent    string // the parent's extra metadata
 		namespace string // of an object applied by metacel that carries the parent's labels
 		want      string // the writes of one sync
+		reported  bool   // a ChildOutOfReach event says the object is ignored
 	}{
-		{"an object in a namespace the parent may not reach gives it no finalizer and is not deleted", ``, "attacker", ""},
-		{"an object in a namespace the parent may reach is its child: the finalizer, then the object deleted", ``, "far", "patch configmaps,delete secrets"},
-		{"a deleted parent is finalized past an object it may not reach", deleting, "attacker", "patch configmaps"},
-		{"a deleted parent is finalized past an object in the reserved namespace", deleting, "metacel-system", "patch configmaps"},
-		{"a deleted parent deletes its child in a namespace it may reach, and waits for it", deleting, "far", "delete secrets"},
+		{"an object in a namespace the parent may not reach gives it no finalizer and is not deleted", ``, "attacker", "", true},
+		{"an object in a namespace the parent may reach is its child: the finalizer, then the object deleted", ``, "far", "patch configmaps,delete secrets", false},
+		{"a deleted parent is finalized past an object it may not reach", deleting, "attacker", "patch configmaps", true},
+		{"a deleted parent is finalized past an object in the reserved namespace", deleting, "metacel-system", "patch configmaps", true},
+		{"a deleted parent deletes its child in a namespace it may reach, and waits for it", deleting, "far", "delete secrets", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -57,6 +58,15 @@ func TestAnObjectOutOfTheParentsReachNeitherPinsItNorIsCleanedUp(t *testing.T) {
 			}
 			if w := strings.Join(h.writes(), ","); w != tc.want {
 				t.Errorf("writes %q, want %q", w, tc.want)
+			}
+			reported := false
+			for len(h.recorder.Events) > 0 {
+				if e := <-h.recorder.Events; strings.Contains(e, ReasonChildOutOfReach+" Ignored Secret "+tc.namespace+"/forged") {
+					reported = true
+				}
+			}
+			if reported != tc.reported {
+				t.Errorf("reported %v, want %v", reported, tc.reported)
 			}
 		})
 	}
