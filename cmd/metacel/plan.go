@@ -85,7 +85,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 	if err != nil {
 		return err
 	}
-	in := plan.Input{Candidate: candidate, Client: dyn, Namespaces: dyn, Mapper: mapper}
+	in := plan.Input{Candidate: candidate, Client: dyn, Namespaces: dyn, Mapper: mapper, ReservedNamespace: o.namespace}
 	if in.Client, err = o.actingAs(cfg, candidate, stderr); err != nil {
 		return err
 	}

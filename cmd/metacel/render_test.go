@@ -189,8 +189,8 @@ func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
 	}{
 		{"a child under an old name is to be deleted, not read", "deployment-old-name.yaml",
 			"delete   apps/v1 Deployment default/memcached-sample-old: no longer desired"},
-		{"a child in another namespace is to be deleted, not read", "deployment-other-namespace.yaml",
-			"delete   apps/v1 Deployment elsewhere/memcached-sample: no longer desired"},
+		{"an object in a namespace the parent may not reach is ignored, not deleted", "deployment-other-namespace.yaml",
+			`ignored observed Deployment elsewhere/memcached-sample: not a child of this parent: it is in namespace "elsewhere", where this Memcached's children may not be`},
 		{"another parent's object of the child's name is a conflict, not read", "deployment-other-parent.yaml",
 			"conflict apps/v1 Deployment default/memcached-sample: its metacel.dev/parent-uid label names another parent"},
 		{"an object another owner controls is a conflict, not read", "deployment-other-owner.yaml",

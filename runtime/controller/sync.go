@@ -92,7 +92,8 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // then the undesired ones pruned), the status. It says what its writes left.
 func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) (left, error) {
 	start := c.deps.Clock.Now()
-	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget}
+	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget,
+		ReservedNamespace: c.deps.ReservedNamespace}
 	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(found))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {

@@ -31,6 +31,8 @@ type Input struct {
 	// Namespaces, when set, reads the Namespaces' consent labels, as the runtime reads them with
 	// its own identity; nil: Client.
 	Namespaces dynamic.Interface
+	// ReservedNamespace is the policy namespace, which never holds a child, as in the runtime.
+	ReservedNamespace string
 	// Mapper knows the cluster's kinds (kinds.Discovery).
 	Mapper kinds.Mapper
 	// Workers is how many parents are planned at once; 0 means 8.

@@ -53,6 +53,8 @@ func TestLoadErrors(t *testing.T) {
 			"p.yaml:6: spec.parentResource.resource: is required"},
 		{"duplicate child id", header + children + "    - id: pod\n      expression: \"[]\"\n", nil,
 			`p.yaml:19: spec.children[1].id: duplicate id "pod" (first used at spec.children[0].id)`},
+		{"a policy named true, which its children's labels would make policies", strings.Replace(header, "name: test", `name: "true"`, 1) + children, nil,
+			`p.yaml:4: metadata.name: a policy may not be named "true"`},
 		{"bad CEL syntax", header + children + "      includeWhen: \"parent.spec.(\"\n", nil,
 			`p.yaml:19: spec.children[0].includeWhen: compile "parent.spec.(": Syntax error`},
 		{"type error against the CRD schema", header + children + "      includeWhen: \"parent.spec.imgae == ''\"\n", myappCRD,

@@ -25,6 +25,10 @@ func Validate(doc *Document) error {
 	v := &validator{src: doc.Source}
 	p := doc.Policy
 	v.name("metadata.name", p.Metadata.Name)
+	if p.Metadata.Name == "true" {
+		v.errorf("metadata.name", `a policy may not be named "true": its children carry the label metacel.dev/policy=<name>, `+
+			`and metacel.dev/policy=true marks the ConfigMaps that hold policies; choose another name`)
+	}
 	v.parent("spec.parentResource", p.Spec.ParentResource)
 	v.childResources(p.Spec.ChildResources)
 	if r := p.Spec.ResyncPeriodSeconds; r != nil && *r < 1 {

@@ -50,16 +50,15 @@ spec:
 `
 }
 
-// TestNothingIsWrittenIntoThePolicyNamespace: a policy whose confinement allows any namespace,
-// named "true" so that its children carry metacel.dev/policy=true, cannot have a parent's author
-// write a ConfigMap into the policy namespace (a policy, or a rollout record, planted for the
+// TestNothingIsWrittenIntoThePolicyNamespace: a policy whose confinement allows any namespace
+// cannot have a parent's author write a ConfigMap into the policy namespace (a policy, or a rollout record, planted for the
 // runtime to read): the parent reports why, and nothing is written there. A ConfigMap labelled as
 // a policy that metacel manages (a child) is never loaded as one.
 func TestNothingIsWrittenIntoThePolicyNamespace(t *testing.T) {
 	policyNS := newNamespace(t, "policies")
 	dir := writePolicy(t, `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
-metadata: {name: "true"}
+metadata: {name: planter}
 spec:
   parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
   confinement: {childNamespaces: {names: ["*"]}}
@@ -94,7 +93,7 @@ spec:
 	})
 
 	t.Run("a policy ConfigMap that metacel manages is never loaded", func(t *testing.T) {
-		// what a policy named "true" left there before it was refused: a child, labelled as a policy
+		// what a policy named "true" (which no longer loads) could leave there: a child, labelled as a policy
 		planted := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "left-behind", Namespace: policyNS, Labels: map[string]string{
 				render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: "true", render.LabelChildID: "plant",
