@@ -104,40 +104,47 @@ func TestPolicyActsAsItsServiceAccount(t *testing.T) {
 // namespace allowed only.
 func grantPlacer(t *testing.T, policyNS, allowed string) {
 	t.Helper()
+	grantServiceAccount(t, policyNS, "placer", []rbacv1.PolicyRule{
+		{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers/status"}, Verbs: []string{"patch"}},
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
+	}, allowed, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "patch", "delete"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
+	})
+}
+
+// grantServiceAccount creates the ServiceAccount name in policyNS, with a ClusterRole of
+// clusterRules and, in namespace, a Role of rules; the cluster-wide objects go when the test ends.
+func grantServiceAccount(t *testing.T, policyNS, name string, clusterRules []rbacv1.PolicyRule, namespace string, rules []rbacv1.PolicyRule) {
+	t.Helper()
 	ctx := t.Context()
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "placer", Namespace: policyNS}}
-	name := "e2e:" + policyNS + ":placer"
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: name, Namespace: policyNS}}
+	role := "e2e:" + policyNS + ":" + name
 	createOrKeep(t, func() error {
-		_, err := cluster.kube.CoreV1().ServiceAccounts(policyNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "placer"}}, metav1.CreateOptions{})
+		_, err := cluster.kube.CoreV1().ServiceAccounts(policyNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
 		return err
 	})
 	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers"}, Verbs: []string{"get", "list", "watch", "patch"}},
-			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"placers/status"}, Verbs: []string{"patch"}},
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"get", "list", "watch"}},
-		}}, metav1.CreateOptions{})
+		_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: role}, Rules: clusterRules}, metav1.CreateOptions{})
 		return err
 	})
 	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subject}, metav1.CreateOptions{})
+		_, err := cluster.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: role},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role}, Subjects: subject}, metav1.CreateOptions{})
 		return err
 	})
 	t.Cleanup(func() {
-		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = cluster.kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
+		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), role, metav1.DeleteOptions{})
+		_ = cluster.kube.RbacV1().ClusterRoles().Delete(context.Background(), role, metav1.DeleteOptions{})
 	})
 	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().Roles(allowed).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "placer"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"pods"}, Verbs: []string{"create", "patch", "delete"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}},
-		}}, metav1.CreateOptions{})
+		_, err := cluster.kube.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules}, metav1.CreateOptions{})
 		return err
 	})
 	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().RoleBindings(allowed).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "placer"},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "placer"}, Subjects: subject}, metav1.CreateOptions{})
+		_, err := cluster.kube.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: name}, Subjects: subject}, metav1.CreateOptions{})
 		return err
 	})
 }
@@ -260,39 +267,11 @@ func TestPlanActsAsThePolicysServiceAccount(t *testing.T) {
 // does, but read Secrets in namespace readable only.
 func grantQuoter(t *testing.T, policyNS, readable string) {
 	t.Helper()
-	ctx := t.Context()
-	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "quoter", Namespace: policyNS}}
-	name := "e2e:" + policyNS + ":quoter"
-	createOrKeep(t, func() error {
-		_, err := cluster.kube.CoreV1().ServiceAccounts(policyNS).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "quoter"}}, metav1.CreateOptions{})
-		return err
-	})
-	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"quoters"}, Verbs: []string{"get", "list", "watch", "patch"}},
-			{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
-		}}, metav1.CreateOptions{})
-		return err
-	})
-	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: name},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}, Subjects: subject}, metav1.CreateOptions{})
-		return err
-	})
-	t.Cleanup(func() {
-		_ = cluster.kube.RbacV1().ClusterRoleBindings().Delete(context.Background(), name, metav1.DeleteOptions{})
-		_ = cluster.kube.RbacV1().ClusterRoles().Delete(context.Background(), name, metav1.DeleteOptions{})
-	})
-	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().Roles(readable).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "quoter"}, Rules: []rbacv1.PolicyRule{
-			{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
-		}}, metav1.CreateOptions{})
-		return err
-	})
-	createOrKeep(t, func() error {
-		_, err := cluster.kube.RbacV1().RoleBindings(readable).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "quoter"},
-			RoleRef: rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: "quoter"}, Subjects: subject}, metav1.CreateOptions{})
-		return err
+	grantServiceAccount(t, policyNS, "quoter", []rbacv1.PolicyRule{
+		{APIGroups: []string{"e2e.metacel.dev"}, Resources: []string{"quoters"}, Verbs: []string{"get", "list", "watch", "patch"}},
+		{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch", "create", "patch", "delete"}},
+	}, readable, []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"secrets"}, Verbs: []string{"get"}},
 	})
 }
 
