@@ -84,6 +84,9 @@ type unitState struct {
 	reported string
 	// conflicts are the conflicts reported for the unit's policies, kept while they last
 	conflicts map[string]bool
+	// recordRejected says why a policy's rollout record was not used (rolloutrecord.go), shown
+	// in its status until a new version of the unit loads
+	recordRejected string
 }
 
 // running is a policy whose controller runs.
@@ -288,6 +291,9 @@ func (s *policySet) load(st *unitState) {
 	}
 	// the same version waits when the cluster stopped serving a resource (its CRD was deleted):
 	// it stops, and starts again when the resource is back
+	if st.goodHash != st.hash {
+		st.recordRejected = "" // a new version: its record is judged anew when it starts
+	}
 	st.good, st.goodHash = compiled, st.hash
 }
 

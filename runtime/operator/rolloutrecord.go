@@ -87,6 +87,7 @@ func (s *policySet) compileRecorded(name string, rec *rollout.Record) (*policy.C
 func (s *policySet) reportUntrustedRecord(logger klog.Logger, p *policy.Compiled, st *unitState, why error) {
 	v := policystatus.ShortVersion(rollout.Version(p))
 	logger.Error(why, "Rollout record not used; the version of the policy's ConfigMap serves every parent", "version", v)
+	st.recordRejected = fmt.Sprintf("rollout record %s not used: %v", s.records.Ref(p.Name()), why)
 	s.rolloutEvent(st.unit, "Warning", PolicyRolloutRecordRejected, fmt.Sprintf("policy %q: rollout record %s not used, version %s of this ConfigMap serves every parent: %v",
 		p.Name(), s.records.Ref(p.Name()), v, why))
 }

@@ -116,6 +116,9 @@ func (s *policySet) statusOf(st *unitState, name string, counts controller.Count
 			out.LastError = *msg
 		}
 	}
+	if out.State == policystatus.Running && out.LastError == "" {
+		out.LastError = st.recordRejected // it runs, but not the rollout its record said
+	}
 	return out
 }
 

@@ -70,8 +70,8 @@ func TestAForgedRolloutRecordDoesNothingButReport(t *testing.T) {
 		expectOnlyV2(t, ns, pod.GetUID())
 		servedByV2After(t, ns, "after-restart")
 		waitStableRecord(t, policyNS, `version: "v2"`)
-		waitStatus(t, policyNS, base.Name, "the policy ConfigMap says Running at v2", func(cm *corev1.ConfigMap) error {
-			if err := inState(policystatus.Running, "")(cm); err != nil {
+		waitStatus(t, policyNS, base.Name, "the policy ConfigMap says Running at v2, and that the record was not used", func(cm *corev1.ConfigMap) error {
+			if err := inState(policystatus.Running, "rollout record")(cm); err != nil {
 				return err
 			}
 			if got := cm.Labels[policystatus.LabelVersion]; got != policystatus.ShortVersion(v2.Stable) {

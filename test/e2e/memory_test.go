@@ -26,7 +26,8 @@ import (
 // name in any namespace, so the runtime watches every ConfigMap; anyone may create ConfigMaps,
 // and any client may set the label that metacel's children carry. 500 foreign 1 MB ConfigMaps
 // and 500 forged children of 1 MB must not make a runtime starting over them (it lists them all)
-// hold more than 10 % more memory than one starting without them: their bodies are not cached.
+// hold more than 10 % more memory than one starting without them, but for their metadata: their
+// bodies are not cached.
 // What it holds is its RSS once its garbage is collected, less the pages the Go runtime has yet
 // to return to the system; its peak RSS is logged.
 func TestObjectsAnyoneMayCreateDoNotGrowTheRuntime(t *testing.T) {
@@ -57,9 +58,12 @@ func TestObjectsAnyoneMayCreateDoNotGrowTheRuntime(t *testing.T) {
 	createMegabyteConfigMaps(t, foreign, 500, nil)
 	createMegabyteConfigMaps(t, forged, 500, map[string]string{"app.kubernetes.io/managed-by": "metacel", "metacel.dev/policy": "configmapsync"})
 	after := held("over 500 foreign and 500 forged 1 MB ConfigMaps")
-	if after > before+before/10 {
+	// their metadata is cached (name, UID, labels: about 1 KB a cache entry, and the forged ones
+	// are in two caches), their bodies are not: 10 % over the runtime without them, plus 4 KiB
+	// an object for the metadata and what the collector keeps around it, independent of their size
+	if limit := before + before/10 + 1000*4<<10; after > limit {
 		t.Errorf("a runtime that listed 1,000 ConfigMaps of 1 MB that no policy reads holds %.1f MiB RSS, "+
-			"against %.1f MiB without them: more than 10 %% more", mib(after), mib(before))
+			"against %.1f MiB without them: more than 10 %% and 4 KiB an object more (%.1f MiB)", mib(after), mib(before), mib(limit))
 	}
 }
 
