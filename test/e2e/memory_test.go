@@ -54,7 +54,11 @@ func TestObjectsAnyoneMayCreateDoNotGrowTheRuntime(t *testing.T) {
 	}
 	before := held("without the objects")
 
+	t.Cleanup(func() { // no runtime is left to remove the parent's cleanup finalizer
+		_, _ = kubectlCmd(context.Background(), "patch", "configmapsyncs", "example-sync", "-n", src, "--type=merge", "-p", `{"metadata":{"finalizers":null}}`)
+	})
 	foreign, forged := newNamespace(t, "memory-foreign"), newNamespace(t, "memory-forged")
+	t.Cleanup(func() { deleteAllConfigMaps(t, foreign, forged) })
 	createMegabyteConfigMaps(t, foreign, 500, nil)
 	createMegabyteConfigMaps(t, forged, 500, map[string]string{"app.kubernetes.io/managed-by": "metacel", "metacel.dev/policy": "configmapsync"})
 	after := held("over 500 foreign and 500 forged 1 MB ConfigMaps")
@@ -129,6 +133,30 @@ func createMegabyteConfigMaps(t *testing.T, ns string, n int, labels map[string]
 	for err := range errs {
 		t.Fatal(err)
 	}
+}
+
+// deleteAllConfigMaps deletes the ConfigMaps of namespaces and waits until they are gone, so that
+// a gigabyte of deletions is not left for the namespace controller while the next tests run.
+func deleteAllConfigMaps(t *testing.T, namespaces ...string) {
+	t.Helper()
+	ctx := context.Background()
+	for _, ns := range namespaces {
+		_ = cluster.kube.CoreV1().ConfigMaps(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	}
+	eventually(t, 2*time.Minute, "the large ConfigMaps are gone", func() error {
+		for _, ns := range namespaces {
+			list, err := cluster.kube.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{Limit: 1}) // by name: big-... before kube-root-ca.crt
+			if err != nil {
+				return err
+			}
+			for _, cm := range list.Items {
+				if strings.HasPrefix(cm.Name, "big-") {
+					return fmt.Errorf("%s/%s is still there", ns, cm.Name)
+				}
+			}
+		}
+		return nil
+	})
 }
 
 // freeAddr is a loopback address with a port free now.
