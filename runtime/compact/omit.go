@@ -34,9 +34,6 @@ type Fetcher interface {
 	Fetch(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
 }
 
-// Omitted reports whether the object's body was not kept (Omit).
-func (o *Object) Omitted() bool { return o.fetch != nil }
-
 // Larger reports whether the object is larger than max bytes, or its body was dropped from the
 // watch stream for being so: a cache keeps it with Omit.
 func (o *Object) Larger(max int) bool { return o.bodyOmitted || len(o.Raw) > max }

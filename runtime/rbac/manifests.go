@@ -76,14 +76,14 @@ func (m Manifests) Objects() []any {
 	return out
 }
 
-// AccountRoleName is the name of the ClusterRole (and of its binding) of a ServiceAccount that
+// accountRoleName is the name of the ClusterRole (and of its binding) of a ServiceAccount that
 // policies act as: the namespace is part of it, as ClusterRoles are cluster-wide.
-func AccountRoleName(d Deployment, serviceAccount string) string {
+func accountRoleName(d Deployment, serviceAccount string) string {
 	return d.Prefix + ":" + d.Namespace + ":" + serviceAccount
 }
 
 func accountAccess(d Deployment, sa string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) AccountAccess {
-	name := AccountRoleName(d, sa)
+	name := accountRoleName(d, sa)
 	a := AccountAccess{
 		ServiceAccount: &corev1.ServiceAccount{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ServiceAccount"},

@@ -1,7 +1,6 @@
 package rbac
 
 import (
-	"slices"
 	"sort"
 	"strings"
 
@@ -26,17 +25,16 @@ var (
 // that name no ServiceAccount act as the runtime, so this is the runtime's role for them.
 // builtIn tells the built-in resources, whose status metacel never writes.
 func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
-	role := PolicyRole(name, policies, builtIn)
 	rules := ruleSet{}
 	for _, p := range policies {
+		rules.addPolicy(p, builtIn)
 		if asksConsent(p.Spec.Confinement) { // namespaces' consent labels are read from a cache
 			rules.add(schema.GroupResource{Resource: "namespaces"}, relatedVerbs...)
 		}
 	}
 	rules.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create", "patch")
 	rules.add(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "get", "list", "watch")
-	role.Rules = mergeRules(role.Rules, rules)
-	return role
+	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
 }
 
 // PolicyRole returns the ClusterRole of a ServiceAccount that policies act as: what those
@@ -72,24 +70,6 @@ func clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"app.kubernetes.io/name": "metacel"}},
 		Rules:      rules,
 	}
-}
-
-// mergeRules adds the rules of s to rules: the plain (non-escalation) rules of both, merged, then
-// the escalation rules of the first.
-func mergeRules(rules []rbacv1.PolicyRule, s ruleSet) []rbacv1.PolicyRule {
-	var escalation []rbacv1.PolicyRule
-	for _, r := range rules {
-		if len(r.ResourceNames) > 0 || slices.Contains(r.Verbs, "bind") || slices.Contains(r.Verbs, "escalate") {
-			escalation = append(escalation, r)
-			continue
-		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				s.add(schema.GroupResource{Group: g, Resource: res}, r.Verbs...)
-			}
-		}
-	}
-	return append(s.rules(), escalation...)
 }
 
 // addPolicy adds what a policy does: its writes and reads.
