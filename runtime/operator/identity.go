@@ -2,7 +2,11 @@ package operator
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -32,8 +36,9 @@ type identities struct {
 	runtime *apply.Writer
 	// allowRuntime lets policies without a ServiceAccount act as the runtime
 	allowRuntime bool
-	// self is the runtime's own user name, when the API server said it (whoAmI)
-	self string
+	// self is the runtime's own user name, "" when not known (whoAmI); asked for when a policy
+	// first names a ServiceAccount, so that a runtime whose policies name none asks nothing
+	self func() string
 
 	mu      sync.Mutex
 	writers map[identity.ServiceAccount]*apply.Writer
@@ -43,7 +48,7 @@ type identities struct {
 // names the runtime's own: acting as it would be acting as the runtime.
 func (ids *identities) check(p *policy.Compiled) error {
 	if name := p.ServiceAccountName(); name != "" {
-		if sa := (identity.ServiceAccount{Namespace: ids.namespace, Name: name}); sa.UserName() == ids.self {
+		if sa := (identity.ServiceAccount{Namespace: ids.namespace, Name: name}); sa.UserName() == ids.self() {
 			return fmt.Errorf("policy %q: spec.serviceAccountName: %q is the runtime's own ServiceAccount: a policy acting as it "+
 				"would have the runtime's permissions. Name a ServiceAccount of its own (metacel rbac prints its RBAC)", p.Name(), name)
 		}
@@ -93,14 +98,46 @@ func (ids *identities) writer(sa identity.ServiceAccount) (*apply.Writer, error)
 	return w, nil
 }
 
-// whoAmI is the runtime's own user name, as the API server authenticates it; "" when it cannot
-// say (the policies are then not checked against it: the API server still refuses the runtime's
-// impersonation of an account not granted to it).
-func whoAmI(ctx context.Context, kube kubernetes.Interface) string {
+// whoAmI is the runtime's own user name: the subject of its ServiceAccount token when it runs with
+// one (in a Pod: no request), else as the API server authenticates it (a SelfSubjectReview); ""
+// when it cannot say (the policies are then not checked against it: the API server still refuses
+// the runtime's impersonation of an account not granted to it).
+func whoAmI(ctx context.Context, cfg *rest.Config, kube kubernetes.Interface) string {
+	if sub := tokenSubject(cfg); sub != "" {
+		return sub
+	}
 	review, err := kube.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
 		klog.FromContext(ctx).Info("Could not learn the runtime's own identity: a policy naming the runtime's ServiceAccount is not refused", "err", err)
 		return ""
 	}
 	return review.Status.UserInfo.Username
+}
+
+// tokenSubject is the subject of the ServiceAccount token cfg authenticates with, "" when it has
+// none: the token's own claim, which the API server authenticates as that user.
+func tokenSubject(cfg *rest.Config) string {
+	token := cfg.BearerToken
+	if token == "" && cfg.BearerTokenFile != "" {
+		b, err := os.ReadFile(cfg.BearerTokenFile)
+		if err != nil {
+			return ""
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return ""
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return ""
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || !strings.HasPrefix(claims.Sub, "system:serviceaccount:") {
+		return ""
+	}
+	return claims.Sub
 }

@@ -182,7 +182,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	ids := &identities{
 		namespace: recordsNamespace(o), base: r.clients.config, runtime: writer, allowRuntime: o.AllowPoliciesWithoutServiceAccount,
-		self:     whoAmI(ctx, unfenced),
+		self:     sync.OnceValue(func() string { return whoAmI(ctx, o.Config, unfenced) }),
 		reviewer: identity.NewReviewer(unfenced.AuthorizationV1().SubjectAccessReviews(), clock.RealClock{}),
 		writers:  map[identity.ServiceAccount]*apply.Writer{},
 	}

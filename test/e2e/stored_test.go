@@ -24,20 +24,22 @@ import (
 )
 
 // secretPolicy is a policy whose child is a Secret written with stringData, updated by method,
-// for the Widgets labelled for ns only.
+// for the Widgets labelled for ns only; it acts as a ServiceAccount of its name, as users deploy
+// policies (its writes impersonate it, its reads are checked).
 const secretPolicy = `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata:
-  name: %s
+  name: %[1]s
 spec:
+  serviceAccountName: %[1]s
   parentResource:
     apiVersion: e2e.metacel.dev/v1
     resource: widgets
-    labelSelector: {matchLabels: {e2e.metacel.dev/test: %s}}
+    labelSelector: {matchLabels: {e2e.metacel.dev/test: %[2]s}}
   childResources:
     - apiVersion: v1
       resource: secrets
-      updateStrategy: {method: %s}
+      updateStrategy: {method: %[3]s}
   children:
     - id: secret
       template:
