@@ -103,6 +103,10 @@ bench-e2e: ## metacel vs a hand-written client-go controller, each on a fresh AP
 bench-ready: ## In-process: 1,000 MyApps until all are Ready (Pods Running on kwok nodes)
 	$(GO) test -tags e2e -count=1 -run '^$$' -bench ThousandMyApps -benchtime 1x -timeout 30m ./test/e2e
 
+.PHONY: house-facts
+house-facts: ## The production code's shape, read-only: packages, import and file arrows, the largest struct, the walk of one sync (hack/housefacts; HOUSE_FLAGS=-json)
+	$(GO) run ./hack/housefacts $(HOUSE_FLAGS)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## golangci-lint (pinned, installed into the tools cache)
 	$(GOLANGCI_LINT) run ./...

@@ -1,0 +1,3 @@
+module example.com/house
+
+go 1.26
