@@ -459,6 +459,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		s.startOverRemovedLocked(p, st)
 		return
 	}
+	old = s.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
 	if s.runRolloutLocked(p, st, old, restart) {
 		return
 	}

@@ -76,8 +76,8 @@ func (s *shards) withOthers(name string, rec rollout.Record, h rollout.Health) r
 	return h
 }
 
-// follow moves a rollout where its record says, on a replica that does not drive it; it returns
-// false once the rollout has ended here.
+// follow moves a rollout where its record says (rollout.Follow), on a replica that does not
+// drive it; it returns false once the rollout has ended here.
 func (s *policySet) follow(ctx context.Context, name string, ro *rolloutRun) bool {
 	rec, err := s.records.Get(ctx, name)
 	if err != nil {
@@ -90,21 +90,38 @@ func (s *policySet) follow(ctx context.Context, name string, ro *rolloutRun) boo
 	if stable == nil || stable.rollout != ro {
 		return false // stopped or replaced meanwhile
 	}
-	local := ro.progress.Record
-	switch {
-	case rec == nil || rec.Target != local.Target:
-		return true // the driver has not started this version yet
-	case rec.Phase == rollout.RollingOut:
-		if rec.Step != local.Step && rec.Step < len(ro.plan.Steps) {
-			s.moveToStepLocked(ctx, stable, ro, rec.Step, rec.StepStarted)
-		}
-		return true
-	case rec.Phase == rollout.RolledBack:
+	return !s.followLocked(ctx, name, stable, ro, rec)
+}
+
+// followLocked moves a rollout where rec, its record, says (rollout.Follow); it reports whether
+// the rollout ended here (completed or rolled back).
+func (s *policySet) followLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, rec *rollout.Record) bool {
+	switch rollout.Follow(rec, ro.progress.Record, len(ro.plan.Steps)) {
+	case rollout.Advance:
+		s.moveToStepLocked(ctx, stable, ro, rec.Step, rec.StepStarted)
+	case rollout.Fail:
 		s.rollBackLocked(ctx, name, stable, ro, rec.Message)
-		return false
-	case rec.Phase == rollout.Stable && rec.Stable == local.Target:
+		return true
+	case rollout.Complete:
 		s.completeLocked(ctx, name, stable, ro)
-		return false
+		return true
 	}
-	return true
+	return false
+}
+
+// catchUpLocked brings the rollout of old, a running version, where its record says before a
+// newer version replaces it, on a replica that does not drive the rollouts: the driver may have
+// completed it since this replica's last tick, and the new version then rolls out from the
+// version the driver made stable, not from the one before. It returns the running version.
+func (s *policySet) catchUpLocked(name string, old *running) *running {
+	if old == nil || old.rollout == nil || s.shards == nil || s.shards.drives() {
+		return old
+	}
+	rec, err := s.records.Get(s.ctx, name)
+	if err != nil {
+		klog.FromContext(s.ctx).Error(err, "Cannot read the rollout record; the rollout under way is replaced as this replica has it", "policy", name)
+		return old
+	}
+	s.followLocked(s.ctx, name, old, old.rollout, rec)
+	return s.running[name]
 }

@@ -277,6 +277,7 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 	})
 
 	t.Run("killed mid-rollout, the runtime resumes where it was", func(t *testing.T) {
+		onV2 := myAppPods(t, ns)
 		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(8), podNamed("v3"), podLabelled("v3"))))
 		var rec rollout.Record
 		eventually(t, wait, "the first step's parents on v3", func() error {
@@ -285,6 +286,11 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 				return fmt.Errorf("record %+v: %w", rec, err)
 			}
 			for name, p := range myAppPods(t, ns) {
+				// every replica completed v2 (a follower too: it follows the record), so the
+				// parents not moved stay on v2, their Pods untouched
+				if !first[name] && (p.version != "v2" || p.uid != onV2[name].uid) {
+					t.Fatalf("parent %s, not in the first step, left v2: pod %+v, before %+v", name, p, onV2[name])
+				}
 				if first[name] != (p.version == "v3") || p.pending {
 					return fmt.Errorf("%s: pod %+v", name, p)
 				}
