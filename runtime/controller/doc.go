@@ -18,7 +18,8 @@
 // read its related objects and observed children, render (the pure function shared with
 // `metacel render`), make sure of the finalizer, carry out what package decide says the sync
 // writes (create, apply or recreate the children that differ, delete or release those no longer
-// desired: the decision `render`, `test` and `plan` show offline), render the status again with
+// desired: the decision `render`, `test` and `plan` show offline), record on the parent the
+// children garbage collection does not remove with it (render.ChildRecord), render the status again with
 // the children as the API server returned them (decide.AfterWrites), and write it only if it
 // changed. A converged parent costs
 // no write at all, and a sync whose inputs are at the resourceVersions of the last successful

@@ -14,18 +14,23 @@ import (
 
 // ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
 // cluster-scoped ones, to delete; Orphan ones, to release) carries the cleanup finalizer before
-// they are created, and drops it once it has none left.
-func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, observed map[string][]*unstructured.Unstructured) error {
+// they are created, and drops it once it has none left. Its children are those of kids, the
+// render's sort of what the sync observed; the objects it found foreign that carry the parent's
+// labels (out of its reach, or not in its record) are reported, and make no finalizer.
+func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
 	need := false
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
 	}
-	reach := c.childReach(ctx, parent)
-	for _, objs := range observed {
-		for _, o := range objs {
-			if c.cleansUp(ctx, reach, parent, o) { // each judged: one out of reach is reported
-				need = true
-			}
+	for _, o := range allObjects(kids.ByID) {
+		need = need || !render.HasOwnerReference(o, parent)
+	}
+	for _, o := range kids.Undesired {
+		need = need || !render.HasOwnerReference(o, parent)
+	}
+	for _, f := range kids.Foreign {
+		if f.Reason != "" {
+			c.ignoreForeign(ctx, parent, f.Object, f.Reason, f.Why)
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
@@ -34,6 +39,22 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	}
 	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
 		return applyError("update finalizers of", parent, err)
+	}
+	return nil
+}
+
+// recordChildren writes on the parent the record of its children that garbage collection does
+// not remove with it (render.ChildRecord), when it changed: those the sync found (kids) and those
+// it wrote (objects, as the API server returned them). A child deleted stays recorded until it
+// is gone, so that the finalizer waits for it.
+func (c *Controller) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
+	all := append(append(allObjects(kids.ByID), kids.Undesired...), objects...)
+	value := render.RecordValue(parent, all)
+	if render.RecordOf(parent, true).Records(value) {
+		return nil
+	}
+	if err := c.deps.Writer.SetAnnotation(ctx, c.policy.Parent.GVR, parent, render.AnnotationChildren, value); err != nil {
+		return applyError("record the children of", parent, err)
 	}
 	return nil
 }
@@ -75,16 +96,21 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 // cleansUp reports whether the parent's finalizer cleans up obj, an object that carries the
 // parent's labels: metacel applied it (its managed fields say so: an object made by hand that
 // merely carries the labels is not metacel's), garbage collection does not remove it with the
-// parent (no ownerReference to it), and it is in a namespace the parent's children may be in.
-// Labels and the field manager's name are anyone's to write: an object elsewhere, in a namespace
-// the parent's author could not have had metacel write to, is no child of the parent; cleaning it
-// up would let anyone pin a parent (and its namespace) in Terminating with an object of their own.
+// parent (no ownerReference to it), it is in a namespace the parent's children may be in, and the
+// parent's record names it (render.ChildRecord). Labels and the field manager's name are anyone's
+// to write: an object elsewhere, or one metacel did not write for the parent, is no child of it;
+// cleaning it up would let anyone pin a parent (and its namespace) in Terminating with an object
+// of their own.
 func (c *Controller) cleansUp(ctx context.Context, reach *render.ChildReach, parent, obj *unstructured.Unstructured) bool {
-	if hasOwnerRef(obj, parent) || !apply.AppliedBy(obj) {
+	if render.HasOwnerReference(obj, parent) || !apply.AppliedBy(obj) {
 		return false
 	}
 	if why := reach.OutOfReach(obj); why != "" {
-		c.ignoreOutOfReach(ctx, parent, obj, why)
+		c.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
+		return false
+	}
+	if why := render.RecordOf(parent, true).NotRecordedReason(obj); why != "" {
+		c.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
 		return false
 	}
 	return true
@@ -92,13 +118,17 @@ func (c *Controller) cleansUp(ctx context.Context, reach *render.ChildReach, par
 
 // ReasonChildOutOfReach is the reason of the Warning event of an object that carries a parent's
 // labels in a namespace the parent's children may not be in.
-const ReasonChildOutOfReach = "ChildOutOfReach"
+const ReasonChildOutOfReach = render.ReasonChildOutOfReach
 
-// ignoreOutOfReach reports an object that carries a parent's labels where the parent's children
-// may not be: it is left alone. The event recorder folds repeats of one event into a series.
-func (c *Controller) ignoreOutOfReach(ctx context.Context, parent, obj *unstructured.Unstructured, why string) {
-	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels out of its reach", "object", klog.KObj(obj), "kind", obj.GetKind(), "why", why)
-	c.deps.Recorder.Eventf(parent, obj, "Warning", ReasonChildOutOfReach, "Ignore",
+// ReasonChildNotRecorded is the reason of the Warning event of an object that carries a parent's
+// labels, but that metacel did not write for it.
+const ReasonChildNotRecorded = render.ReasonChildNotRecorded
+
+// ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
+// why): it is left alone. The event recorder folds repeats of one event into a series.
+func (c *Controller) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
+	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels", "object", klog.KObj(obj), "kind", obj.GetKind(), "reason", reason, "why", why)
+	c.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
 		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
 }
 
@@ -108,16 +138,6 @@ func (c *Controller) childReach(ctx context.Context, parent *unstructured.Unstru
 	return render.NewChildReach(ctx, c.policy, render.Input{
 		Parent: parent, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, ReservedNamespace: c.deps.ReservedNamespace,
 	})
-}
-
-// hasOwnerRef reports whether obj has an ownerReference to parent (garbage collection deletes it).
-func hasOwnerRef(obj, parent *unstructured.Unstructured) bool {
-	for _, r := range obj.GetOwnerReferences() {
-		if r.UID == parent.GetUID() {
-			return true
-		}
-	}
-	return false
 }
 
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an

@@ -106,7 +106,8 @@ spec:
 			})
 			h.react("delete", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, nil })
 			h.react("patch", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				return true, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "4"}}`), nil
+				return true, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "4",
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}]}}`), nil
 			})
 			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)

@@ -93,18 +93,21 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) (left, error) {
 	start := c.deps.Clock.Now()
 	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget,
-		ReservedNamespace: c.deps.ReservedNamespace}
+		ReservedNamespace: c.deps.ReservedNamespace, CheckRecord: true}
 	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(found))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
 	}
-	if err := c.ensureFinalizer(ctx, parent, out, found); err != nil {
+	if err := c.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
 	}
 	w, err := c.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
 	c.recreations.record(key, w.recreating, err == nil)
 	c.wakeDrain()
+	if rerr := c.recordChildren(ctx, parent, kids, w.objects); err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
 	}

@@ -167,7 +167,7 @@ func (w *world) sync(ctx context.Context, c *policy.Compiled, parent *unstructur
 		return nil, err
 	}
 	return preview.Run(ctx, preview.Input{Policy: c, Parent: parent, Related: related, Observed: w.children[parent.GetUID()], Mapper: w.in.Mapper,
-		ReservedNamespace: w.in.ReservedNamespace})
+		ReservedNamespace: w.in.ReservedNamespace, CheckRecord: true})
 }
 
 // related reads the objects c's related entries name for parent, and the Namespaces when c

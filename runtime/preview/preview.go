@@ -29,6 +29,9 @@ type Input struct {
 	// ReservedNamespace is the runtime's policy namespace, which never holds a child ("": none;
 	// render.Input.ReservedNamespace).
 	ReservedNamespace string
+	// CheckRecord: Observed comes from the cluster, and the parent's record of its children
+	// decides which are its own (render.Input.CheckRecord); false for files.
+	CheckRecord bool
 }
 
 // Result is what one offline sync computes.
@@ -66,7 +69,7 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget(), ReservedNamespace: in.ReservedNamespace}
+	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget(), ReservedNamespace: in.ReservedNamespace, CheckRecord: in.CheckRecord}
 	rin.Related, rin.Namespaces, err = related(ctx, c, parent, in.Related, in.Mapper, rin.Budget)
 	var out *render.Output
 	var kids *render.ObservedChildren

@@ -23,6 +23,10 @@ const (
 	// where the child's fields alone cannot tell (a field removed from a child that metacel
 	// created and never applied since, an item removed from the end of an atomic list).
 	AnnotationDesiredHash = "metacel.dev/desired-hash"
+	// AnnotationChildren lists, on a parent, the UIDs of its children that garbage collection
+	// does not remove with it (no ownerReference to it: cross-namespace, cluster-scoped and
+	// Orphan ones), comma-separated: the children metacel wrote for it (ChildRecord).
+	AnnotationChildren = "metacel.dev/children"
 	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
 	// cluster-scoped), so that they are removed when the parent is deleted.
 	Finalizer = "metacel.dev/cleanup"

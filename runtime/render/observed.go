@@ -30,14 +30,27 @@ type ObservedChildren struct {
 type ForeignObject struct {
 	Object *unstructured.Unstructured
 	Why    string
+	// Reason is set for an object that carries the parent's labels and is ignored anyway:
+	// ReasonChildOutOfReach or ReasonChildNotRecorded.
+	Reason string
 }
+
+// The reasons an object that carries a parent's labels is not its child.
+const (
+	// ReasonChildOutOfReach: it is in a namespace the parent's children may not be in (ChildReach).
+	ReasonChildOutOfReach = "ChildOutOfReach"
+	// ReasonChildNotRecorded: it has no ownerReference to the parent, is no desired child, and the
+	// parent's record does not name it (ChildRecord).
+	ReasonChildNotRecorded = "ChildNotRecorded"
+)
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
 // is: `children.<id>` and readyWhen see an object only when it has the group, kind, namespace and
 // name of a child the render desires, and it is this parent's (NotChildReason) in a namespace its
 // children may be in (ChildReach). An object under an old name, in another namespace or of another
 // parent feeds neither the status nor readiness; one out of reach is not even undesired (a sync
-// would delete it): it is foreign.
+// would delete it): it is foreign. So is an undesired object without an ownerReference to the
+// parent that the parent's record does not name, when in.CheckRecord (ChildRecord).
 //
 // objs are the candidates: in a cluster, the parent's children found through the parent-uid index;
 // offline, whatever objects were given. in.Observed is ignored. Which desired child an object is
@@ -59,9 +72,11 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 		*in.Budget = *first.Budget
 		return nil, &ObservedChildren{Foreign: foreign}, err
 	}
+	record := RecordOf(in.Parent, in.CheckRecord)
 	byID, undesired := matchDesired(out, owned)
 	if sameBinding(first.Observed, byID) {
 		*in.Budget = *first.Budget
+		undesired, foreign = splitRecorded(record, undesired, foreign)
 		return out, &ObservedChildren{ByID: byID, Undesired: undesired, Foreign: foreign}, nil
 	}
 	in.Observed = byID
@@ -69,7 +84,24 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 		return nil, &ObservedChildren{Foreign: foreign}, err
 	}
 	byID, undesired = matchDesired(out, owned)
+	undesired, foreign = splitRecorded(record, undesired, foreign)
 	return out, &ObservedChildren{ByID: byID, Undesired: undesired, Foreign: foreign}, nil
+}
+
+// splitRecorded moves the undesired objects that the parent's record does not name
+// (ChildRecord) from undesired to foreign: a sync would delete them, or the finalizer wait for
+// them, on the word of labels anyone may set. A desired child's object stays bound: metacel
+// applies it (it applied it before, its managed fields say) and records it.
+func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
+	var recorded []*unstructured.Unstructured
+	for _, obj := range undesired {
+		if why := r.NotRecordedReason(obj); why != "" {
+			foreign = append(foreign, ForeignObject{Object: obj, Why: why, Reason: ReasonChildNotRecorded})
+			continue
+		}
+		recorded = append(recorded, obj)
+	}
+	return recorded, foreign
 }
 
 // NotChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
@@ -134,7 +166,7 @@ func splitReached(reach *ChildReach, owned []*unstructured.Unstructured, foreign
 	var reached []*unstructured.Unstructured
 	for _, obj := range owned {
 		if why := reach.OutOfReach(obj); why != "" {
-			foreign = append(foreign, ForeignObject{Object: obj, Why: why})
+			foreign = append(foreign, ForeignObject{Object: obj, Why: why, Reason: ReasonChildOutOfReach})
 			continue
 		}
 		reached = append(reached, obj)

@@ -35,6 +35,10 @@ type Input struct {
 	// rollout records, memos, ledger): no child is ever placed there, and no object there is a
 	// child ("": none).
 	ReservedNamespace string
+	// CheckRecord: the observed objects come from the cluster, and the parent's record of its
+	// children decides which of those without an ownerReference to it are its children
+	// (ChildRecord); false (offline files) takes every object in reach.
+	CheckRecord bool
 }
 
 // Child is one desired child.

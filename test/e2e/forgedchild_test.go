@@ -131,11 +131,12 @@ spec:
 	})
 }
 
-// TestAForgedChildPinsNoParent: an object in the attacker's namespace that carries a victim
-// parent's labels, was applied with metacel's field manager and holds a finalizer of its own
-// neither gives the victim's parent the cleanup finalizer nor keeps it from being deleted: the
-// victim's parent may not reach that namespace, so the object is no child of it. The runtime
-// reports it on the parent, and leaves it alone.
+// TestAForgedChildPinsNoParent: an object that carries a victim parent's labels, was applied
+// with metacel's field manager and holds a finalizer of its own neither gives the victim's parent
+// the cleanup finalizer nor keeps it from being deleted: in the attacker's namespace, which the
+// victim's parent may not reach, or in one it may reach, where metacel did not write it for the
+// parent (the parent's record of its children does not name it). The runtime reports it on the
+// parent, and leaves it alone.
 func TestAForgedChildPinsNoParent(t *testing.T) {
 	victimNS, farNS, attackerNS := newNamespace(t, "victim"), newNamespace(t, "far"), newNamespace(t, "attacker")
 	dir := writePolicy(t, `apiVersion: metacel.dev/v1alpha1
@@ -170,9 +171,13 @@ spec:
 		target string // the victim's far child's namespace; "" for none
 		// finalizer is whether the victim's parent carries the cleanup finalizer of its own
 		finalizer bool
+		forgedIn  string // the forged object's namespace
+		reason    string // of the event that says it is ignored
 	}{
-		{"a parent with children in its namespace only", "", false},
-		{"a parent with a child in another namespace, which it may reach", farNS, true},
+		{"a parent with children in its namespace only, forged out of its reach", "", false, attackerNS, controllerReasonChildOutOfReach},
+		{"a parent with a child in another namespace, which it may reach, forged out of its reach", farNS, true, attackerNS, controllerReasonChildOutOfReach},
+		{"a parent with children in its namespace only, forged in its reach", "", false, farNS, controllerReasonChildNotRecorded},
+		{"a parent with a child in another namespace, forged beside it", farNS, true, farNS, controllerReasonChildNotRecorded},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +189,7 @@ spec:
 			create(t, widgetsGVR, w)
 			victim := waitFor(t, widgetsGVR, victimNS, name, wait, hasCondition("Ready", "True", "", ""))
 
-			forged := forgeChild(t, attackerNS, name+"-forged", victim)
+			forged := forgeChild(t, tc.forgedIn, name+"-forged", victim)
 			// a sync after the forged object: it decided the finalizer before writing the status
 			patch(t, widgetsGVR, victimNS, name, `{"spec":{"color":"green"}}`)
 			victim = waitFor(t, widgetsGVR, victimNS, name, wait, func(p *unstructured.Unstructured) error {
@@ -202,7 +207,7 @@ spec:
 			if tc.target != "" {
 				waitGone(t, configMapsGVR, tc.target, name+"-far", wait)
 			}
-			left, err := get(t, configMapsGVR, attackerNS, forged)
+			left, err := get(t, configMapsGVR, tc.forgedIn, forged)
 			switch {
 			case err != nil:
 				t.Errorf("the forged object: %v, want it left alone", err)
@@ -210,16 +215,21 @@ spec:
 				t.Errorf("the forged object was deleted or released: deletionTimestamp %v, labels %v", left.GetDeletionTimestamp(), left.GetLabels())
 			}
 			// the victim's syncs saw it, and said so
-			note := waitEvent(t, victimNS, name, controllerReasonChildOutOfReach)
-			if !strings.Contains(note, `ConfigMap `+attackerNS+`/`+forged) || !strings.Contains(note, "where this Widget's children may not be") {
+			note := waitEvent(t, victimNS, name, tc.reason)
+			why := map[string]string{controllerReasonChildOutOfReach: "where this Widget's children may not be", controllerReasonChildNotRecorded: "metacel did not write it for this Widget"}[tc.reason]
+			if !strings.Contains(note, `ConfigMap `+tc.forgedIn+`/`+forged) || !strings.Contains(note, why) {
 				t.Errorf("event %q does not name the forged object and why it is ignored", note)
 			}
 		})
 	}
 }
 
-// controllerReasonChildOutOfReach is controller.ReasonChildOutOfReach.
-const controllerReasonChildOutOfReach = "ChildOutOfReach"
+// controllerReasonChildOutOfReach is controller.ReasonChildOutOfReach, and
+// controllerReasonChildNotRecorded controller.ReasonChildNotRecorded.
+const (
+	controllerReasonChildOutOfReach  = "ChildOutOfReach"
+	controllerReasonChildNotRecorded = "ChildNotRecorded"
+)
 
 // forgeChild applies, as any client may, with metacel's field manager, a ConfigMap in ns that
 // carries a parent's labels and a finalizer of its own (removed when the test ends), and returns

@@ -1,0 +1,28 @@
+package apply
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// SetAnnotation sets one annotation of obj to value, with a merge patch of that key alone: the
+// object's other annotations, and anyone else's writes to them meanwhile, are left as they are.
+func (w *Writer) SetAnnotation(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, key, value string) error {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err != nil {
+		return err
+	}
+	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("set annotation %q: %w", key, err)
+	}
+	return nil
+}
