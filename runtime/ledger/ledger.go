@@ -8,10 +8,11 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+
+	"metacel.dev/metacel/runtime/apistore"
 )
 
 // AnnotationChildResources lists, on a policy's Lease, the child resources it has had children of.
@@ -45,12 +46,12 @@ func (l *Ledger) ChildResources(ctx context.Context, policy string) ([]schema.Gr
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	lease, err := l.client.CoordinationV1().Leases(l.namespace).Get(ctx, LeaseName(policy), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	lease, err := apistore.Get(ctx, l.client.CoordinationV1().Leases(l.namespace), LeaseName(policy))
 	if err != nil {
 		return nil, fmt.Errorf("read the ledger of policy %q: %w", policy, err)
+	}
+	if lease == nil {
+		return nil, nil
 	}
 	return parseResources(lease.Annotations[AnnotationChildResources]), nil
 }
@@ -64,24 +65,20 @@ func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs [
 	defer cancel()
 	value := formatResources(gvrs)
 	leases := l.client.CoordinationV1().Leases(l.namespace)
-	lease, err := leases.Get(ctx, LeaseName(policy), metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		lease = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+	lease, err := apistore.Get(ctx, leases, LeaseName(policy))
+	if err == nil {
+		fresh := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: LeaseName(policy), Namespace: l.namespace,
 			Labels:      map[string]string{"app.kubernetes.io/managed-by": "metacel"},
 			Annotations: map[string]string{AnnotationChildResources: value},
 		}}
-		_, err = leases.Create(ctx, lease, metav1.CreateOptions{FieldManager: FieldManager})
-	case err == nil && lease.Annotations[AnnotationChildResources] == value:
-		return nil
-	case err == nil:
-		lease = lease.DeepCopy()
-		if lease.Annotations == nil {
-			lease.Annotations = map[string]string{}
-		}
-		lease.Annotations[AnnotationChildResources] = value
-		_, err = leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: FieldManager})
+		_, err = apistore.Write(ctx, leases, FieldManager, lease, fresh, func(lease *coordinationv1.Lease) bool {
+			if lease.Annotations[AnnotationChildResources] == value {
+				return false
+			}
+			metav1.SetMetaDataAnnotation(&lease.ObjectMeta, AnnotationChildResources, value)
+			return true
+		})
 	}
 	if err != nil {
 		return fmt.Errorf("record the child resources of policy %q: %w", policy, err)

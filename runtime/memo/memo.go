@@ -14,10 +14,11 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"metacel.dev/metacel/runtime/apistore"
 )
 
 // Entries are a controller's memory: a fingerprint of a parent's inputs, and a byte of the
@@ -91,10 +92,8 @@ var buildID = sync.OnceValue(func() string {
 type Store struct {
 	client    kubernetes.Interface
 	namespace string
-
-	mu sync.Mutex
-	// last is each policy's memo as last read or written, encoded
-	last map[string]stored
+	// memos are each policy's memo as last read or written, encoded
+	memos *apistore.Known[stored]
 }
 
 type stored struct{ scope, entries string }
@@ -104,7 +103,9 @@ func NewStore(client kubernetes.Interface, namespace string) *Store {
 	if namespace == "" {
 		return nil
 	}
-	return &Store{client: client, namespace: namespace, last: map[string]stored{}}
+	s := &Store{client: client, namespace: namespace}
+	s.memos = apistore.NewKnown(s.get, func(a, b stored) bool { return a == b })
+	return s
 }
 
 // Load returns a policy's memo when it was written in this scope; nil when there is none.
@@ -112,7 +113,7 @@ func (s *Store) Load(ctx context.Context, policyName, scope string) (Entries, er
 	if s == nil || scope == "" {
 		return nil, nil
 	}
-	got, err := s.get(ctx, policyName)
+	got, err := s.memos.Get(ctx, policyName)
 	if err != nil || got.scope != scope {
 		return nil, err
 	}
@@ -129,54 +130,34 @@ func (s *Store) Save(ctx context.Context, policyName, scope string, entries Entr
 		return nil
 	}
 	memo := stored{scope: scope, entries: string(encode(entries))}
-	last, seen := s.known(policyName)
-	if !seen {
-		last, _ = s.get(ctx, policyName) // on error, write
-	}
-	if last == memo {
-		return nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
-		WithLabels(map[string]string{LabelMemoOf: policyName}).
-		WithData(map[string]string{keyScope: scope}).
-		WithBinaryData(map[string][]byte{keyEntries: []byte(memo.entries)})
-	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+	err := s.memos.Put(ctx, policyName, memo, func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
+			WithLabels(map[string]string{LabelMemoOf: policyName}).
+			WithData(map[string]string{keyScope: scope}).
+			WithBinaryData(map[string][]byte{keyEntries: []byte(memo.entries)})
+		_, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("write the memo of policy %q: %w", policyName, err)
 	}
-	s.remember(policyName, memo)
 	return nil
 }
 
-// get reads a policy's memo as stored (empty when there is none), and remembers it.
+// get reads a policy's memo as stored (empty when there is none).
 func (s *Store) get(ctx context.Context, policyName string) (stored, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(policyName), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		s.remember(policyName, stored{})
-		return stored{}, nil
-	}
+	cm, err := apistore.Get(ctx, s.client.CoreV1().ConfigMaps(s.namespace), ConfigMapName(policyName))
 	if err != nil {
 		return stored{}, fmt.Errorf("read the memo of policy %q: %w", policyName, err)
 	}
-	got := stored{scope: cm.Data[keyScope], entries: string(cm.BinaryData[keyEntries])}
-	s.remember(policyName, got)
-	return got, nil
-}
-
-func (s *Store) known(policyName string) (stored, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	m, ok := s.last[policyName]
-	return m, ok
-}
-
-func (s *Store) remember(policyName string, m stored) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.last[policyName] = m
+	if cm == nil {
+		return stored{}, nil
+	}
+	return stored{scope: cm.Data[keyScope], entries: string(cm.BinaryData[keyEntries])}, nil
 }
 
 // encode writes entries in the order of their fingerprints (the same entries, the same bytes), at

@@ -9,12 +9,12 @@ import (
 	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/apistore"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -88,9 +88,10 @@ func (s *Store) Ref(policyName string) klog.ObjectRef {
 type Store struct {
 	client    kubernetes.Interface
 	namespace string
+	// records are what was last read or written, by policy
+	records *apistore.Known[*Record]
 
-	mu   sync.Mutex
-	last map[string]Record // what was last read or written, by policy
+	mu sync.Mutex
 	// loaded are the versions of each policy this process loaded from its ConfigMap (NoteLoaded),
 	// anchored those known to be listed on it (anchorKey)
 	loaded   map[string][]string
@@ -102,7 +103,9 @@ func NewStore(client kubernetes.Interface, namespace string) *Store {
 	if namespace == "" {
 		return nil
 	}
-	return &Store{client: client, namespace: namespace, last: map[string]Record{}, loaded: map[string][]string{}, anchored: map[string]bool{}}
+	s := &Store{client: client, namespace: namespace, loaded: map[string][]string{}, anchored: map[string]bool{}}
+	s.records = apistore.NewKnown(s.get, func(a, b *Record) bool { return a != nil && b != nil && sameRecord(*a, *b) })
+	return s
 }
 
 // Get returns a policy's record; nil when it has none.
@@ -110,56 +113,53 @@ func (s *Store) Get(ctx context.Context, policyName string) (*Record, error) {
 	if s == nil {
 		return nil, nil
 	}
+	rec, err := s.records.Get(ctx, policyName)
+	if rec == nil {
+		return nil, err
+	}
+	c := *rec // what the store remembers stays as read
+	return &c, nil
+}
+
+func (s *Store) get(ctx context.Context, policyName string) (*Record, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	cm, err := s.client.CoreV1().ConfigMaps(s.namespace).Get(ctx, ConfigMapName(policyName), metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		return nil, nil
-	}
+	cm, err := apistore.Get(ctx, s.client.CoreV1().ConfigMaps(s.namespace), ConfigMapName(policyName))
 	if err != nil {
 		return nil, fmt.Errorf("read the rollout record of policy %q: %w", policyName, err)
+	}
+	if cm == nil {
+		return nil, nil
 	}
 	var rec Record
 	if err := json.Unmarshal([]byte(cm.Data[keyRecord]), &rec); err != nil {
 		return nil, fmt.Errorf("rollout record of policy %q (ConfigMap %s/%s, key %s): %w", policyName, s.namespace, cm.Name, keyRecord, err)
 	}
 	rec.StableSource = cm.Data[keySource]
-	s.remember(policyName, rec)
 	return &rec, nil
 }
 
 // Put writes a policy's record, unless it is the one last read or written or, when this store has
 // neither read nor written it (a restart), the one its ConfigMap holds: a restart writes nothing.
 func (s *Store) Put(ctx context.Context, policyName string, rec Record) error {
-	if s == nil || s.known(policyName, rec) {
+	if s == nil {
 		return nil
 	}
-	if !s.seen(policyName) {
-		if stored, err := s.Get(ctx, policyName); err == nil && stored != nil && sameRecord(*stored, rec) {
-			return nil
+	return s.records.Put(ctx, policyName, &rec, func(ctx context.Context) error {
+		body, err := json.Marshal(rec)
+		if err != nil {
+			return err
 		}
-	}
-	body, err := json.Marshal(rec)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
-		WithLabels(map[string]string{LabelRolloutOf: policyName, "app.kubernetes.io/managed-by": "metacel"}).
-		WithData(map[string]string{keyRecord: string(body), keySource: rec.StableSource})
-	if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
-		return fmt.Errorf("write the rollout record of policy %q: %w", policyName, err)
-	}
-	s.remember(policyName, rec)
-	return nil
-}
-
-func (s *Store) known(policyName string, rec Record) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	last, ok := s.last[policyName]
-	return ok && sameRecord(last, rec)
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
+		cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
+			WithLabels(map[string]string{LabelRolloutOf: policyName, "app.kubernetes.io/managed-by": "metacel"}).
+			WithData(map[string]string{keyRecord: string(body), keySource: rec.StableSource})
+		if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
+			return fmt.Errorf("write the rollout record of policy %q: %w", policyName, err)
+		}
+		return nil
+	})
 }
 
 // sameRecord compares records as they are stored (a time read back has no monotonic reading).
@@ -167,18 +167,4 @@ func sameRecord(a, b Record) bool {
 	ja, errA := json.Marshal(a)
 	jb, errB := json.Marshal(b)
 	return errA == nil && errB == nil && string(ja) == string(jb) && a.StableSource == b.StableSource
-}
-
-// seen reports whether this store read or wrote a policy's record.
-func (s *Store) seen(policyName string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.last[policyName]
-	return ok
-}
-
-func (s *Store) remember(policyName string, rec Record) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.last[policyName] = rec
 }

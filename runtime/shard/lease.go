@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/apistore"
 )
 
 // This replica's own Lease: renewed every RenewInterval on a goroutine of its own, so that no
@@ -94,50 +96,33 @@ func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slot
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	leases := c.client.CoordinationV1().Leases(c.o.Namespace)
+	fresh := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(c.o.Identity), Namespace: c.o.Namespace,
+			Labels: map[string]string{LabelMember: "true", "app.kubernetes.io/managed-by": "metacel"}},
+		Spec: coordinationv1.LeaseSpec{AcquireTime: &now},
+	}
+	renew := func(lease *coordinationv1.Lease) bool {
+		seconds := int32(c.o.LeaseDuration / time.Second)
+		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &c.o.Identity, &seconds, &now
+		metav1.SetMetaDataAnnotation(&lease.ObjectMeta, AnnotationSlots, slots.String())
+		if c.o.Report != nil {
+			lease.Annotations[AnnotationReport] = c.o.Report()
+		}
+		return true
+	}
 	lease := c.lease
 	if lease == nil {
-		got, err := leases.Get(ctx, LeaseName(c.o.Identity), metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return leases.Create(ctx, c.newLease(now, slots), metav1.CreateOptions{FieldManager: fieldManager})
-		case err != nil:
+		got, err := apistore.Get(ctx, leases, LeaseName(c.o.Identity))
+		if err != nil {
 			return nil, err
 		}
 		lease = got
 	}
-	lease = lease.DeepCopy()
-	seconds := int32(c.o.LeaseDuration / time.Second)
-	lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &c.o.Identity, &seconds, &now
-	if lease.Annotations == nil {
-		lease.Annotations = map[string]string{}
-	}
-	lease.Annotations[AnnotationSlots] = slots.String()
-	c.setReport(lease.Annotations)
-	got, err := leases.Update(ctx, lease, metav1.UpdateOptions{FieldManager: fieldManager})
-	if apierrors.IsNotFound(err) {
-		return leases.Create(ctx, c.newLease(now, slots), metav1.CreateOptions{FieldManager: fieldManager})
+	got, err := apistore.Write(ctx, leases, fieldManager, lease, fresh, renew)
+	if lease != nil && apierrors.IsNotFound(err) {
+		return apistore.Write(ctx, leases, fieldManager, nil, fresh, renew)
 	}
 	return got, err
-}
-
-func (c *Coordinator) newLease(now metav1.MicroTime, slots Set) *coordinationv1.Lease {
-	seconds := int32(c.o.LeaseDuration / time.Second)
-	lease := &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: LeaseName(c.o.Identity), Namespace: c.o.Namespace,
-			Labels:      map[string]string{LabelMember: "true", "app.kubernetes.io/managed-by": "metacel"},
-			Annotations: map[string]string{AnnotationSlots: slots.String()},
-		},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &c.o.Identity, LeaseDurationSeconds: &seconds, AcquireTime: &now, RenewTime: &now},
-	}
-	c.setReport(lease.Annotations)
-	return lease
-}
-
-func (c *Coordinator) setReport(annotations map[string]string) {
-	if c.o.Report != nil {
-		annotations[AnnotationReport] = c.o.Report()
-	}
 }
 
 // deleteLease deletes this replica's Lease, when it leaves.

@@ -6,9 +6,10 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/apistore"
 )
 
 // The slot table: one owner per slot, in the ConfigMap TableName, changed only by
@@ -34,11 +35,8 @@ func (c *Coordinator) readTable(ctx context.Context, fresh bool) (ownersTable, e
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	cm, err := c.client.CoreV1().ConfigMaps(c.o.Namespace).Get(ctx, TableName, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return parseTable(nil), nil
-	case err != nil:
+	cm, err := apistore.Get(ctx, c.client.CoreV1().ConfigMaps(c.o.Namespace), TableName)
+	if err != nil {
 		return ownersTable{}, err
 	}
 	return parseTable(cm), nil
@@ -164,13 +162,13 @@ func (c *Coordinator) ownerGone(ctx context.Context, owner string) bool {
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	lease, err := c.client.CoordinationV1().Leases(c.o.Namespace).Get(ctx, LeaseName(owner), metav1.GetOptions{})
+	lease, err := apistore.Get(ctx, c.client.CoordinationV1().Leases(c.o.Namespace), LeaseName(owner))
 	switch {
-	case apierrors.IsNotFound(err):
-		c.peers.absent(owner, c.o.LeaseDuration)
 	case err != nil:
 		klog.FromContext(ctx).Error(err, "Cannot read a shard owner's Lease; its slots stay its own for now", "owner", owner)
 		return false
+	case lease == nil:
+		c.peers.absent(owner, c.o.LeaseDuration)
 	default:
 		c.peers.see(lease)
 	}
@@ -199,22 +197,15 @@ func (c *Coordinator) writeTable(ctx context.Context, t *ownersTable) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
-	cms := c.client.CoreV1().ConfigMaps(c.o.Namespace)
-	var written *corev1.ConfigMap
-	if t.cm == nil {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: TableName, Namespace: c.o.Namespace, Labels: map[string]string{LabelTable: "true", "app.kubernetes.io/managed-by": "metacel"}},
-			Data:       map[string]string{keyOwners: string(body)},
-		}
-		written, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: fieldManager})
-	} else {
-		cm := t.cm.DeepCopy()
+	fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: TableName, Namespace: c.o.Namespace,
+		Labels: map[string]string{LabelTable: "true", "app.kubernetes.io/managed-by": "metacel"}}}
+	written, err := apistore.Write(ctx, c.client.CoreV1().ConfigMaps(c.o.Namespace), fieldManager, t.cm, fresh, func(cm *corev1.ConfigMap) bool {
 		if cm.Data == nil {
 			cm.Data = map[string]string{}
 		}
 		cm.Data[keyOwners] = string(body)
-		written, err = cms.Update(ctx, cm, metav1.UpdateOptions{FieldManager: fieldManager})
-	}
+		return true // written even when unchanged: claim's compare-and-swap
+	})
 	if err != nil {
 		return err
 	}
