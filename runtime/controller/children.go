@@ -81,7 +81,7 @@ func (w *written) waitFor(child *render.Child) {
 // the child as the API server stored it, or, for a recreation whose old child is still going,
 // nil and waiting.
 func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
-	if err := c.fights.allow(parent, child, obs, c.deps.Clock.Now()); err != nil {
+	if err := c.parentStates.allowWrite(parent, child, obs, c.deps.Clock.Now()); err != nil {
 		return nil, false, err
 	}
 	if obs != nil && child.Resource.Method == policy.Recreate {
@@ -104,7 +104,7 @@ func (c *Controller) createOrUpdate(ctx context.Context, parent *unstructured.Un
 		return err
 	})
 	if err == nil {
-		c.fights.written(parent, child, obs != nil || created, c.deps.Clock.Now())
+		c.parentStates.wroteChild(parent, child, obs != nil || created, c.deps.Clock.Now())
 	}
 	return got, err
 }
@@ -253,7 +253,7 @@ func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstruct
 	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return false, applyError("delete (to recreate)", obs, err)
 	}
-	c.fights.deletedToRecreate(parent, child, c.deps.Clock.Now())
+	c.parentStates.deletedToRecreate(parent, child, c.deps.Clock.Now())
 	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
 	return goneAtOnce(obs), nil
@@ -285,7 +285,7 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 		return nil, applyError("create (to recreate)", child.Object, err)
 	}
 	c.rememberCreated(child, got)
-	c.fights.written(parent, child, false, c.deps.Clock.Now()) // what a drift of it reverts
+	c.parentStates.wroteChild(parent, child, false, c.deps.Clock.Now()) // what a drift of it reverts
 	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	return got, nil
 }

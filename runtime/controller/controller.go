@@ -71,12 +71,12 @@ type Controller struct {
 	// delivered are done once the related objects' and namespaces' informers have synced and
 	// delivered their events so far to the controller's handlers
 	delivered []cache.DoneChecker
-	relIndex  *relatedIndex
-	// lastConds holds the last conditions of parents without status, by parent key
-	lastConds struct {
-		sync.Mutex
-		m map[string]string
-	}
+	// relIndex is what each parent read of the related objects, looked up by related object to
+	// route its events (related.go): not in parentStates, which is looked up by parent
+	relIndex *relatedIndex
+	// parentStates is what the controller remembers of each parent between its syncs
+	// (parentstate.go)
+	parentStates parentStates
 
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (see Replaces), or nil
@@ -85,26 +85,14 @@ type Controller struct {
 	selector labels.Selector
 	// leaving are parents that left the cache with the cleanup finalizer (leaving.go)
 	leaving leavingSet
-	// refused are the children whose write the API server refused for good (refused.go)
-	refused refusedWrites
 	// dropped is true while children of resources the policy no longer lists remain (dropped.go)
 	dropped atomic.Bool
-	// fights are the children whose writes others keep undoing (fights.go)
-	fights fights
-	// unchanged skips the syncs whose inputs are those of the last successful one
-	unchanged unchanged
 	// share is the parents the controller syncs, when not all (share.go)
 	share share
-	// tally is the conditions of each parent's last sync, for Counts (share.go)
-	tally tally
-	// draining is set when the policy was removed: Recreates under way (recreations) complete,
-	// no new one starts (removal.go); drainNews wakes the wait for them
-	draining    atomic.Bool
-	recreations recreations
-	drainNews   chan struct{}
-	// childEvents spaces the re-syncs that a parent's child events cause while its syncs write
-	// (echoes.go)
-	childEvents echoes
+	// draining is set when the policy was removed: Recreates under way (parentState.recreating)
+	// complete, no new one starts (removal.go); drainNews wakes the wait for them
+	draining  atomic.Bool
+	drainNews chan struct{}
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
 	// waitForCaches)
 	OnNotSynced func(msg string)
@@ -131,7 +119,6 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		relIndex:  newRelatedIndex(),
 		drainNews: make(chan struct{}, 1),
 	}
-	c.lastConds.m = map[string]string{}
 	c.leaving.uids = map[string]types.UID{}
 	c.actAs()
 	return c
@@ -439,7 +426,7 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			if err != nil {
 				continue
 			}
-			if d := c.childEvents.delay(key); now || d == 0 {
+			if d := c.parentStates.childEventDelay(key); now || d == 0 {
 				c.queue.Add(key)
 			} else {
 				c.queue.AddAfter(key, d)

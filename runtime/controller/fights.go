@@ -2,7 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"sync"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,13 +31,9 @@ const (
 	ReasonChildKeepsDisappearing = "ChildKeepsDisappearing"
 )
 
-// fights remembers, per parent and child, what metacel last wrote and when its writes were undone.
-type fights struct {
-	sync.Mutex
-	byChild map[string]*fight // parent key + " " + child identity
-}
-
-type fight struct {
+// childWrites is what metacel last wrote of one child, and when its writes were undone
+// (parentState.writes).
+type childWrites struct {
 	written string // contentHash
 	undone  []time.Time
 	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
@@ -46,13 +41,17 @@ type fight struct {
 	deleted bool
 }
 
-// allow says whether metacel may write a child again now: an error (retried with backoff) when
-// what it wrote of it has been undone too often lately.
-func (f *fights) allow(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured, now time.Time) error {
-	f.Lock()
-	defer f.Unlock()
-	st := f.byChild[parentKey(parent)+" "+render.Identity(child.Object)]
-	if st == nil || st.written != contentHash(child.Object) {
+// allowWrite says whether metacel may write a child again now: an error (retried with backoff)
+// when what it wrote of it has been undone too often lately.
+func (s *parentStates) allowWrite(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured, now time.Time) error {
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var st *childWrites
+	if p := s.byKey[key]; p != nil {
+		st = p.writes[id]
+	}
+	if st == nil || st.written != h {
 		return nil // a first write, or the policy or parent changed what the child should be
 	}
 	recent := st.undone[:0]
@@ -68,53 +67,44 @@ func (f *fights) allow(parent *unstructured.Unstructured, child *render.Child, o
 	return nil
 }
 
-// written remembers what metacel wrote of a child; undone says that the write re-did what another
-// writer had undone (it reverted drift, or created anew a child that was deleted), which counts
-// when it re-sends what was written last time.
-func (f *fights) written(parent *unstructured.Unstructured, child *render.Child, undone bool, now time.Time) {
-	f.Lock()
-	defer f.Unlock()
-	if f.byChild == nil {
-		f.byChild = map[string]*fight{}
+// wroteChild remembers what metacel wrote of a child; undone says that the write re-did what
+// another writer had undone (it reverted drift, or created anew a child that was deleted), which
+// counts when it re-sends what was written last time.
+func (s *parentStates) wroteChild(parent *unstructured.Unstructured, child *render.Child, undone bool, now time.Time) {
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.stateLocked(key)
+	if p.writes == nil {
+		p.writes = map[string]*childWrites{}
 	}
-	k := parentKey(parent) + " " + render.Identity(child.Object)
-	h := contentHash(child.Object)
-	if st := f.byChild[k]; st != nil && st.written == h {
+	if st := p.writes[id]; st != nil && st.written == h {
 		if undone && !st.deleted {
 			st.undone = append(st.undone, now)
 		}
 		st.deleted = false
 		return
 	}
-	f.byChild[k] = &fight{written: h}
+	p.writes[id] = &childWrites{written: h}
 }
 
 // deletedToRecreate remembers that metacel deleted a child to recreate it: only a deletion
 // metacel did not make counts as the child disappearing. When what it deletes is what it wrote
 // last (someone changed a field of a child that is never updated in place), the recreation
 // reverts drift, which counts as undone.
-func (f *fights) deletedToRecreate(parent *unstructured.Unstructured, child *render.Child, now time.Time) {
-	f.Lock()
-	defer f.Unlock()
-	st := f.byChild[parentKey(parent)+" "+render.Identity(child.Object)]
-	if st == nil {
+func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, child *render.Child, now time.Time) {
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	if p == nil || p.writes[id] == nil {
 		return
 	}
-	if st.written == contentHash(child.Object) {
+	st := p.writes[id]
+	if st.written == h {
 		st.undone = append(st.undone, now)
 	}
 	st.deleted = true
-}
-
-// forgetParent drops what was remembered of a parent that is gone.
-func (f *fights) forgetParent(key string) {
-	f.Lock()
-	defer f.Unlock()
-	for k := range f.byChild {
-		if len(k) > len(key) && k[:len(key)+1] == key+" " {
-			delete(f.byChild, k)
-		}
-	}
 }
 
 func fightError(child *render.Child, obs *unstructured.Unstructured, undone int) error {

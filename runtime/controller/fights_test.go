@@ -87,12 +87,12 @@ func TestChildEventsAreSpacedWhileSyncsWrite(t *testing.T) {
 		handler.OnUpdate(child, child)
 	}
 	queued("the echoes of a sync that wrote", 0)
-	if d := h.c.childEvents.delay("ns/p"); d != echoBase {
+	if d := h.c.parentStates.childEventDelay("ns/p"); d != echoBase {
 		t.Errorf("after one sync that wrote, child events wait %s, want %s however many they are", d, echoBase)
 	}
-	h.c.childEvents.wrote("ns/p")
-	h.c.childEvents.wrote("ns/p")
-	if d := h.c.childEvents.delay("ns/p"); d != 4*echoBase {
+	h.c.parentStates.wroteChildren("ns/p")
+	h.c.parentStates.wroteChildren("ns/p")
+	if d := h.c.parentStates.childEventDelay("ns/p"); d != 4*echoBase {
 		t.Errorf("after three syncs in a row that wrote, child events wait %s, want %s", d, 4*echoBase)
 	}
 	handler.OnDelete(child)
@@ -106,7 +106,7 @@ func TestChildEventsAreSpacedWhileSyncsWrite(t *testing.T) {
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type": {}}`)}})
 	h.cacheChild(t, created)
 	_ = h.c.sync(t.Context(), "ns/p") // writes nothing: settled
-	if d := h.c.childEvents.delay("ns/p"); d != 0 {
+	if d := h.c.parentStates.childEventDelay("ns/p"); d != 0 {
 		t.Errorf("after a sync that wrote nothing, child events wait %s, want none", d)
 	}
 }
@@ -152,7 +152,7 @@ func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
 			h := newHarness(t, typedPolicy)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
-			h.c.childEvents.wrote("ns/p")
+			h.c.parentStates.wroteChildren("ns/p")
 			h.c.childHandler().OnAdd(child, tc.listed)
 			if n := h.c.queue.Len(); n != tc.queued {
 				t.Errorf("%d parents queued at once, want %d", n, tc.queued)

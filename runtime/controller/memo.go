@@ -61,7 +61,7 @@ func (c *Controller) MemoScope() string {
 // Recall gives the controller, before Run, the memo of its last run; nil recalls nothing.
 func (c *Controller) Recall(entries memo.Entries) {
 	if c.Memoizable() {
-		c.unchanged.recall(entries)
+		c.parentStates.recall(entries)
 	}
 }
 
@@ -71,16 +71,23 @@ func (c *Controller) Memo() memo.Entries {
 	if !c.Memoizable() {
 		return nil
 	}
-	last := c.unchanged.remembered()
-	c.tally.Lock()
-	defer c.tally.Unlock()
-	out := make(memo.Entries, len(last))
-	for key, sum := range last {
-		var kept byte
-		if _, m, ok := c.tally.byKey(key); ok {
-			kept = m.memo()
+	return c.parentStates.memo()
+}
+
+// memo returns the inputs remembered of each parent, with its conditions beside them.
+func (s *parentStates) memo() memo.Entries {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := memo.Entries{}
+	for _, p := range s.byKey {
+		if !p.knowsInputs {
+			continue
 		}
-		out[sum] = kept
+		var kept byte
+		if p.marked {
+			kept = p.mark.memo()
+		}
+		out[p.inputs] = kept
 	}
 	return out
 }
@@ -88,9 +95,9 @@ func (c *Controller) Memo() memo.Entries {
 // recalled reports whether the memo knew these inputs of a parent: it is then remembered, with
 // its conditions, as synced.
 func (c *Controller) recalled(key string, uid types.UID, inputs uint64) bool {
-	kept, ok := c.unchanged.recalledAs(key, inputs)
+	kept, ok := c.parentStates.takeRecalled(key, inputs)
 	if ok {
-		c.mark(key, uid, parentMark{ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
+		c.parentStates.setMark(key, uid, parentMark{ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
 	}
 	return ok
 }

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,18 +20,8 @@ import (
 // write until the parent, its related objects or the policy render something else. The memory
 // is only an economy: a restart sends the object once more and finds out again.
 
-// refusedWrites holds, by parent key, the children whose last write was refused for good.
-type refusedWrites struct {
-	sync.Mutex
-	byParent map[string]*refusedOf
-}
-
-// refusedOf are one parent's refused children, by child identity.
-type refusedOf struct {
-	uid      types.UID
-	children map[string]refusal
-}
-
+// refusal is a write refused for good (parentState.refused): a hash of what was sent, and the
+// error it got.
 type refusal struct {
 	hash string
 	err  error
@@ -49,15 +38,15 @@ func (c *Controller) writeUnlessRefused(parent *unstructured.Unstructured, child
 // server refused this very object before.
 func (c *Controller) sendUnlessRefused(parent *unstructured.Unstructured, id string, obj *unstructured.Unstructured, write func() error) error {
 	key := parentKey(parent)
-	if err := c.refused.previous(key, parent.GetUID(), id, obj); err != nil {
+	if err := c.parentStates.refusalOf(key, parent.GetUID(), id, obj); err != nil {
 		return err
 	}
 	err := write()
 	switch {
 	case err == nil:
-		c.refused.forget(key, id)
+		c.parentStates.forgetRefusal(key, id)
 	case isRefusal(err):
-		c.refused.remember(key, parent.GetUID(), id, obj, err)
+		c.parentStates.rememberRefusal(key, parent.GetUID(), id, contentHash(obj), err)
 	}
 	return err
 }
@@ -69,50 +58,48 @@ func isRefusal(err error) bool {
 	return errors.As(err, &se) && !se.retry || errors.As(err, &perm)
 }
 
-// previous returns the refusal of this very object for this parent, if any.
-func (r *refusedWrites) previous(key string, uid types.UID, id string, obj *unstructured.Unstructured) error {
-	r.Lock()
-	defer r.Unlock()
-	of := r.byParent[key]
-	if of == nil || of.uid != uid {
-		return nil
-	}
-	if ref, ok := of.children[id]; ok && ref.hash == contentHash(obj) {
+// refusalOf returns the refusal of this very object for this parent, if any.
+func (s *parentStates) refusalOf(key string, uid types.UID, id string, obj *unstructured.Unstructured) error {
+	ref, ok := s.refusal(key, uid, id)
+	if ok && ref.hash == contentHash(obj) { // hashed out of the lock: it may encode obj
 		return ref.err
 	}
 	return nil
 }
 
-func (r *refusedWrites) remember(key string, uid types.UID, id string, obj *unstructured.Unstructured, err error) {
-	r.Lock()
-	defer r.Unlock()
-	if r.byParent == nil {
-		r.byParent = map[string]*refusedOf{}
+// refusal returns what was refused of the write id for the parent of that key and UID, if any.
+func (s *parentStates) refusal(key string, uid types.UID, id string) (refusal, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	if p == nil || p.refused == nil || p.refusedUID != uid {
+		return refusal{}, false
 	}
-	of := r.byParent[key]
-	if of == nil || of.uid != uid {
-		of = &refusedOf{uid: uid, children: map[string]refusal{}}
-		r.byParent[key] = of
-	}
-	of.children[id] = refusal{hash: contentHash(obj), err: err}
+	ref, ok := p.refused[id]
+	return ref, ok
 }
 
-func (r *refusedWrites) forget(key, id string) {
-	r.Lock()
-	defer r.Unlock()
-	if of := r.byParent[key]; of != nil {
-		delete(of.children, id)
-		if len(of.children) == 0 {
-			delete(r.byParent, key)
+// rememberRefusal remembers that the write id, of content hash, was refused for good.
+func (s *parentStates) rememberRefusal(key string, uid types.UID, id, hash string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.stateLocked(key)
+	if p.refused == nil || p.refusedUID != uid {
+		p.refused, p.refusedUID = map[string]refusal{}, uid
+	}
+	p.refused[id] = refusal{hash: hash, err: err}
+}
+
+// forgetRefusal forgets the refusal of the write id, which went through.
+func (s *parentStates) forgetRefusal(key, id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.byKey[key]; p != nil && p.refused != nil {
+		delete(p.refused, id)
+		if len(p.refused) == 0 {
+			p.refused = nil
 		}
 	}
-}
-
-// forgetParent drops what was remembered of a parent that is gone.
-func (r *refusedWrites) forgetParent(key string) {
-	r.Lock()
-	defer r.Unlock()
-	delete(r.byParent, key)
 }
 
 // contentHash identifies an object by its content, as it would be sent: a rendered child by its

@@ -200,15 +200,15 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "p-copy", nil)
 	})
 	_ = h.c.sync(t.Context(), "ns/p")
-	if len(h.c.lastConds.m) != 1 || len(h.c.refused.byParent) != 1 {
-		t.Fatalf("remembered %d conditions and %d refusals, want 1 and 1", len(h.c.lastConds.m), len(h.c.refused.byParent))
+	if st := h.c.parentStates.byKey["ns/p"]; st == nil || st.conditions == "" || len(st.refused) != 1 {
+		t.Fatalf("remembered of the parent %+v, want its conditions and one refusal", st)
 	}
 	if err := h.c.parents.whole().GetIndexer().Delete(parent); err != nil {
 		t.Fatal(err)
 	}
 	_ = h.c.sync(t.Context(), "ns/p")
-	if len(h.c.lastConds.m) != 0 || len(h.c.refused.byParent) != 0 {
-		t.Errorf("remembered %d conditions and %d refusals of a deleted parent, want none", len(h.c.lastConds.m), len(h.c.refused.byParent))
+	if n := len(h.c.parentStates.byKey); n != 0 {
+		t.Errorf("remembered %d parents after the parent was deleted, want none", n)
 	}
 }
 

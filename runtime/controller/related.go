@@ -85,18 +85,18 @@ func (c *Controller) namespaceHandler(consent []string) cache.ResourceEventHandl
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
 			if !initial {
-				c.unchanged.reset()
+				c.parentStates.resetInputs()
 				c.enqueueAll(c.queue.Add)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			if changed(old, obj) {
-				c.unchanged.reset() // consent is an input the fingerprints do not cover
+				c.parentStates.resetInputs() // consent is an input the fingerprints do not cover
 				c.enqueueAll(c.queue.Add)
 			}
 		},
 		DeleteFunc: func(any) {
-			c.unchanged.reset()
+			c.parentStates.resetInputs()
 			c.enqueueAll(c.queue.Add)
 		},
 	}

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -22,72 +21,68 @@ import (
 // is not synced at all. A child is either replaced or left as it was.
 //
 // The Recreates under way are those this controller's syncs left waiting for an old child to go
-// (recreations, by parent and child), and, when the wait starts, the children of Recreate
+// (parentState.recreating), and, when the wait starts, the children of Recreate
 // resources the cache shows going while their parent stays (a predecessor's, or one whose sync
 // has not run yet).
 
-// recreations are the children whose Recreate is under way, by parent key and child identity.
-type recreations struct {
-	sync.Mutex
-	waiting map[string]map[string]bool
-}
-
-// record sets what a parent's sync left waiting: all of it when the sync completed; when it
-// failed, what it started is added to what was waiting before (its retry finishes them).
-func (r *recreations) record(key string, waiting []string, complete bool) {
-	r.Lock()
-	defer r.Unlock()
+// recordRecreating sets what a parent's sync left waiting (parentState.recreating): all of it
+// when the sync completed; when it failed, what it started is added to what was waiting before
+// (its retry finishes them).
+func (s *parentStates) recordRecreating(key string, waiting []string, complete bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if complete {
-		delete(r.waiting, key)
+		if p := s.byKey[key]; p != nil {
+			p.recreating = nil
+		}
 	}
 	for _, id := range waiting {
-		r.markLocked(key, id)
+		s.markRecreatingLocked(key, id)
 	}
 }
 
-// mark adds one child to a parent's Recreates under way.
-func (r *recreations) mark(key, identity string) {
-	r.Lock()
-	defer r.Unlock()
-	r.markLocked(key, identity)
+// markRecreating adds one child to a parent's Recreates under way.
+func (s *parentStates) markRecreating(key, identity string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.markRecreatingLocked(key, identity)
 }
 
-func (r *recreations) markLocked(key, identity string) {
-	if r.waiting == nil {
-		r.waiting = map[string]map[string]bool{}
+func (s *parentStates) markRecreatingLocked(key, identity string) {
+	p := s.stateLocked(key)
+	if p.recreating == nil {
+		p.recreating = map[string]bool{}
 	}
-	if r.waiting[key] == nil {
-		r.waiting[key] = map[string]bool{}
+	p.recreating[identity] = true
+}
+
+// isRecreating reports whether a child's Recreate is under way.
+func (s *parentStates) isRecreating(key, identity string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	return p != nil && p.recreating[identity]
+}
+
+// recreatingAny reports whether any Recreate of the parent is under way.
+func (s *parentStates) recreatingAny(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	return p != nil && len(p.recreating) > 0
+}
+
+// countRecreating is how many parents have Recreates under way.
+func (s *parentStates) countRecreating() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, p := range s.byKey {
+		if len(p.recreating) > 0 {
+			n++
+		}
 	}
-	r.waiting[key][identity] = true
-}
-
-// forget drops a parent that is gone.
-func (r *recreations) forget(key string) {
-	r.Lock()
-	defer r.Unlock()
-	delete(r.waiting, key)
-}
-
-// has reports whether a child's Recreate is under way.
-func (r *recreations) has(key, identity string) bool {
-	r.Lock()
-	defer r.Unlock()
-	return r.waiting[key][identity]
-}
-
-// hasParent reports whether any Recreate of the parent is under way.
-func (r *recreations) hasParent(key string) bool {
-	r.Lock()
-	defer r.Unlock()
-	return len(r.waiting[key]) > 0
-}
-
-// count is how many parents have Recreates under way.
-func (r *recreations) count() int {
-	r.Lock()
-	defer r.Unlock()
-	return len(r.waiting)
+	return n
 }
 
 // FinishRecreates, for a controller whose policy was removed, waits until the Recreates under
@@ -101,7 +96,7 @@ func (c *Controller) FinishRecreates(ctx context.Context, timeout time.Duration)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
-	for n := c.recreations.count(); n > 0; n = c.recreations.count() {
+	for n := c.parentStates.countRecreating(); n > 0; n = c.parentStates.countRecreating() {
 		logger.V(2).Info("Policy removed: waiting for its Recreates under way", "parents", n)
 		select {
 		case <-ctx.Done():
@@ -140,7 +135,7 @@ func (c *Controller) markRecreatesGoing() {
 				id := render.Identity(&unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": res.GVK().GroupVersion().String(), "kind": res.Kind,
 					"metadata": map[string]any{"namespace": m.GetNamespace(), "name": m.GetName()}}})
-				c.recreations.mark(key, id)
+				c.parentStates.markRecreating(key, id)
 				c.queue.Add(key)
 			}
 		}
@@ -179,7 +174,7 @@ func (c *Controller) finishes(parent *unstructured.Unstructured, s decide.Step) 
 	}
 	switch s.Action {
 	case decide.Await, decide.Create, decide.Recreate:
-		return c.recreations.has(parentKey(parent), render.Identity(s.Child.Object))
+		return c.parentStates.isRecreating(parentKey(parent), render.Identity(s.Child.Object))
 	}
 	return false
 }

@@ -116,7 +116,7 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
 		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy(), nil
 	})
 	done := finishing(t, h)
-	for deadline := time.Now().Add(10 * time.Second); !h.c.recreations.hasParent("ns/p"); {
+	for deadline := time.Now().Add(10 * time.Second); !h.c.parentStates.recreatingAny("ns/p"); {
 		if time.Now().After(deadline) {
 			t.Fatal("the Recreate the cache shows was not marked under way")
 		}

@@ -290,7 +290,7 @@ func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set) {
 			return false, nil
 		}
 		c.share.slots.Store(uint64((shard.Set(c.share.slots.Load()) | still) & sh.want))
-		c.unchanged.reset()
+		c.parentStates.resetInputs()
 		c.enqueueAll(c.queue.Add)
 		return true, nil
 	})

@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +42,7 @@ func (c *Controller) SetShare(holds func(types.UID) bool) {
 	} else {
 		c.share.holds.Store(&holds)
 	}
-	c.unchanged.reset()
+	c.parentStates.resetInputs()
 	if c.parents != nil {
 		c.enqueueAll(c.queue.Add)
 	}
@@ -90,38 +89,35 @@ type Counts struct {
 	Ready, Failing int
 }
 
-// tally remembers the conditions each parent's last sync computed, by the parent's UID (Counts
-// reads it once per cached parent, by the UID the cache holds), and which UID each parent key
-// names now (a sync, a memo and a forgotten parent know the key).
-type tally struct {
-	sync.Mutex
-	marks map[types.UID]parentMark
-	uids  map[string]types.UID
-}
-
+// parentMark is the conditions of a parent's last sync that Counts counts.
 type parentMark struct {
 	ready, failing bool
 }
 
-// set remembers m for the parent of that key and UID, and forgets what it remembered of an
-// earlier parent of the same key; under the lock.
-func (t *tally) set(key string, uid types.UID, m parentMark) {
-	if t.marks == nil {
-		t.marks, t.uids = map[types.UID]parentMark{}, map[string]types.UID{}
+// setMark remembers m for the parent of that key and UID (parentState.mark), and forgets what it
+// remembered of an earlier parent of the same key.
+func (s *parentStates) setMark(key string, uid types.UID, m parentMark) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.byMarkedUID == nil {
+		s.byMarkedUID = map[types.UID]*parentState{}
 	}
-	if old, ok := t.uids[key]; ok && old != uid {
-		delete(t.marks, old)
+	p := s.stateLocked(key)
+	if p.marked && p.markedUID != uid {
+		delete(s.byMarkedUID, p.markedUID)
 	}
-	t.uids[key], t.marks[uid] = uid, m
+	p.mark, p.markedUID, p.marked = m, uid, true
+	s.byMarkedUID[uid] = p
 }
 
-// byKey returns what is remembered of the parent of that key now; under the lock.
-func (t *tally) byKey(key string) (types.UID, parentMark, bool) {
-	uid, ok := t.uids[key]
-	if !ok {
-		return "", parentMark{}, false
+// markedUID returns the UID of the parent of that key whose conditions are remembered.
+func (s *parentStates) markedUID(key string) (types.UID, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.byKey[key]; p != nil && p.marked {
+		return p.markedUID, true
 	}
-	return uid, t.marks[uid], true
+	return "", false
 }
 
 // markParent remembers the conditions a sync computed for a parent.
@@ -135,31 +131,14 @@ func (c *Controller) markParent(key string, uid types.UID, conds []render.Condit
 			m.failing = true
 		}
 	}
-	c.mark(key, uid, m)
-}
-
-func (c *Controller) mark(key string, uid types.UID, m parentMark) {
-	c.tally.Lock()
-	defer c.tally.Unlock()
-	c.tally.set(key, uid, m)
-}
-
-func (c *Controller) forgetMark(key string) {
-	c.tally.Lock()
-	defer c.tally.Unlock()
-	if uid, ok := c.tally.uids[key]; ok {
-		delete(c.tally.marks, uid)
-		delete(c.tally.uids, key)
-	}
+	c.parentStates.setMark(key, uid, m)
 }
 
 // SyncedParent reports whether this controller has synced that parent (its key and UID) since it
 // started (whatever the outcome): during a rollout, a parent's conditions speak for the new
 // version only once its controller has synced it.
 func (c *Controller) SyncedParent(parent metav1.Object) bool {
-	c.tally.Lock()
-	defer c.tally.Unlock()
-	uid, _, ok := c.tally.byKey(parentKey(parent))
+	uid, ok := c.parentStates.markedUID(parentKey(parent))
 	return ok && uid == parent.GetUID()
 }
 
@@ -172,15 +151,18 @@ func (c *Controller) Counts() Counts {
 		return out
 	}
 	objs := c.parents.List()
-	c.tally.Lock()
-	defer c.tally.Unlock()
+	c.parentStates.mu.Lock()
+	defer c.parentStates.mu.Unlock()
 	for _, obj := range objs {
 		m, err := metaOf(obj)
 		if err != nil || !c.holds(m.GetUID()) {
 			continue
 		}
 		out.Parents++
-		mark := c.tally.marks[m.GetUID()]
+		var mark parentMark
+		if p := c.parentStates.byMarkedUID[m.GetUID()]; p != nil {
+			mark = p.mark
+		}
 		if mark.ready {
 			out.Ready++
 		}

@@ -174,7 +174,7 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 		}, parent("p-2"), Counts{Parents: 1, Failing: 1}},
 		{"a forgotten parent", func(c *Controller) {
 			c.markParent("ns/p", "p-1", ready)
-			c.forgetMark("ns/p")
+			c.parentStates.forget("ns/p")
 		}, parent("p-1"), Counts{Parents: 1}},
 	}
 	for _, tt := range tests {
@@ -190,9 +190,9 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 	h := newHarness(t, copyToSecret())
 	h.c.markParent("ns/p", "p-1", ready)
 	h.c.markParent("ns/p", "p-2", ready)
-	h.c.forgetMark("ns/p")
-	if len(h.c.tally.marks) != 0 || len(h.c.tally.uids) != 0 {
-		t.Errorf("after the parent is forgotten the tally holds %v and %v, want nothing", h.c.tally.marks, h.c.tally.uids)
+	h.c.parentStates.forget("ns/p")
+	if len(h.c.parentStates.byKey) != 0 || len(h.c.parentStates.byMarkedUID) != 0 {
+		t.Errorf("after the parent is forgotten the parent states hold %v and %v, want nothing", h.c.parentStates.byKey, h.c.parentStates.byMarkedUID)
 	}
 }
 

@@ -113,20 +113,18 @@ func sameJSON(a, b any) bool {
 // conditionsChanged remembers the conditions of parents without a status subresource (built-in
 // kinds), so that their failures are reported as events once per change, not once per sync.
 func (c *Controller) conditionsChanged(parent *unstructured.Unstructured, conds []render.Condition) bool {
-	key := parentKey(parent)
-	summary := string(parent.GetUID()) + fmt.Sprint(conds)
-	c.lastConds.Lock()
-	defer c.lastConds.Unlock()
-	if c.lastConds.m[key] == summary {
-		return false
-	}
-	c.lastConds.m[key] = summary
-	return true
+	return c.parentStates.swapConditions(parentKey(parent), string(parent.GetUID())+fmt.Sprint(conds))
 }
 
-// forgetConditions drops the conditions remembered of a parent that is gone.
-func (c *Controller) forgetConditions(key string) {
-	c.lastConds.Lock()
-	defer c.lastConds.Unlock()
-	delete(c.lastConds.m, key)
+// swapConditions remembers the summary of a parent's conditions (parentState.conditions), and
+// reports whether it differs from the one remembered before.
+func (s *parentStates) swapConditions(key, summary string) (changed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.stateLocked(key)
+	if p.conditions == summary {
+		return false
+	}
+	p.conditions = summary
+	return true
 }

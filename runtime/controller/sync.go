@@ -42,15 +42,15 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	children := c.cachedChildren(cached.GetUID())
-	if c.draining.Load() && !c.recreations.hasParent(key) {
+	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
 		return nil // the policy was removed: only Recreates under way complete (removal.go)
 	}
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
-		if inputs, known := c.unchanged.fingerprint(cached, children, nil); known && c.unchanged.same(key, inputs) {
-			c.childEvents.settle(key)
+		if inputs, known := fingerprint(cached, children, nil); known && c.parentStates.sameInputs(key, inputs) {
+			c.parentStates.settleChildEvents(key)
 			return nil // the last sync of these very inputs left nothing to do: nothing decoded
 		} else if known && c.recalled(key, cached.GetUID(), inputs) {
-			c.childEvents.settle(key)
+			c.parentStates.settleChildEvents(key)
 			return nil // so did the last one before a restart (memo.go)
 		}
 	}
@@ -63,27 +63,27 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	observed := c.observedChildren(ctx, children)
 	if err := c.mayReadParentAndChildren(ctx, parent, observed); err != nil {
-		c.unchanged.forget(key)
+		c.parentStates.forgetInputs(key)
 		return c.fail(ctx, parent, err)
 	}
 	budget := expr.NewBudget() // what every expression of this sync may spend together
 	related, err := c.readRelated(ctx, key, parent, budget)
 	if err != nil {
-		c.unchanged.forget(key)
+		c.parentStates.forgetInputs(key)
 		return c.fail(ctx, parent, err)
 	}
-	inputs, known := c.unchanged.fingerprint(cached, children, related)
-	if known && c.unchanged.same(key, inputs) {
-		c.childEvents.settle(key)
+	inputs, known := fingerprint(cached, children, related)
+	if known && c.parentStates.sameInputs(key, inputs) {
+		c.parentStates.settleChildEvents(key)
 		return nil // the last sync of these very inputs left nothing to do
 	}
-	c.unchanged.forget(key)
+	c.parentStates.forgetInputs(key)
 	left, err := c.reconcile(ctx, key, parent, observed, related, budget)
 	if err != nil {
 		return err
 	}
 	if known {
-		c.unchanged.remember(key, c.inputsLeft(inputs, cached, children, parent, left))
+		c.parentStates.rememberInputs(key, c.inputsLeft(inputs, cached, children, parent, left))
 	}
 	return nil
 }
@@ -103,7 +103,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		return left{}, err
 	}
 	w, err := c.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
-	c.recreations.record(key, w.recreating, err == nil)
+	c.parentStates.recordRecreating(key, w.recreating, err == nil)
 	c.wakeDrain()
 	if rerr := c.recordChildren(ctx, parent, kids, w.objects); err == nil {
 		err = rerr
@@ -112,9 +112,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		return left{}, c.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
-		c.childEvents.settle(key) // the next child event is news, not an echo
+		c.parentStates.settleChildEvents(key) // the next child event is news, not an echo
 	} else {
-		c.childEvents.wrote(key)
+		c.parentStates.wroteChildren(key)
 	}
 	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
 	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
@@ -163,7 +163,7 @@ func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []
 			kids = append(kids, m)
 		}
 	}
-	sum, ok := c.unchanged.fingerprint(after, kids, nil)
+	sum, ok := fingerprint(after, kids, nil)
 	if !ok {
 		return before
 	}
@@ -211,14 +211,8 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	if exists {
 		return metaOf(obj)
 	}
+	c.parentStates.forget(key)
 	c.relIndex.forget(key)
-	c.unchanged.forget(key)
-	c.forgetMark(key)
-	c.refused.forgetParent(key)
-	c.forgetConditions(key)
-	c.fights.forgetParent(key)
-	c.childEvents.settle(key)
-	c.recreations.forget(key)
 	c.wakeDrain()
 	return nil, nil
 }

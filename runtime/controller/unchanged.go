@@ -1,9 +1,7 @@
 package controller
 
 import (
-	"maps"
 	"slices"
-	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,29 +9,24 @@ import (
 	"metacel.dev/metacel/runtime/memo"
 )
 
-// unchanged remembers, per parent, a fingerprint of the inputs of its last successful sync: the
-// resourceVersions of the parent, of its observed children and of the related objects it read.
-// Render is a pure function of these inputs (no clock, no randomness), and that sync left the
-// cluster as the render wanted it; a sync with the same inputs (a resync, an event replayed by
-// an informer) would render and compare the same again, so it is skipped. A write of a sync
-// changes the resourceVersion of the object written, which is an input, so a skip never hides
-// what a write did; a sync that failed is not remembered. What the inputs do not cover resets
-// the memory: a namespace's consent labels (confinement), a new policy (a new controller).
+// A controller remembers, per parent (parentState.inputs), a fingerprint of the inputs of its last
+// successful sync: the resourceVersions of the parent, of its observed children and of the
+// related objects it read. Render is a pure function of these inputs (no clock, no randomness),
+// and that sync left the cluster as the render wanted it; a sync with the same inputs (a resync,
+// an event replayed by an informer) would render and compare the same again, so it is skipped. A
+// write of a sync changes the resourceVersion of the object written, which is an input, so a skip
+// never hides what a write did; a sync that failed is not remembered. What the inputs do not
+// cover resets the memory: a namespace's consent labels (confinement), a new policy (a new
+// controller).
 //
 // This is what a hand-written controller's resync costs: a look at its caches, no render. After a
 // restart, the fingerprints the controller had when it stopped (package memo) are recalled: a
 // parent whose inputs match one of them is known as if this process had synced it.
-type unchanged struct {
-	sync.Mutex
-	last map[string]uint64 // parent key -> fingerprint
-	// recalled are the fingerprints of the memo not matched yet, with the byte kept beside each
-	recalled memo.Entries
-}
 
 // fingerprint hashes the resourceVersions of a sync's inputs: the parent and the policy's objects
 // cached for it (their metadata: nothing is decoded), and the related objects it read; ok is
 // false when an input has none (an object not from an API server), which is never skipped.
-func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, related map[string][]*unstructured.Unstructured) (sum uint64, ok bool) {
+func fingerprint(parent metav1.Object, children []metav1.Object, related map[string][]*unstructured.Unstructured) (sum uint64, ok bool) {
 	h := fnv64a(fnvOffset)
 	versions := make([]string, 0, len(children)+1)
 	for _, m := range append([]metav1.Object{parent}, children...) {
@@ -66,67 +59,61 @@ func (u *unchanged) fingerprint(parent metav1.Object, children []metav1.Object, 
 	return uint64(h), true
 }
 
-// same reports whether the last successful sync of key had these inputs.
-func (u *unchanged) same(key string, sum uint64) bool {
-	u.Lock()
-	defer u.Unlock()
-	last, ok := u.last[key]
-	return ok && last == sum
+// sameInputs reports whether the last successful sync of key had these inputs.
+func (s *parentStates) sameInputs(key string, sum uint64) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	return p != nil && p.knowsInputs && p.inputs == sum
 }
 
-// remember records the inputs of a successful sync of key.
-func (u *unchanged) remember(key string, sum uint64) {
-	u.Lock()
-	defer u.Unlock()
-	if u.last == nil {
-		u.last = map[string]uint64{}
+// rememberInputs records the inputs of a successful sync of key.
+func (s *parentStates) rememberInputs(key string, sum uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.stateLocked(key)
+	p.inputs, p.knowsInputs = sum, true
+}
+
+// forgetInputs drops the inputs remembered of key (a failed sync).
+func (s *parentStates) forgetInputs(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p := s.byKey[key]; p != nil {
+		p.inputs, p.knowsInputs = 0, false
 	}
-	u.last[key] = sum
 }
 
-// forget drops what is remembered of key (a failed sync, a parent gone).
-func (u *unchanged) forget(key string) {
-	u.Lock()
-	defer u.Unlock()
-	delete(u.last, key)
-}
-
-// reset drops everything: an input the fingerprints do not cover changed.
-func (u *unchanged) reset() {
-	u.Lock()
-	defer u.Unlock()
-	u.last = nil
-	u.recalled = nil
+// resetInputs drops the inputs remembered of every parent, and the memo recalled: an input the
+// fingerprints do not cover changed.
+func (s *parentStates) resetInputs() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.byKey {
+		p.inputs, p.knowsInputs = 0, false
+	}
+	s.recalled = nil
 }
 
 // recall takes the fingerprints of a memo, before the first sync.
-func (u *unchanged) recall(entries memo.Entries) {
-	u.Lock()
-	defer u.Unlock()
-	u.recalled = entries
+func (s *parentStates) recall(entries memo.Entries) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.recalled = entries
 }
 
-// recalledAs reports whether the memo had these inputs, with the byte kept beside them, and then
-// remembers them for key, as if this process had synced it.
-func (u *unchanged) recalledAs(key string, sum uint64) (kept byte, ok bool) {
-	u.Lock()
-	defer u.Unlock()
-	if kept, ok = u.recalled[sum]; !ok {
+// takeRecalled reports whether the memo had these inputs, with the byte kept beside them, and
+// then remembers them for key, as if this process had synced it.
+func (s *parentStates) takeRecalled(key string, sum uint64) (kept byte, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if kept, ok = s.recalled[sum]; !ok {
 		return 0, false
 	}
-	delete(u.recalled, sum)
-	if u.last == nil {
-		u.last = map[string]uint64{}
-	}
-	u.last[key] = sum
+	delete(s.recalled, sum)
+	p := s.stateLocked(key)
+	p.inputs, p.knowsInputs = sum, true
 	return kept, true
-}
-
-// remembered returns what is remembered, by parent key.
-func (u *unchanged) remembered() map[string]uint64 {
-	u.Lock()
-	defer u.Unlock()
-	return maps.Clone(u.last)
 }
 
 // fnv64a is the 64-bit FNV-1a hash (hash/fnv's), written here to hash strings without copying

@@ -69,20 +69,19 @@ func TestASyncOfTheInputsOfTheLastOneIsSkipped(t *testing.T) {
 }
 
 func TestAnInputWithoutResourceVersionIsNeverSkipped(t *testing.T) {
-	u := unchanged{}
 	withRV := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, uid: u, resourceVersion: "1"}}`)
 	other := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: s, uid: s, resourceVersion: "2"}}`)
 	without := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: s, uid: s}}`)
-	if _, ok := u.fingerprint(withRV, []metav1.Object{without}, nil); ok {
+	if _, ok := fingerprint(withRV, []metav1.Object{without}, nil); ok {
 		t.Error("a child without a resourceVersion gave a fingerprint")
 	}
-	a, _ := u.fingerprint(withRV, []metav1.Object{other}, nil)
-	b, _ := u.fingerprint(withRV, nil, map[string][]*unstructured.Unstructured{"s": {other}})
+	a, _ := fingerprint(withRV, []metav1.Object{other}, nil)
+	b, _ := fingerprint(withRV, nil, map[string][]*unstructured.Unstructured{"s": {other}})
 	if a == b {
 		t.Error("the same object as a child and as a related object gave one fingerprint")
 	}
-	c, _ := u.fingerprint(withRV, []metav1.Object{other, withRV}, nil)
-	d, _ := u.fingerprint(withRV, []metav1.Object{withRV, other}, nil)
+	c, _ := fingerprint(withRV, []metav1.Object{other, withRV}, nil)
+	d, _ := fingerprint(withRV, []metav1.Object{withRV, other}, nil)
 	if c != d {
 		t.Error("the order the index yields children in changed the fingerprint")
 	}

@@ -1,0 +1,87 @@
+package controller
+
+import (
+	"sync"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/memo"
+)
+
+// What a controller remembers of a parent between its syncs is one parentState, held by the
+// parent's key in parentStates, so that forgetting a parent that is gone is one delete (forget).
+// Workers sync different parents at once, and the child informers' handlers read a parent's
+// child-event spacing, so every access holds the one lock, briefly: nothing under it reads a
+// cache, makes a request or encodes an object.
+//
+// Not per parent, and kept apart: the index of the related objects each parent read
+// (relatedIndex), which is looked up by related object to route its events; the parents that
+// left the cache with the cleanup finalizer (leaving.go), which must outlive the forgetting
+// of a parent gone; and the children created lately (recentcreates.go), by child name, in each
+// child cache. The fingerprints of a recalled memo are by fingerprint, not by parent, but are
+// held here: a recall moves one into a parent's state, under the same lock.
+
+// parentState is what the controller remembers of one parent.
+type parentState struct {
+	// inputs is the fingerprint of the inputs of the parent's last successful sync, when
+	// knowsInputs (unchanged.go)
+	inputs      uint64
+	knowsInputs bool
+	// mark is the conditions its last sync computed, for Counts, for the parent of markedUID,
+	// when marked (share.go)
+	mark      parentMark
+	markedUID types.UID
+	marked    bool
+	// refused are the children (and "status") whose last write the API server refused for good,
+	// by identity, for the parent of refusedUID; nil when none (refused.go)
+	refusedUID types.UID
+	refused    map[string]refusal
+	// conditions sums up the last conditions of a parent without a status subresource (status.go)
+	conditions string
+	// writes are, by child identity, what metacel last wrote of each child and when others undid
+	// it (fights.go)
+	writes map[string]*childWrites
+	// writingSyncs counts the syncs in a row that wrote children (echoes.go)
+	writingSyncs int
+	// recreating are the children, by identity, whose Recreate is under way (removal.go)
+	recreating map[string]bool
+}
+
+// parentStates holds the controller's parentState of each parent, by parent key.
+type parentStates struct {
+	mu    sync.Mutex
+	byKey map[string]*parentState
+	// byMarkedUID finds a parent's state by the UID its conditions were marked for: Counts reads
+	// them once per cached parent, by the UID the cache holds
+	byMarkedUID map[types.UID]*parentState
+	// recalled are the fingerprints of the memo not matched yet, with the byte kept beside each
+	// (memo.go)
+	recalled memo.Entries
+}
+
+// stateLocked returns the state of a parent, made empty if it has none; the caller holds mu.
+func (s *parentStates) stateLocked(key string) *parentState {
+	if s.byKey == nil {
+		s.byKey = map[string]*parentState{}
+	}
+	p := s.byKey[key]
+	if p == nil {
+		p = &parentState{}
+		s.byKey[key] = p
+	}
+	return p
+}
+
+// forget drops everything remembered of a parent that is gone.
+func (s *parentStates) forget(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p := s.byKey[key]
+	if p == nil {
+		return
+	}
+	if p.marked {
+		delete(s.byMarkedUID, p.markedUID)
+	}
+	delete(s.byKey, key)
+}
