@@ -112,7 +112,7 @@ func Run(ctx context.Context, o Options) error {
 		reg = prometheus.NewRegistry()
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	controller.RegisterProcessMetrics()
+	registerProcessMetrics()
 	eventsClient, err := kubernetes.NewForConfig(eventsConfig(cfg))
 	if err != nil {
 		return fmt.Errorf("events client: %w", err)
@@ -352,7 +352,7 @@ func newClients(cfg *rest.Config, maxKept int) (*clients, error) {
 // profiles under it: heap, goroutine, ...; profile and trace take ?seconds=N).
 func metricsMux(reg *prometheus.Registry, profiling bool) *http.ServeMux {
 	mux := http.NewServeMux()
-	gatherers := prometheus.Gatherers{reg, controller.ProcessRegistry}
+	gatherers := prometheus.Gatherers{reg, processRegistry}
 	mux.Handle("/metrics", promhttp.HandlerFor(gatherers, promhttp.HandlerOpts{}))
 	if profiling {
 		mux.HandleFunc("/debug/pprof/", pprof.Index)

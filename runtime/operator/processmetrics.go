@@ -1,4 +1,4 @@
-package controller
+package operator
 
 import (
 	"context"
@@ -11,14 +11,16 @@ import (
 
 var registerGlobal sync.Once
 
-// ProcessRegistry holds the metrics that client-go reports through process-wide hooks:
-// workqueue_* for every queue (named after its policy) and rest_client_requests_total. /metrics
-// serves it beside the run's own registry.
-var ProcessRegistry = prometheus.NewRegistry()
+// processRegistry holds the metrics that client-go reports through process-wide hooks:
+// workqueue_* for every queue (one per controller, named after its policy) and
+// rest_client_requests_total. /metrics serves it beside the run's own registry. The hooks are
+// the process's, not a controller's: they are installed here, where the process starts, once,
+// before any controller makes its queue.
+var processRegistry = prometheus.NewRegistry()
 
-// RegisterProcessMetrics installs client-go's process-wide metric hooks, once per process.
-func RegisterProcessMetrics() {
-	reg := ProcessRegistry
+// registerProcessMetrics installs client-go's process-wide metric hooks, once per process.
+func registerProcessMetrics() {
+	reg := processRegistry
 	registerGlobal.Do(func() {
 		p := newWorkqueueMetrics(reg)
 		workqueue.SetProvider(p)
