@@ -49,7 +49,7 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 func (c *Controller) hasSynced() []cache.DoneChecker {
 	var out []cache.DoneChecker
 	for _, rc := range c.resourceCaches() {
-		out = append(out, rc.delivered()...)
+		out = append(out, rc.Delivered()...)
 	}
 	return append(out, c.delivered...)
 }

@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
@@ -33,7 +34,7 @@ import (
 
 // Deps are what every controller shares.
 type Deps struct {
-	Pool *Pool
+	Pool *informers.Pool
 	// Ledger keeps what the controller must know across restarts (nil: off)
 	Ledger *ledger.Ledger
 	Writer *apply.Writer
@@ -58,11 +59,11 @@ type Controller struct {
 	deps   Deps
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	parents  *resourceCache
-	children map[string]*resourceCache            // by GroupVersionResource string
+	parents  *informers.Cache
+	children map[string]*childCache               // by GroupVersionResource string
 	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	// sharding, when not nil, makes the controller hold the parents of some slots only
-	// (resourcecache.go); syncing is held (read) by each sync, so that a replica letting go of
+	// (slots.go); syncing is held (read) by each sync, so that a replica letting go of
 	// slots can wait for the syncs under way
 	sharding *sharding
 	syncing  sync.RWMutex
@@ -104,9 +105,6 @@ type Controller struct {
 	actAsErr error
 }
 
-// managedSelector selects the objects metacel manages: children are watched through it.
-var managedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
-
 // New prepares the controller of a policy; Run starts it.
 func New(p *policy.Compiled, deps Deps) *Controller {
 	c := &Controller{
@@ -114,7 +112,7 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		deps:   deps,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
-		children:  map[string]*resourceCache{},
+		children:  map[string]*childCache{},
 		related:   map[string]cache.SharedIndexInformer{},
 		relIndex:  newRelatedIndex(),
 		drainNews: make(chan struct{}, 1),
@@ -205,9 +203,9 @@ func (c *Controller) resync(ctx context.Context) {
 func (c *Controller) informers() map[string]cache.SharedIndexInformer {
 	out := map[string]cache.SharedIndexInformer{}
 	for _, rc := range c.resourceCaches() {
-		for i, inf := range rc.informers() {
-			name := rc.gvr.String()
-			if rc.sharded {
+		for i, inf := range rc.Informers() {
+			name := rc.GVR().String()
+			if rc.Sharded() {
 				name = fmt.Sprintf("%s (slot informer %d)", name, i)
 			}
 			out[name] = inf
@@ -233,7 +231,7 @@ func (c *Controller) release() {
 		c.sharding.stopped = true
 	}
 	if c.parents != nil {
-		c.parents.releaseAll()
+		c.parents.ReleaseAll()
 		for _, rc := range c.children {
 			rc.releaseAll()
 		}
@@ -263,9 +261,9 @@ func (c *Controller) Watch() error {
 		selector = c.selector.String()
 	}
 	sharded := c.sharding != nil
-	c.parents = c.newResourceCache(c.policy.Parent.GVR, selector, byUID, c.parentHandler(), sharded && c.sharding.serverSide)
+	c.parents = informers.NewCache(c.deps.Pool, c.policy.Parent.GVR, selector, informers.ByUID, c.parentHandler(), sharded && c.sharding.serverSide)
 	for gvr := range c.policy.ChildResources {
-		c.children[gvr.String()] = c.newResourceCache(gvr, managedSelector, byParentUID, c.childHandler(), sharded)
+		c.children[gvr.String()] = c.newChildCache(gvr, c.childHandler(), sharded)
 	}
 	c.watchRelated()
 	return nil
@@ -286,9 +284,9 @@ func (c *Controller) setSelector() error {
 
 func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, indexes ...string) cache.SharedIndexInformer {
 	inf, release := c.deps.Pool.Acquire(gvr, selector, indexes...)
-	si := withHandler(inf, release, h)
-	c.cleanups = append(c.cleanups, si.release)
-	c.delivered = append(c.delivered, si.delivered)
+	removeAndRelease, delivered := informers.WithHandler(inf, release, h)
+	c.cleanups = append(c.cleanups, removeAndRelease)
+	c.delivered = append(c.delivered, delivered)
 	return inf
 }
 
@@ -388,7 +386,7 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
 		DeleteFunc: func(obj any) {
-			if m, err := metaOf(obj); err == nil && !c.holds(m.GetUID()) {
+			if m, err := informers.MetaOf(obj); err == nil && !c.holds(m.GetUID()) {
 				return // the other version's, during a rollout
 			}
 			c.noteLeaving(obj)
@@ -416,11 +414,11 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// after their parents' syncs and synced them again: 1,292-2,000 syncs in a restart over
 	// 1,000 converged parents.
 	enqueue := func(obj any, now bool) {
-		m, err := metaOf(obj)
+		m, err := informers.MetaOf(obj)
 		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 			return
 		}
-		parents, _ := c.parents.ByIndex(byUID, m.GetLabels()[render.LabelParentUID])
+		parents, _ := c.parents.ByIndex(informers.ByUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			if err != nil {

@@ -1,14 +1,10 @@
 // Package controller runs one policy as a Kubernetes controller.
 //
-// Informers are shared: a Pool keeps one informer per resource and label selector, refcounted,
-// so that two policies with the same child kind watch it once, and a kind no policy uses any more
-// stops being watched. Its caches hold objects as package compact keeps them (metadata decoded,
-// the rest as JSON; an object larger than the pool's cap, KeepAtMost, without its body, read from
-// the API server when a sync decodes it); a sync decodes the parent and children it reads. Children are watched through the label
-// app.kubernetes.io/managed-by=metacel only, and indexed by their parent's UID, so finding a
-// parent's children never scans all objects; parents are indexed by their own UID, to route a
-// child's events. A pooled informer keeps only the indexes its users ask for (an index of unique
-// values costs a set per object).
+// Informers are shared (package informers): a controller reads its parents and children through
+// the pool's caches, and a sync decodes the parent and children it reads. Children are watched
+// through the label app.kubernetes.io/managed-by=metacel only, and indexed by their parent's
+// UID, so finding a parent's children never scans all objects; parents are indexed by their own
+// UID, to route a child's events.
 //
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
@@ -32,7 +28,11 @@
 // moves parents from one to the other. It counts, for the policy's status, the parents it holds
 // and their conditions as its syncs last computed them (Counts), without decoding any.
 //
-// With sharding (ShardedBy, resourcecache.go), a controller syncs the parents of the slots its
+// What a controller remembers of a parent between its syncs (the inputs of its last sync, its
+// conditions, the writes refused or undone, the Recreates under way) is one record, parentState
+// (parentstate.go), forgotten with one delete when the parent is gone.
+//
+// With sharding (ShardedBy, slots.go), a controller syncs the parents of the slots its
 // replica holds (package shard): one informer per slot for each child resource (the children's
 // metacel.dev/shard-slot label) and, when the API server selects shards, for the parents, read as
 // one cache; without, one informer holds every parent. Letting go of slots waits for their syncs under way; slots gained are synced once

@@ -15,6 +15,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -118,7 +119,7 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
 func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := c.parents.ByIndex(byUID, child.GetLabels()[render.LabelParentUID])
+	objs, _ := c.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

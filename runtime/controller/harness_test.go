@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
@@ -53,30 +54,23 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")})
 	// each cache keeps only the index the controller asks of the pool for it
 	newInformer := func(index string) cache.SharedIndexInformer {
-		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, indexers([]string{index}))
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, informers.Indexers([]string{index}))
 	}
-	c.parents = wholeCache(p.Parent.GVR, newInformer(byUID))
+	c.parents = informers.Fixed(p.Parent.GVR, newInformer(informers.ByUID))
 	if err := c.setSelector(); err != nil {
 		t.Fatal(err)
 	}
 	for gvr := range p.ChildResources {
-		c.children[gvr.String()] = wholeCache(gvr, newInformer(byParentUID))
+		c.children[gvr.String()] = &childCache{Cache: informers.Fixed(gvr, newInformer(informers.ByParentUID))}
 	}
 	t.Cleanup(c.queue.ShutDown)
 	return &harness{c: c, client: client, recorder: rec, kube: kube}
 }
 
-// wholeCache is a resource's cache of one informer the test fills.
-func wholeCache(gvr schema.GroupVersionResource, inf cache.SharedIndexInformer) *resourceCache {
-	rc := &resourceCache{gvr: gvr, bySlot: map[int]*slotInformer{wholeSlot: {informer: inf, release: func() {}}}}
-	rc.relist()
-	return rc
-}
-
 // cacheParent puts a parent in the parent cache.
 func (h *harness) cacheParent(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
-	if err := h.c.parents.whole().GetIndexer().Add(obj); err != nil {
+	if err := h.c.parents.Whole().GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -88,7 +82,7 @@ func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}
-	if err := h.c.children[res.GVR.String()].whole().GetIndexer().Add(obj); err != nil {
+	if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(obj); err != nil {
 		t.Fatal(err)
 	}
 }

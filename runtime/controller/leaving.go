@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -29,7 +30,7 @@ type leavingSet struct {
 
 // noteLeaving remembers a parent that left the cache, if it had the cleanup finalizer.
 func (c *Controller) noteLeaving(obj any) {
-	m, err := metaOf(obj)
+	m, err := informers.MetaOf(obj)
 	if err != nil || !slices.Contains(m.GetFinalizers(), render.Finalizer) {
 		return
 	}

@@ -5,10 +5,12 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -104,7 +106,7 @@ func (rc *recentCreates) deleted(obj any) {
 
 // update calls f, under the lock, with the child remembered that is obj (its name and UID).
 func (rc *recentCreates) update(obj any, f func(name string, r recentCreate)) {
-	m, err := metaOf(obj)
+	m, err := informers.MetaOf(obj)
 	if err != nil {
 		return
 	}
@@ -122,6 +124,34 @@ func (rc *recentCreates) forgetAll() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	clear(rc.byName)
+}
+
+// childCache is the cache of a child resource, with the children the controller created lately.
+type childCache struct {
+	*informers.Cache
+	creates recentCreates
+}
+
+// newChildCache returns the cache of a child resource, whose events go to h, each once creates
+// has noted it.
+func (c *Controller) newChildCache(gvr schema.GroupVersionResource, h cache.ResourceEventHandler, sharded bool) *childCache {
+	cc := &childCache{}
+	noticed := noticing{ResourceEventHandler: h, creates: &cc.creates, clock: c.deps.Clock}
+	cc.Cache = informers.NewCache(c.deps.Pool, gvr, informers.ManagedSelector, informers.ByParentUID, noticed, sharded)
+	return cc
+}
+
+// dropSlots releases the informers of slots, and forgets the children created lately: a dropped
+// slot's deletions are no longer delivered, and a slot taken back lists afresh.
+func (cc *childCache) dropSlots(slots []int) {
+	cc.DropSlots(slots)
+	cc.creates.forgetAll()
+}
+
+// releaseAll releases every informer, and forgets the children created lately.
+func (cc *childCache) releaseAll() {
+	cc.ReleaseAll()
+	cc.creates.forgetAll()
 }
 
 // noticing passes a cache's events to its handler, after telling creates of them.

@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/informers"
 )
 
 // A parent synced again from a child cache that does not show yet the child its last sync
@@ -87,7 +88,10 @@ func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
 // Slots let go of forget the children created lately: their deletions no longer reach the
 // cache.
 func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {
-	rc := &resourceCache{bySlot: map[int]*slotInformer{3: {release: func() {}}}, sharded: true}
+	rc := &childCache{Cache: informers.NewCache(nil, secretsGVR, "", "", cache.ResourceEventHandlerFuncs{}, true)}
+	rc.AddSlots([]int{3}, func(int) (cache.SharedIndexInformer, func()) {
+		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, nil), func() {}
+	})
 	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: c, namespace: ns, uid: s-1, labels: {metacel.dev/parent-uid: p-1}}}`)
 	now := time.Now()
 	rc.creates.add(child, now)
@@ -127,7 +131,7 @@ func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
 	delete(labels, "metacel.dev/parent-uid")
 	edited.SetLabels(labels)
 	rc := h.c.children[secretsGVR.String()]
-	if err := rc.whole().GetIndexer().Add(edited); err != nil {
+	if err := rc.Whole().GetIndexer().Add(edited); err != nil {
 		t.Fatal(err)
 	}
 	noticing{ResourceEventHandler: cache.ResourceEventHandlerFuncs{}, creates: &rc.creates}.OnUpdate(created[0], edited)

@@ -14,6 +14,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/identity"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -70,8 +71,8 @@ func literalSelector(s *metav1.LabelSelector) string {
 // parents may reach changed.
 func (c *Controller) namespaceHandler(consent []string) cache.ResourceEventHandler {
 	changed := func(old, obj any) bool {
-		o, err1 := metaOf(old)
-		n, err2 := metaOf(obj)
+		o, err1 := informers.MetaOf(old)
+		n, err2 := informers.MetaOf(obj)
 		if err1 != nil || err2 != nil {
 			return true
 		}
@@ -111,7 +112,7 @@ func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	m, err := metaOf(obj)
+	m, err := informers.MetaOf(obj)
 	if err != nil {
 		return nil, false
 	}
@@ -122,7 +123,7 @@ func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
 // the old object too, so that an object that stops matching a selector re-syncs its readers.
 func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	route := func(obj any, _ bool) {
-		m, err := metaOf(obj)
+		m, err := informers.MetaOf(obj)
 		if err != nil {
 			return
 		}
@@ -167,7 +168,7 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 		}
 		objs, _ := indexer.ByIndex(cache.NamespaceIndex, ref.Namespace)
 		for _, obj := range objs {
-			if m, err := metaOf(obj); err == nil && ref.Matches(m) {
+			if m, err := informers.MetaOf(obj); err == nil && ref.Matches(m) {
 				if err := appendDecoded(out, ref.ID, obj); err != nil {
 					return nil, err
 				}

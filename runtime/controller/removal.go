@@ -9,6 +9,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/decide"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -127,7 +128,7 @@ func (c *Controller) markRecreatesGoing() {
 			continue
 		}
 		for _, obj := range c.children[gvr.String()].List() {
-			m, err := metaOf(obj)
+			m, err := informers.MetaOf(obj)
 			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 				continue
 			}
@@ -144,9 +145,9 @@ func (c *Controller) markRecreatesGoing() {
 
 // stayingParent returns the key of the parent of a UID when it is cached and not being deleted.
 func (c *Controller) stayingParent(uid string) (string, bool) {
-	parents, _ := c.parents.ByIndex(byUID, uid)
+	parents, _ := c.parents.ByIndex(informers.ByUID, uid)
 	for _, p := range parents {
-		if m, err := metaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
+		if m, err := informers.MetaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			return key, err == nil
 		}

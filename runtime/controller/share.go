@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 	"metacel.dev/metacel/runtime/shard"
@@ -154,7 +155,7 @@ func (c *Controller) Counts() Counts {
 	c.parentStates.mu.Lock()
 	defer c.parentStates.mu.Unlock()
 	for _, obj := range objs {
-		m, err := metaOf(obj)
+		m, err := informers.MetaOf(obj)
 		if err != nil || !c.holds(m.GetUID()) {
 			continue
 		}
@@ -181,7 +182,7 @@ func (c *Controller) HeldParents() []metav1.Object {
 	}
 	var out []metav1.Object
 	for _, obj := range c.parents.List() {
-		if m, err := metaOf(obj); err == nil && c.holds(m.GetUID()) {
+		if m, err := informers.MetaOf(obj); err == nil && c.holds(m.GetUID()) {
 			out = append(out, m)
 		}
 	}

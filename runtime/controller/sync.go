@@ -18,6 +18,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -209,7 +210,7 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 		return nil, err
 	}
 	if exists {
-		return metaOf(obj)
+		return informers.MetaOf(obj)
 	}
 	c.parentStates.forget(key)
 	c.relIndex.forget(key)
@@ -222,9 +223,9 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
 	var out []metav1.Object
 	for _, rc := range c.children {
-		objs, _ := rc.ByIndex(byParentUID, string(uid))
+		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
 		for _, obj := range objs {
-			if m, err := metaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
+			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
 				out = append(out, m)
 			}
 		}

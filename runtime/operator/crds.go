@@ -13,7 +13,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/cache"
 
-	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -59,7 +59,7 @@ type crdPresence interface {
 
 // watchCRDs watches CRDs through the shared informer pool, telling presence which exist; the
 // initial list changes nothing.
-func watchCRDs(pool *controller.Pool, presence crdPresence) (*crdChanges, func()) {
+func watchCRDs(pool *informers.Pool, presence crdPresence) (*crdChanges, func()) {
 	c := &crdChanges{signal: make(chan struct{}, 1), specs: map[string]bool{}}
 	name := func(obj any) string {
 		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {

@@ -16,6 +16,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -80,7 +81,7 @@ func handOverSet(t *testing.T, unsyncable string) *policySet {
 	})
 	reg := prometheus.NewRegistry()
 	deps := controller.Deps{
-		Mapper: kinds.NewCatalog(), Pool: controller.NewPool(t.Context(), client, nil),
+		Mapper: kinds.NewCatalog(), Pool: informers.NewPool(t.Context(), client, nil),
 		Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
 	}
 	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)

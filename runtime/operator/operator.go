@@ -29,6 +29,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/identity"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/memo"
@@ -168,7 +169,7 @@ type reconciler struct {
 func (r *reconciler) run(ctx context.Context) error {
 	o := r.o
 	mapper := kinds.NewDiscovery(r.clients.discovery, r.clients.dynamic)
-	pool := controller.NewPool(ctx, r.clients.dynamic, r.clients.compact)
+	pool := informers.NewPool(ctx, r.clients.dynamic, r.clients.compact)
 	pool.KeepAtMost(maxKept(o))
 	r.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "metacel_informers",

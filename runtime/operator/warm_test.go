@@ -10,6 +10,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -38,7 +39,7 @@ func TestTheInformersOfAChangedUnitStartBeforeItCompiles(t *testing.T) {
 			client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 				{Version: "v1", Resource: "namespaces"}: "NamespaceList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 			})
-			pool := controller.NewPool(t.Context(), client, nil)
+			pool := informers.NewPool(t.Context(), client, nil)
 			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog(), Pool: pool}, func() {}, 1, nil, prometheus.NewRegistry())
 			unit := source.Unit{Name: "p.yaml", Data: []byte(tc.unit)}
 			s.snapshots["dir"] = []source.Unit{unit}

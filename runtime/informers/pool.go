@@ -1,4 +1,4 @@
-package controller
+package informers
 
 import (
 	"context"
@@ -21,11 +21,14 @@ import (
 
 // Index names of every pooled informer.
 const (
-	// byParentUID indexes children by the metacel.dev/parent-uid label.
-	byParentUID = "metacel.dev/parent-uid"
-	// byUID indexes objects by their own UID (parents, to route child events).
-	byUID = "uid"
+	// ByParentUID indexes children by the metacel.dev/parent-uid label.
+	ByParentUID = "metacel.dev/parent-uid"
+	// ByUID indexes objects by their own UID (parents, to route child events).
+	ByUID = "uid"
 )
+
+// ManagedSelector selects the objects metacel manages: children are watched through it.
+var ManagedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
 
 // indexFuncs are the indexes a pooled informer may keep. Each keeps only those its users look
 // objects up by (Acquire's indexes): client-go's index holds a set per value, and an index of
@@ -34,8 +37,8 @@ const (
 var indexFuncs = cache.Indexers{
 	// related objects chosen by a selector are looked up in their namespace
 	cache.NamespaceIndex: cache.MetaNamespaceIndexFunc,
-	byParentUID: func(obj any) ([]string, error) {
-		m, err := metaOf(obj)
+	ByParentUID: func(obj any) ([]string, error) {
+		m, err := MetaOf(obj)
 		if err != nil {
 			return nil, err
 		}
@@ -44,8 +47,8 @@ var indexFuncs = cache.Indexers{
 		}
 		return nil, nil
 	},
-	byUID: func(obj any) ([]string, error) {
-		m, err := metaOf(obj)
+	ByUID: func(obj any) ([]string, error) {
+		m, err := MetaOf(obj)
 		if err != nil {
 			return nil, err
 		}
@@ -53,7 +56,8 @@ var indexFuncs = cache.Indexers{
 	},
 }
 
-func metaOf(obj any) (metav1.Object, error) {
+// MetaOf returns the metadata of a cached object, or of the last state of a deleted one.
+func MetaOf(obj any) (metav1.Object, error) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
@@ -137,8 +141,8 @@ func (f *fetcher) Fetch(ctx context.Context, namespace, name string) (*unstructu
 	return f.client.Resource(f.gvr).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// indexers returns the index functions of the names.
-func indexers(names []string) cache.Indexers {
+// Indexers returns the index functions of the names.
+func Indexers(names []string) cache.Indexers {
 	out := cache.Indexers{}
 	for _, n := range names {
 		out[n] = indexFuncs[n]
@@ -159,7 +163,7 @@ func addIndexes(inf cache.SharedIndexInformer, names []string) {
 	if len(missing) == 0 {
 		return
 	}
-	if err := inf.AddIndexers(indexers(missing)); err != nil {
+	if err := inf.AddIndexers(Indexers(missing)); err != nil {
 		utilruntime.HandleError(fmt.Errorf("index a shared informer by %v: %w", missing, err))
 	}
 }
@@ -174,19 +178,19 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 			lw = p.compact.ShardedListWatch(gvr, selector, shard.Range{From: k.slot, To: k.slot + 1}, k.serverSide)
 		}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
-			cache.SharedIndexInformerOptions{Indexers: indexers(names), ObjectDescription: gvr.String()})
+			cache.SharedIndexInformerOptions{Indexers: Indexers(names), ObjectDescription: gvr.String()})
 		_ = inf.SetTransform(p.keepAtMost(gvr)) // fails only once started
 		return inf
 	}
 	// without a compact client (tests), a slot's informer holds every object of the resource
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
-	inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, indexers(names), tweak).Informer()
+	inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, Indexers(names), tweak).Informer()
 	_ = inf.SetTransform(slim)
 	return inf
 }
 
 // Acquire returns the informer of a resource, filtered by a label selector ("" for all objects),
-// starting it if needed, indexed by indexes (byUID, byParentUID, cache.NamespaceIndex) besides
+// starting it if needed, indexed by indexes (ByUID, ByParentUID, cache.NamespaceIndex) besides
 // what its other users asked. Call release when done with it.
 func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string, indexes ...string) (inf cache.SharedIndexInformer, release func()) {
 	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: wholeSlot}, indexes)
@@ -228,11 +232,11 @@ func (p *Pool) acquire(k informerKey, indexes []string) (inf cache.SharedIndexIn
 func (p *Pool) Warm(parent *schema.GroupVersionResource, children []schema.GroupVersionResource) (release func()) {
 	var releases []func()
 	if parent != nil {
-		_, r := p.Acquire(*parent, "", byUID)
+		_, r := p.Acquire(*parent, "", ByUID)
 		releases = append(releases, r)
 	}
 	for _, gvr := range children {
-		_, r := p.Acquire(gvr, managedSelector, byParentUID)
+		_, r := p.Acquire(gvr, ManagedSelector, ByParentUID)
 		releases = append(releases, r)
 	}
 	return func() {

@@ -1,14 +1,16 @@
-package controller
+package informers
 
 import (
 	"maps"
 	"slices"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
 )
 
 func TestPoolSharesReleasesAndRetires(t *testing.T) {
@@ -60,7 +62,7 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 		return slices.Sorted(maps.Keys(inf.GetIndexer().GetIndexers()))
 	}
 
-	plain, releasePlain := pool.Acquire(cms, managedSelector)
+	plain, releasePlain := pool.Acquire(cms, ManagedSelector)
 	defer releasePlain()
 	if got := indexesOf(plain); len(got) != 0 {
 		t.Fatalf("an informer no one looks up by index keeps %v", got)
@@ -74,51 +76,29 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	children, releaseChildren := pool.Acquire(cms, managedSelector, byParentUID)
+	children, releaseChildren := pool.Acquire(cms, ManagedSelector, ByParentUID)
 	defer releaseChildren()
 	if children != plain {
 		t.Fatal("a user asking for an index must share the informer")
 	}
-	if got := indexesOf(children); !slices.Equal(got, []string{byParentUID}) {
-		t.Errorf("indexes %v, want [%s]", got, byParentUID)
+	if got := indexesOf(children); !slices.Equal(got, []string{ByParentUID}) {
+		t.Errorf("indexes %v, want [%s]", got, ByParentUID)
 	}
-	if objs, err := children.GetIndexer().ByIndex(byParentUID, "uid-p"); err != nil || len(objs) != 1 {
+	if objs, err := children.GetIndexer().ByIndex(ByParentUID, "uid-p"); err != nil || len(objs) != 1 {
 		t.Errorf("the object cached before the index was added: %d found (%v)", len(objs), err)
 	}
-	_, releaseAgain := pool.Acquire(cms, managedSelector, byParentUID, byUID)
+	_, releaseAgain := pool.Acquire(cms, ManagedSelector, ByParentUID, ByUID)
 	defer releaseAgain()
-	if got := indexesOf(children); !slices.Equal(got, []string{byParentUID, byUID}) {
-		t.Errorf("indexes %v, want [%s %s]", got, byParentUID, byUID)
+	if got := indexesOf(children); !slices.Equal(got, []string{ByParentUID, ByUID}) {
+		t.Errorf("indexes %v, want [%s %s]", got, ByParentUID, ByUID)
 	}
 }
 
-// A controller's informers carry the indexes its lookups read: a parent by its UID (a child's
-// event routed to it), children by their parent's UID, related objects chosen by a selector by
-// namespace. A lookup by an index its informer lacks finds nothing, silently.
-func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
-	h := newHarness(t, copyToSecret()+`  related:
-    - {id: peers, apiVersion: v1, resource: secrets, selector: {matchLabels: {peer: "yes"}}}
-`)
-	h.c.deps.Pool = NewPool(t.Context(), h.client, nil)
-	h.c.children = map[string]*resourceCache{}
-	if err := h.c.Watch(); err != nil {
+func objectFrom(t *testing.T, text string) *unstructured.Unstructured {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(text), &u.Object); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(h.c.release)
-	indexesOf := func(inf cache.SharedIndexInformer) []string {
-		return slices.Sorted(maps.Keys(inf.GetIndexer().GetIndexers()))
-	}
-	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
-	for name, tc := range map[string]struct {
-		inf  cache.SharedIndexInformer
-		want []string
-	}{
-		"parents":         {h.c.parents.whole(), []string{byUID}},
-		"children":        {h.c.children[secrets.String()].whole(), []string{byParentUID}},
-		"related objects": {h.c.related[secrets.String()], []string{cache.NamespaceIndex}},
-	} {
-		if got := indexesOf(tc.inf); !slices.Equal(got, tc.want) {
-			t.Errorf("%s: indexes %v, want %v", name, got, tc.want)
-		}
-	}
+	return u
 }

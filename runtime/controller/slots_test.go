@@ -1,0 +1,40 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/informers"
+	"metacel.dev/metacel/runtime/shard"
+)
+
+// Slots given up before their informers have listed hold up none of the slots kept: a replica
+// that joins takes all 64 slots, and gives 43 of them up at once as two more replicas join.
+func TestSlotsGivenUpBeforeTheyListDoNotHoldUpTheOthers(t *testing.T) {
+	h := newHarness(t, copyToSecret())
+	lists := make(chan struct{})
+	h.client.PrependReactor("list", "*", func(clienttesting.Action) (bool, runtime.Object, error) {
+		<-lists // the API server answers no list until the test says
+		return false, nil, nil
+	})
+	h.c.deps.Pool = informers.NewPool(t.Context(), h.client, nil)
+	h.c.ShardedBy(true)
+	if err := h.c.Watch(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.c.release)
+	all, kept := ^shard.Set(0), shard.SetOf(shard.Range{From: 0, To: 21})
+	h.c.FollowSlots(t.Context(), func() shard.Set { return all })
+	h.c.FollowSlots(t.Context(), func() shard.Set { return kept })
+	close(lists)
+	deadline := time.Now().Add(10 * time.Second)
+	for shard.Set(h.c.share.slots.Load()) != kept {
+		if time.Now().After(deadline) {
+			t.Fatalf("syncs the parents of slots %s, want %s", shard.Set(h.c.share.slots.Load()).String(), kept.String())
+		}
+		time.Sleep(10 * time.Millisecond) // polling, with a deadline
+	}
+}

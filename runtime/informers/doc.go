@@ -1,0 +1,18 @@
+// Package informers holds the runtime's shared caches of the cluster's objects.
+//
+// A Pool keeps one informer per resource and label selector (and shard slot), refcounted, so
+// that two policies with the same child kind watch it once, and a kind no policy uses any more
+// stops being watched. Its caches hold objects as package compact keeps them (metadata decoded,
+// the rest as JSON; an object larger than the pool's cap, KeepAtMost, without its body, read from
+// the API server when a sync decodes it). A pooled informer keeps only the indexes its users ask
+// for (an index of unique values costs a set per object): children by their parent's UID
+// (ByParentUID), parents by their own (ByUID), related objects by namespace.
+//
+// A Cache is one resource as a controller reads it: the pool's one informer of every object, or,
+// with sharding (package shard), one informer per slot the replica holds, read as one, so that
+// when slots move between replicas only the slots gained are listed.
+//
+// These live apart from package controller because they are the process's, not one policy's:
+// package operator makes the pool, warms it ahead of a policy's controller, and retires the
+// informers of a CRD whose schema changed.
+package informers
