@@ -34,7 +34,7 @@ func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructure
 // take carries out one step of a sync, and adds what it wrote to w.
 func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured, s decide.Step, w *written) error {
 	if !c.finishes(parent, s) {
-		return nil // the policy was removed: only Recreates under way complete (removal.go)
+		return nil // the policy was removed: only Recreates under way complete (recreatesunderway.go)
 	}
 	switch s.Action {
 	case decide.Await:

@@ -137,7 +137,7 @@ func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
 	parent("relabelled", `{role: other, tier: a}`, `[metacel.dev/cleanup]`)
 	parent("other-tier", `{role: parent, tier: c}`, `[metacel.dev/cleanup, example.com/keep]`)
 	parent("never-ours", `{role: other}`, `[]`)
-	h.c.letGoOfStrays(t.Context())
+	h.c.letGoOfParentsOutOfSelector(t.Context())
 	var patched []string
 	for _, a := range h.client.Actions() {
 		if a.GetVerb() == "patch" {

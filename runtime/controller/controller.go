@@ -84,14 +84,14 @@ type Controller struct {
 	previous *policy.Compiled
 	// selector selects the parents (the policy's labelSelector, or everything)
 	selector labels.Selector
-	// leaving are parents that left the cache with the cleanup finalizer (leaving.go)
-	leaving leavingSet
-	// dropped is true while children of resources the policy no longer lists remain (dropped.go)
+	// leftWithFinalizer are parents that left the cache with the cleanup finalizer (leftwithfinalizer.go)
+	leftWithFinalizer parentsLeftWithFinalizer
+	// dropped is true while children of resources the policy no longer lists remain (droppedresources.go)
 	dropped atomic.Bool
 	// share is the parents the controller syncs, when not all (share.go)
 	share share
 	// draining is set when the policy was removed: Recreates under way (parentState.recreating)
-	// complete, no new one starts (removal.go); drainNews wakes the wait for them
+	// complete, no new one starts (recreatesunderway.go); drainNews wakes the wait for them
 	draining  atomic.Bool
 	drainNews chan struct{}
 	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
@@ -117,7 +117,7 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		relIndex:  newRelatedIndex(),
 		drainNews: make(chan struct{}, 1),
 	}
-	c.leaving.uids = map[string]types.UID{}
+	c.leftWithFinalizer.uids = map[string]types.UID{}
 	c.actAs()
 	return c
 }
@@ -149,12 +149,12 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	if synced != nil {
 		// first, as it stops the version this one replaces: that one would otherwise create again
 		// the children of a dropped resource that pruneDropped deletes (they are its children),
-		// and give back the finalizer letGoOfStrays removes
+		// and give back the finalizer letGoOfParentsOutOfSelector removes
 		synced()
 	}
 	if c.wholeSet() {
 		c.pruneDropped(ctx)
-		c.letGoOfStrays(ctx)
+		c.letGoOfParentsOutOfSelector(ctx)
 	}
 	var wg sync.WaitGroup
 	for range workers {
@@ -195,7 +195,7 @@ func (c *Controller) resync(ctx context.Context) {
 	c.enqueueAll(c.queue.Add)
 	if c.wholeSet() {
 		c.pruneDroppedAgain(ctx)
-		c.letGoOfStrays(ctx)
+		c.letGoOfParentsOutOfSelector(ctx)
 	}
 }
 

@@ -20,7 +20,7 @@
 // changed. A converged parent costs
 // no write at all, and a sync whose inputs are at the resourceVersions of the last successful
 // one (a resync) not even a render: read from the caches' metadata, nothing is decoded
-// (unchanged.go). Render errors are permanent for the parent's current inputs and are not
+// (inputs.go). Render errors are permanent for the parent's current inputs and are not
 // retried (an input change re-syncs the parent); API errors are retried with backoff.
 //
 // A controller may hold a share of its policy's parents only (SetShare, share.go): during a

@@ -12,7 +12,7 @@ import (
 	"metacel.dev/metacel/runtime/policy"
 )
 
-// A controller's memory of its parents' last successful syncs (unchanged.go) outlives it as a
+// A controller's memory of its parents' last successful syncs (inputs.go) outlives it as a
 // memo (package memo): the operator saves what Memo returns when the controller stops, and gives
 // it back through Recall when the policy's controller starts again. A parent whose inputs match
 // an entry is then not rendered, as if this controller had synced it: its conditions, which

@@ -16,7 +16,7 @@ import (
 //
 // Not per parent, and kept apart: the index of the related objects each parent read
 // (relatedIndex), which is looked up by related object to route its events; the parents that
-// left the cache with the cleanup finalizer (leaving.go), which must outlive the forgetting
+// left the cache with the cleanup finalizer (leftwithfinalizer.go), which must outlive the forgetting
 // of a parent gone; and the children created lately (recentcreates.go), by child name, in each
 // child cache. The fingerprints of a recalled memo are by fingerprint, not by parent, but are
 // held here: a recall moves one into a parent's state, under the same lock.
@@ -24,7 +24,7 @@ import (
 // parentState is what the controller remembers of one parent.
 type parentState struct {
 	// inputs is the fingerprint of the inputs of the parent's last successful sync, when
-	// knowsInputs (unchanged.go)
+	// knowsInputs (inputs.go)
 	inputs      uint64
 	knowsInputs bool
 	// mark is the conditions its last sync computed, for Counts, for the parent of markedUID,
@@ -33,17 +33,17 @@ type parentState struct {
 	markedUID types.UID
 	marked    bool
 	// refused are the children (and "status") whose last write the API server refused for good,
-	// by identity, for the parent of refusedUID; nil when none (refused.go)
+	// by identity, for the parent of refusedUID; nil when none (refusedwrites.go)
 	refusedUID types.UID
 	refused    map[string]refusal
 	// conditions sums up the last conditions of a parent without a status subresource (status.go)
 	conditions string
 	// writes are, by child identity, what metacel last wrote of each child and when others undid
-	// it (fights.go)
+	// it (undonewrites.go)
 	writes map[string]*childWrites
-	// writingSyncs counts the syncs in a row that wrote children (echoes.go)
+	// writingSyncs counts the syncs in a row that wrote children (childeventspacing.go)
 	writingSyncs int
-	// recreating are the children, by identity, whose Recreate is under way (removal.go)
+	// recreating are the children, by identity, whose Recreate is under way (recreatesunderway.go)
 	recreating map[string]bool
 }
 

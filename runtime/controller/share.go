@@ -57,7 +57,7 @@ func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 	c.previous = previous
 	c.SetShare(nil)
 	c.pruneDropped(ctx)
-	c.letGoOfStrays(ctx)
+	c.letGoOfParentsOutOfSelector(ctx)
 }
 
 // holds reports whether the parent of that UID is the controller's to sync.

@@ -44,7 +44,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	}
 	children := c.cachedChildren(cached.GetUID())
 	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
-		return nil // the policy was removed: only Recreates under way complete (removal.go)
+		return nil // the policy was removed: only Recreates under way complete (recreatesunderway.go)
 	}
 	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
 		if inputs, known := fingerprint(cached, children, nil); known && c.parentStates.sameInputs(key, inputs) {

@@ -22,8 +22,8 @@ import (
 // deleted. If it carries the cleanup finalizer, nothing would ever remove it, and deleting the
 // parent would hang: the controller remembers such parents and lets go of them.
 
-// leavingSet holds the parents that left the cache with the cleanup finalizer: key to UID.
-type leavingSet struct {
+// parentsLeftWithFinalizer holds the parents that left the cache with the cleanup finalizer: key to UID.
+type parentsLeftWithFinalizer struct {
 	sync.Mutex
 	uids map[string]types.UID
 }
@@ -42,16 +42,16 @@ func (c *Controller) noteLeaving(obj any) {
 }
 
 func (c *Controller) rememberLeaving(key string, uid types.UID) {
-	c.leaving.Lock()
-	defer c.leaving.Unlock()
-	c.leaving.uids[key] = uid
+	c.leftWithFinalizer.Lock()
+	defer c.leftWithFinalizer.Unlock()
+	c.leftWithFinalizer.uids[key] = uid
 }
 
 func (c *Controller) takeLeaving(key string) (types.UID, bool) {
-	c.leaving.Lock()
-	defer c.leaving.Unlock()
-	uid, ok := c.leaving.uids[key]
-	delete(c.leaving.uids, key)
+	c.leftWithFinalizer.Lock()
+	defer c.leftWithFinalizer.Unlock()
+	uid, ok := c.leftWithFinalizer.uids[key]
+	delete(c.leftWithFinalizer.uids, key)
 	return uid, ok
 }
 
@@ -89,13 +89,13 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 	return nil
 }
 
-// letGoOfStrays finds, in the API server, the parents that carry the cleanup finalizer but no
+// letGoOfParentsOutOfSelector finds, in the API server, the parents that carry the cleanup finalizer but no
 // longer match the policy's labelSelector, and lets go of each: those whose labels changed while
 // the runtime was down, and all of them when the selector itself changed. The cache cannot say
 // (it holds matching parents only), and memory does not survive a restart: the objects do. It
 // lists, for each requirement of the selector, the parents failing it, so that it reads only the
 // parents out of the selector, never all of them.
-func (c *Controller) letGoOfStrays(ctx context.Context) {
+func (c *Controller) letGoOfParentsOutOfSelector(ctx context.Context) {
 	if c.policy.ParentSelector == nil {
 		return
 	}
