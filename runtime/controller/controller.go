@@ -389,7 +389,7 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 			if m, err := informers.MetaOf(obj); err == nil && !c.holds(m.GetUID()) {
 				return // the other version's, during a rollout
 			}
-			c.noteLeaving(obj)
+			c.noteLeftWithFinalizer(obj)
 			c.enqueueObject(obj)
 		},
 	}

@@ -28,8 +28,8 @@ type parentsLeftWithFinalizer struct {
 	uids map[string]types.UID
 }
 
-// noteLeaving remembers a parent that left the cache, if it had the cleanup finalizer.
-func (c *Controller) noteLeaving(obj any) {
+// noteLeftWithFinalizer remembers a parent that left the cache, if it had the cleanup finalizer.
+func (c *Controller) noteLeftWithFinalizer(obj any) {
 	m, err := informers.MetaOf(obj)
 	if err != nil || !slices.Contains(m.GetFinalizers(), render.Finalizer) {
 		return
@@ -38,16 +38,16 @@ func (c *Controller) noteLeaving(obj any) {
 	if err != nil {
 		return
 	}
-	c.rememberLeaving(key, m.GetUID())
+	c.rememberLeftWithFinalizer(key, m.GetUID())
 }
 
-func (c *Controller) rememberLeaving(key string, uid types.UID) {
+func (c *Controller) rememberLeftWithFinalizer(key string, uid types.UID) {
 	c.leftWithFinalizer.Lock()
 	defer c.leftWithFinalizer.Unlock()
 	c.leftWithFinalizer.uids[key] = uid
 }
 
-func (c *Controller) takeLeaving(key string) (types.UID, bool) {
+func (c *Controller) takeLeftWithFinalizer(key string) (types.UID, bool) {
 	c.leftWithFinalizer.Lock()
 	defer c.leftWithFinalizer.Unlock()
 	uid, ok := c.leftWithFinalizer.uids[key]
@@ -65,23 +65,23 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		c.rememberLeaving(key, uid)
+		c.rememberLeftWithFinalizer(key, uid)
 		return fmt.Errorf("read parent %q: %w", key, err)
 	case live.GetUID() != uid || c.selector.Matches(labels.Set(live.GetLabels())):
 		return nil // another object of that name, or back in scope (the cache has it again)
 	case live.GetDeletionTimestamp() != nil:
 		if err := c.finalize(ctx, live); err != nil {
-			c.rememberLeaving(key, uid)
+			c.rememberLeftWithFinalizer(key, uid)
 			return err
 		}
 		if slices.Contains(live.GetFinalizers(), render.Finalizer) { // children still going
-			c.rememberLeaving(key, uid)
+			c.rememberLeftWithFinalizer(key, uid)
 			c.queue.AddAfter(key, time.Second)
 		}
 		return nil
 	}
 	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, live, render.Finalizer, false); err != nil {
-		c.rememberLeaving(key, uid)
+		c.rememberLeftWithFinalizer(key, uid)
 		return applyError("remove the finalizer of", live, err)
 	}
 	c.deps.Recorder.Eventf(live, nil, "Normal", "LeftPolicy", "Release",

@@ -22,39 +22,37 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// sync brings one parent's children and status in line with its policy.
+// sync brings one parent's children and status in line with its policy, in steps over what the
+// caches hold and what the controller remembers of the parent (parentState).
 func (c *Controller) sync(ctx context.Context, key string) error {
+	// 1. Read the parent from the cache; one gone is forgotten, and let go of if it left with the
+	// cleanup finalizer.
 	cached, err := c.cachedParent(key)
 	if err != nil {
 		return err
 	}
 	if cached == nil {
-		if uid, ok := c.takeLeaving(key); ok {
-			return c.letGo(c.writesFor(ctx, uid), key, uid) // it left with the cleanup finalizer
-		}
-		return nil // a deleted parent's owned children go with it (garbage collection)
+		return c.syncGone(ctx, key)
 	}
+	// 2. Leave alone a parent another replica (sharding) or version (a rollout) holds.
 	if !c.holds(cached.GetUID()) {
-		return nil // another replica's (sharding), or the other version's (a rollout)
+		return nil
 	}
 	ctx = c.writesFor(ctx, cached.GetUID())
 	if c.deps.OnSync != nil {
 		start := c.deps.Clock.Now()
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
+	// 3. Read its children from the cache; a removed policy only completes Recreates under way.
 	children := c.cachedChildren(cached.GetUID())
 	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
-		return nil // the policy was removed: only Recreates under way complete (recreatesunderway.go)
+		return nil
 	}
-	if len(c.policy.Related) == 0 && cached.GetDeletionTimestamp() == nil {
-		if inputs, known := fingerprint(cached, children, nil); known && c.parentStates.sameInputs(key, inputs) {
-			c.parentStates.settleChildEvents(key)
-			return nil // the last sync of these very inputs left nothing to do: nothing decoded
-		} else if known && c.recalled(key, cached.GetUID(), inputs) {
-			c.parentStates.settleChildEvents(key)
-			return nil // so did the last one before a restart (memo.go)
-		}
+	// 4. Skip the sync when its inputs are those of the last successful one: nothing decoded.
+	if c.unchangedFromCache(key, cached, children) {
+		return nil
 	}
+	// 5. Decode the parent; one being deleted is finalized.
 	parent, err := compact.Unstructured(cached)
 	if err != nil {
 		return fmt.Errorf("parent %q: %w", key, err)
@@ -62,22 +60,19 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if parent.GetDeletionTimestamp() != nil {
 		return c.finalize(ctx, parent)
 	}
-	observed := c.observedChildren(ctx, children)
-	if err := c.mayReadParentAndChildren(ctx, parent, observed); err != nil {
-		c.parentStates.forgetInputs(key)
-		return c.fail(ctx, parent, err)
-	}
-	budget := expr.NewBudget() // what every expression of this sync may spend together
-	related, err := c.readRelated(ctx, key, parent, budget)
+	// 6. Decode its children and read its related objects, as its identity may.
+	observed, related, budget, err := c.readInputs(ctx, key, parent, children)
 	if err != nil {
 		c.parentStates.forgetInputs(key)
 		return c.fail(ctx, parent, err)
 	}
+	// 7. Skip it when these inputs, related objects included, are those of the last success.
 	inputs, known := fingerprint(cached, children, related)
 	if known && c.parentStates.sameInputs(key, inputs) {
 		c.parentStates.settleChildEvents(key)
-		return nil // the last sync of these very inputs left nothing to do
+		return nil
 	}
+	// 8. Render, write what differs, and remember the inputs the writes left.
 	c.parentStates.forgetInputs(key)
 	left, err := c.reconcile(ctx, key, parent, observed, related, budget)
 	if err != nil {
@@ -87,6 +82,47 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		c.parentStates.rememberInputs(key, c.inputsLeft(inputs, cached, children, parent, left))
 	}
 	return nil
+}
+
+// syncGone handles a parent the cache no longer holds: one that left with the cleanup finalizer
+// is let go of; a deleted parent's owned children go with it (garbage collection).
+func (c *Controller) syncGone(ctx context.Context, key string) error {
+	if uid, ok := c.takeLeftWithFinalizer(key); ok {
+		return c.letGo(c.writesFor(ctx, uid), key, uid)
+	}
+	return nil
+}
+
+// unchangedFromCache reports whether the inputs of a parent, read from the caches' metadata, are
+// those of its last successful sync, here or before a restart (memo.go): the sync is then
+// skipped. Only a policy without related objects knows its inputs before decoding, and a parent
+// being deleted is never skipped.
+func (c *Controller) unchangedFromCache(key string, cached metav1.Object, children []metav1.Object) bool {
+	if len(c.policy.Related) > 0 || cached.GetDeletionTimestamp() != nil {
+		return false
+	}
+	inputs, known := fingerprint(cached, children, nil)
+	if !known || !c.parentStates.sameInputs(key, inputs) && !c.recalled(key, cached.GetUID(), inputs) {
+		return false
+	}
+	c.parentStates.settleChildEvents(key)
+	return true
+}
+
+// readInputs decodes a parent's observed children, checks that its identity may read them and
+// the parent, and reads its related objects, with the budget every expression of the sync spends
+// together.
+func (c *Controller) readInputs(ctx context.Context, key string, parent *unstructured.Unstructured, children []metav1.Object) (observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, err error) {
+	observed = c.observedChildren(ctx, children)
+	if err := c.mayReadParentAndChildren(ctx, parent, observed); err != nil {
+		return nil, nil, nil, err
+	}
+	budget = expr.NewBudget()
+	related, err = c.readRelated(ctx, key, parent, budget)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return observed, related, budget, nil
 }
 
 // reconcile renders a parent and writes what differs: the finalizer, the children (applied,
