@@ -12,15 +12,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"metacel.dev/metacel/runtime/shard"
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
-// ShardedListWatch is ListWatch for the objects whose UID hashes into r (shard.Range.Contains).
+// ShardedListWatch is ListWatch for the objects whose UID hashes into r (hashslot.Range.Contains).
 // With serverSide, the API server selects them (ListOptions.ShardSelector, which needs its
 // ShardedListAndWatch feature gate: see ProbeShardSupport); without, the requests are
 // ListWatch's, and the list items and watch events of the objects outside r are dropped here,
 // before the informer sees them (bookmarks and errors pass).
-func (c *Client) ShardedListWatch(gvr schema.GroupVersionResource, labelSelector string, r shard.Range, serverSide bool) *cache.ListWatch {
+func (c *Client) ShardedListWatch(gvr schema.GroupVersionResource, labelSelector string, r hashslot.Range, serverSide bool) *cache.ListWatch {
 	if serverSide {
 		return c.listWatch(gvr, labelSelector, r.Selector(), nil)
 	}
@@ -33,7 +33,7 @@ func (c *Client) ShardedListWatch(gvr schema.GroupVersionResource, labelSelector
 // built-in resources echo it where custom resources may not; a server without the gate ignores
 // the selector).
 func ProbeShardSupport(ctx context.Context, kube kubernetes.Interface, namespace string) (bool, error) {
-	opts := metav1.ListOptions{Limit: 1, ShardSelector: shard.Range{From: 0, To: shard.Slots}.Selector()}
+	opts := metav1.ListOptions{Limit: 1, ShardSelector: hashslot.Range{From: 0, To: hashslot.Count}.Selector()}
 	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, opts)
 	if err != nil {
 		return false, fmt.Errorf("probe the API server for sharded lists (list ConfigMaps in %s): %w", namespace, err)

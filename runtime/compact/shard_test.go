@@ -22,15 +22,15 @@ import (
 	"k8s.io/client-go/rest"
 	k8stesting "k8s.io/client-go/testing"
 
-	"metacel.dev/metacel/runtime/shard"
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
-var firstHalf = shard.Range{From: 0, To: shard.Slots / 2}
+var firstHalf = hashslot.Range{From: 0, To: hashslot.Count / 2}
 
 // shardedUIDs returns n UIDs shaped like the API server's (random UUIDs, from a fixed seed), and
 // those of them in r. (Not "uid-1", "uid-2": FNV-1a's top bits, the slot, hardly depend on the
 // last bytes hashed.)
-func shardedUIDs(n int, r shard.Range) (all, in []string) {
+func shardedUIDs(n int, r hashslot.Range) (all, in []string) {
 	rnd := rand.New(rand.NewPCG(1, 2))
 	for range n {
 		uid := fmt.Sprintf("%08x-%04x-4%03x-%04x-%012x", rnd.Uint32(), rnd.Uint32()>>16, rnd.Uint32()>>20, rnd.Uint32()>>16, rnd.Uint64()>>16)
@@ -152,7 +152,7 @@ func watchedUIDsUntilBookmark(t *testing.T, w watch.Interface) []string {
 
 func TestAFilteredWatchPassesBookmarksAndErrors(t *testing.T) {
 	_, in := shardedUIDs(40, firstHalf)
-	all, _ := shardedUIDs(40, shard.Range{From: 0, To: shard.Slots})
+	all, _ := shardedUIDs(40, hashslot.Range{From: 0, To: hashslot.Count})
 	out := slices.DeleteFunc(slices.Clone(all), func(uid string) bool { return slices.Contains(in, uid) })
 	obj := func(uid string) *Object { return &Object{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
 	cases := []struct {

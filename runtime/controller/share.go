@@ -8,10 +8,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // A controller may sync a share of its policy's parents only. During a rollout (package operator)
@@ -62,7 +62,7 @@ func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 
 // holds reports whether the parent of that UID is the controller's to sync.
 func (c *Controller) holds(uid types.UID) bool {
-	if c.share.sharded.Load() && !shard.Set(c.share.slots.Load()).Has(shard.SlotOf(uid)) {
+	if c.share.sharded.Load() && !hashslot.Set(c.share.slots.Load()).Has(hashslot.Of(uid)) {
 		return false
 	}
 	f := c.share.holds.Load()
@@ -71,12 +71,12 @@ func (c *Controller) holds(uid types.UID) bool {
 
 // writesFor returns ctx for the writes of a sync of the parent of that UID: with sharding, they
 // say the parent's slot, so that the replica's write fence lets them through only while the
-// replica holds it (shard.WithSlot), each of them, not only when the sync began.
+// replica holds it (hashslot.WithSlot), each of them, not only when the sync began.
 func (c *Controller) writesFor(ctx context.Context, uid types.UID) context.Context {
 	if !c.share.sharded.Load() {
 		return ctx
 	}
-	return shard.WithSlot(ctx, shard.SlotOf(uid))
+	return hashslot.WithSlot(ctx, hashslot.Of(uid))
 }
 
 // wholeSet reports whether the controller syncs every parent (no share set).

@@ -11,8 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/render"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // syncCreatingSecrets syncs a parent, the API server creating the Secrets asked for, and returns
@@ -100,14 +100,14 @@ func TestAShareChangeForgetsUnchangedInputs(t *testing.T) {
 func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 	policy := copyToSecret()
 	const uid = "9b2d6c1e-4f4a-4c3e-9d59-2f6a5e0c7b11"
-	slot := shard.SlotOf(uid)
+	slot := hashslot.Of(uid)
 	tests := []struct {
 		name       string
-		slots      shard.Set
+		slots      hashslot.Set
 		wantWrites string
 	}{
-		{"the parent's slot held: synced", shard.SetOf(shard.Range{From: slot, To: slot + 1}), "create secrets"},
-		{"every other slot held: not synced", ^shard.SetOf(shard.Range{From: slot, To: slot + 1}), ""},
+		{"the parent's slot held: synced", hashslot.SetOf(hashslot.Range{From: slot, To: slot + 1}), "create secrets"},
+		{"every other slot held: not synced", ^hashslot.SetOf(hashslot.Range{From: slot, To: slot + 1}), ""},
 		{"no slot held: not synced", 0, ""},
 	}
 	for _, tt := range tests {
@@ -134,7 +134,7 @@ spec:
   childResources: [{apiVersion: v1, resource: secrets}]
 `+secretChild(`type: "x"`))
 	h.c.ShardedBy(false)
-	h.c.narrowSlots(^shard.Set(0))
+	h.c.narrowSlots(^hashslot.Set(0))
 	h.c.syncing.RLock() // a sync under way
 	done := make(chan struct{})
 	go func() {

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // Slots, with sharding: see package shard. A controller of a sharded replica syncs the parents of
@@ -41,8 +41,8 @@ type sharding struct {
 	// watched the slots whose informers it has
 	mu      sync.Mutex
 	stopped bool
-	want    shard.Set
-	watched shard.Set
+	want    hashslot.Set
+	watched hashslot.Set
 }
 
 // FollowSlots makes the controller sync the parents of the slots held() gives, read when it is
@@ -50,7 +50,7 @@ type sharding struct {
 // it no longer syncs those of the slots it held before and does not hold now: their syncs under
 // way have ended. The slots it gains are synced once their informers have listed, in the
 // background. A controller that has stopped follows nothing.
-func (c *Controller) FollowSlots(ctx context.Context, held func() shard.Set) {
+func (c *Controller) FollowSlots(ctx context.Context, held func() hashslot.Set) {
 	if c.sharding == nil {
 		return
 	}
@@ -66,10 +66,10 @@ func (c *Controller) FollowSlots(ctx context.Context, held func() shard.Set) {
 // given up now (their syncs under way end before it returns), and takes the slots gained once
 // their informers have synced, in the background, so that a replica's coordinator is never held
 // up by a list (its Lease must be renewed meanwhile). The caller holds c.sharding.mu.
-func (c *Controller) setSlots(ctx context.Context, slots shard.Set) {
+func (c *Controller) setSlots(ctx context.Context, slots hashslot.Set) {
 	sh := c.sharding
 	sh.want = slots
-	c.narrowSlots(shard.Set(c.share.slots.Load()) & slots)
+	c.narrowSlots(hashslot.Set(c.share.slots.Load()) & slots)
 	c.dropSlotInformers(members(sh.watched &^ slots))
 	gained := slots &^ sh.watched
 	sh.watched = slots
@@ -83,7 +83,7 @@ func (c *Controller) setSlots(ctx context.Context, slots shard.Set) {
 // takeWhenSynced starts syncing the parents of slots gained once their informers have synced,
 // those still wanted then: a slot given up meanwhile (its informer released, never to sync)
 // holds up none of the others.
-func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set) {
+func (c *Controller) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
 	sh := c.sharding
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		sh.mu.Lock()
@@ -95,7 +95,7 @@ func (c *Controller) takeWhenSynced(ctx context.Context, gained shard.Set) {
 		if !c.slotsSynced(members(still)) {
 			return false, nil
 		}
-		c.share.slots.Store(uint64((shard.Set(c.share.slots.Load()) | still) & sh.want))
+		c.share.slots.Store(uint64((hashslot.Set(c.share.slots.Load()) | still) & sh.want))
 		c.parentStates.resetInputs()
 		c.enqueueAll(c.queue.Add)
 		return true, nil
@@ -125,7 +125,7 @@ func (c *Controller) slotsSynced(slots []int) bool {
 }
 
 // narrowSlots stops syncing the parents of slots outside s, and waits for the syncs under way.
-func (c *Controller) narrowSlots(s shard.Set) {
+func (c *Controller) narrowSlots(s hashslot.Set) {
 	c.share.slots.Store(uint64(s))
 	c.syncing.Lock()
 	c.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
@@ -161,9 +161,9 @@ func slotSelector(selector string, slot int) string {
 	return fmt.Sprintf("%s,%s=%d", selector, render.LabelShardSlot, slot)
 }
 
-func members(s shard.Set) []int {
+func members(s hashslot.Set) []int {
 	var out []int
-	for slot := range shard.Slots {
+	for slot := range hashslot.Count {
 		if s.Has(slot) {
 			out = append(out, slot)
 		}

@@ -7,8 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // Slots given up before their informers have listed hold up none of the slots kept: a replica
@@ -26,14 +26,14 @@ func TestSlotsGivenUpBeforeTheyListDoNotHoldUpTheOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(h.c.release)
-	all, kept := ^shard.Set(0), shard.SetOf(shard.Range{From: 0, To: 21})
-	h.c.FollowSlots(t.Context(), func() shard.Set { return all })
-	h.c.FollowSlots(t.Context(), func() shard.Set { return kept })
+	all, kept := ^hashslot.Set(0), hashslot.SetOf(hashslot.Range{From: 0, To: 21})
+	h.c.FollowSlots(t.Context(), func() hashslot.Set { return all })
+	h.c.FollowSlots(t.Context(), func() hashslot.Set { return kept })
 	close(lists)
 	deadline := time.Now().Add(10 * time.Second)
-	for shard.Set(h.c.share.slots.Load()) != kept {
+	for hashslot.Set(h.c.share.slots.Load()) != kept {
 		if time.Now().After(deadline) {
-			t.Fatalf("syncs the parents of slots %s, want %s", shard.Set(h.c.share.slots.Load()).String(), kept.String())
+			t.Fatalf("syncs the parents of slots %s, want %s", hashslot.Set(h.c.share.slots.Load()).String(), kept.String())
 		}
 		time.Sleep(10 * time.Millisecond) // polling, with a deadline
 	}

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/render"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // Index names of every pooled informer.
@@ -175,7 +175,7 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 	if p.compact != nil {
 		lw := p.compact.ListWatch(gvr, selector)
 		if k.slot != wholeSlot {
-			lw = p.compact.ShardedListWatch(gvr, selector, shard.Range{From: k.slot, To: k.slot + 1}, k.serverSide)
+			lw = p.compact.ShardedListWatch(gvr, selector, hashslot.Range{From: k.slot, To: k.slot + 1}, k.serverSide)
 		}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
 			cache.SharedIndexInformerOptions{Indexers: Indexers(names), ObjectDescription: gvr.String()})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/shard"
 )
 
@@ -68,7 +69,7 @@ import (
 // stop leading (runElected then ends with errLostLease), or renews and writes again.
 //
 // With sharding (sharding.go) the fence is the replica's: its shard Lease's renewals open it, and
-// a write made for a parent (its context carries the parent's slot, shard.WithSlot) passes only
+// a write made for a parent (its context carries the parent's slot, hashslot.WithSlot) passes only
 // while the replica holds that slot (shard.Coordinator.Allows), checked at the same two points.
 type writeFence struct {
 	clock  clock.PassiveClock
@@ -170,7 +171,7 @@ func (f *writeFence) check(req *http.Request) error {
 		return err
 	}
 	if allows := f.slots.Load(); allows != nil {
-		if slot, ok := shard.SlotFrom(req.Context()); ok && !(*allows)(slot) {
+		if slot, ok := hashslot.SlotFrom(req.Context()); ok && !(*allows)(slot) {
 			return &FencedError{Method: req.Method, Path: req.URL.Path, Lease: f.lease, Window: f.window, Slot: &slot}
 		}
 	}

@@ -22,7 +22,7 @@ import (
 	"k8s.io/klog/v2"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	"metacel.dev/metacel/runtime/shard"
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // testElection: the fence's window is 10 s (RenewDeadline), 5 s before a standby may acquire.
@@ -390,7 +390,7 @@ func TestShardWriteFence(t *testing.T) {
 			}}
 			ctx := context.Background()
 			if tt.slot >= 0 {
-				ctx = shard.WithSlot(ctx, tt.slot)
+				ctx = hashslot.WithSlot(ctx, tt.slot)
 			}
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://api/api/v1/namespaces/ns/pods", strings.NewReader(`{}`))
 			if err != nil {

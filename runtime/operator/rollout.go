@@ -12,10 +12,10 @@ import (
 
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
-	"metacel.dev/metacel/runtime/shard"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -349,7 +349,7 @@ func (s *policySet) putRecordLocked(name string, ref *corev1.ObjectReference, re
 		if !s.shards.drives() {
 			return
 		}
-		ctx = shard.WithSlot(ctx, 0)
+		ctx = hashslot.WithSlot(ctx, 0)
 	}
 	if err := s.records.Anchor(ctx, ref, name, rec.Stable, rec.Target); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot list the loaded versions on the policy's ConfigMap; a restart will not trust the rollout record", "policy", name)

@@ -18,6 +18,7 @@ import (
 
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/shard"
 )
 
@@ -46,14 +47,14 @@ type shards struct {
 	reports func() map[string]string
 	allows  func(slot int) bool
 	mu      sync.Mutex
-	slots   shard.Set
+	slots   hashslot.Set
 	// counts and rollouts are what this replica reports next (shardReport)
 	counts   map[string]controller.Counts
 	rollouts map[string]rolloutReport
 	metrics  *shardMetrics
 }
 
-func (s *shards) held() shard.Set {
+func (s *shards) held() hashslot.Set {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.slots
@@ -108,7 +109,7 @@ func startSharding(ctx context.Context, sh Sharding, cfg *rest.Config, fence *wr
 
 // setSlots makes every controller sync the parents of slots, and returns once none syncs those
 // of the slots given up (the coordinator then writes them free).
-func (s *policySet) setSlots(ctx context.Context, slots shard.Set) {
+func (s *policySet) setSlots(ctx context.Context, slots hashslot.Set) {
 	s.shards.mu.Lock()
 	s.shards.slots = slots
 	s.shards.mu.Unlock()
@@ -206,10 +207,10 @@ func newShardMetrics(reg prometheus.Registerer, identity string) *shardMetrics {
 	return m
 }
 
-func (m *shardMetrics) set(s shard.Set) {
+func (m *shardMetrics) set(s hashslot.Set) {
 	m.slots.Set(float64(s.Count()))
 	m.ranges.Reset()
 	for _, r := range s.Ranges() {
-		m.ranges.WithLabelValues(m.identity, shard.SetOf(r).String()).Set(1)
+		m.ranges.WithLabelValues(m.identity, hashslot.SetOf(r).String()).Set(1)
 	}
 }

@@ -14,10 +14,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/jsonenc"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // buildChildren evaluates every child entry, in policy order, and finishes each object.
@@ -227,7 +227,7 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 	labels[LabelPolicy] = r.c.Name()
 	labels[LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[LabelChildID] = ch.ID
-	labels[LabelShardSlot] = strconv.Itoa(shard.SlotOf(r.in.Parent.GetUID()))
+	labels[LabelShardSlot] = strconv.Itoa(hashslot.Of(r.in.Parent.GetUID()))
 	if ch.DeletionPolicy == policy.DeletionOrphan {
 		annotate(meta, AnnotationDeletionPolicy, string(policy.DeletionOrphan))
 	}

@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // Names and labels in the API server.
@@ -59,7 +61,7 @@ type Options struct {
 
 // Hold is told the slots this replica may sync now; when it returns, the syncs of the slots it
 // no longer holds have stopped. Calls are serialized.
-type Hold func(ctx context.Context, slots Set)
+type Hold func(ctx context.Context, slots hashslot.Set)
 
 // Coordinator takes and gives up slots for this replica (see the package doc).
 type Coordinator struct {
@@ -80,7 +82,7 @@ type Coordinator struct {
 	// renewed is when the last successful renewal was sent (zero: never)
 	renewed time.Time
 	// target is the slots the holder is to hold; held those Hold was last told (it returned)
-	target, held Set
+	target, held hashslot.Set
 	// allowed is the slots whose parents may be written now (Allows), within target
 	allowed atomic.Uint64
 	// lastStep is when the step loop last ran; fresh, that the next step reads the table anew
@@ -98,7 +100,7 @@ func New(client kubernetes.Interface, o Options, hold Hold) *Coordinator {
 }
 
 // Held returns the slots this replica syncs now (Hold was last told them).
-func (c *Coordinator) Held() Set {
+func (c *Coordinator) Held() hashslot.Set {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.held
@@ -108,7 +110,7 @@ func (c *Coordinator) Held() Set {
 // the table, has not started giving it up, and sent its last successful renewal less than
 // RenewDeadline ago. Checked before every write of a parent's sync (see WithSlot).
 func (c *Coordinator) Allows(slot int) bool {
-	return Set(c.allowed.Load()).Has(slot) && !c.lapsed()
+	return hashslot.Set(c.allowed.Load()).Has(slot) && !c.lapsed()
 }
 
 // Run takes part in sharding until ctx is done; then it stops syncing, gives its slots back and
@@ -267,7 +269,7 @@ func (c *Coordinator) members(live map[string]sighting) []string {
 }
 
 // syncing returns the slots whose syncs may be under way: held, or being taken.
-func (c *Coordinator) syncing() Set {
+func (c *Coordinator) syncing() hashslot.Set {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.held | c.target
@@ -275,10 +277,10 @@ func (c *Coordinator) syncing() Set {
 
 // narrow stops syncing the slots outside keep: their writes at once (Allows), their syncs once
 // the holder has told Hold.
-func (c *Coordinator) narrow(ctx context.Context, keep Set) {
+func (c *Coordinator) narrow(ctx context.Context, keep hashslot.Set) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.allowed.Store(uint64(Set(c.allowed.Load()) & keep))
+	c.allowed.Store(uint64(hashslot.Set(c.allowed.Load()) & keep))
 	if c.target&^keep == 0 {
 		return
 	}
@@ -300,14 +302,14 @@ func (c *Coordinator) stopAll(ctx context.Context) {
 }
 
 // widen starts syncing the slots of add, which the table gives this replica now.
-func (c *Coordinator) widen(add Set) {
+func (c *Coordinator) widen(add hashslot.Set) {
 	if c.lapsed() {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.target |= add
-	c.allowed.Store(uint64(Set(c.allowed.Load()) | add))
+	c.allowed.Store(uint64(hashslot.Set(c.allowed.Load()) | add))
 	signal(c.wake)
 }
 
@@ -339,13 +341,13 @@ func (c *Coordinator) holdEvery(ctx context.Context) {
 
 // Assign returns the slots of identity among members (sorted): the i-th member of n holds the
 // slots [i*Slots/n, (i+1)*Slots/n). Every replica computes the same from the same members.
-func Assign(members []string, identity string) Set {
+func Assign(members []string, identity string) hashslot.Set {
 	i := sort.SearchStrings(members, identity)
 	if i == len(members) || members[i] != identity {
 		return 0
 	}
 	n := len(members)
-	return SetOf(Range{From: i * Slots / n, To: (i + 1) * Slots / n})
+	return hashslot.SetOf(hashslot.Range{From: i * hashslot.Count / n, To: (i + 1) * hashslot.Count / n})
 }
 
 // Reports returns what each live replica reported at its last renewal, by identity.

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"metacel.dev/metacel/runtime/hashslot"
+
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,7 +29,7 @@ type replicas struct {
 	start0 time.Time
 	client *fake.Clientset
 	mu     sync.Mutex
-	holds  map[string]Set
+	holds  map[string]hashslot.Set
 	all    map[string]*Coordinator
 	clocks map[string]*testingclock.FakeClock
 	// blocked, when set for a replica, is waited on by its Hold when it gives slots up
@@ -40,7 +42,7 @@ type replicas struct {
 func newReplicas(t *testing.T) *replicas {
 	client := fake.NewClientset()
 	r := &replicas{t: t, start0: time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC), client: client,
-		holds: map[string]Set{}, all: map[string]*Coordinator{}, clocks: map[string]*testingclock.FakeClock{},
+		holds: map[string]hashslot.Set{}, all: map[string]*Coordinator{}, clocks: map[string]*testingclock.FakeClock{},
 		blocked: map[string]chan struct{}{}, unreachable: map[string]bool{}}
 	casConfigMaps(client)
 	client.PrependReactor("*", "leases", func(a k8stesting.Action) (bool, runtime.Object, error) {
@@ -98,7 +100,7 @@ func (r *replicas) start(ctx context.Context, identity string, skew time.Duratio
 	clk := testingclock.NewFakeClock(r.now().Add(skew))
 	o := Options{Namespace: testNS, Identity: identity, LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second, RenewInterval: 2 * time.Second, Clock: clk}
-	c := New(r.client, o, func(_ context.Context, s Set) { r.held(identity, s) })
+	c := New(r.client, o, func(_ context.Context, s hashslot.Set) { r.held(identity, s) })
 	if err := c.watch(ctx); err != nil {
 		r.t.Fatal(err)
 	}
@@ -117,7 +119,7 @@ func (r *replicas) now() time.Time {
 }
 
 // held records what a replica's Hold was told; giving slots up waits while the replica is blocked.
-func (r *replicas) held(identity string, s Set) {
+func (r *replicas) held(identity string, s hashslot.Set) {
 	r.mu.Lock()
 	block := r.blocked[identity]
 	gives := r.holds[identity]&^s != 0
@@ -131,9 +133,9 @@ func (r *replicas) held(identity string, s Set) {
 }
 
 // writable returns the slots a replica may write now.
-func writable(c *Coordinator) Set {
-	var s Set
-	for slot := range Slots {
+func writable(c *Coordinator) hashslot.Set {
+	var s hashslot.Set
+	for slot := range hashslot.Count {
 		if c.Allows(slot) {
 			s |= 1 << slot
 		}
@@ -148,7 +150,7 @@ func (r *replicas) check() {
 	defer r.mu.Unlock()
 	seen := map[int]string{}
 	for id, c := range r.all {
-		for slot := range Slots {
+		for slot := range hashslot.Count {
 			if !c.Allows(slot) {
 				continue
 			}
@@ -214,7 +216,7 @@ func (r *replicas) leasesSeen(live []string) {
 }
 
 // settle runs the live replicas (no time passing) until want holds, polling the informers' view.
-func (r *replicas) settle(ctx context.Context, live []string, want func(map[string]Set) error) {
+func (r *replicas) settle(ctx context.Context, live []string, want func(map[string]hashslot.Set) error) {
 	r.t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -233,17 +235,17 @@ func (r *replicas) settle(ctx context.Context, live []string, want func(map[stri
 }
 
 // partition checks that the live replicas hold every slot, about evenly.
-func partition(live ...string) func(map[string]Set) error {
-	return func(holds map[string]Set) error {
-		var union Set
+func partition(live ...string) func(map[string]hashslot.Set) error {
+	return func(holds map[string]hashslot.Set) error {
+		var union hashslot.Set
 		for _, id := range live {
 			s := holds[id]
-			if n := s.Count(); n < Slots/len(live) || n > Slots/len(live)+1 {
+			if n := s.Count(); n < hashslot.Count/len(live) || n > hashslot.Count/len(live)+1 {
 				return fmt.Errorf("%s holds %d slots (%s)", id, n, s.String())
 			}
 			union |= s
 		}
-		if union.Count() != Slots {
+		if union.Count() != hashslot.Count {
 			return fmt.Errorf("the live replicas hold %d slots", union.Count())
 		}
 		return nil
@@ -347,7 +349,7 @@ func TestClockSkewNeverGivesASlotToTwoReplicas(t *testing.T) {
 			r.mu.Lock()
 			bHolds := r.holds["b"]
 			r.mu.Unlock()
-			if bHolds.Count() != Slots/2 {
+			if bHolds.Count() != hashslot.Count/2 {
 				t.Fatalf("b holds %s after 20s of renewals, want half the slots", bHolds.String())
 			}
 			// b cannot renew: it stops writing, then a takes its slots, never both at once
@@ -375,7 +377,7 @@ func TestARenewalGoesOnDuringALongSync(t *testing.T) {
 		r.mu.Lock()
 		a, b := r.holds["a"], r.holds["b"]
 		r.mu.Unlock()
-		if a != Set(0).complement() {
+		if a != ^hashslot.Set(0) {
 			t.Fatalf("a's Hold returned while blocked: holds %s", a.String())
 		}
 		if b != 0 {
@@ -421,7 +423,7 @@ func TestALostTableIsRebuiltFromTheHolders(t *testing.T) {
 			}
 			table := parseTable(got)
 			for id, c := range r.all {
-				for slot := range Slots {
+				for slot := range hashslot.Count {
 					if c.Held().Has(slot) && table.owners[slot] != id {
 						t.Errorf("%s holds slot %d; the table gives it to %q", id, slot, table.owners[slot])
 					}
@@ -496,7 +498,7 @@ func TestAnOwnersLeaseNotSeenYetIsReadBeforeItsSlotsAreTaken(t *testing.T) {
 
 func TestAssign(t *testing.T) {
 	members := []string{"a", "b", "c"}
-	var union Set
+	var union hashslot.Set
 	for _, m := range members {
 		s := Assign(members, m)
 		if union&s != 0 {
@@ -504,15 +506,13 @@ func TestAssign(t *testing.T) {
 		}
 		union |= s
 	}
-	if union.Count() != Slots {
-		t.Errorf("assigned %d slots, want %d", union.Count(), Slots)
+	if union.Count() != hashslot.Count {
+		t.Errorf("assigned %d slots, want %d", union.Count(), hashslot.Count)
 	}
 	if Assign(members, "d") != 0 {
 		t.Error("a replica not among the members is assigned slots")
 	}
 }
-
-func (s Set) complement() Set { return ^s }
 
 // eventually polls f until it succeeds, for at most 5 s.
 func eventually(t *testing.T, f func() error) {

@@ -2,7 +2,8 @@
 // on, so that N replicas each sync, cache and write about 1/N of them.
 //
 // The space of a parent's UID hash (64-bit FNV-1a, the hash the API server's sharded list and
-// watch selects on) is cut into Slots equal slots. Replicas find each other through Leases, one
+// watch selects on) is cut into equal slots (package hashslot, the arithmetic; this package is
+// the coordination). Replicas find each other through Leases, one
 // per replica (metacel-shard-<identity>, labelled metacel.dev/shard-member, in the policy
 // namespace), and each computes the same assignment from the live ones: contiguous runs of
 // slots, one per replica in the order of their identities (Assign).
@@ -22,7 +23,7 @@
 // unreadable is rebuilt from what the live Leases say, and holders write back their slots.
 //
 // Every write a replica makes for a parent passes Allows (the operator's write fence asks it for
-// the slot a request carries, WithSlot): the slot is held and not being given up, and the last
+// the slot a request carries, hashslot.WithSlot): the slot is held and not being given up, and the last
 // successful renewal was sent less than RenewDeadline ago, by the monotonic clock. A replica
 // renews on its own goroutine, and checks that deadline before each renewal: once passed (it was
 // paused, or the API server unreachable), it stops every slot before it renews, and takes them

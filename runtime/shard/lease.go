@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // This replica's own Lease: renewed every RenewInterval on a goroutine of its own, so that no
@@ -31,7 +32,7 @@ import (
 func LeaseName(identity string) string {
 	name := strings.ToLower(leasePrefix + identity)
 	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-		name = leasePrefix + fmt.Sprintf("%x", Hash(types.UID(identity)))
+		name = leasePrefix + fmt.Sprintf("%x", hashslot.Hash(types.UID(identity)))
 	}
 	return name
 }
@@ -53,7 +54,7 @@ func (c *Coordinator) renewEvery(ctx context.Context) {
 
 // renew writes this replica's Lease, saying it syncs the slots it holds and those of adding:
 // after a lapse, only once it has stopped syncing every slot.
-func (c *Coordinator) renew(ctx context.Context, adding Set) error {
+func (c *Coordinator) renew(ctx context.Context, adding hashslot.Set) error {
 	c.leaseMu.Lock()
 	defer c.leaseMu.Unlock()
 	if c.lapsed() {
@@ -92,7 +93,7 @@ func (c *Coordinator) lapsed() bool {
 }
 
 // writeLease creates or updates this replica's Lease; one deleted meanwhile is created again.
-func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slots Set) (*coordinationv1.Lease, error) {
+func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slots hashslot.Set) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	leases := c.client.CoordinationV1().Leases(c.o.Namespace)

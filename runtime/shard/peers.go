@@ -7,6 +7,8 @@ import (
 
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // peers is what this replica has seen of the replicas' Leases, its own included: for each
@@ -31,8 +33,8 @@ type sighting struct {
 	record   string // holder, renewTime, duration: a change of any is a renewal
 	changed  time.Time
 	duration time.Duration
-	version  string // the Lease's resourceVersion, for a deletion on that version only
-	slots    Set    // the slots the replica said it syncs (AnnotationSlots)
+	version  string       // the Lease's resourceVersion, for a deletion on that version only
+	slots    hashslot.Set // the slots the replica said it syncs (AnnotationSlots)
 	report   string
 	gone     bool // the Lease was deleted since
 }
@@ -47,7 +49,7 @@ func (p *peers) see(l *coordinationv1.Lease) {
 		return
 	}
 	id, record := *l.Spec.HolderIdentity, recordOf(l)
-	slots, _ := ParseSet(l.Annotations[AnnotationSlots])
+	slots, _ := hashslot.ParseSet(l.Annotations[AnnotationSlots])
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.by[id]

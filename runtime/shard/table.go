@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"sort"
 
+	"metacel.dev/metacel/runtime/hashslot"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
@@ -43,12 +45,12 @@ func (c *Coordinator) readTable(ctx context.Context, fresh bool) (ownersTable, e
 }
 
 func parseTable(cm *corev1.ConfigMap) ownersTable {
-	t := ownersTable{owners: make([]string, Slots), cm: cm}
+	t := ownersTable{owners: make([]string, hashslot.Count), cm: cm}
 	if cm == nil {
 		return t
 	}
 	var got []string
-	if err := json.Unmarshal([]byte(cm.Data[keyOwners]), &got); err == nil && len(got) == Slots {
+	if err := json.Unmarshal([]byte(cm.Data[keyOwners]), &got); err == nil && len(got) == hashslot.Count {
 		copy(t.owners, got)
 		t.whole = true
 	}
@@ -63,7 +65,7 @@ func (c *Coordinator) repair(ctx context.Context, t *ownersTable, live map[strin
 		klog.FromContext(ctx).Info("The shard table is missing or unreadable; rebuilding it from the replicas' Leases")
 		t.owners = rebuilt(live)
 	}
-	for slot := range Slots {
+	for slot := range hashslot.Count {
 		if c.syncing().Has(slot) && t.owners[slot] == "" {
 			t.owners[slot], changed = c.o.Identity, true
 		}
@@ -77,14 +79,14 @@ func (c *Coordinator) repair(ctx context.Context, t *ownersTable, live map[strin
 // rebuilt gives each slot to the live replica whose Lease says it syncs it (the first by identity,
 // should two say so: the other stops on reading the table).
 func rebuilt(live map[string]sighting) []string {
-	owners := make([]string, Slots)
+	owners := make([]string, hashslot.Count)
 	ids := make([]string, 0, len(live))
 	for id := range live {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		for slot := range Slots {
+		for slot := range hashslot.Count {
 			if live[id].slots.Has(slot) && owners[slot] == "" {
 				owners[slot] = id
 			}
@@ -95,9 +97,9 @@ func rebuilt(live map[string]sighting) []string {
 
 // release writes "no owner" for the slots the table gives this replica that it syncs no more
 // and should not hold (want): their syncs have stopped.
-func (c *Coordinator) release(ctx context.Context, t *ownersTable, want Set) error {
+func (c *Coordinator) release(ctx context.Context, t *ownersTable, want hashslot.Set) error {
 	syncing, changed := c.syncing(), false
-	for slot := range Slots {
+	for slot := range hashslot.Count {
 		if t.owners[slot] == c.o.Identity && !syncing.Has(slot) && !want.Has(slot) {
 			t.owners[slot], changed = "", true
 		}
@@ -111,10 +113,10 @@ func (c *Coordinator) release(ctx context.Context, t *ownersTable, want Set) err
 // claim takes the slots this replica should hold and may: free, its own, or their owner gone
 // (ownerGone), and said by no other live replica's Lease to be synced. The table is written
 // first, then this replica's Lease says it syncs them, then they are synced.
-func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want Set, live map[string]sighting) error {
+func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want hashslot.Set, live map[string]sighting) error {
 	gone := map[string]bool{}
-	syncing, take := c.syncing(), Set(0)
-	for slot := range Slots {
+	syncing, take := c.syncing(), hashslot.Set(0)
+	for slot := range hashslot.Count {
 		if !want.Has(slot) || syncing.Has(slot) || syncedByOther(live, c.o.Identity, slot) {
 			continue
 		}
@@ -177,8 +179,8 @@ func (c *Coordinator) ownerGone(ctx context.Context, owner string) bool {
 }
 
 // takenByOthers returns the slots the table gives to another replica.
-func takenByOthers(owners []string, identity string) Set {
-	var out Set
+func takenByOthers(owners []string, identity string) hashslot.Set {
+	var out hashslot.Set
 	for slot, owner := range owners {
 		if owner != "" && owner != identity {
 			out |= 1 << slot

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/shard"
 )
 
@@ -52,8 +53,8 @@ func parseReplicas(list string) ([]int, error) {
 	var out []int
 	for f := range strings.SplitSeq(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > shard.Slots {
-			return nil, fmt.Errorf("-replicas: %q is not a count of replicas from 1 to %d", f, shard.Slots)
+		if err != nil || n < 1 || n > hashslot.Count {
+			return nil, fmt.Errorf("-replicas: %q is not a count of replicas from 1 to %d", f, hashslot.Count)
 		}
 		out = append(out, n)
 	}
@@ -183,14 +184,14 @@ func (b *bench) waitSlots(ctx context.Context, procs []*proc) error {
 	for {
 		held, split := b.slotsHeld(ctx, procs, ids)
 		if split {
-			logf("  the %d replica(s) hold the %d slots: %s", len(procs), shard.Slots, held)
+			logf("  the %d replica(s) hold the %d slots: %s", len(procs), hashslot.Count, held)
 			return nil
 		}
 		if err := allAlive(procs); err != nil {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the replicas do not hold the %d slots as they split them after 2m: %s (logs: %s)", shard.Slots, held, logsOf(procs))
+			return fmt.Errorf("the replicas do not hold the %d slots as they split them after 2m: %s (logs: %s)", hashslot.Count, held, logsOf(procs))
 		}
 		select {
 		case <-ctx.Done():

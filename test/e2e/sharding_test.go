@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/shard"
 )
@@ -211,7 +212,7 @@ func TestShardedReplicas(t *testing.T) {
 					}
 					total += n
 				}
-				if total != shard.Slots {
+				if total != hashslot.Count {
 					return fmt.Errorf("%.0f slots held", total)
 				}
 				return nil
@@ -256,14 +257,14 @@ func shardLeases(t *testing.T, kube kubernetes.Interface, ns string) map[string]
 }
 
 // slotsOf parses the slots a Lease shows ("0-20,40").
-func slotsOf(s string) shard.Set {
-	var out shard.Set
+func slotsOf(s string) hashslot.Set {
+	var out hashslot.Set
 	for _, part := range strings.Split(s, ",") {
 		var from, to int
 		if n, _ := fmt.Sscanf(part, "%d-%d", &from, &to); n == 2 {
-			out |= shard.SetOf(shard.Range{From: from, To: to + 1})
+			out |= hashslot.SetOf(hashslot.Range{From: from, To: to + 1})
 		} else if n, _ := fmt.Sscanf(part, "%d", &from); n == 1 {
-			out |= shard.SetOf(shard.Range{From: from, To: from + 1})
+			out |= hashslot.SetOf(hashslot.Range{From: from, To: from + 1})
 		}
 	}
 	return out
@@ -275,15 +276,15 @@ func sharedAmong(t *testing.T, kube kubernetes.Interface, ns string, ids ...stri
 	t.Helper()
 	eventually(t, wait, fmt.Sprintf("the slots shared among %v", ids), func() error {
 		leases := shardLeases(t, kube, ns)
-		var union shard.Set
+		var union hashslot.Set
 		for _, id := range ids {
 			s := slotsOf(leases[id])
-			if s.Count() < shard.Slots/len(ids) {
+			if s.Count() < hashslot.Count/len(ids) {
 				return fmt.Errorf("%s holds %q; leases %v", id, leases[id], leases)
 			}
 			union |= s
 		}
-		if union.Count() != shard.Slots || len(leases) != len(ids) {
+		if union.Count() != hashslot.Count || len(leases) != len(ids) {
 			return fmt.Errorf("leases %v", leases)
 		}
 		return nil
@@ -385,7 +386,7 @@ func TestAKilledReplicasParentsMove(t *testing.T) {
 }
 
 // widgetIn creates Widgets until one's UID falls in slots, and returns its name.
-func widgetIn(t *testing.T, dyn dynamic.Interface, ns string, slots shard.Set) string {
+func widgetIn(t *testing.T, dyn dynamic.Interface, ns string, slots hashslot.Set) string {
 	t.Helper()
 	for i := range 200 {
 		name := fmt.Sprintf("late-%03d", i)
@@ -398,7 +399,7 @@ func widgetIn(t *testing.T, dyn dynamic.Interface, ns string, slots shard.Set) s
 		if err != nil {
 			t.Fatal(err)
 		}
-		if slots.Has(shard.SlotOf(got.GetUID())) {
+		if slots.Has(hashslot.Of(got.GetUID())) {
 			return name
 		}
 		if err := dyn.Resource(widgetsGVR).Namespace(ns).Delete(t.Context(), name, metav1.DeleteOptions{}); err != nil {

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/shard"
 )
 
@@ -92,7 +93,7 @@ func (p *process) signal(sig syscall.Signal) {
 }
 
 // widgetsIn returns the names of the Widgets of ns whose UIDs are in slots.
-func widgetsIn(t *testing.T, tg target, ns string, slots shard.Set) []string {
+func widgetsIn(t *testing.T, tg target, ns string, slots hashslot.Set) []string {
 	t.Helper()
 	list, err := tg.dyn.Resource(widgetsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
@@ -100,7 +101,7 @@ func widgetsIn(t *testing.T, tg target, ns string, slots shard.Set) []string {
 	}
 	var out []string
 	for _, w := range list.Items {
-		if slots.Has(shard.SlotOf(w.GetUID())) {
+		if slots.Has(hashslot.Of(w.GetUID())) {
 			out = append(out, w.GetName())
 		}
 	}

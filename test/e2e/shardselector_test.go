@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/manifest"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 var crdsGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
@@ -62,7 +62,7 @@ func newShardClients(t *testing.T, cfg *rest.Config) shardClients {
 
 // TestShardSelector checks runtime/shard and compact.ShardedListWatch against Kubernetes' alpha
 // sharded list and watch: on a second control plane with the ShardedListAndWatch gate, the API
-// server selects by shard.Range exactly the objects whose shard.SlotOf is in it (our hash is the
+// server selects by hashslot.Range exactly the objects whose hashslot.Of is in it (our hash is the
 // server's), in lists and watches; on the shared cluster (no gate) the probe says so, and the
 // client-side fallback selects the same objects.
 func TestShardSelector(t *testing.T) {
@@ -92,9 +92,9 @@ func TestShardSelector(t *testing.T) {
 		ns := createNamespace(t, gated.kube, "shards")
 		uids := createShardedMyApps(t, gated.dynamic, ns, "app", 200)
 		ranges := singleSlotRanges()
-		ranges = append(ranges, shard.Range{From: 0, To: 32}, shard.Range{From: 32, To: shard.Slots},
-			shard.Range{From: 0, To: shard.Slots}, shard.Range{From: 5, To: 17}, shard.Range{From: 21, To: 43})
-		logShardInfo(t, gated.compact.ShardedListWatch(myAppsGVR, "", shard.Range{From: 0, To: 32}, true))
+		ranges = append(ranges, hashslot.Range{From: 0, To: 32}, hashslot.Range{From: 32, To: hashslot.Count},
+			hashslot.Range{From: 0, To: hashslot.Count}, hashslot.Range{From: 5, To: 17}, hashslot.Range{From: 21, To: 43})
+		logShardInfo(t, gated.compact.ShardedListWatch(myAppsGVR, "", hashslot.Range{From: 0, To: 32}, true))
 		listed := map[types.UID]int{}
 		for _, r := range ranges {
 			got := listUIDs(t, gated.compact.ShardedListWatch(myAppsGVR, shardLabel+"="+ns, r, true))
@@ -119,24 +119,24 @@ func TestShardSelector(t *testing.T) {
 
 	t.Run("a sharded watch delivers only the objects of its range", func(t *testing.T) {
 		ns := createNamespace(t, gated.kube, "shards-watch")
-		checkShardedInformer(t, gated, ns, shard.Range{From: 16, To: 48}, true)
+		checkShardedInformer(t, gated, ns, hashslot.Range{From: 16, To: 48}, true)
 	})
 
 	t.Run("the client-side fallback selects the same objects on a server without the gate", func(t *testing.T) {
 		ns := newNamespace(t, "shardselector")
 		uids := createShardedMyApps(t, shared.dynamic, ns, "app", 100)
-		for _, r := range []shard.Range{{From: 0, To: 32}, {From: 32, To: shard.Slots}, {From: 7, To: 8}, {From: 10, To: 50}} {
+		for _, r := range []hashslot.Range{{From: 0, To: 32}, {From: 32, To: hashslot.Count}, {From: 7, To: 8}, {From: 10, To: 50}} {
 			got := listUIDs(t, shared.compact.ShardedListWatch(myAppsGVR, shardLabel+"="+ns, r, false))
 			if want := inRange(uids, r); !slices.Equal(got, want) {
 				t.Errorf("client-side %v listed %d objects, want the %d in it (%d of them)", r, len(got), len(want), len(common(got, want)))
 			}
 		}
 		// Why the probe matters: a server without the gate ignores the shard selector.
-		all := listUIDs(t, shared.compact.ShardedListWatch(myAppsGVR, shardLabel+"="+ns, shard.Range{From: 0, To: 1}, true))
+		all := listUIDs(t, shared.compact.ShardedListWatch(myAppsGVR, shardLabel+"="+ns, hashslot.Range{From: 0, To: 1}, true))
 		if !slices.Equal(all, sortedUIDs(uids)) {
 			t.Errorf("a server without the gate listed %d of %d objects for a shard selector, want all (it ignores it)", len(all), len(uids))
 		}
-		checkShardedInformer(t, shared, newNamespace(t, "shardselector-watch"), shard.Range{From: 16, To: 48}, false)
+		checkShardedInformer(t, shared, newNamespace(t, "shardselector-watch"), hashslot.Range{From: 16, To: 48}, false)
 	})
 }
 
@@ -247,7 +247,7 @@ func createLabelledMyApp(ctx context.Context, dyn dynamic.Interface, ns, name st
 // never handed an object outside r and that its cache ends up holding exactly those in r. The
 // last write is to an object in r, after the others: once the informer has seen it, it has seen
 // (or been spared) every earlier event, as a watch delivers them in order.
-func checkShardedInformer(t *testing.T, clients shardClients, ns string, r shard.Range, serverSide bool) {
+func checkShardedInformer(t *testing.T, clients shardClients, ns string, r hashslot.Range, serverSide bool) {
 	t.Helper()
 	before := createShardedMyApps(t, clients.dynamic, ns, "before", 40)
 	seen := &delivered{uids: map[types.UID]bool{}}
@@ -276,7 +276,7 @@ func checkShardedInformer(t *testing.T, clients shardClients, ns string, r shard
 
 	for _, uid := range seen.all() {
 		if !r.Contains(uid) {
-			t.Errorf("the informer was handed %s (slot %d), outside %v", uid, shard.SlotOf(uid), r)
+			t.Errorf("the informer was handed %s (slot %d), outside %v", uid, hashslot.Of(uid), r)
 		}
 	}
 	var cached []types.UID
@@ -292,7 +292,7 @@ func checkShardedInformer(t *testing.T, clients shardClients, ns string, r shard
 const sentinelAnnotation = "e2e.metacel.dev/sentinel"
 
 // markSentinel annotates the first MyApp of uids (named before-<i>) in r, and returns its UID.
-func markSentinel(t *testing.T, dyn dynamic.Interface, ns string, uids []types.UID, r shard.Range) types.UID {
+func markSentinel(t *testing.T, dyn dynamic.Interface, ns string, uids []types.UID, r hashslot.Range) types.UID {
 	t.Helper()
 	i := slices.IndexFunc(uids, r.Contains)
 	if i < 0 {
@@ -344,10 +344,10 @@ func (d *delivered) all() []types.UID {
 	return slices.Sorted(maps.Keys(d.uids))
 }
 
-func singleSlotRanges() []shard.Range {
-	out := make([]shard.Range, shard.Slots)
+func singleSlotRanges() []hashslot.Range {
+	out := make([]hashslot.Range, hashslot.Count)
 	for i := range out {
-		out[i] = shard.Range{From: i, To: i + 1}
+		out[i] = hashslot.Range{From: i, To: i + 1}
 	}
 	return out
 }
@@ -379,7 +379,7 @@ func logShardInfo(t *testing.T, lw *cache.ListWatch) {
 }
 
 // inRange returns the UIDs in r, sorted.
-func inRange(uids []types.UID, r shard.Range) []types.UID {
+func inRange(uids []types.UID, r hashslot.Range) []types.UID {
 	var out []types.UID
 	for _, uid := range uids {
 		if r.Contains(uid) {

@@ -1,4 +1,4 @@
-package shard
+package hashslot
 
 import (
 	"fmt"
@@ -50,8 +50,8 @@ func TestSlotOf(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			if got := SlotOf(c.uid); got != c.want {
-				t.Errorf("SlotOf(%q) = %d, want %d", c.uid, got, c.want)
+			if got := Of(c.uid); got != c.want {
+				t.Errorf("Of(%q) = %d, want %d", c.uid, got, c.want)
 			}
 		})
 	}
@@ -64,9 +64,9 @@ func TestSelector(t *testing.T) {
 		want string
 	}{
 		{"the first half", Range{0, 32}, "shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')"},
-		{"the second half ends at 2^64", Range{32, Slots}, "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"},
+		{"the second half ends at 2^64", Range{32, Count}, "shardRange(object.metadata.uid, '0x8000000000000000', '0x10000000000000000')"},
 		{"one slot", Range{1, 2}, "shardRange(object.metadata.uid, '0x0400000000000000', '0x0800000000000000')"},
-		{"everything", Range{0, Slots}, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"},
+		{"everything", Range{0, Count}, "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -80,8 +80,8 @@ func TestSelector(t *testing.T) {
 // The API server's own parser and matcher (k8s.io/apiserver/pkg/sharding) accept every range's
 // selector and select exactly the UIDs Contains says.
 func TestTheAPIServerSelectsWhatContainsSays(t *testing.T) {
-	ranges := []Range{{0, Slots}, {0, 1}, {63, 64}, {0, 32}, {32, 64}, {5, 17}, {21, 43}}
-	for i := range Slots {
+	ranges := []Range{{0, Count}, {0, 1}, {63, 64}, {0, 32}, {32, 64}, {5, 17}, {21, 43}}
+	for i := range Count {
 		ranges = append(ranges, Range{i, i + 1})
 	}
 	all := uids(500)
@@ -97,7 +97,7 @@ func TestTheAPIServerSelectsWhatContainsSays(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := r.Contains(uid); got != want {
-				t.Errorf("%s on %s (slot %d): the API server says %v, Contains %v", r.Selector(), uid, SlotOf(uid), got, want)
+				t.Errorf("%s on %s (slot %d): the API server says %v, Contains %v", r.Selector(), uid, Of(uid), got, want)
 			}
 		}
 	}
@@ -111,9 +111,9 @@ func TestContains(t *testing.T) {
 		want bool
 	}{
 		{"its own slot", Range{43, 44}, true},
-		{"a range starting at its slot", Range{43, Slots}, true},
+		{"a range starting at its slot", Range{43, Count}, true},
 		{"a range ending at its slot (exclusive)", Range{0, 43}, false},
-		{"everything", Range{0, Slots}, true},
+		{"everything", Range{0, Count}, true},
 		{"an empty range", Range{43, 43}, false},
 	}
 	for _, c := range cases {
@@ -135,7 +135,7 @@ func TestSet(t *testing.T) {
 	}{
 		{"empty", SetOf(), 0, nil, ""},
 		{"an empty range adds nothing", SetOf(Range{3, 3}), 0, nil, ""},
-		{"everything", SetOf(Range{0, Slots}), Slots, []Range{{0, Slots}}, "0-63"},
+		{"everything", SetOf(Range{0, Count}), Count, []Range{{0, Count}}, "0-63"},
 		{"two runs", SetOf(Range{0, 21}, Range{43, 64}), 42, []Range{{0, 21}, {43, 64}}, "0-20,43-63"},
 		{"adjacent ranges make one run", SetOf(Range{0, 5}, Range{5, 10}), 10, []Range{{0, 10}}, "0-9"},
 		{"overlapping ranges make one run", SetOf(Range{0, 6}, Range{4, 10}), 10, []Range{{0, 10}}, "0-9"},
@@ -183,7 +183,7 @@ func TestSetHas(t *testing.T) {
 func TestTheSingleSlotRangesPartitionTheUIDs(t *testing.T) {
 	for _, uid := range uids(1000) {
 		in := 0
-		for i := range Slots {
+		for i := range Count {
 			if (Range{i, i + 1}).Contains(uid) {
 				in++
 			}

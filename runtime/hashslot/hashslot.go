@@ -1,4 +1,4 @@
-package shard
+package hashslot
 
 import (
 	"fmt"
@@ -6,14 +6,15 @@ import (
 	"strconv"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/sharding"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// Slots is the number of equal slots the 64-bit hash space is cut into: an object is in slot
+// Count is the number of equal slots the 64-bit hash space is cut into: an object is in slot
 // Hash(uid) >> 58.
-const Slots = 64
+const Count = 64
 
-// slotShift is log2(2^64 / Slots): shifting a hash right by it gives its slot.
+// slotShift is log2(2^64 / Count): shifting a hash right by it gives its slot.
 const slotShift = 64 - 6
 
 // FNV-1a, 64-bit (hash/fnv's New64a, without its allocation).
@@ -33,29 +34,32 @@ func Hash(uid types.UID) uint64 {
 	return h
 }
 
-// SlotOf returns the slot, in [0, Slots), of the object with this UID.
-func SlotOf(uid types.UID) int {
+// Of returns the slot, in [0, Count), of the object with this UID.
+func Of(uid types.UID) int {
 	return int(Hash(uid) >> slotShift)
 }
 
-// Range is the slots [From, To), 0 <= From < To <= Slots.
+// Range is the slots [From, To), 0 <= From < To <= Count.
 type Range struct{ From, To int }
 
 // Selector returns the shard selector (metav1.ListOptions.ShardSelector) that lists and watches
-// the objects whose UID hashes into r:
+// the objects whose UID hashes into r, as k8s.io/apimachinery/pkg/sharding writes it:
 //
 //	shardRange(object.metadata.uid, '0x0000000000000000', '0x8000000000000000')
 //
 // The API server wants bounds of exactly 16 lowercase hex digits, the top one (2^64) excepted,
 // and From < To: the selector of an empty range is refused.
 func (r Range) Selector() string {
-	return fmt.Sprintf("shardRange(object.metadata.uid, '%s', '%s')", bound(r.From), bound(r.To))
+	return sharding.NewSelector(sharding.ShardRangeRequirement{Key: uidField, Start: bound(r.From), End: bound(r.To)}).String()
 }
 
-// bound is the hash where a slot starts, as the API server reads it; Slots is the end of the
+// uidField is the field the slots hash.
+const uidField = "object.metadata.uid"
+
+// bound is the hash where a slot starts, as the API server reads it; Count is the end of the
 // space, 2^64.
 func bound(slot int) string {
-	if slot >= Slots {
+	if slot >= Count {
 		return "0x10000000000000000"
 	}
 	return fmt.Sprintf("0x%016x", uint64(slot)<<slotShift)
@@ -64,18 +68,18 @@ func bound(slot int) string {
 // Contains reports whether the object with this UID is in r: what the API server answers to
 // r.Selector().
 func (r Range) Contains(uid types.UID) bool {
-	s := SlotOf(uid)
+	s := Of(uid)
 	return r.From <= s && s < r.To
 }
 
 // Set is a set of slots: bit i is slot i.
 type Set uint64
 
-// SetOf returns the set of the slots of the ranges (clipped to [0, Slots)).
+// SetOf returns the set of the slots of the ranges (clipped to [0, Count)).
 func SetOf(r ...Range) Set {
 	var s Set
 	for _, rg := range r {
-		for i := max(rg.From, 0); i < min(rg.To, Slots); i++ {
+		for i := max(rg.From, 0); i < min(rg.To, Count); i++ {
 			s |= 1 << i
 		}
 	}
@@ -84,7 +88,7 @@ func SetOf(r ...Range) Set {
 
 // Has reports whether slot is in s.
 func (s Set) Has(slot int) bool {
-	return slot >= 0 && slot < Slots && s&(1<<slot) != 0
+	return slot >= 0 && slot < Count && s&(1<<slot) != 0
 }
 
 // Count returns the number of slots in s.
@@ -95,13 +99,13 @@ func (s Set) Count() int {
 // Ranges returns the maximal runs of contiguous slots of s, in order.
 func (s Set) Ranges() []Range {
 	var out []Range
-	for i := 0; i < Slots; {
+	for i := 0; i < Count; {
 		if !s.Has(i) {
 			i++
 			continue
 		}
 		from := i
-		for i < Slots && s.Has(i) {
+		for i < Count && s.Has(i) {
 			i++
 		}
 		out = append(out, Range{From: from, To: i})
@@ -112,7 +116,7 @@ func (s Set) Ranges() []Range {
 // String lists the runs of s with inclusive slot numbers, "0-20,43-63" ("5" for a run of one
 // slot, "" for the empty set).
 func (s Set) String() string {
-	parts := make([]string, 0, Slots/2)
+	parts := make([]string, 0, Count/2)
 	for _, r := range s.Ranges() {
 		if r.To-r.From == 1 {
 			parts = append(parts, strconv.Itoa(r.From))
@@ -136,8 +140,8 @@ func ParseSet(s string) (Set, error) {
 		}
 		a, errA := strconv.Atoi(from)
 		b, errB := strconv.Atoi(to)
-		if errA != nil || errB != nil || a < 0 || b < a || b >= Slots {
-			return 0, fmt.Errorf("slots %q: %q is not a slot or a run of slots (e.g. 0-20) in [0, %d)", s, part, Slots)
+		if errA != nil || errB != nil || a < 0 || b < a || b >= Count {
+			return 0, fmt.Errorf("slots %q: %q is not a slot or a run of slots (e.g. 0-20) in [0, %d)", s, part, Count)
 		}
 		out |= SetOf(Range{From: a, To: b + 1})
 	}
