@@ -8,7 +8,7 @@
 // policy names, but it reads a cached object far less often than the cache holds it: a sync reads
 // one parent and its children, while every object stays in memory for the life of the process.
 //
-// So the informers of the pool (runtime/controller) list and watch through ListWatch, whose
+// So the informers of the pool (runtime/informers) list and watch through ListWatch, whose
 // decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
 // typed metav1.ObjectMeta and keeps the object's bytes; Unstructured decodes them on demand,
 // dropping what the runtime never reads (Slim). Finding a watch event's end and its object's
@@ -18,11 +18,13 @@
 // Kubernetes' own components, from an API server no newer than the types built in
 // (protobuf.go): their bytes are the protobuf message, their metadata its first field, and
 // Unstructured decodes them through client-go's types. ShardedListWatch does the same for the
-// objects whose UID hashes into a range of shard slots (runtime/shard), selected by the API
+// objects whose UID hashes into a range of shard slots (runtime/hashslot), selected by the API
 // server's shard selector when it honours them (ProbeShardSupport), else by dropping the others
 // here before the informer sees them. An object larger than a cap is kept without its body
 // (Omit, omit.go): who may create objects is not who runs the runtime, and Unstructured reads such
-// an object from the API server instead. Nothing here writes to the API server.
+// an object from the API server instead. The objects the API server returns for writes are read
+// with the same decoders (Responses, package apply's ResponseDecoder). Nothing here writes to the
+// API server.
 //
 // client-go has no decoder of this kind (its metadata-only client drops the rest of the
 // object, and its unstructured decoder builds the maps), and no JSON decoder in the module graph
