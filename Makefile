@@ -72,8 +72,8 @@ manifests: build ## Regenerate deploy/ from policies/: the policies' ServiceAcco
 	cp policies/*.yaml deploy/helm/metacel/files/policies/
 
 .PHONY: golden
-golden: ## Regenerate the golden files (`metacel render`, client-go's built-in schema) after an intended change
-	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel ./runtime/builtinschema
+golden: ## Regenerate the golden files (`metacel render`, the policy JSON Schema, client-go's built-in schema) after an intended change
+	METACEL_UPDATE_GOLDEN=1 $(GO) test -count=1 ./cmd/metacel ./runtime/policy ./runtime/builtinschema
 
 .PHONY: bench
 bench: ## Benchmarks: render per parent (ns/op, allocs/op)

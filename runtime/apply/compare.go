@@ -14,13 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-// NeedsApply is Schema.NeedsApply for a caller that has no schema of desired's kind: a built-in
-// kind follows the schema client-go ships, any other kind none. A caller that knows a custom
-// resource's schema uses SchemaFor(gvk, crdSchema).NeedsApply instead.
-func NeedsApply(desired, observed *unstructured.Unstructured) bool {
-	return SchemaFor(desired.GroupVersionKind(), nil).NeedsApply(desired, observed)
-}
-
 // NeedsApply reports whether applying desired would change observed, an object of s's kind: a
 // field metacel sets differs, or a field metacel set before is no longer desired (it would be
 // removed). Observed's managed fields say what metacel set before. A nil s knows only metadata.

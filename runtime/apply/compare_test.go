@@ -52,6 +52,11 @@ func TestSatisfied(t *testing.T) {
 	}
 }
 
+// needsApply is Schema.NeedsApply with the schema client-go ships for desired's built-in kind.
+func needsApply(desired, observed *unstructured.Unstructured) bool {
+	return SchemaFor(desired.GroupVersionKind(), nil).NeedsApply(desired, observed)
+}
+
 func TestNeedsApplyRemovesWhatMetacelNoLongerSets(t *testing.T) {
 	observed := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "v1", "kind": "ConfigMap",
@@ -62,11 +67,11 @@ func TestNeedsApplyRemovesWhatMetacelNoLongerSets(t *testing.T) {
 		"data": map[string]any{"a": "1", "b": "2", "c": "set by someone else"},
 	}}
 	same := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}, "data": map[string]any{"a": "1", "b": "2"}}}
-	if NeedsApply(same, observed) {
+	if needsApply(same, observed) {
 		t.Error("nothing changed: no apply needed (c belongs to another manager)")
 	}
 	dropped := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}, "data": map[string]any{"a": "1"}}}
-	if !NeedsApply(dropped, observed) {
+	if !needsApply(dropped, observed) {
 		t.Error("b was set by metacel and is no longer desired: an apply must remove it")
 	}
 }
@@ -89,13 +94,13 @@ func TestNeedsApplyNoticesAnItemMetacelRemoved(t *testing.T) {
 	pod := func(containers ...any) *unstructured.Unstructured {
 		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": map[string]any{"containers": containers}}}
 	}
-	if NeedsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}, map[string]any{"name": "sidecar"}), observed) {
+	if needsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}, map[string]any{"name": "sidecar"}), observed) {
 		t.Error("nothing changed")
 	}
-	if !NeedsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}), observed) {
+	if !needsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}), observed) {
 		t.Error("the sidecar metacel set is no longer desired: apply")
 	}
-	if !NeedsApply(pod(map[string]any{"name": "app"}, map[string]any{"name": "sidecar"}), observed) {
+	if !needsApply(pod(map[string]any{"name": "app"}, map[string]any{"name": "sidecar"}), observed) {
 		t.Error("the command metacel set is no longer desired: apply")
 	}
 }

@@ -45,14 +45,7 @@ func clientGos() *typed.Parser {
 	return &typed.Parser{Schema: smdschema.Schema{Types: tv.Schema().Types}}
 }
 
-// encode writes types as gob.
-func encode(types []smdschema.TypeDef) ([]byte, error) {
-	var b bytes.Buffer
-	err := gob.NewEncoder(&b).Encode(types)
-	return b.Bytes(), err
-}
-
-// decode reads types written by encode.
+// decode reads types written as gob (by encode, in this package's test, which writes schema.gob).
 func decode(b []byte) ([]smdschema.TypeDef, error) {
 	var types []smdschema.TypeDef
 	err := gob.NewDecoder(bytes.NewReader(b)).Decode(&types)

@@ -1,6 +1,8 @@
 package builtinschema
 
 import (
+	"bytes"
+	"encoding/gob"
 	"os"
 	"testing"
 
@@ -42,6 +44,13 @@ func TestTheStoredSchemaIsClientGos(t *testing.T) {
 			t.Fatalf("schema.gob is not the schema of the client-go in go.mod: type %q is\n%s\nin client-go\n%s\nwrite it again with METACEL_UPDATE_GOLDEN=1 go test ./runtime/builtinschema (make golden)", want.Schema.Types[i].Name, g, w)
 		}
 	}
+}
+
+// encode writes types as gob, as decode reads them: the generator of schema.gob.
+func encode(types []smdschema.TypeDef) ([]byte, error) {
+	var b bytes.Buffer
+	err := gob.NewEncoder(&b).Encode(types)
+	return b.Bytes(), err
 }
 
 func asYAML(t *testing.T, td smdschema.TypeDef) string {

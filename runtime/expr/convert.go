@@ -14,19 +14,19 @@ import (
 // errAbsent marks an optional value that has none: the field it would fill is left out.
 var errAbsent = errors.New("absent")
 
-// ToNative converts a CEL value into fresh JSON-like Go values (map[string]any, []any, string,
+// toNative converts a CEL value into fresh JSON-like Go values (map[string]any, []any, string,
 // int64, float64, bool, nil) that share nothing with the inputs of the evaluation, so the result
 // may be changed freely without touching an informer's cache. An optional without a value
 // converts to nil.
-func ToNative(v ref.Val) (any, error) {
-	out, err := toNative(v)
+func toNative(v ref.Val) (any, error) {
+	out, err := celToNative(v)
 	if errors.Is(err, errAbsent) {
 		return nil, nil
 	}
 	return out, err
 }
 
-func toNative(v ref.Val) (any, error) {
+func celToNative(v ref.Val) (any, error) {
 	switch x := v.(type) {
 	case types.String:
 		return string(x), nil
@@ -57,7 +57,7 @@ func toNative(v ref.Val) (any, error) {
 		if !x.HasValue() {
 			return nil, errAbsent
 		}
-		return toNative(x.GetValue())
+		return celToNative(x.GetValue())
 	case traits.Mapper:
 		return mapToNative(x)
 	case traits.Lister:
@@ -77,7 +77,7 @@ func mapToNative(m traits.Mapper) (map[string]any, error) {
 		if !ok {
 			return nil, fmt.Errorf("map keys must be strings, got %s %v", k.Type().TypeName(), k.Value())
 		}
-		val, err := toNative(m.Get(k))
+		val, err := celToNative(m.Get(k))
 		if errors.Is(err, errAbsent) {
 			continue
 		}
@@ -93,7 +93,7 @@ func listToNative(l traits.Lister) ([]any, error) {
 	n := int(l.Size().(types.Int))
 	out := make([]any, 0, n)
 	for i := range n {
-		val, err := toNative(l.Get(types.Int(i)))
+		val, err := celToNative(l.Get(types.Int(i)))
 		if errors.Is(err, errAbsent) {
 			continue
 		}

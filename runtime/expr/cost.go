@@ -15,11 +15,11 @@ import (
 
 // Sizes assumed by the cost estimate where no schema bounds a value. An object in Kubernetes is at
 // most about 1.5 MiB, but bounding every unknown list by that would reject any expression that
-// walks one; these figures keep linear expressions well inside PerExpressionCostLimit and reject
+// walks one; these figures keep linear expressions well inside perExpressionCostLimit and reject
 // nested walks, and the run-time Budget still stops whatever the estimate let through.
 const (
-	AssumedMaxElements     = 1_000
-	AssumedMaxStringLength = 4_096
+	assumedMaxElements     = 1_000
+	assumedMaxStringLength = 4_096
 )
 
 // sizes estimates the size of values: from the parent's schema where it bounds them (maxItems,
@@ -27,13 +27,13 @@ const (
 type sizes struct {
 	roots map[string]*apiservercel.DeclType
 	// elements and chars are the assumed sizes of a list or map and of a string no schema bounds:
-	// AssumedMaxElements and AssumedMaxStringLength, or more (scaled) to find out whether an
+	// assumedMaxElements and assumedMaxStringLength, or more (scaled) to find out whether an
 	// expression's cost depends on them
 	elements, chars uint64
 }
 
 func newSizes(roots map[string]*apiservercel.DeclType) *sizes {
-	return &sizes{roots: roots, elements: AssumedMaxElements, chars: AssumedMaxStringLength}
+	return &sizes{roots: roots, elements: assumedMaxElements, chars: assumedMaxStringLength}
 }
 
 // scaled returns the same estimator with the assumed sizes k times larger; the sizes a schema

@@ -17,7 +17,7 @@
 // is about four times faster than schema-typed values and type-checks the same.
 //
 // Cost is bounded twice, as in Kubernetes: at compile time an expression whose estimated cost
-// exceeds PerExpressionCostLimit is rejected; at run time a Budget caps what all expressions of one
+// exceeds perExpressionCostLimit (1,000,000) is rejected; at run time a Budget caps what all expressions of one
 // sync may spend together. Every evaluation is metered as it runs (cel-go's cost tracking, with
 // Kubernetes' cost functions) and stops as soon as it has spent what is left of the budget; a call
 // that builds a string or list is charged for what it builds too, and one that may build far more

@@ -14,8 +14,8 @@ import (
 
 // Limits, of the same order as Kubernetes' for CRD validation rules.
 const (
-	// PerExpressionCostLimit bounds the estimated cost of one expression at compile time.
-	PerExpressionCostLimit = 1_000_000
+	// perExpressionCostLimit bounds the estimated cost of one expression at compile time.
+	perExpressionCostLimit = 1_000_000
 	// SyncCostBudget bounds the actual cost of all expressions evaluated in one sync of one parent.
 	SyncCostBudget = 10_000_000
 )

@@ -46,7 +46,7 @@ func evaluateCases(t *testing.T, env *Env, act Activation, tests []evalCase) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := ToNative(v)
+			got, err := toNative(v)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -90,7 +90,7 @@ func merge(a, b ref.Val) ref.Val {
 }
 
 func encode(a ref.Val, marshal func(any) ([]byte, error)) ref.Val {
-	v, err := ToNative(a)
+	v, err := toNative(a)
 	if err != nil {
 		return types.NewErr("encode: %v", err)
 	}

@@ -23,17 +23,17 @@ func FieldPath(path, key string) string {
 // IndexPath appends a list index to a field path.
 func IndexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
 
-// PathError is an error at a field path inside a policy.
-type PathError struct {
+// pathError is an error at a field path inside a policy.
+type pathError struct {
 	Path string
 	Err  error
 }
 
-func (e *PathError) Error() string { return e.Path + ": " + e.Err.Error() }
-func (e *PathError) Unwrap() error { return e.Err }
+func (e *pathError) Error() string { return e.Path + ": " + e.Err.Error() }
+func (e *pathError) Unwrap() error { return e.Err }
 
 // PathErrors collects the errors of one template.
-type PathErrors []*PathError
+type PathErrors []*pathError
 
 func (l PathErrors) Error() string {
 	s := ""

@@ -75,7 +75,7 @@ type Program struct {
 }
 
 // Compile parses, type-checks and plans one expression, and rejects it when its estimated cost
-// exceeds PerExpressionCostLimit or its type cannot satisfy want.
+// exceeds perExpressionCostLimit or its type cannot satisfy want.
 func (e *Env) Compile(src string, want Want) (*Program, error) {
 	return e.compile(src, want, false)
 }
@@ -98,10 +98,10 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	if err != nil {
 		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)
 	}
-	if est.Max > PerExpressionCostLimit {
+	if est.Max > perExpressionCostLimit {
 		return nil, fmt.Errorf("%s has an estimated cost of %d, over the limit of %d per expression: "+
 			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
-			quote(src), est.Max, PerExpressionCostLimit)
+			quote(src), est.Max, perExpressionCostLimit)
 	}
 	p := &Program{Source: src, Out: ast.OutputType(), want: want}
 	bounded, err := e.bounded(ast, est)
@@ -329,7 +329,7 @@ func stoppedByCost(err error) bool {
 	return errors.As(err, &cancelled) && cancelled.Cause == interpreter.CostLimitExceeded
 }
 
-// EvalNative evaluates the program like Eval and converts its result with ToNative, charging
+// EvalNative evaluates the program like Eval and converts its result with toNative, charging
 // the conversion to b too: the result is written out in full, as a child object or a status,
 // however often it refers to one value (buildCost).
 func (p *Program) EvalNative(ctx context.Context, act Activation, b *Budget) (any, error) {
@@ -341,7 +341,7 @@ func (p *Program) EvalNative(ctx context.Context, act Activation, b *Budget) (an
 	if err := p.chargeResult(b, buildCost(val, b.remaining)); err != nil {
 		return nil, err
 	}
-	v, err := ToNative(val)
+	v, err := toNative(val)
 	if err != nil {
 		return nil, fmt.Errorf("result of %s: %w", quote(p.Source), err)
 	}

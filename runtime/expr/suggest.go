@@ -9,10 +9,10 @@ import (
 	"github.com/google/cel-go/common/types"
 )
 
-// Closest returns the candidate that word most likely misspells, or "" when none is close: at
+// closest returns the candidate that word most likely misspells, or "" when none is close: at
 // most two edits apart (a swap of two neighbouring letters is one edit), fewer edits than word
 // has letters, case ignored. Of equally close candidates, the first in sort order wins.
-func Closest(word string, candidates []string) string {
+func closest(word string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
 		d := editDistance(strings.ToLower(word), strings.ToLower(c))
@@ -25,7 +25,7 @@ func Closest(word string, candidates []string) string {
 
 // DidYouMean returns ` (did you mean "candidate"?)` for the candidate closest to word, or "".
 func DidYouMean(word string, candidates []string) string {
-	if c := Closest(word, candidates); c != "" {
+	if c := closest(word, candidates); c != "" {
 		return fmt.Sprintf(" (did you mean %q?)", c)
 	}
 	return ""

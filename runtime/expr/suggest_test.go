@@ -63,8 +63,8 @@ func TestClosest(t *testing.T) {
 		"chidren": "children", "imgae": "image", "IMAGE": "image", "b": "", "zzzzzz": "", "": "",
 	}
 	for word, want := range tests {
-		if got := Closest(word, names); got != want {
-			t.Errorf("Closest(%q) = %q, want %q", word, got, want)
+		if got := closest(word, names); got != want {
+			t.Errorf("closest(%q) = %q, want %q", word, got, want)
 		}
 	}
 }

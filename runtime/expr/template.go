@@ -57,7 +57,7 @@ type templateCompiler struct {
 }
 
 func (c *templateCompiler) fail(path string, err error) tnode {
-	c.errs = append(c.errs, &PathError{Path: path, Err: err})
+	c.errs = append(c.errs, &pathError{Path: path, Err: err})
 	return constNode{}
 }
 

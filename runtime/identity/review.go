@@ -16,8 +16,8 @@ import (
 // How long an answer is kept: an allowance for a minute, so that a converged cluster asks about
 // once per resource and minute; a refusal for 10 seconds, so that a role just granted is seen soon.
 const (
-	AllowedTTL = time.Minute
-	DeniedTTL  = 10 * time.Second
+	allowedTTL = time.Minute
+	deniedTTL  = 10 * time.Second
 )
 
 // Read is one read a policy makes: verb (get, list) on an object of resource, in namespace ("":
@@ -134,9 +134,9 @@ func (r *Reviewer) answer(ctx context.Context, sa ServiceAccount, read Read) (an
 	if err != nil {
 		return answer{}, err
 	}
-	a.expires = now.Add(DeniedTTL)
+	a.expires = now.Add(deniedTTL)
 	if a.allowed {
-		a.expires = now.Add(AllowedTTL)
+		a.expires = now.Add(allowedTTL)
 	}
 	r.mu.Lock()
 	r.forgetExpiredLocked(now)

@@ -84,10 +84,10 @@ func TestReviewerKeepsAnswers(t *testing.T) {
 	if *asked != 1 {
 		t.Fatalf("an allowance is kept: asked %d reviews, want 1", *asked)
 	}
-	clk.SetTime(clk.Now().Add(AllowedTTL))
+	clk.SetTime(clk.Now().Add(allowedTTL))
 	_ = r.Check(ctx, app, read)
 	if *asked != 2 {
-		t.Fatalf("an allowance expires after %v: asked %d reviews, want 2", AllowedTTL, *asked)
+		t.Fatalf("an allowance expires after %v: asked %d reviews, want 2", allowedTTL, *asked)
 	}
 
 	r, clk, asked = reviewer(t, grants{})
@@ -96,10 +96,10 @@ func TestReviewerKeepsAnswers(t *testing.T) {
 	if *asked != 3 {
 		t.Fatalf("a refusal is kept: asked %d reviews, want 3", *asked)
 	}
-	clk.SetTime(clk.Now().Add(DeniedTTL))
+	clk.SetTime(clk.Now().Add(deniedTTL))
 	_ = r.Check(ctx, app, read)
 	if *asked != 6 {
-		t.Fatalf("a refusal expires after %v, sooner than an allowance: asked %d reviews, want 6", DeniedTTL, *asked)
+		t.Fatalf("a refusal expires after %v, sooner than an allowance: asked %d reviews, want 6", deniedTTL, *asked)
 	}
 }
 

@@ -10,11 +10,11 @@ import (
 
 // Marshal returns the JSON encoding of v, as encoding/json.Marshal(v) does.
 func Marshal(v any) ([]byte, error) {
-	return Append(make([]byte, 0, 512), v)
+	return appendValue(make([]byte, 0, 512), v)
 }
 
-// Append appends the JSON encoding of v to dst, as encoding/json.Marshal(v) writes it.
-func Append(dst []byte, v any) ([]byte, error) {
+// appendValue appends the JSON encoding of v to dst, as encoding/json.Marshal(v) writes it.
+func appendValue(dst []byte, v any) ([]byte, error) {
 	switch v := v.(type) {
 	case nil:
 		return append(dst, "null"...), nil
@@ -64,7 +64,7 @@ func appendMap(dst []byte, m map[string]any) ([]byte, error) {
 		}
 		dst = append(appendString(dst, k), ':')
 		var err error
-		if dst, err = Append(dst, m[k]); err != nil {
+		if dst, err = appendValue(dst, m[k]); err != nil {
 			return nil, err
 		}
 	}
@@ -81,7 +81,7 @@ func appendList(dst []byte, l []any) ([]byte, error) {
 			dst = append(dst, ',')
 		}
 		var err error
-		if dst, err = Append(dst, v); err != nil {
+		if dst, err = appendValue(dst, v); err != nil {
 			return nil, err
 		}
 	}

@@ -20,7 +20,7 @@ func ReadFile(file string) ([]*unstructured.Unstructured, error) {
 	if err != nil {
 		return nil, err
 	}
-	objs, err := Read(data)
+	objs, err := read(data)
 	var se *SyntaxError
 	switch {
 	case errors.As(err, &se):
@@ -31,9 +31,9 @@ func ReadFile(file string) ([]*unstructured.Unstructured, error) {
 	return objs, nil
 }
 
-// Read reads every object of a YAML or JSON stream. A YAML syntax error is a *SyntaxError that
+// read reads every object of a YAML or JSON stream. A YAML syntax error is a *SyntaxError that
 // locates the mistake in data.
-func Read(data []byte) ([]*unstructured.Unstructured, error) {
+func read(data []byte) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	docs, err := splitDocuments(data)
 	if err != nil {

@@ -119,7 +119,7 @@ func TestAManifestYAMLErrorIsReportedAtItsLine(t *testing.T) {
 func TestReadSplitsDocumentsAsKubectlDoes(t *testing.T) {
 	data := "# leading comment\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n--- # a comment\n---\n" +
 		"apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}\n- {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}\n"
-	objs, err := Read([]byte(data))
+	objs, err := read([]byte(data))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestReadSplitsDocumentsAsKubectlDoes(t *testing.T) {
 	if len(names) != 3 || names[0] != "a" || names[1] != "b" || names[2] != "c" {
 		t.Errorf("got %v, want [a b c]", names)
 	}
-	if _, err := Read([]byte("a: 1\n--- b\n")); err == nil || err.Error() != "line 2: invalid YAML document separator: b" {
+	if _, err := read([]byte("a: 1\n--- b\n")); err == nil || err.Error() != "line 2: invalid YAML document separator: b" {
 		t.Errorf("got %v", err)
 	}
 }
@@ -142,6 +142,6 @@ func FuzzLocateSyntaxError(f *testing.F) {
 		if e := LocateSyntaxError(data, parseV3(data), parseV3); e != nil && (e.Line < 1 || e.Column < 0 || e.Message() == "") {
 			t.Fatalf("bad location %+v", e)
 		}
-		_, _ = Read(data)
+		_, _ = read(data)
 	})
 }

@@ -63,7 +63,7 @@ import (
 // and commit before a standby may acquire; an API server that holds a request longer than that
 // can still apply it after the hand-over (Kubernetes has no fencing token to stop it).
 //
-// A refused write fails with *FencedError: an API status error, 503 ServiceUnavailable with
+// A refused write fails with *fencedError: an API status error, 503 ServiceUnavailable with
 // reason WriteFenced and a retry delay of a second, retryable, recognisable with
 // apierrors.ReasonForError through any wrapping. The replica is about to
 // stop leading (runElected then ends with errLostLease), or renews and writes again.
@@ -87,11 +87,11 @@ type writeFence struct {
 	refusing bool
 }
 
-// ReasonWriteFenced is the reason of the Status of a *FencedError.
-const ReasonWriteFenced metav1.StatusReason = "WriteFenced"
+// reasonWriteFenced is the reason of the Status of a *fencedError.
+const reasonWriteFenced metav1.StatusReason = "WriteFenced"
 
-// FencedError is a write the fence refused: it was not sent.
-type FencedError struct {
+// fencedError is a write the fence refused: it was not sent.
+type fencedError struct {
 	// Method and Path of the request refused.
 	Method, Path string
 	// Lease is the Lease (namespace/name) the replica may no longer hold.
@@ -105,7 +105,7 @@ type FencedError struct {
 	Slot *int
 }
 
-func (e *FencedError) Error() string {
+func (e *fencedError) Error() string {
 	if e.Slot != nil {
 		return fmt.Sprintf("write fenced: %s %s not sent: this replica no longer holds shard slot %d (its parents are moving to another replica)", e.Method, e.Path, *e.Slot)
 	}
@@ -116,12 +116,12 @@ func (e *FencedError) Error() string {
 		e.Method, e.Path, e.Lease, e.Since.Round(time.Millisecond), e.Window)
 }
 
-// Status makes a FencedError an API status error (apierrors.APIStatus): 503, retryable.
-func (e *FencedError) Status() metav1.Status {
+// Status makes a fencedError an API status error (apierrors.APIStatus): 503, retryable.
+func (e *fencedError) Status() metav1.Status {
 	return metav1.Status{
 		Status:  metav1.StatusFailure,
 		Code:    http.StatusServiceUnavailable,
-		Reason:  ReasonWriteFenced,
+		Reason:  reasonWriteFenced,
 		Message: e.Error(),
 		Details: &metav1.StatusDetails{RetryAfterSeconds: 1},
 	}
@@ -165,14 +165,14 @@ func (f *writeFence) lock(inner resourcelock.Interface) resourcelock.Interface {
 	return &fencedLock{Interface: inner, fence: f}
 }
 
-// check returns nil when the write req may be sent now, else a *FencedError.
+// check returns nil when the write req may be sent now, else a *fencedError.
 func (f *writeFence) check(req *http.Request) error {
 	if err := f.checkLease(req.Method, req.URL.Path); err != nil {
 		return err
 	}
 	if allows := f.slots.Load(); allows != nil {
 		if slot, ok := hashslot.SlotFrom(req.Context()); ok && !(*allows)(slot) {
-			return &FencedError{Method: req.Method, Path: req.URL.Path, Lease: f.lease, Window: f.window, Slot: &slot}
+			return &fencedError{Method: req.Method, Path: req.URL.Path, Lease: f.lease, Window: f.window, Slot: &slot}
 		}
 	}
 	return nil
@@ -199,7 +199,7 @@ func (f *writeFence) checkLease(method, path string) error {
 		f.refusing = true
 		f.logger.Info("Write fence closed: refusing writes until the Lease is renewed", "lease", f.lease, "lastRenewal", since.Round(time.Millisecond), "window", f.window)
 	}
-	return &FencedError{Method: method, Path: path, Lease: f.lease, Since: since, Window: f.window}
+	return &fencedError{Method: method, Path: path, Lease: f.lease, Since: since, Window: f.window}
 }
 
 // renewedAt records a successful acquire or renewal sent at t.

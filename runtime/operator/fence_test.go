@@ -189,11 +189,11 @@ func TestWriteFence(t *testing.T) {
 				}
 				return
 			}
-			var fenced *FencedError
+			var fenced *fencedError
 			if !errors.As(err, &fenced) {
-				t.Fatalf("err %v (%T), want a *FencedError", err, err)
+				t.Fatalf("err %v (%T), want a *fencedError", err, err)
 			}
-			if !apierrors.IsServiceUnavailable(err) || apierrors.ReasonForError(err) != ReasonWriteFenced || !strings.Contains(err.Error(), "ns/metacel") {
+			if !apierrors.IsServiceUnavailable(err) || apierrors.ReasonForError(err) != reasonWriteFenced || !strings.Contains(err.Error(), "ns/metacel") {
 				t.Errorf("err %q: want a 503 WriteFenced about ns/metacel", err)
 			}
 			if _, retry := apierrors.SuggestsClientDelay(err); !retry {
@@ -299,8 +299,8 @@ func TestFenceThroughClientGo(t *testing.T) {
 	}
 	refused := func(step string, err error) {
 		t.Helper()
-		var fenced *FencedError
-		if !errors.As(err, &fenced) || !apierrors.IsServiceUnavailable(err) || apierrors.ReasonForError(err) != ReasonWriteFenced {
+		var fenced *fencedError
+		if !errors.As(err, &fenced) || !apierrors.IsServiceUnavailable(err) || apierrors.ReasonForError(err) != reasonWriteFenced {
 			t.Errorf("%s: err %v (%T), want a fenced write (503 WriteFenced)", step, err, err)
 		}
 	}
@@ -400,7 +400,7 @@ func TestShardWriteFence(t *testing.T) {
 			if got := len(api.sent) == 1; got != tt.sent {
 				t.Fatalf("sent: %v, want %v (err %v)", got, tt.sent, err)
 			}
-			if !tt.sent && apierrors.ReasonForError(err) != ReasonWriteFenced {
+			if !tt.sent && apierrors.ReasonForError(err) != reasonWriteFenced {
 				t.Errorf("err %v, want WriteFenced", err)
 			}
 		})

@@ -87,7 +87,7 @@ type Options struct {
 func Run(ctx context.Context, o Options) error {
 	logger := klog.FromContext(ctx)
 	if recordsNamespace(o) == "" {
-		return ErrNoNamespace
+		return errNoNamespace
 	}
 	// With leader election or sharding, the clients write through a fence that refuses writes
 	// once this replica's Lease may have expired by its own clock (and, sharded, the writes for
@@ -264,10 +264,10 @@ func recordsNamespace(o Options) string {
 	return o.Namespace
 }
 
-// ErrNoNamespace is Run's error when the runtime has no namespace to keep its records in: without
+// errNoNamespace is Run's error when the runtime has no namespace to keep its records in: without
 // the ledger, a child resource dropped from a policy while the runtime is down would keep its
 // children for ever.
-var ErrNoNamespace = errors.New("no namespace to keep the runtime's records in (the ledger of the child resources each policy has had, " +
+var errNoNamespace = errors.New("no namespace to keep the runtime's records in (the ledger of the child resources each policy has had, " +
 	"without which the children of a child resource dropped from a policy while the runtime is down stay for ever): " +
 	"give the runtime's own namespace (metacel run: --runtime-namespace, or the POD_NAMESPACE environment variable " +
 	"set from the downward API's metadata.namespace), or a policy namespace")

@@ -99,7 +99,7 @@ func changed(action Action, child *render.Child, before *unstructured.Unstructur
 		c.Why += "; the running version does not desire it"
 		return c
 	}
-	if c.Fields = Diff(before.Object, child.Object.Object); len(c.Fields) == 0 {
+	if c.Fields = diff(before.Object, child.Object.Object); len(c.Fields) == 0 {
 		c.Why += "; the running version wants the same (drift, or not synced yet)"
 	}
 	return c
@@ -128,7 +128,7 @@ func statusChanges(parent *unstructured.Unstructured, cand, running *preview.Res
 	if running != nil && running.Parent != nil {
 		before = running.Parent
 	}
-	return Diff(untimedStatus(before), untimedStatus(cand.Parent))
+	return diff(untimedStatus(before), untimedStatus(cand.Parent))
 }
 
 // untimedStatus is a copy of an object's status without its conditions' lastTransitionTime.

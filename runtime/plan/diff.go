@@ -36,11 +36,11 @@ func valueText(v any) string {
 	return string(b)
 }
 
-// Diff lists the fields that differ between two JSON-like values (maps, lists, scalars), in
+// diff lists the fields that differ between two JSON-like values (maps, lists, scalars), in
 // path order. Lists whose items are objects with distinct names (containers, env) or types
 // (conditions) are compared item by item by that key, other lists by position. The
 // metacel.dev/desired-hash annotation, which changes with any change, is left out.
-func Diff(before, after any) []FieldChange {
+func diff(before, after any) []FieldChange {
 	var out []FieldChange
 	diffValue("", before, after, &out)
 	return out

@@ -37,7 +37,7 @@ func TestDiff(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
-			for _, f := range Diff(tt.before, tt.after) {
+			for _, f := range diff(tt.before, tt.after) {
 				got = append(got, f.String())
 			}
 			if !slices.Equal(got, tt.want) {

@@ -17,8 +17,8 @@ import (
 //   - every value of a Secret the plan read (related objects, children), as stored (base64) and
 //     decoded, is replaced wherever it appears in the plan's text.
 
-// Redacted stands for Secret data in a plan.
-const Redacted = "<redacted>"
+// redacted stands for Secret data in a plan.
+const redacted = "<redacted>"
 
 // minSecretLen is the shortest Secret value replaced in text: shorter ones ("1", "on") would
 // blank out unrelated words, and say little.
@@ -75,7 +75,7 @@ func (s *secrets) replacer() *strings.Replacer {
 	sort.Slice(vals, func(i, j int) bool { return len(vals[i]) > len(vals[j]) })
 	pairs := make([]string, 0, 2*len(vals))
 	for _, v := range vals {
-		pairs = append(pairs, v, Redacted)
+		pairs = append(pairs, v, redacted)
 	}
 	return strings.NewReplacer(pairs...)
 }
@@ -114,7 +114,7 @@ func redactWhole(v any) any {
 	if v == nil {
 		return nil
 	}
-	return Redacted
+	return redacted
 }
 
 // redactValue replaces the Secret values in the strings of v, a JSON-like value, in a copy.

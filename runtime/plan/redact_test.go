@@ -42,8 +42,8 @@ func TestRedactKeepsSecretDataOutOfThePlan(t *testing.T) {
 					t.Errorf("the plan holds Secret data %q: %s", leak, out)
 				}
 			}
-			if !strings.Contains(string(out), tt.keeps) || !strings.Contains(string(out), Redacted) {
-				t.Errorf("the plan lost more than the Secret data (want %q and %q): %s", tt.keeps, Redacted, out)
+			if !strings.Contains(string(out), tt.keeps) || !strings.Contains(string(out), redacted) {
+				t.Errorf("the plan lost more than the Secret data (want %q and %q): %s", tt.keeps, redacted, out)
 			}
 		})
 	}

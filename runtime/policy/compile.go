@@ -25,7 +25,7 @@ func Load(file string, data []byte, m kinds.Mapper) ([]*Compiled, error) {
 			errs = append(errs, Errors(err)...)
 			continue
 		}
-		c, err := Compile(doc, m)
+		c, err := compile(doc, m)
 		if err != nil {
 			errs = append(errs, Errors(err)...)
 			continue
@@ -47,12 +47,12 @@ func Errors(err error) ErrorList {
 	return ErrorList{{Msg: err.Error()}}
 }
 
-// Compile compiles a validated policy document: it resolves its resources and compiles and
+// compile compiles a validated policy document: it resolves its resources and compiles and
 // type-checks every expression, collecting every error with its file, line and field path.
-func Compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
+func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
-	parent, err := DeclaredParent(doc, c.parent())
+	parent, err := declaredParent(doc, c.parent())
 	out.Parent = parent
 	c.errs = append(c.errs, Errors(err)...)
 	out.ChildResources = c.childResources()
@@ -350,7 +350,7 @@ func (c *compiler) rollout() *CompiledRollout {
 	if r == nil {
 		return nil
 	}
-	out := &CompiledRollout{HealthDeadline: DefaultHealthDeadline, FailureBudget: intstr.FromInt32(0)}
+	out := &CompiledRollout{HealthDeadline: defaultHealthDeadline, FailureBudget: intstr.FromInt32(0)}
 	for _, st := range r.Steps {
 		out.Steps = append(out.Steps, CompiledRolloutStep{Percent: st.Percent, Pause: time.Duration(st.PauseSeconds) * time.Second})
 	}

@@ -9,12 +9,13 @@
 //     hold policies is accepted wherever a policy is.
 //   - Validate checks what the types cannot say: required fields, enums, id syntax, references
 //     between children and childResources.
-//   - Compile type-checks and compiles every CEL expression and ${} template once (package expr),
-//     against the parent CRD's schema when one is known, so that a policy that loads never fails
-//     to compile later, and evaluation per sync does no parsing. It also rejects what the run time
-//     would reject for every parent and is written literally: a template child's kind outside
-//     childResources; a literal namespace under a namespaced parent without crossNamespace; a
-//     cluster-scoped kind with a namespace, or under a namespaced parent without crossNamespace.
+//   - compile (Load's last step) type-checks and compiles every CEL expression and ${} template
+//     once (package expr), against the parent CRD's schema when one is known, so that a policy that
+//     loads never fails to compile later, and evaluation per sync does no parsing. It also rejects
+//     what the run time would reject for every parent and is written literally: a template child's
+//     kind outside childResources; a literal namespace under a namespaced parent without
+//     crossNamespace; a cluster-scoped kind with a namespace, or under a namespaced parent without
+//     crossNamespace.
 //     A scope the mapper only guesses decides nothing, and expression children are left to run time.
 //     Every template child of a known kind is checked against the schema of its kind (kinds.SchemaOf:
 //     the schema Kubernetes ships for a built-in kind, the CRD's for a custom one), as the API
@@ -26,12 +27,12 @@
 //   - A policy may declare its parent's custom resource in short (spec.parentSchema). ParentCRD
 //     turns it into the CustomResourceDefinition `metacel crd` prints, structural and checked with
 //     the API server's own structural-schema and defaulting code; its errors are FieldErrors at the
-//     declaration's lines. Compile types the parent against it through DeclaredParent when the
+//     declaration's lines. compile types the parent against it (declaredParent) when the
 //     mapper does not know the parent: a CRD given (--crd) or installed wins, and the parent stays
 //     Guessed, so that a cluster still waits for its CRD.
 //   - A policy may say how a new version of itself reaches its parents (spec.rollout): steps of
 //     growing shares, a health rule, a deadline and a failure budget. Validate checks the steps
-//     (1 to 100, increasing, the last 100); Compile compiles the health rule once, over parent
+//     (1 to 100, increasing, the last 100); compile compiles the health rule once, over parent
 //     only, into a CompiledRollout, whose Healthy, Budget and Share, with RolloutBucket, are what
 //     the runtime rolls out with.
 //

@@ -31,9 +31,9 @@ import (
 // an expression may); a nested walk, or a longer value, needs bounds of its own. A string with an
 // enum is bounded by its values.
 const (
-	DefaultMaxLength     = 1024
-	DefaultMaxItems      = 100
-	DefaultMaxProperties = 100
+	defaultMaxLength     = 1024
+	defaultMaxItems      = 100
+	defaultMaxProperties = 100
 )
 
 // maxConditions bounds status.conditions, as the seed CRDs do.
@@ -99,7 +99,7 @@ var printerColumns = []apiextensionsv1.CustomResourceColumnDefinition{
 // and stored version with the status subresource, printer columns for the Synced and Ready
 // conditions, and a structural schema of the declared spec and status, the status with the fields
 // metacel writes (conditions, observedGeneration). Strings, lists and maps declared without a
-// bound get DefaultMaxLength, DefaultMaxItems and DefaultMaxProperties; an object whose fields have
+// bound get defaultMaxLength, defaultMaxItems and defaultMaxProperties; an object whose fields have
 // defaults and none is required defaults to {}, so that its fields' defaults apply when it is
 // left out. The schema and its defaults are checked with the API server's own code, so that the
 // API server accepts the CRD. Errors are an ErrorList at the declaration's lines. doc must have
@@ -138,13 +138,13 @@ func ParentCRD(doc *Document) (*apiextensionsv1.CustomResourceDefinition, error)
 	}, nil
 }
 
-// DeclaredParent returns the parent resource as the policy's spec.parentSchema declares it, for a
+// declaredParent returns the parent resource as the policy's spec.parentSchema declares it, for a
 // parent the mapper does not know (known.Guessed): its kind, scope, schema and status subresource
 // from the declaration, so that expressions are typed against it. It stays Guessed, since nothing
 // serves it yet: in a cluster the policy still waits for the CRD. A parent the mapper knows keeps
 // what the mapper says: a CRD given with --crd, or installed in the cluster, wins over the
 // declaration. The declaration's errors are returned either way.
-func DeclaredParent(doc *Document, known kinds.Info) (kinds.Info, error) {
+func declaredParent(doc *Document, known kinds.Info) (kinds.Info, error) {
 	if doc.Policy.Spec.ParentSchema == nil {
 		return known, nil
 	}
@@ -471,11 +471,11 @@ func (b *schemaBuilder) nested(path string, at *field.Path, m map[string]any, s 
 func bounded(s apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 	switch {
 	case s.Type == "string" && s.MaxLength == nil && len(s.Enum) == 0:
-		s.MaxLength = utilptr.To[int64](DefaultMaxLength)
+		s.MaxLength = utilptr.To[int64](defaultMaxLength)
 	case s.Type == "array" && s.MaxItems == nil:
-		s.MaxItems = utilptr.To[int64](DefaultMaxItems)
+		s.MaxItems = utilptr.To[int64](defaultMaxItems)
 	case s.Type == "object" && s.AdditionalProperties != nil && s.MaxProperties == nil:
-		s.MaxProperties = utilptr.To[int64](DefaultMaxProperties)
+		s.MaxProperties = utilptr.To[int64](defaultMaxProperties)
 	case s.Type == "object" && s.Properties == nil && s.AdditionalProperties == nil:
 		s.XPreserveUnknownFields = utilptr.To(true)
 	}

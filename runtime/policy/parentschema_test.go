@@ -316,12 +316,12 @@ func TestAPolicyWithoutAParentSchemaHasNoCRD(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 	known := kinds.Info{Guessed: true}
-	if got, err := DeclaredParent(doc, known); err != nil || got != known {
-		t.Errorf("DeclaredParent changed %+v to %+v (%v)", known, got, err)
+	if got, err := declaredParent(doc, known); err != nil || got != known {
+		t.Errorf("declaredParent changed %+v to %+v (%v)", known, got, err)
 	}
 }
 
-// TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown checks DeclaredParent, which the loader
+// TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown checks declaredParent, which the loader
 // uses for the parent: a parent the mapper does not know is typed by the declaration, one it
 // knows (a CRD given with --crd, or installed) keeps its CRD's schema.
 func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
@@ -349,7 +349,7 @@ func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := DeclaredParent(doc, tc.known)
+			got, err := declaredParent(doc, tc.known)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -357,7 +357,7 @@ func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
 		})
 	}
 	bad := parseOne(t, declaring+"    spec:\n      html: strin\n")
-	if _, err := DeclaredParent(bad, kinds.Info{GVR: gvr, Schema: given}); err == nil || !strings.Contains(err.Error(), "p.yaml:10:") {
+	if _, err := declaredParent(bad, kinds.Info{GVR: gvr, Schema: given}); err == nil || !strings.Contains(err.Error(), "p.yaml:10:") {
 		t.Errorf("a broken declaration must be an error even when the CRD is known, got %v", err)
 	}
 }

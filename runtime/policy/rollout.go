@@ -14,9 +14,9 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 )
 
-// DefaultHealthDeadline is how long a rollout step's parents have to become healthy when the
+// defaultHealthDeadline is how long a rollout step's parents have to become healthy when the
 // policy does not say (spec.rollout.healthDeadlineSeconds).
-const DefaultHealthDeadline = 5 * time.Minute
+const defaultHealthDeadline = 5 * time.Minute
 
 // CompiledRollout is a compiled spec.rollout: how a new version of the policy reaches its parents.
 type CompiledRollout struct {

@@ -153,7 +153,7 @@ func TestRolloutCompiles(t *testing.T) {
 		deadline time.Duration
 		health   bool
 	}{
-		{"defaults", withRollout(steps), DefaultHealthDeadline, false},
+		{"defaults", withRollout(steps), defaultHealthDeadline, false},
 		{"a deadline and a health rule", withRollout(steps + "    healthDeadlineSeconds: 120\n    health: \"true\"\n"), 2 * time.Minute, true},
 	}
 	for _, tc := range tests {

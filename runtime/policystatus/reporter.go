@@ -23,13 +23,13 @@ const FieldManager = "metacel-status"
 const (
 	// requestTimeout bounds each request.
 	requestTimeout = 30 * time.Second
-	// defaultInterval is the least time between two writes to one ConfigMap.
-	defaultInterval = time.Second
+	// interval is the least time between two writes to one ConfigMap.
+	interval = time.Second
 	// maxBackoff bounds the wait before retrying a failed write.
 	maxBackoff = 2 * time.Minute
-	// defaultResync is how often a ConfigMap is read again, to put back what someone removed
+	// resync is how often a ConfigMap is read again, to put back what someone removed
 	// (kubectl replace, edit); a read finding nothing changed writes nothing.
-	defaultResync = 10 * time.Minute
+	resync = 10 * time.Minute
 )
 
 // Reporter keeps the latest Status of each policy, by the ConfigMap holding it, and writes each
@@ -37,9 +37,7 @@ const (
 type Reporter struct {
 	client    kubernetes.Interface
 	namespace string
-	clock     clock.Clock
-	interval  time.Duration
-	resync    time.Duration
+	clock     clock.Clock // a fake one in tests
 
 	mu      sync.Mutex
 	entries map[string]*entry // by ConfigMap name
@@ -62,33 +60,16 @@ type entry struct {
 	verifyAt time.Time
 }
 
-// Option configures a Reporter.
-type Option func(*Reporter)
-
-// WithClock sets the clock (tests pass a fake one).
-func WithClock(c clock.Clock) Option { return func(r *Reporter) { r.clock = c } }
-
-// WithInterval sets the least time between two writes to one ConfigMap (1s by default).
-func WithInterval(d time.Duration) Option { return func(r *Reporter) { r.interval = d } }
-
-// WithResync sets how often each ConfigMap is read again to restore labels someone removed
-// (10 minutes by default); 0 never reads again.
-func WithResync(d time.Duration) Option { return func(r *Reporter) { r.resync = d } }
-
 // NewReporter returns a Reporter writing on the ConfigMaps of namespace; "" turns it off (nil),
 // as policies read from files have no ConfigMap.
-func NewReporter(client kubernetes.Interface, namespace string, opts ...Option) *Reporter {
+func NewReporter(client kubernetes.Interface, namespace string) *Reporter {
 	if namespace == "" {
 		return nil
 	}
-	r := &Reporter{
-		client: client, namespace: namespace, clock: clock.RealClock{}, interval: defaultInterval, resync: defaultResync,
+	return &Reporter{
+		client: client, namespace: namespace, clock: clock.RealClock{},
 		entries: map[string]*entry{}, wake: make(chan struct{}, 1),
 	}
-	for _, o := range opts {
-		o(r)
-	}
-	return r
 }
 
 // Set records the latest status of a policy held by a ConfigMap. It only updates memory: Run
@@ -185,7 +166,7 @@ func (r *Reporter) due() []string {
 	now := r.clock.Now()
 	var out []string
 	for name, e := range r.entries {
-		if !e.dirty && r.resync > 0 && e.known != nil && !now.Before(e.verifyAt) {
+		if !e.dirty && e.known != nil && !now.Before(e.verifyAt) {
 			e.known, e.dirty = nil, true
 		}
 		if e.dirty && !now.Before(e.notBefore) {
@@ -203,7 +184,7 @@ func (r *Reporter) nextDue() (wait time.Duration, pending bool) {
 	for _, e := range r.entries {
 		at := e.notBefore
 		if !e.dirty {
-			if r.resync == 0 || e.known == nil {
+			if e.known == nil {
 				continue
 			}
 			at = e.verifyAt
@@ -263,7 +244,7 @@ func (r *Reporter) written(name string, m metadata, uid types.UID) {
 	e := r.entries[name]
 	now := r.clock.Now()
 	e.known, e.uid, e.failures = &m, uid, 0
-	e.notBefore, e.verifyAt = now.Add(r.interval), now.Add(r.resync)
+	e.notBefore, e.verifyAt = now.Add(interval), now.Add(resync)
 	if !e.dirty && len(e.statuses) == 0 && m.empty() {
 		delete(r.entries, name)
 	}
@@ -276,7 +257,7 @@ func (r *Reporter) failed(ctx context.Context, name string, err error) {
 	defer r.mu.Unlock()
 	e := r.entries[name]
 	e.failures++
-	wait := backoff(r.interval, e.failures)
+	wait := backoff(interval, e.failures)
 	e.known, e.dirty, e.notBefore = nil, true, r.clock.Now().Add(wait)
 	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(r.namespace, name), "failures", e.failures, "retryIn", wait)
 	switch {

@@ -50,7 +50,8 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 
 // restart gives the harness a new Reporter, as a restarted runtime has.
 func (h *harness) restart() {
-	h.r = NewReporter(h.client, ns, WithClock(h.clock))
+	h.r = NewReporter(h.client, ns)
+	h.r.clock = h.clock
 }
 
 // flush runs one round of Run's work.
@@ -148,7 +149,7 @@ func TestNothingIsWrittenWhenNothingChanged(t *testing.T) {
 			h.r.Set("web", "web", running)
 		}},
 		{"a policy never set is forgotten", func(h *harness) { h.r.Forget("web", "other") }},
-		{"a resync finding the labels in place", func(h *harness) { h.clock.Step(defaultResync) }},
+		{"a resync finding the labels in place", func(h *harness) { h.clock.Step(resync) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, policyConfigMap("web"))
@@ -305,7 +306,7 @@ func TestLabelsRemovedBySomeoneElseAreRestoredAtResync(t *testing.T) {
 	if _, err := h.client.CoreV1().ConfigMaps(ns).Update(t.Context(), policyConfigMap("web"), metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err) // kubectl replace: the labels are gone
 	}
-	h.clock.Step(defaultResync)
+	h.clock.Step(resync)
 	h.flush()
 	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
 		t.Errorf("state %q after a resync, want Running", got)

@@ -79,9 +79,9 @@ type Expect struct {
 	Line int
 }
 
-// Load reads and checks a test file; every problem is a *policy.FieldError with its line and field
+// load reads and checks a test file; every problem is a *policy.FieldError with its line and field
 // path, together in a policy.ErrorList.
-func Load(path string) (*File, error) {
+func load(path string) (*File, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err

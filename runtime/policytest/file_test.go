@@ -53,7 +53,7 @@ func TestLoadReportsMistakesWithLineAndPath(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load(writeFile(t, "t.yaml", tc.text))
+			_, err := load(writeFile(t, "t.yaml", tc.text))
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("got %v, want an error containing %q", err, tc.want)
 			}

@@ -21,7 +21,7 @@ type FirstSync struct {
 // FirstSyncs loads a test file and returns the first syncs of its tests that start from the
 // parent and related objects alone and expect a status.
 func FirstSyncs(path string) ([]FirstSync, error) {
-	f, err := Load(path)
+	f, err := load(path)
 	if err != nil {
 		return nil, err
 	}

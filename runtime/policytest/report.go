@@ -41,7 +41,7 @@ func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, 
 // runAndPrint runs one file and prints its reports; it returns how many tests passed and failed
 // (a file that cannot run counts as one failure).
 func runAndPrint(ctx context.Context, w io.Writer, file string, opts Options) (passed, failed int) {
-	reports, err := RunFile(ctx, file, opts)
+	reports, err := runFile(ctx, file, opts)
 	for _, r := range reports {
 		switch {
 		case r.Passed && r.Updated:

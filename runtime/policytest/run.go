@@ -32,10 +32,10 @@ type Report struct {
 	Messages []string
 }
 
-// RunFile runs the tests of one file; with Update, it rewrites the file's failing expectations.
+// runFile runs the tests of one file; with Update, it rewrites the file's failing expectations.
 // A file that cannot be read or whose policy does not load is an error.
-func RunFile(ctx context.Context, path string, opts Options) ([]Report, error) {
-	f, err := Load(path)
+func runFile(ctx context.Context, path string, opts Options) ([]Report, error) {
+	f, err := load(path)
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 func TestRunFile(t *testing.T) {
 	for _, file := range []string{"gadget.yaml", "secret.yaml"} {
 		t.Run(file, func(t *testing.T) {
-			reports, err := RunFile(t.Context(), filepath.Join("testdata", file), Options{})
+			reports, err := runFile(t.Context(), filepath.Join("testdata", file), Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -25,10 +25,10 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 )
 
-// Schema checks objects of one custom resource as the API server does, with its code: the
+// crdSchema checks objects of one custom resource as the API server does, with its code: the
 // structural schema, pruning, defaulting, the OpenAPI schema validator, list types, embedded
 // object metadata and x-kubernetes-validations rules.
-type Schema struct {
+type crdSchema struct {
 	info       kinds.Info
 	structural *structuralschema.Structural
 	validator  apiservervalidation.SchemaValidator
@@ -36,9 +36,9 @@ type Schema struct {
 	rules      *cel.Validator
 }
 
-// NewSchema builds the checks of a custom resource from its CRD version's schema, as the API server
+// newSchema builds the checks of a custom resource from its CRD version's schema, as the API server
 // builds them when it serves the CRD; nil when info has no schema (a built-in or unknown resource).
-func NewSchema(info kinds.Info) (*Schema, error) {
+func newSchema(info kinds.Info) (*crdSchema, error) {
 	if info.Schema == nil {
 		return nil, nil
 	}
@@ -53,7 +53,7 @@ func NewSchema(info kinds.Info) (*Schema, error) {
 	if err := structuraldefaulting.PruneDefaults(structural); err != nil {
 		return nil, fmt.Errorf("the defaults of %s: %w", info.GVR.GroupResource(), err)
 	}
-	s := &Schema{info: info, structural: structural, rules: cel.NewValidator(structural, true, celconfig.PerCallLimit)}
+	s := &crdSchema{info: info, structural: structural, rules: cel.NewValidator(structural, true, celconfig.PerCallLimit)}
 	if s.validator, _, err = apiservervalidation.NewSchemaValidator(internal); err != nil {
 		return nil, fmt.Errorf("the schema of %s: %w", info.GVR.GroupResource(), err)
 	}
@@ -65,12 +65,12 @@ func NewSchema(info kinds.Info) (*Schema, error) {
 	return s, nil
 }
 
-// Admit returns obj as the API server would store it on create, or an *InvalidError with every
+// admit returns obj as the API server would store it on create, or an *InvalidError with every
 // field it would refuse: fields the schema does not declare (kubectl's default strict field
 // validation refuses them; the API server would drop them), then the schema's defaults applied,
 // then the object validated. With a status subresource, a create ignores the status: obj's status
 // (the cluster's view, given for its conditions) is kept as it is, unchecked.
-func (s *Schema) Admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (s *crdSchema) admit(ctx context.Context, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	out, err := decoded(obj)
 	if err != nil {
 		return nil, err
@@ -93,9 +93,9 @@ func (s *Schema) Admit(ctx context.Context, obj *unstructured.Unstructured) (*un
 	return out, nil
 }
 
-// CheckStatus checks obj's status as the API server checks a status write: fields its status
+// checkStatus checks obj's status as the API server checks a status write: fields its status
 // schema does not declare, then the status schema, list types and validation rules.
-func (s *Schema) CheckStatus(ctx context.Context, obj *unstructured.Unstructured) error {
+func (s *crdSchema) checkStatus(ctx context.Context, obj *unstructured.Unstructured) error {
 	out, err := decoded(obj)
 	if err != nil {
 		return err
@@ -118,7 +118,7 @@ func (s *Schema) CheckStatus(ctx context.Context, obj *unstructured.Unstructured
 
 // prune removes the fields the schema does not declare, as the API server's decoder does, and
 // returns those under prefix (all of them, metadata's included, when prefix is empty).
-func (s *Schema) prune(obj *unstructured.Unstructured, prefix string) ([]string, error) {
+func (s *crdSchema) prune(obj *unstructured.Unstructured, prefix string) ([]string, error) {
 	var unknown []string
 	if prefix == "" {
 		_, _, metaUnknown, err := schemaobjectmeta.GetObjectMetaWithOptions(obj.Object, schemaobjectmeta.ObjectMetaOptions{ReturnUnknownFieldPaths: true})
@@ -138,7 +138,7 @@ func (s *Schema) prune(obj *unstructured.Unstructured, prefix string) ([]string,
 }
 
 // validate is the API server's validation of a new custom resource.
-func (s *Schema) validate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
+func (s *crdSchema) validate(ctx context.Context, obj *unstructured.Unstructured) field.ErrorList {
 	errs := validation.ValidateObjectMetaAccessor(obj, s.info.Namespaced, validation.NameIsDNSSubdomain, field.NewPath("metadata"))
 	errs = append(errs, apiservervalidation.ValidateCustomResource(nil, obj.Object, s.validator)...)
 	errs = append(errs, schemaobjectmeta.Validate(nil, obj.Object, s.structural, false)...)
@@ -148,7 +148,7 @@ func (s *Schema) validate(ctx context.Context, obj *unstructured.Unstructured) f
 
 // checkRules adds the errors of the x-kubernetes-validations rules to errs, unless errs already
 // holds an error that stops the API server from running them.
-func (s *Schema) checkRules(ctx context.Context, obj *unstructured.Unstructured, errs field.ErrorList) field.ErrorList {
+func (s *crdSchema) checkRules(ctx context.Context, obj *unstructured.Unstructured, errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
 		switch e.Type {
 		case field.ErrorTypeNotSupported, field.ErrorTypeRequired, field.ErrorTypeTooLong, field.ErrorTypeTooMany, field.ErrorTypeTypeInvalid:
@@ -193,7 +193,7 @@ func invalid(what string, unknown []string, errs field.ErrorList) error {
 func (e *InvalidError) Error() string {
 	lines := make([]string, 0, len(e.Unknown)+len(e.Errs))
 	for _, p := range e.Unknown {
-		lines = append(lines, p+": "+UnknownFieldRule)
+		lines = append(lines, p+": "+unknownFieldRule)
 	}
 	for _, fe := range e.Errs {
 		lines = append(lines, fe.Error())
@@ -201,8 +201,8 @@ func (e *InvalidError) Error() string {
 	return fmt.Sprintf("%s is invalid, the API server would refuse it: %s", e.What, strings.Join(lines, "; "))
 }
 
-// UnknownFieldRule is what is wrong with a field the schema does not declare, and the fix.
-const UnknownFieldRule = "unknown field: the CRD's schema does not declare it (kubectl's strict field validation refuses it, the API server would drop it): remove it or correct its name"
+// unknownFieldRule is what is wrong with a field the schema does not declare, and the fix.
+const unknownFieldRule = "unknown field: the CRD's schema does not declare it (kubectl's strict field validation refuses it, the API server would drop it): remove it or correct its name"
 
 // describe names an object as kubectl does: Kind namespace/name.
 func describe(obj *unstructured.Unstructured) string {

@@ -8,7 +8,7 @@
 //     (structural schema, pruning, defaulting, the OpenAPI schema validator, list types, embedded
 //     metadata, x-kubernetes-validations rules): a misspelt or mistyped field is an error naming
 //     the field and the rule, and a default of the CRD is in the parent the policy reads;
-//   - a parent without a UID gets a stable one (StableUID), and generation 1, as the API server
+//   - a parent without a UID gets a stable one (stableUID), and generation 1, as the API server
 //     would give it, so that children's labels and ownerReferences are never empty;
 //   - what the sync writes is decided by package decide, the runtime's own decision (Steps); the
 //     observed children it would delete, release or recreate, and the objects it would conflict

@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// StableUID is the UID an offline parent without one gets: a UUID (version 8, "custom") made of
+// stableUID is the UID an offline parent without one gets: a UUID (version 8, "custom") made of
 // the SHA-256 of its group, kind, namespace and name, so that renders of one parent always agree,
 // and its children's labels and ownerReferences never hold an empty UID.
-func StableUID(obj *unstructured.Unstructured) types.UID {
+func stableUID(obj *unstructured.Unstructured) types.UID {
 	gvk := obj.GroupVersionKind()
 	sum := sha256.Sum256([]byte("metacel.dev/preview\x00" + gvk.Group + "\x00" + gvk.Kind + "\x00" + obj.GetNamespace() + "\x00" + obj.GetName()))
 	b := sum[:16]
@@ -27,7 +27,7 @@ func StableUID(obj *unstructured.Unstructured) types.UID {
 func completeMetadata(obj *unstructured.Unstructured) string {
 	var gave string
 	if obj.GetUID() == "" {
-		obj.SetUID(StableUID(obj))
+		obj.SetUID(stableUID(obj))
 		gave = fmt.Sprintf("metadata.uid %s (derived from its kind, namespace and name)", obj.GetUID())
 	}
 	if obj.GetGeneration() == 0 {

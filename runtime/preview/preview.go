@@ -60,7 +60,7 @@ type Result struct {
 // runtime writes on a failure (Synced and Ready False, the policy's fields as they were).
 func Run(ctx context.Context, in Input) (*Result, error) {
 	c := in.Policy
-	schema, err := NewSchema(c.Parent)
+	schema, err := newSchema(c.Parent)
 	if err != nil {
 		return nil, err
 	}
@@ -108,7 +108,7 @@ func failed(parent *unstructured.Unstructured, res *Result, err error) (*Result,
 // admitParent completes and admits a copy of the parent: namespace "default" when the resource is
 // namespaced and it has none (as kubectl places it), a UID and generation when it has none, then
 // the API server's checks and defaults of its CRD.
-func admitParent(ctx context.Context, c *policy.Compiled, schema *Schema, p *unstructured.Unstructured, notes *[]string) (*unstructured.Unstructured, error) {
+func admitParent(ctx context.Context, c *policy.Compiled, schema *crdSchema, p *unstructured.Unstructured, notes *[]string) (*unstructured.Unstructured, error) {
 	parent := p.DeepCopy()
 	if parent.GetNamespace() == "" && c.Parent.Namespaced {
 		parent.SetNamespace("default")
@@ -119,7 +119,7 @@ func admitParent(ctx context.Context, c *policy.Compiled, schema *Schema, p *uns
 	if schema == nil {
 		return parent, nil
 	}
-	return schema.Admit(ctx, parent)
+	return schema.admit(ctx, parent)
 }
 
 // related gives each related entry the objects it reads among objs, and the labels of the
@@ -157,7 +157,7 @@ func related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstr
 
 // withStatus returns the parent with the status the sync writes, checked against its CRD's status
 // schema as the API server checks a status write.
-func withStatus(ctx context.Context, c *policy.Compiled, schema *Schema, parent *unstructured.Unstructured, out *render.Output) (*unstructured.Unstructured, error) {
+func withStatus(ctx context.Context, c *policy.Compiled, schema *crdSchema, parent *unstructured.Unstructured, out *render.Output) (*unstructured.Unstructured, error) {
 	status, err := render.NewStatus(parent, out.Status, out.Conditions(), nil)
 	if err != nil {
 		return nil, err
@@ -167,7 +167,7 @@ func withStatus(ctx context.Context, c *policy.Compiled, schema *Schema, parent 
 	if schema == nil || !c.Parent.HasStatus {
 		return p, nil
 	}
-	if err := schema.CheckStatus(ctx, timed(p)); err != nil {
+	if err := schema.checkStatus(ctx, timed(p)); err != nil {
 		return nil, statusErrors(c, err)
 	}
 	return p, nil

@@ -12,11 +12,11 @@ import (
 	"metacel.dev/metacel/runtime/policy"
 )
 
-// AggregateToRuntime is the label of the ClusterRoles that the runtime's ClusterRole aggregates
+// aggregateToRuntime is the label of the ClusterRoles that the runtime's ClusterRole aggregates
 // (deploy/rbac/clusterrole.yaml): what it reads for each policy, and, for a policy that acts as
 // the runtime, what that policy does. Each policy's ClusterRoles are objects of their own, so
 // that applying one policy's RBAC adds to the runtime's permissions, never replaces them.
-const AggregateToRuntime = "rbac.metacel.dev/aggregate-to-runtime"
+const aggregateToRuntime = "rbac.metacel.dev/aggregate-to-runtime"
 
 // Deployment says where the policies' ServiceAccounts are.
 type Deployment struct {
@@ -29,7 +29,7 @@ type Deployment struct {
 // Manifests are the RBAC objects of a set of policies, in the order to apply them.
 type Manifests struct {
 	// Accounts are, per ServiceAccount that policies act as, that account, its ClusterRole
-	// (PolicyRole), the binding of one to the other, and what the runtime reads for them.
+	// (policyRole), the binding of one to the other, and what the runtime reads for them.
 	Accounts []AccountAccess
 	// AsRuntime are the ClusterRoles of the policies that name no ServiceAccount, one each,
 	// aggregated into the runtime's: they act as the runtime.
@@ -91,14 +91,14 @@ func accountAccess(d Deployment, sa string, policies []*policy.CompositePolicy, 
 			// a policy's ServiceAccount is impersonated, never mounted
 			AutomountServiceAccountToken: new(false),
 		},
-		Role: PolicyRole(name, policies, builtIn),
+		Role: policyRole(name, policies, builtIn),
 		Binding: &rbacv1.ClusterRoleBinding{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding"},
 			ObjectMeta: objectMeta(name, ""),
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: sa, Namespace: d.Namespace}},
 		},
-		RuntimeReads: aggregated(RuntimeReads(name+":reads", policies)),
+		RuntimeReads: aggregated(runtimeReads(name+":reads", policies)),
 	}
 	for _, p := range policies {
 		a.Policies = append(a.Policies, p.Metadata.Name)
@@ -108,7 +108,7 @@ func accountAccess(d Deployment, sa string, policies []*policy.CompositePolicy, 
 
 // aggregated labels a ClusterRole to be aggregated into the runtime's.
 func aggregated(r *rbacv1.ClusterRole) *rbacv1.ClusterRole {
-	r.Labels[AggregateToRuntime] = "true"
+	r.Labels[aggregateToRuntime] = "true"
 	return r
 }
 

@@ -21,7 +21,7 @@ var (
 )
 
 // ClusterRole returns a ClusterRole that lets a runtime run policies as itself: what those
-// policies do (PolicyRole), and what the runtime needs for any policy (events, CRDs). Policies
+// policies do (policyRole), and what the runtime needs for any policy (events, CRDs). Policies
 // that name no ServiceAccount act as the runtime, so this is the runtime's role for them.
 // builtIn tells the built-in resources, whose status metacel never writes.
 func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
@@ -37,11 +37,11 @@ func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(s
 	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
 }
 
-// PolicyRole returns the ClusterRole of a ServiceAccount that policies act as: what those
+// policyRole returns the ClusterRole of a ServiceAccount that policies act as: what those
 // policies do, and nothing more. Parents: get, list, watch, and patch (the cleanup finalizer);
 // their status: patch (server-side apply); children: get, list, watch, create, patch, delete;
 // related objects: get, list, watch; bind and escalate for the roles RBAC children refer to.
-func PolicyRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
+func policyRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
 	rules := ruleSet{}
 	for _, p := range policies {
 		rules.addPolicy(p, builtIn)
@@ -49,11 +49,11 @@ func PolicyRole(name string, policies []*policy.CompositePolicy, builtIn func(sc
 	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
 }
 
-// RuntimeReads returns the ClusterRole of what the runtime reads for policies that act as their
+// runtimeReads returns the ClusterRole of what the runtime reads for policies that act as their
 // ServiceAccounts: get, list and watch of their parents, children and related objects (into the
 // shared caches; each read for a policy is checked against its ServiceAccount), and of
 // namespaces when a confinement asks for their consent.
-func RuntimeReads(name string, policies []*policy.CompositePolicy) *rbacv1.ClusterRole {
+func runtimeReads(name string, policies []*policy.CompositePolicy) *rbacv1.ClusterRole {
 	rules := ruleSet{}
 	for _, p := range policies {
 		rules.addReads(p)

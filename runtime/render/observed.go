@@ -46,7 +46,7 @@ const (
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
 // is: `children.<id>` and readyWhen see an object only when it has the group, kind, namespace and
-// name of a child the render desires, and it is this parent's (NotChildReason) in a namespace its
+// name of a child the render desires, and it is this parent's (notChildReason) in a namespace its
 // children may be in (ChildReach). An object under an old name, in another namespace or of another
 // parent feeds neither the status nor readiness; one out of reach is not even undesired (a sync
 // would delete it): it is foreign. So is an undesired object without an ownerReference to the
@@ -104,14 +104,14 @@ func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreig
 	return recorded, foreign
 }
 
-// NotChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
+// notChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
 // resource must be one of the policy's child resources; its metacel.dev/policy label, when set,
 // must name the policy; its metacel.dev/parent-uid label, when set, must hold the parent's UID, and
 // without that label its controller ownerReference, when set, must name the parent. An object
 // with none of these marks (written by hand for an offline render) may be the parent's child.
 // Whether metacel applied it (its managed fields) is the caller's to check: the runtime's cache
 // knows, an offline file does not say.
-func NotChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, obj *unstructured.Unstructured) string {
+func notChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, obj *unstructured.Unstructured) string {
 	var gr schema.GroupResource
 	if res, ok := c.ChildResourceOfKind(obj.GroupVersionKind()); ok {
 		gr = res.GVR.GroupResource()
@@ -151,7 +151,7 @@ func splitOwned(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.M
 	var owned []*unstructured.Unstructured
 	var foreign []ForeignObject
 	for _, obj := range objs {
-		if why := NotChildReason(c, parent, m, obj); why != "" {
+		if why := notChildReason(c, parent, m, obj); why != "" {
 			foreign = append(foreign, ForeignObject{Object: obj, Why: why})
 			continue
 		}

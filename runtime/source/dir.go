@@ -39,7 +39,7 @@ func WatchPaths(ctx context.Context, paths []string, out chan<- Snapshot) error 
 	}
 	logger := klog.FromContext(ctx).WithValues("paths", paths)
 	send := func() {
-		units, err := ReadUnits(paths)
+		units, err := readUnits(paths)
 		if err != nil {
 			// a path missing for a moment must not stop every policy: wait for the next change
 			logger.Error(err, "Reading policy paths; keeping the policies loaded before")
@@ -109,10 +109,10 @@ func watchedDirs(paths []string) []string {
 	return out
 }
 
-// ReadUnits reads the policy files of paths. A file that disappears between listing and reading
+// readUnits reads the policy files of paths. A file that disappears between listing and reading
 // is left out (it was removed); any other error fails the whole read, so that a transient problem
 // is not taken for removed policies.
-func ReadUnits(paths []string) ([]Unit, error) {
+func readUnits(paths []string) ([]Unit, error) {
 	files, err := Files(paths)
 	if err != nil {
 		return nil, err

@@ -31,7 +31,7 @@ func TestFilesSkipsHiddenEntriesOfMountedConfigMaps(t *testing.T) {
 	}
 	write("sub/b.yml", "b")
 	write("notes.txt", "not a policy")
-	units, err := ReadUnits([]string{dir})
+	units, err := readUnits([]string{dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestFilesSkipsHiddenEntriesOfMountedConfigMaps(t *testing.T) {
 	if strings.Join(got, ",") != "a.yaml=a,sub/b.yml=b" {
 		t.Errorf("units: %v", got)
 	}
-	if _, err := ReadUnits([]string{filepath.Join(dir, "missing")}); err == nil {
+	if _, err := readUnits([]string{filepath.Join(dir, "missing")}); err == nil {
 		t.Error("a missing path must be an error, not an empty snapshot that would stop every policy")
 	}
 }
