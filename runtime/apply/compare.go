@@ -15,8 +15,9 @@ import (
 )
 
 // NeedsApply reports whether applying desired would change observed, an object of s's kind: a
-// field metacel sets differs, or a field metacel set before is no longer desired (it would be
-// removed). Observed's managed fields say what metacel set before. A nil s knows only metadata.
+// field metacel sets differs. A field metacel set before and no longer desires is not looked for:
+// render's desired-hash annotation, which desired carries, changes with it (see the package doc).
+// A nil s knows only metadata; observed's managed fields then tell the types of lists.
 func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 	root := unknownRoot()
 	if s != nil {
@@ -35,8 +36,7 @@ func AppliedBy(obj *unstructured.Unstructured) bool {
 
 // managedBy returns the fields a manager applied to obj, as the fieldsV1 tree ("f:spec": {...}):
 // nil for an object it created (POST) and has not applied since, whose Update entry also holds
-// the fields the API server defaulted (the desired-hash annotation tells its changes instead).
-// It reads them in place when obj holds them as decoded JSON (as informers and clients give
+// the fields the API server defaulted. It reads them in place when obj holds them as decoded JSON (as informers and clients give
 // objects), without a copy: the tree must not be changed.
 func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 	tree, _ := managedByOp(obj, manager, metav1.ManagedFieldsOperationApply)
@@ -94,31 +94,22 @@ func CreatedNotApplied(obj *unstructured.Unstructured) bool {
 
 // satisfied reports whether observed already holds every field of desired, as the API server
 // stores it; n is the schema of the value (nil: unknown), managed the fields metacel set there
-// before (nil: not known):
+// before (nil: not known), which type the lists n does not:
 //   - each map key of desired is in observed with a satisfied value; a zero value ("", 0, false,
 //     empty list or map) also matches an absent key, since the server drops omitempty fields;
-//   - a map key metacel set before (managed, "f:<key>") and no longer desires must be removed;
 //   - a list matches as its schema says (listSatisfied): by key, as a set, or item by item;
 //   - numbers compare by value (3 and 3.0 are equal); strings compare as strings, except where
 //     the schema says quantity: there "0.5" and "500m" are the same CPU, as the server rewrites
 //     one as the other.
 //
-// Fields only observed has (defaults, status, fields of other managers) do not matter.
+// Fields only observed has (defaults, status, fields of other managers, fields metacel set before
+// and no longer desires) do not matter.
 func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 	switch d := desired.(type) {
 	case map[string]any:
 		o, ok := observed.(map[string]any)
 		if !ok {
 			return false
-		}
-		for f := range managed {
-			if key, isField := strings.CutPrefix(f, "f:"); isField {
-				if _, still := d[key]; !still {
-					if _, present := o[key]; present {
-						return false
-					}
-				}
-			}
 		}
 		for k, dv := range d {
 			ov, ok := o[k]
@@ -150,10 +141,8 @@ func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 //   - a map list (containers by name, ports by containerPort and protocol, a CRD's
 //     x-kubernetes-list-type: map) matches each desired item with the observed item of the same
 //     keys, wherever it is: order does not matter, and items admission added (a token volume, an
-//     injected sidecar) are ignored, first or last. An item metacel set before (managed "k:") and
-//     no longer desires must be removed;
-//   - a set (finalizers, x-kubernetes-list-type: set) needs each desired value somewhere, and a
-//     value metacel set before ("v:") and no longer desires removed;
+//     injected sidecar) are ignored, first or last;
+//   - a set (finalizers, x-kubernetes-list-type: set) needs each desired value somewhere;
 //   - an atomic list (a container's args, tolerations, a CRD list without a list type) matches
 //     item by item, in order; observed may have more items after them (admission appends some,
 //     such as default tolerations).
@@ -177,7 +166,7 @@ func listSatisfied(d, o []any, n *node, managed map[string]any) bool {
 	case listMap:
 		return mapListSatisfied(d, o, elem, keys, defaults, managed)
 	case listSet:
-		return setSatisfied(d, o, elem, managed)
+		return setSatisfied(d, o, elem)
 	case listNamed:
 		return namedSatisfied(d, o, elem)
 	}
@@ -232,10 +221,9 @@ func distinctNames(d []any) bool {
 	return true
 }
 
-// atomicSatisfied matches items by position; observed may have more, unless metacel set more
-// before (managed counts them), which means an item was removed.
+// atomicSatisfied matches items by position; observed may have more.
 func atomicSatisfied(d, o []any, elem *node, managed map[string]any) bool {
-	if len(o) < len(d) || managedItems(managed) > len(d) {
+	if len(o) < len(d) {
 		return false
 	}
 	for i := range d {
@@ -250,28 +238,10 @@ func atomicSatisfied(d, o []any, elem *node, managed map[string]any) bool {
 	return true
 }
 
-// managedItems counts the list items metacel set before: keyed ("k:"), set ("v:") or indexed ("i:").
-func managedItems(managed map[string]any) int {
-	n := 0
-	for f := range managed {
-		if strings.HasPrefix(f, "k:") || strings.HasPrefix(f, "v:") || strings.HasPrefix(f, "i:") {
-			n++
-		}
-	}
-	return n
-}
-
-// mapListSatisfied matches a map list by keys. Each desired item's managed fields are found by
-// its key ("k:{...}"), spelt as the API server spells it when that is simple; the other keyed
-// entries metacel set before are parsed only when some are not desired any more.
+// mapListSatisfied matches a map list by keys. Each desired item's managed fields (for the lists
+// inside it) are found by its key ("k:{...}"), spelt as the API server spells it when that is
+// simple, else by parsing the keyed entries.
 func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, managed map[string]any) bool {
-	owned := 0
-	for f := range managed {
-		if strings.HasPrefix(f, "k:") {
-			owned++
-		}
-	}
-	var matched []string // the keyed entries of desired items
 	for _, item := range d {
 		di, ok := item.(map[string]any)
 		if !ok {
@@ -282,31 +252,17 @@ func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, man
 			return false
 		}
 		var fields map[string]any
-		if owned > 0 {
+		if len(managed) > 0 {
 			f, found := keyPath(di, keys, defaults)
 			if _, ok := managed[f]; !found || !ok {
 				f, found = findOwned(managed, di, keys, defaults)
 			}
 			if found {
 				fields, _ = managed[f].(map[string]any)
-				if !slices.Contains(matched, f) {
-					matched = append(matched, f)
-				}
 			}
 		}
 		if !satisfied(di, oi, elem, fields) {
 			return false
-		}
-	}
-	if len(matched) == owned {
-		return true
-	}
-	for f := range managed { // an item metacel set before and no longer desires must be removed
-		if k, isKey := strings.CutPrefix(f, "k:"); isKey && !slices.Contains(matched, f) {
-			var key map[string]any
-			if json.Unmarshal([]byte(k), &key) == nil && findItem(o, key, keys, defaults) != nil {
-				return false
-			}
 		}
 	}
 	return true
@@ -417,37 +373,11 @@ func sameKey(a, b map[string]any, keys []string, defaults []any) bool {
 	return true
 }
 
-// setSatisfied needs each desired value in observed. A value metacel set before ("v:") and no
-// longer desires must be removed; those entries are parsed only when some are not desired.
-func setSatisfied(d, o []any, elem *node, managed map[string]any) bool {
-	owned := 0
-	for f := range managed {
-		if strings.HasPrefix(f, "v:") {
-			owned++
-		}
-	}
-	var matched []string // the entries of desired values, spelt as the API server does
+// setSatisfied needs each desired value in observed.
+func setSatisfied(d, o []any, elem *node) bool {
 	for _, v := range d {
 		if !containsScalar(o, v, elem) {
 			return false
-		}
-		if owned > 0 {
-			if b, plain := appendJSONScalar([]byte("v:"), v); plain {
-				if _, ok := managed[string(b)]; ok && !slices.Contains(matched, string(b)) {
-					matched = append(matched, string(b))
-				}
-			}
-		}
-	}
-	if len(matched) == owned {
-		return true
-	}
-	for f := range managed {
-		if v, isValue := strings.CutPrefix(f, "v:"); isValue && !slices.Contains(matched, f) {
-			var val any
-			if json.Unmarshal([]byte(v), &val) == nil && !containsScalar(d, val, elem) && containsScalar(o, val, elem) {
-				return false
-			}
 		}
 	}
 	return true

@@ -3,7 +3,6 @@ package apply
 import (
 	"testing"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
@@ -49,59 +48,6 @@ func TestSatisfied(t *testing.T) {
 				t.Errorf("satisfied = %v, want %v", got, tc.want)
 			}
 		})
-	}
-}
-
-// needsApply is Schema.NeedsApply with the schema client-go ships for desired's built-in kind.
-func needsApply(desired, observed *unstructured.Unstructured) bool {
-	return SchemaFor(desired.GroupVersionKind(), nil).NeedsApply(desired, observed)
-}
-
-func TestNeedsApplyRemovesWhatMetacelNoLongerSets(t *testing.T) {
-	observed := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "ConfigMap",
-		"metadata": map[string]any{"name": "x", "managedFields": []any{map[string]any{
-			"manager": "metacel", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1",
-			"fieldsV1": map[string]any{"f:data": map[string]any{"f:a": map[string]any{}, "f:b": map[string]any{}}},
-		}}},
-		"data": map[string]any{"a": "1", "b": "2", "c": "set by someone else"},
-	}}
-	same := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}, "data": map[string]any{"a": "1", "b": "2"}}}
-	if needsApply(same, observed) {
-		t.Error("nothing changed: no apply needed (c belongs to another manager)")
-	}
-	dropped := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "x"}, "data": map[string]any{"a": "1"}}}
-	if !needsApply(dropped, observed) {
-		t.Error("b was set by metacel and is no longer desired: an apply must remove it")
-	}
-}
-
-func TestNeedsApplyNoticesAnItemMetacelRemoved(t *testing.T) {
-	managed := map[string]any{"f:spec": map[string]any{"f:containers": map[string]any{
-		`k:{"name":"app"}`:     map[string]any{"f:name": map[string]any{}, "f:command": map[string]any{}},
-		`k:{"name":"sidecar"}`: map[string]any{"f:name": map[string]any{}},
-	}}}
-	observed := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "v1", "kind": "Pod",
-		"metadata": map[string]any{"name": "p", "managedFields": []any{map[string]any{
-			"manager": "metacel", "operation": "Apply", "apiVersion": "v1", "fieldsType": "FieldsV1", "fieldsV1": managed,
-		}}},
-		"spec": map[string]any{"containers": []any{
-			map[string]any{"name": "app", "command": []any{"x"}},
-			map[string]any{"name": "sidecar"},
-		}},
-	}}
-	pod := func(containers ...any) *unstructured.Unstructured {
-		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": map[string]any{"name": "p"}, "spec": map[string]any{"containers": containers}}}
-	}
-	if needsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}, map[string]any{"name": "sidecar"}), observed) {
-		t.Error("nothing changed")
-	}
-	if !needsApply(pod(map[string]any{"name": "app", "command": []any{"x"}}), observed) {
-		t.Error("the sidecar metacel set is no longer desired: apply")
-	}
-	if !needsApply(pod(map[string]any{"name": "app"}, map[string]any{"name": "sidecar"}), observed) {
-		t.Error("the command metacel set is no longer desired: apply")
 	}
 }
 

@@ -17,18 +17,20 @@
 //     list without a list type) matches item by item in order, and may have more items after
 //     them, as admission appends some (default tolerations);
 //   - a zero value the server drops ("", 0, false, empty) matches an absent field; fields only
-//     observed has (defaults, status, other managers' fields) do not matter; a field, list item
-//     or set value metacel applied before (its managed fields say so) and no longer desires needs
-//     an apply, which removes it.
+//     observed has (defaults, status, other managers' fields) do not matter.
 //
 // SchemaFor gives the schema: a CRD's OpenAPI schema when the caller has it, else the
 // structured-merge-diff schema client-go ships for built-in kinds. Without either, strings compare
-// strictly and lists follow their managed fields (keyed items by key, set values by value,
+// strictly and lists follow metacel's managed fields (keyed items by key, set values by value,
 // others in order); with no managed fields either, items that all have distinct names match by
 // name, in order, whatever lies between them.
 //
-// One change the check cannot see: an item removed from the end of an atomic list, since
-// admission may append items to such lists and the managed fields do not count them.
+// What the check does not look for is what the policy no longer sets (a field, a list item, a set
+// value metacel applied before): every child render gives carries the metacel.dev/desired-hash
+// annotation, a hash of the whole child as rendered, so a child the policy changed in any way,
+// removals included, differs from the observed one in that annotation and needs an apply, which
+// removes what is no longer sent. The check is there for the other writers: a field they changed
+// (a drift) is a change, what they added is not.
 //
 // Nothing here reads an informer's cache for writing: observed objects are only compared, and
 // what is sent is the desired object, built fresh by render.

@@ -77,6 +77,14 @@ func put(v any, value any, path ...any) {
 
 func list(v any, path ...any) []any { return at(v, path...).([]any) }
 
+// desiredHash is render's annotation of the hash of a child as rendered (render.AnnotationDesiredHash).
+const desiredHash = "metacel.dev/desired-hash"
+
+// rehash gives desired another desired hash, as render does for a child the policy changed.
+func rehash(desired map[string]any) {
+	put(desired, "changed", "metadata", "annotations", desiredHash)
+}
+
 func reversed(l []any) []any {
 	out := slices.Clone(l)
 	slices.Reverse(out)
@@ -135,11 +143,13 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 		{"a toleration metacel sets, moved behind the ones admission added, is a change (tolerations are atomic)", pod, func(d, o map[string]any) {
 			put(o, reversed(list(o, "spec", "tolerations")), "spec", "tolerations")
 		}, true},
-		{"a container metacel no longer sets is a change", pod, func(d, o map[string]any) {
+		{"a container metacel no longer sets is a change (by its desired hash)", pod, func(d, o map[string]any) {
 			put(d, list(d, "spec", "containers")[:1], "spec", "containers")
+			rehash(d)
 		}, true},
-		{"a volume metacel no longer sets is a change", pod, func(d, o map[string]any) {
+		{"a volume metacel no longer sets is a change (by its desired hash)", pod, func(d, o map[string]any) {
 			delete(d["spec"].(map[string]any), "volumes")
+			rehash(d)
 		}, true},
 		{"a changed key of a port (containerPort and protocol) is a change", pod, func(d, o map[string]any) {
 			put(d, "UDP", container(0, "ports", 0, "protocol")...)
@@ -186,14 +196,19 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 		{"an item someone else put first in a CRD's map list is no change", widget, func(d, o map[string]any) {
 			put(o, append([]any{map[string]any{"name": "other", "port": int64(1)}}, list(o, "spec", "endpoints")...), "spec", "endpoints")
 		}, false},
-		{"an item metacel no longer sets in a CRD's map list is a change", widget, func(d, o map[string]any) {
+		{"an item metacel no longer sets in a CRD's map list is a change (by its desired hash)", widget, func(d, o map[string]any) {
 			put(d, list(d, "spec", "endpoints")[:1], "spec", "endpoints")
+			rehash(d)
 		}, true},
 		{"reordered values of a CRD's set are no change", widget, func(d, o map[string]any) {
 			put(d, reversed(list(d, "spec", "tags")), "spec", "tags")
 		}, false},
-		{"a value metacel no longer sets in a CRD's set is a change", widget, func(d, o map[string]any) {
+		{"a value metacel no longer sets in a CRD's set is a change (by its desired hash)", widget, func(d, o map[string]any) {
 			put(d, list(d, "spec", "tags")[:1], "spec", "tags")
+			rehash(d)
+		}, true},
+		{"a field someone else removed is a change", widget, func(d, o map[string]any) {
+			delete(o["spec"].(map[string]any), "version")
 		}, true},
 		{"reordered items of a CRD's list without a list type (atomic) are a change", widget, func(d, o map[string]any) {
 			put(d, reversed(list(d, "spec", "args")), "spec", "args")
@@ -235,6 +250,14 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 				}
 			}
 			desired, observed := readObject(t, file+"-desired.yaml"), readObject(t, file+"-observed.yaml")
+			for _, obj := range []*unstructured.Unstructured{desired, observed} { // as render marked it
+				annotations := obj.GetAnnotations()
+				if annotations == nil {
+					annotations = map[string]string{}
+				}
+				annotations[desiredHash] = "converged"
+				obj.SetAnnotations(annotations)
+			}
 			if tc.edit != nil {
 				tc.edit(desired.Object, observed.Object)
 			}

@@ -19,9 +19,9 @@ const (
 	// whole resource, is gone from the policy.
 	AnnotationDeletionPolicy = "metacel.dev/deletion-policy"
 	// AnnotationDesiredHash holds a hash of the child as the policy rendered it (this annotation
-	// aside): any change of what the policy wants changes it, so that the no-op check sees it even
-	// where the child's fields alone cannot tell (a field removed from a child that metacel
-	// created and never applied since, an item removed from the end of an atomic list).
+	// aside): any change of what the policy wants changes it, so that the no-op check
+	// (apply.Schema.NeedsApply) sees it where the child's fields alone cannot tell: a field, list
+	// item or set value removed from the child, which the check does not look for.
 	AnnotationDesiredHash = "metacel.dev/desired-hash"
 	// AnnotationChildren lists, on a parent, the UIDs of its children that garbage collection
 	// does not remove with it (no ownerReference to it: cross-namespace, cluster-scoped and
