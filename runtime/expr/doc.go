@@ -17,13 +17,15 @@
 // is about four times faster than schema-typed values and type-checks the same.
 //
 // Cost is bounded twice, as in Kubernetes: at compile time an expression whose estimated cost
-// exceeds perExpressionCostLimit (1,000,000) is rejected; at run time a Budget caps what all expressions of one
-// sync may spend together. Every evaluation is metered as it runs (cel-go's cost tracking, with
-// Kubernetes' cost functions) and stops as soon as it has spent what is left of the budget; a call
-// that builds a string or list is charged for what it builds too, and one that may build far more
-// than its arguments hold (replace, join, format, json/yaml.encode, flatten) is checked before it
-// runs, so that no input makes an evaluation allocate more than its budget allows (meter.go).
-// Writing out a result (EvalNative, templates) is charged as well. Only cheap expressions that no
+// exceeds perExpressionCostLimit (1,000,000) is rejected; at run time a Budget caps what all
+// expressions of one sync may spend together. Every evaluation is metered as it runs (cel-go's
+// cost tracking, with Kubernetes' cost functions), stops once it has spent a whole budget, and is
+// charged its actual cost, as Kubernetes charges each rule's: one that cost more than what was
+// left fails. A call that builds a string or list is charged for what it builds too, and one that
+// may build far more than its arguments hold (replace, join, format, json/yaml.encode, flatten)
+// is checked before it runs, against what is left, so that no input makes an evaluation allocate
+// more than a budget allows (meter.go). Writing out a result (EvalNative, templates) is charged
+// as well. Only cheap expressions that no
 // input can make dearer (no loop over input, operators and conversions only) run unmetered: they
 // are charged their estimate before they run.
 //

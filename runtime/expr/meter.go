@@ -16,115 +16,59 @@ import (
 	"github.com/google/cel-go/interpreter"
 )
 
-// Every evaluation is metered as it runs, with cel-go's cost tracking as Kubernetes uses it: each
-// step and call adds its actual cost, and the evaluation stops as soon as it has spent more than
-// what is left of the sync's Budget. (The only exception are cheap expressions that nothing can
-// make dearer, charged their estimate before they run: Env.bounded.) cel-go fixes a program's
-// cost limit when the program is planned and charges a call only once it has returned, so
-// metacel
+// Every evaluation is metered as it runs, with cel-go's cost tracking, as Kubernetes meters CEL
+// (CRD validation rules, admission policies): each step and call adds its actual cost, an
+// evaluation stops when it has spent more than a whole SyncCostBudget (the tracker's limit, fixed
+// when the program is planned: one planned program serves every evaluation), and its actual cost
+// is then charged to the sync's Budget; an evaluation that cost more than what was left of it
+// fails. (The only exception are cheap expressions that nothing can make dearer, charged their
+// estimate before they run: Env.bounded.) An expression may so spend as much as the sync has left,
+// as Kubernetes' own per-call limit (1,000,000) would not let it, and the sync's last evaluation
+// may overrun what was left by at most one budget. On top of Kubernetes' model, metacel
 //
-//   - plans a few instances of each program and lends one to each evaluation (instances): each
-//     has its own meter, whose limit is set to what is left of the budget before it runs;
 //   - charges a call that builds a string or a list for what it builds, not only for what it
 //     reads (runtimeCosts);
 //   - checks the calls that can build far more than their arguments hold (guardedCalls) before
 //     they run: replace builds a string as long as its target times its replacement, join,
 //     format and the encoders write out every string a list refers to, however often, and
 //     flatten every element of the lists it flattens. Such a call whose cost, computed from its
-//     arguments, exceeds what is left stops the evaluation before it allocates anything;
+//     arguments, exceeds what was left of the budget when the evaluation started stops the
+//     evaluation before it allocates anything;
 //   - charges writing out a result (Program.EvalNative, templates) by what it writes
 //     (buildCost), counted before it is written.
 
-// meter is the state of the evaluation under way on one program instance.
-type meter struct {
-	// limit is what the evaluation may spend: the rest of the budget. cel-go's tracker reads it
-	// through its Limit pointer.
-	limit uint64
-	// tracker is cel-go's cost tracker of the evaluation under way, nil between evaluations.
-	tracker *interpreter.CostTracker
+// evaluation is the activation of one metered evaluation: the caller's, and what the guards of
+// its calls need (they find it among the activations they are given: evaluationOf).
+type evaluation struct {
+	Activation
+	// left is what was left of the budget when the evaluation started.
+	left uint64
 	// refused names the call a guard stopped, and refusedCost is what it would have cost.
 	refused     string
 	refusedCost uint64
 }
 
-// attach is a cel-go CostTrackerOption: it runs when an evaluation creates its tracker.
-func (m *meter) attach(t *interpreter.CostTracker) error {
-	t.Limit = &m.limit
-	m.tracker = t
+// Parent is the caller's activation, which holds every variable.
+func (e *evaluation) Parent() Activation { return e.Activation }
+
+// evaluationOf finds the evaluation among the activations of a step of it; nil outside Eval.
+func evaluationOf(vars Activation) *evaluation {
+	for a := vars; a != nil; a = a.Parent() {
+		if e, ok := a.(*evaluation); ok {
+			return e
+		}
+	}
 	return nil
 }
 
-// left is what the evaluation may still spend.
-func (m *meter) left() uint64 {
-	if m.tracker == nil {
-		return m.limit
-	}
-	if spent := m.tracker.ActualCost(); spent < m.limit {
-		return m.limit - spent
-	}
-	return 0
-}
-
-// instance is one planned program and its meter; it runs one evaluation at a time.
-type instance struct {
-	prg cel.Program
-	m   *meter
-}
-
-// instances lends planned instances of one program to evaluations: as many exist as have ever
-// run at once.
-type instances struct {
-	plan func(*meter) (cel.Program, error)
-	mu   sync.Mutex
-	free []*instance
-}
-
-func newInstances(plan func(*meter) (cel.Program, error)) (*instances, error) {
-	s := &instances{plan: plan}
-	in, err := s.newInstance() // plan one now: a program that cannot be planned fails at load
-	if err != nil {
-		return nil, err
-	}
-	s.free = append(s.free, in)
-	return s, nil
-}
-
-func (s *instances) newInstance() (*instance, error) {
-	m := &meter{}
-	prg, err := s.plan(m)
-	if err != nil {
-		return nil, err
-	}
-	return &instance{prg: prg, m: m}, nil
-}
-
-func (s *instances) get() (*instance, error) {
-	s.mu.Lock()
-	if n := len(s.free); n > 0 {
-		in := s.free[n-1]
-		s.free = s.free[:n-1]
-		s.mu.Unlock()
-		return in, nil
-	}
-	s.mu.Unlock()
-	return s.newInstance()
-}
-
-func (s *instances) put(in *instance) {
-	// the tracker holds on to the evaluation's values
-	in.m.tracker, in.m.refused, in.m.refusedCost = nil, "", 0
-	s.mu.Lock()
-	s.free = append(s.free, in)
-	s.mu.Unlock()
-}
-
-// programOptions are the run-time options of one instance.
-func programOptions(m *meter) []cel.ProgramOption {
+// programOptions are the run-time options of a metered program.
+func programOptions() []cel.ProgramOption {
 	return []cel.ProgramOption{
 		cel.EvalOptions(cel.OptOptimize, cel.OptTrackCost),
 		cel.CostTracking(runtimeCosts{}),
-		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false), m.attach),
-		cel.CustomDecorator(guardCalls(m)),
+		cel.CostTrackerOptions(interpreter.PresenceTestHasCost(false)),
+		cel.CostLimit(SyncCostBudget),
+		cel.CustomDecorator(guardCalls),
 		cel.InterruptCheckFrequency(100),
 	}
 }
@@ -144,25 +88,22 @@ var guardedCalls = map[string]preCost{
 }
 
 // guardCalls is a cel-go decorator: it puts a guard in place of each call of a guarded function.
-func guardCalls(m *meter) interpreter.InterpretableDecorator {
-	return func(i interpreter.Interpretable) (interpreter.Interpretable, error) {
-		call, ok := i.(interpreter.InterpretableCall)
-		if !ok {
-			return i, nil
-		}
-		cost, ok := guardedCalls[call.Function()]
-		if !ok {
-			return i, nil
-		}
-		return newGuard(call, m, cost)
+func guardCalls(i interpreter.Interpretable) (interpreter.Interpretable, error) {
+	call, ok := i.(interpreter.InterpretableCall)
+	if !ok {
+		return i, nil
 	}
+	cost, ok := guardedCalls[call.Function()]
+	if !ok {
+		return i, nil
+	}
+	return newGuard(call, cost)
 }
 
 // guard evaluates a call as cel-go's planner would (same overload, strictness and dispatch),
 // with a check of its cost between the evaluation of its arguments and the call.
 type guard struct {
 	interpreter.InterpretableCall
-	m    *meter
 	cost preCost
 	// the implementation cel-go's planner would choose for the call's number of arguments
 	unary     functions.UnaryOp
@@ -172,12 +113,12 @@ type guard struct {
 	nonStrict bool
 }
 
-func newGuard(call interpreter.InterpretableCall, m *meter, cost preCost) (interpreter.Interpretable, error) {
+func newGuard(call interpreter.InterpretableCall, cost preCost) (interpreter.Interpretable, error) {
 	impls, err := bindings()
 	if err != nil {
 		return nil, err
 	}
-	g := &guard{InterpretableCall: call, m: m, cost: cost}
+	g := &guard{InterpretableCall: call, cost: cost}
 	var def *functions.Overload
 	if call.OverloadID() != "" {
 		def = impls[call.OverloadID()]
@@ -221,10 +162,17 @@ func (g *guard) Eval(vars interpreter.Activation) ref.Val {
 			}
 		}
 	}
-	left := g.m.left()
+	left := uint64(SyncCostBudget)
+	e := evaluationOf(vars)
+	if e != nil {
+		left = e.left
+	}
 	if c := g.cost(vals, left); c > left {
-		g.m.refused, g.m.refusedCost = g.Function()+"()", c
-		panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded, Message: "operation cancelled: " + g.m.refused + " would exceed the cost limit"})
+		refused := g.Function() + "()"
+		if e != nil {
+			e.refused, e.refusedCost = refused, c
+		}
+		panic(interpreter.EvalCancelledError{Cause: interpreter.CostLimitExceeded, Message: "operation cancelled: " + refused + " would exceed the cost limit"})
 	}
 	arg0 := vals[0]
 	if g.trait == 0 || (!strict && types.IsUnknownOrError(arg0)) || arg0.Type().HasTrait(g.trait) {

@@ -9,21 +9,17 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/google/cel-go/cel"
 )
 
-// allocated runs f and returns the bytes it allocated and how long it took.
-func allocated(f func()) (uint64, time.Duration) {
-	runtime.GC()
+// allocated runs f and returns the bytes it allocated (a count, whatever the machine's load).
+func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	f()
-	took := time.Since(start)
 	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc, took
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // spec builds a parent with the given spec.
@@ -40,8 +36,8 @@ func numbers(n int) []any {
 }
 
 // Each of these loads (its estimate, over an unbounded parent, is within the per-expression limit),
-// and with large enough input would build gigabytes: it must fail with the budget instead, having
-// allocated little.
+// and with large enough input would build gigabytes: its guard must refuse the call before it runs
+// (the error names the call and what it would cost), having allocated little.
 func TestNoInputMakesAnEvaluationAllocateWithoutBound(t *testing.T) {
 	s30k := strings.Repeat("a", 30_000)
 	s100k := strings.Repeat("x", 100_000)
@@ -83,17 +79,17 @@ func TestNoInputMakesAnEvaluationAllocateWithoutBound(t *testing.T) {
 				t.Fatalf("must load: %v", err)
 			}
 			act := spec(tc.input)
-			var evalErr error
-			bytes, took := allocated(func() { _, evalErr = p.Eval(t.Context(), act, NewBudget()) })
-			t.Logf("allocated %d KB in %v: %v", bytes>>10, took, evalErr)
-			if evalErr == nil || !strings.Contains(evalErr.Error(), "of the cost budget of 10000000 per sync") {
-				t.Errorf("want the budget to stop it, got %v", evalErr)
-			}
-			if bytes > 20<<20 {
-				t.Errorf("allocated %d MB, want it stopped before it builds its result", bytes>>20)
-			}
-			if took > 2*time.Second {
-				t.Errorf("took %v", took)
+			for _, b := range []*Budget{NewBudget(), {remaining: 500_000}} {
+				want := fmt.Sprintf("more than the %d left of the cost budget of 10000000 per sync", b.remaining)
+				var evalErr error
+				bytes := allocated(func() { _, evalErr = p.Eval(t.Context(), act, b) })
+				t.Logf("allocated %d KB: %v", bytes>>10, evalErr)
+				if evalErr == nil || !strings.Contains(evalErr.Error(), "() would cost ") || !strings.Contains(evalErr.Error(), want) {
+					t.Errorf("want a guard to refuse the call, %q, got %v", want, evalErr)
+				}
+				if bytes > 20<<20 {
+					t.Errorf("allocated %d MB, want it stopped before it builds its result", bytes>>20)
+				}
 			}
 		})
 	}
@@ -104,22 +100,34 @@ func TestBudgetErrorNamesTheCallAndWhatWasLeft(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = p.Eval(t.Context(), spec(map[string]any{"s": strings.Repeat("a", 30_000)}), NewBudget())
+	act := spec(map[string]any{"s": strings.Repeat("a", 30_000)})
+	_, err = p.Eval(t.Context(), act, NewBudget())
 	want := `evaluate "size(string(parent.spec.s).replace(\"a\", string(parent.spec.s)))": replace() would cost 90006000, ` +
 		`more than the 10000000 left of the cost budget of 10000000 per sync`
 	if err == nil || err.Error() != want {
 		t.Errorf("got  %v\nwant %s", err, want)
 	}
+	_, err = p.Eval(t.Context(), act, &Budget{remaining: 500_000})
+	want = `evaluate "size(string(parent.spec.s).replace(\"a\", string(parent.spec.s)))": replace() would cost 90006000, ` +
+		`more than the 500000 left of the cost budget of 10000000 per sync`
+	if err == nil || err.Error() != want {
+		t.Errorf("got  %v\nwant %s", err, want)
+	}
 }
 
-// An evaluation stops as soon as it has spent what is left, not when it ends.
-func TestEvaluationStopsWhenTheBudgetRunsOut(t *testing.T) {
+// An evaluation is charged what it spent: one that spent more than what was left fails and uses
+// the budget up, and one that would spend more than a whole budget stops there, not when it ends.
+func TestEvaluationsAreChargedToTheBudget(t *testing.T) {
 	tests := []struct {
 		name string
 		expr string
+		// cost is what the evaluation costs; 0: more than a whole budget
+		cost uint64
 	}{
-		{"a comprehension", "parent.spec.items.map(x, parent.spec.s + 'x').size()"},
-		{"an expression without a loop", "size(parent.spec.s + parent.spec.s + parent.spec.s + parent.spec.s) > 0"},
+		// each item builds a string of 1,000,001 characters, which costs 100,001: 1,000 of them
+		{"a comprehension", "parent.spec.items.map(x, parent.spec.s + 'x').size()", 0},
+		// strings of 2, 3 and 4 million characters
+		{"an expression without a loop", "size(parent.spec.s + parent.spec.s + parent.spec.s + parent.spec.s) > 0", 900_000},
 	}
 	env := mustEnv(t, Scope{})
 	act := spec(map[string]any{"s": strings.Repeat("x", 1_000_000), "items": numbers(1000)})
@@ -129,17 +137,30 @@ func TestEvaluationStopsWhenTheBudgetRunsOut(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			b := &Budget{remaining: 150_000}
-			var evalErr error
-			bytes, _ := allocated(func() { _, evalErr = p.Eval(t.Context(), act, b) })
-			if evalErr == nil || !strings.Contains(evalErr.Error(), "more than the 150000 left of the cost budget") {
-				t.Errorf("want the budget to stop it, got %v", evalErr)
+			budgets := []*Budget{{remaining: 150_000}}
+			if tc.cost > 0 {
+				budgets = append(budgets, NewBudget())
 			}
-			if b.Remaining() != 0 {
-				t.Errorf("a failed evaluation must use the budget up, %d left", b.Remaining())
-			}
-			if bytes > 16<<20 {
-				t.Errorf("allocated %d MB, want it stopped after a few MB", bytes>>20)
+			for _, b := range budgets {
+				left := b.Remaining()
+				var evalErr error
+				bytes := allocated(func() { _, evalErr = p.Eval(t.Context(), act, b) })
+				if tc.cost > 0 && tc.cost <= left {
+					if spent := left - b.Remaining(); evalErr != nil || spent < tc.cost || spent > tc.cost+1000 {
+						t.Errorf("with %d left: charged %d (%v), want about %d", left, spent, evalErr, tc.cost)
+					}
+					continue
+				}
+				if want := fmt.Sprintf("costs more than the %d left of the cost budget", left); evalErr == nil || !strings.Contains(evalErr.Error(), want) {
+					t.Errorf("with %d left: want %q, got %v", left, want, evalErr)
+				}
+				if b.Remaining() != 0 {
+					t.Errorf("a failed evaluation must use the budget up, %d left", b.Remaining())
+				}
+				// a budget of 10,000,000 builds about 100 MB of strings, not 1 GB
+				if bytes > 160<<20 {
+					t.Errorf("with %d left: allocated %d MB, want it stopped at the budget", left, bytes>>20)
+				}
 			}
 		})
 	}
@@ -222,7 +243,7 @@ func TestWritingOutAResultIsCharged(t *testing.T) {
 	}
 	act := spec(map[string]any{"items": numbers(5000)}) // 25,000,000 elements written out
 	var evalErr error
-	bytes, _ := allocated(func() { _, evalErr = p.EvalNative(t.Context(), act, NewBudget()) })
+	bytes := allocated(func() { _, evalErr = p.EvalNative(t.Context(), act, NewBudget()) })
 	if evalErr == nil || !strings.Contains(evalErr.Error(), "writing out its result would cost more than") {
 		t.Errorf("want the budget to stop it, got %v", evalErr)
 	}
@@ -245,7 +266,8 @@ func TestWritingOutAResultIsCharged(t *testing.T) {
 	}
 }
 
-// Programs are shared by concurrent syncs: each evaluation has its own limit.
+// Programs are shared by concurrent syncs: each evaluation is charged to its own budget, and its
+// guards refuse by what is left of that budget.
 func TestConcurrentEvaluationsHaveTheirOwnBudgets(t *testing.T) {
 	p, err := mustEnv(t, Scope{}).Compile("parent.spec.items.map(x, x * 2).size()", WantAny)
 	if err != nil {
@@ -372,7 +394,7 @@ func TestOnlyExpressionsThatCannotGrowRunUnmetered(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if metered := p.instances != nil; metered != tc.metered {
+			if metered := p.metered != nil; metered != tc.metered {
 				t.Errorf("metered: %v, want %v", metered, tc.metered)
 			}
 		})

@@ -65,9 +65,8 @@ type Program struct {
 	// Out is the checked result type.
 	Out  *cel.Type
 	want Want
-	// instances are planned copies of the program, each metered on its own (meter.go); nil for
-	// a bounded program.
-	instances *instances
+	// metered is the program planned with cost tracking (meter.go); nil for a bounded program.
+	metered cel.Program
 	// bounded is a program whose cost cannot exceed its estimate, whatever its input (bounded):
 	// it runs unmetered and is charged its estimate, static, before it runs.
 	bounded cel.Program
@@ -112,10 +111,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 		p.static = est.Max
 		p.bounded, err = e.run.Program(ast, cel.EvalOptions(cel.OptOptimize))
 	} else {
-		run := e.run
-		p.instances, err = newInstances(func(m *meter) (cel.Program, error) {
-			return run.Program(ast, programOptions(m)...)
-		})
+		p.metered, err = e.run.Program(ast, programOptions()...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", quote(src), err)
@@ -276,29 +272,24 @@ func Extend(a Activation, vars map[string]any) Activation {
 	return interpreter.NewHierarchicalActivation(a, NewActivation(vars))
 }
 
-// Eval evaluates the program, charging its cost to b as it runs, and checks its result against
-// what it must return. The evaluation stops as soon as it has spent what is left of b, before a
-// call that would build more than that (meter.go). Errors name the expression.
+// Eval evaluates the program, charges its actual cost to b, and checks its result against what
+// it must return. The evaluation stops once it has spent a whole SyncCostBudget, or before a call
+// that would build more than what is left of b (meter.go); one that cost more than what was left
+// fails and uses b up. Errors name the expression.
 func (p *Program) Eval(ctx context.Context, act Activation, b *Budget) (ref.Val, error) {
-	if p.instances == nil {
+	if p.metered == nil {
 		return p.evalBounded(ctx, act, b)
 	}
-	in, err := p.instances.get()
-	if err != nil {
-		return nil, fmt.Errorf("evaluate %s: %w", quote(p.Source), err)
-	}
 	left := b.remaining
-	in.m.limit = left
-	val, det, err := in.prg.ContextEval(ctx, act)
+	e := &evaluation{Activation: act, left: left}
+	val, det, err := p.metered.ContextEval(ctx, e)
 	var cost uint64
 	if c := det.ActualCost(); c != nil {
 		cost = *c
 	}
-	refused, refusedCost := in.m.refused, in.m.refusedCost
-	p.instances.put(in)
 	if !b.spend(cost) || (err != nil && stoppedByCost(err)) {
 		b.remaining = 0
-		return nil, overBudget(p.Source, left, refused, refusedCost)
+		return nil, overBudget(p.Source, left, e.refused, e.refusedCost)
 	}
 	return p.result(val, err)
 }

@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"strings"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -31,16 +30,13 @@ func numbers(n int) []any {
 	return out
 }
 
-// measure runs f and returns the bytes it allocated and how long it took.
-func measure(f func()) (uint64, time.Duration) {
-	runtime.GC()
+// allocated runs f and returns the bytes it allocated (a count, whatever the machine's load).
+func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
-	start := time.Now()
 	f()
-	took := time.Since(start)
 	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc, took
+	return after.TotalAlloc - before.TotalAlloc
 }
 
 // An expression that would build gigabytes for some parent fails that parent's sync with an
@@ -72,7 +68,7 @@ func TestAnExpressionThatWouldBuildGigabytesFailsTheSync(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := load(t, tc.body)
 			var err error
-			bytes, took := measure(func() {
+			bytes := allocated(func() {
 				_, err = Render(t.Context(), c, Input{Parent: parentWithSpec(tc.spec), Mapper: kinds.NewCatalog()})
 			})
 			var re *Error
@@ -84,9 +80,6 @@ func TestAnExpressionThatWouldBuildGigabytesFailsTheSync(t *testing.T) {
 			}
 			if bytes > 50<<20 {
 				t.Errorf("allocated %d MB, want well below 100 MB", bytes>>20)
-			}
-			if took > 2*time.Second {
-				t.Errorf("took %v", took)
 			}
 		})
 	}
