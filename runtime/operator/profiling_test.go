@@ -1,11 +1,14 @@
 package operator
 
 import (
+	"bytes"
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,7 +17,8 @@ import (
 // profiling, and /metrics either way.
 func TestMetricsMuxProfiling(t *testing.T) {
 	for _, profiling := range []bool{false, true} {
-		srv := httptest.NewServer(metricsMux(prometheus.NewRegistry(), profiling))
+		mux := metricsMux(prometheus.NewRegistry(), profiling)
+		srv := httptest.NewServer(mux)
 		pprofCode := http.StatusNotFound
 		if profiling {
 			pprofCode = http.StatusOK
@@ -24,7 +28,6 @@ func TestMetricsMuxProfiling(t *testing.T) {
 			"/debug/pprof/":                  pprofCode,
 			"/debug/pprof/cmdline":           pprofCode,
 			"/debug/pprof/goroutine?debug=1": pprofCode,
-			"/debug/pprof/profile?seconds=1": pprofCode,
 		} {
 			resp, err := http.Get(srv.URL + path)
 			if err != nil {
@@ -40,5 +43,18 @@ func TestMetricsMuxProfiling(t *testing.T) {
 			}
 		}
 		srv.Close()
+
+		// a CPU profile, cut short: the handler profiles until the request is done, here after
+		// 50 ms rather than the second asked for, and writes the profile (gzipped) all the same
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequestWithContext(ctx, http.MethodGet, "/debug/pprof/profile?seconds=1", nil))
+		cancel()
+		if rec.Code != pprofCode {
+			t.Errorf("profiling=%v: GET /debug/pprof/profile: %d, want %d: %s", profiling, rec.Code, pprofCode, rec.Body)
+		}
+		if profiling && !bytes.HasPrefix(rec.Body.Bytes(), []byte{0x1f, 0x8b}) {
+			t.Errorf("GET /debug/pprof/profile gave no gzipped profile: %q", rec.Body.Bytes()[:min(rec.Body.Len(), 16)])
+		}
 	}
 }
