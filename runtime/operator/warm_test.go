@@ -2,13 +2,17 @@ package operator
 
 import (
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
@@ -16,23 +20,22 @@ import (
 )
 
 // The informers of a changed unit's resources start before it compiles, so that they list while
-// its expressions compile; unchanged units and unknown resources start none.
+// its expressions compile: when the loader looks the unit's resources up, they are started.
+// Resources the cluster does not serve start none, and none outlives the controllers.
 func TestTheInformersOfAChangedUnitStartBeforeItCompiles(t *testing.T) {
 	withChild := policyText("a", "namespaces") + "  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
 	selected := policyText("b", "namespaces") + "    labelSelector: {matchLabels: {team: a}}\n  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
 	unknown := policyText("c", "widgets")
 	inConfigMap := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: p}\ndata:\n  a.yaml: |\n" + indent(withChild)
 	tests := []struct {
-		name   string
-		unit   string
-		loaded bool
-		want   int
+		name string
+		unit string
+		want int // the informers started when it compiles
 	}{
-		{"a new unit: its parent and child resources", withChild, false, 2},
-		{"in a ConfigMap: the same", inConfigMap, false, 2},
-		{"parents selected by label: the children only (the parents' informer has a selector)", selected, false, 1},
-		{"a resource the cluster does not serve: none", unknown, false, 0},
-		{"a unit loaded already and unchanged: none", withChild, true, 0},
+		{"a new unit: its parent and child resources", withChild, 2},
+		{"in a ConfigMap: the same", inConfigMap, 2},
+		{"parents selected by label: the children only (the parents' informer has a selector)", selected, 1},
+		{"a resource the cluster does not serve: none", unknown, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -40,22 +43,50 @@ func TestTheInformersOfAChangedUnitStartBeforeItCompiles(t *testing.T) {
 				{Version: "v1", Resource: "namespaces"}: "NamespaceList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 			})
 			pool := informers.NewPool(t.Context(), client, nil)
-			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog(), Pool: pool}, func() {}, 1, nil, prometheus.NewRegistry())
-			unit := source.Unit{Name: "p.yaml", Data: []byte(tc.unit)}
-			s.snapshots["dir"] = []source.Unit{unit}
-			if tc.loaded {
-				s.units[unit.Name] = &unitState{unit: unit, hash: unit.Hash()}
+			mapper := &lookups{Mapper: kinds.NewCatalog(), pool: pool}
+			reg := prometheus.NewRegistry()
+			deps := controller.Deps{
+				Mapper: mapper, Pool: pool, Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
 			}
-			release := s.warmInformers()
-			if got := pool.Len(); got != tc.want {
-				t.Errorf("%d informers started, want %d", got, tc.want)
+			s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
+			s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "p.yaml", Data: []byte(tc.unit)}}})
+			if got := mapper.mostStarted(); got != tc.want {
+				t.Errorf("%d informers started when the unit compiled, want %d", got, tc.want)
 			}
-			release()
+			s.stopAll()
+			for deadline := time.Now().Add(10 * time.Second); pool.Len() > 0 && time.Now().Before(deadline); {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if got := pool.Len(); got != 0 {
-				t.Errorf("%d informers left after the release", got)
+				t.Errorf("%d informers left once the controllers stopped", got)
 			}
 		})
 	}
+}
+
+// lookups is a Mapper that notes how many informers the pool has each time a resource is looked
+// up: the policy set looks up a changed unit's resources to warm their informers, then the
+// loader looks them up again to compile the unit.
+type lookups struct {
+	kinds.Mapper
+	pool *informers.Pool
+
+	mu   sync.Mutex
+	most int
+}
+
+func (l *lookups) ForResource(gvr schema.GroupVersionResource) (kinds.Info, bool) {
+	n := l.pool.Len()
+	l.mu.Lock()
+	l.most = max(l.most, n)
+	l.mu.Unlock()
+	return l.Mapper.ForResource(gvr)
+}
+
+func (l *lookups) mostStarted() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.most
 }
 
 func indent(s string) string {
