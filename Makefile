@@ -58,10 +58,12 @@ control-plane: ## Build (once) the control plane binaries and print their direct
 	@hack/control-plane.sh bin-dir
 
 .PHONY: fuzz
-fuzz: ## Fuzz the policy loader, the template engine, the cache's JSON decoder and the JSON encoder, FUZZTIME each (default 20000x executions)
+fuzz: ## Fuzz the policy loader, the template engine, the cache's JSON decoder, metadata scanner and watch-stream framer, and the JSON encoder, FUZZTIME each (default 20000x executions)
 	$(GO) test -run '^$$' -fuzz '^FuzzParse$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/policy
 	$(GO) test -run '^$$' -fuzz '^FuzzTemplate$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/expr
 	$(GO) test -run '^$$' -fuzz '^FuzzUnmarshalObject$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/compact
+	$(GO) test -run '^$$' -fuzz '^FuzzDecodeObject$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/compact
+	$(GO) test -run '^$$' -fuzz '^FuzzFramer$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/compact
 	$(GO) test -run '^$$' -fuzz '^FuzzMarshal$$' -fuzztime $(FUZZTIME) -timeout 10m ./runtime/jsonenc
 
 .PHONY: manifests
