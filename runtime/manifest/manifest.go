@@ -1,6 +1,3 @@
-// Package manifest reads Kubernetes objects from YAML or JSON files, as kubectl does: several
-// documents per file, Lists expanded, integers kept as int64 (as the API server returns them, so
-// that CEL sees the same types offline and in the cluster).
 package manifest
 
 import (
