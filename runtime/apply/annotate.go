@@ -16,13 +16,18 @@ import (
 func (w *Writer) SetAnnotation(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, key, value string) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: value}}})
+	if err := w.patchMetadata(ctx, gvr, obj, map[string]any{"annotations": map[string]string{key: value}}); err != nil {
+		return fmt.Errorf("set annotation %q: %w", key, err)
+	}
+	return nil
+}
+
+// patchMetadata sends a JSON merge patch of obj's metadata, with metacel's field manager.
+func (w *Writer) patchMetadata(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, metadata map[string]any) error {
+	patch, err := json.Marshal(map[string]any{"metadata": metadata})
 	if err != nil {
 		return err
 	}
 	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
-	if err != nil {
-		return fmt.Errorf("set annotation %q: %w", key, err)
-	}
-	return nil
+	return err
 }

@@ -345,11 +345,7 @@ func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResour
 	if present {
 		out = append(out, finalizer)
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"finalizers": out, "resourceVersion": obj.GetResourceVersion()}})
-	if err != nil {
-		return err
-	}
-	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	err := w.patchMetadata(ctx, gvr, obj, map[string]any{"finalizers": out, "resourceVersion": obj.GetResourceVersion()})
 	if err != nil {
 		return fmt.Errorf("set finalizer %q: %w", finalizer, err)
 	}

@@ -93,15 +93,7 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 // them, on the word of labels anyone may set. A desired child's object stays bound: metacel
 // applies it (it applied it before, its managed fields say) and records it.
 func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	var recorded []*unstructured.Unstructured
-	for _, obj := range undesired {
-		if why := r.NotRecordedReason(obj); why != "" {
-			foreign = append(foreign, ForeignObject{Object: obj, Why: why, Reason: ReasonChildNotRecorded})
-			continue
-		}
-		recorded = append(recorded, obj)
-	}
-	return recorded, foreign
+	return split(undesired, foreign, ReasonChildNotRecorded, r.NotRecordedReason)
 }
 
 // notChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
@@ -148,30 +140,27 @@ func hasChildResource(c *policy.Compiled, gr schema.GroupResource) bool {
 
 // splitOwned separates the parent's children from the other objects.
 func splitOwned(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, []ForeignObject) {
-	var owned []*unstructured.Unstructured
-	var foreign []ForeignObject
-	for _, obj := range objs {
-		if why := notChildReason(c, parent, m, obj); why != "" {
-			foreign = append(foreign, ForeignObject{Object: obj, Why: why})
-			continue
-		}
-		owned = append(owned, obj)
-	}
-	return owned, foreign
+	return split(objs, nil, "", func(obj *unstructured.Unstructured) string { return notChildReason(c, parent, m, obj) })
 }
 
 // splitReached moves the objects in namespaces the parent's children may not be in (ChildReach)
 // from owned to foreign: their labels are anyone's to set.
 func splitReached(reach *ChildReach, owned []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	var reached []*unstructured.Unstructured
-	for _, obj := range owned {
-		if why := reach.OutOfReach(obj); why != "" {
-			foreign = append(foreign, ForeignObject{Object: obj, Why: why, Reason: ReasonChildOutOfReach})
+	return split(owned, foreign, ReasonChildOutOfReach, reach.OutOfReach)
+}
+
+// split keeps the objects for which why says nothing, and adds the others to foreign with why's
+// answer and reason.
+func split(objs []*unstructured.Unstructured, foreign []ForeignObject, reason string, why func(*unstructured.Unstructured) string) ([]*unstructured.Unstructured, []ForeignObject) {
+	var kept []*unstructured.Unstructured
+	for _, obj := range objs {
+		if w := why(obj); w != "" {
+			foreign = append(foreign, ForeignObject{Object: obj, Why: w, Reason: reason})
 			continue
 		}
-		reached = append(reached, obj)
+		kept = append(kept, obj)
 	}
-	return reached, foreign
+	return kept, foreign
 }
 
 // byChildIDLabel binds each object to the child id its label names; unlabelled objects are left
