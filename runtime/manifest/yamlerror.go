@@ -252,12 +252,35 @@ func hintFor(problem, text string, column int) (string, int) {
 		if c := openQuote(text); c > 0 {
 			return "the quoted value that starts here is never closed", c
 		}
+	case (strings.Contains(problem, "',' or ']'") || strings.Contains(problem, "',' or '}'")) && unquotedTemplate(text) > 0:
+		return `a "${...}" template inside a flow map or list ({...} or [...]) must be quoted, as in {name: "${parent.metadata.name}"}: ` +
+			`unquoted, its braces end the map`, unquotedTemplate(text)
 	case strings.Contains(problem, "',' or ']'"), strings.Contains(problem, "',' or '}'"):
 		if c := openBracket(text); c > 0 {
 			return fmt.Sprintf("the %q opened here is never closed", text[c-1]), c
 		}
 	}
 	return "", column
+}
+
+// unquotedTemplate returns the column of the first "${" of a line outside quotes, or 0.
+func unquotedTemplate(text string) int {
+	var quote byte
+	for i := 0; i+1 < len(text); i++ {
+		switch ch := text[i]; {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			}
+		case ch == '"' || ch == '\'':
+			quote = ch
+		case ch == '#' && (i == 0 || text[i-1] == ' '):
+			return 0
+		case ch == '$' && text[i+1] == '{':
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // afterQuotedValue returns the column of what follows the closing quote of a line's quoted value
