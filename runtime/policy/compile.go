@@ -3,12 +3,17 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apiservercel "k8s.io/apiserver/pkg/cel"
+	utilptr "k8s.io/utils/ptr"
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
@@ -32,6 +37,8 @@ func Load(file string, data []byte, m kinds.Mapper) ([]*Compiled, error) {
 		}
 		out = append(out, c)
 	}
+	// in file order: a document's checks run by topic, not by line
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
 	return out, errs.Err()
 }
 
@@ -47,13 +54,28 @@ func Errors(err error) ErrorList {
 	return ErrorList{{Msg: err.Error()}}
 }
 
+// looseParent types a parent without a known schema as far as every object goes: apiVersion, kind
+// and metadata typed, spec and status maps of dyn.
+var looseParent = func() *apiservercel.DeclType {
+	open := apiextensionsv1.JSONSchemaProps{Type: "object", XPreserveUnknownFields: utilptr.To(true)}
+	t, err := expr.ParentType(&apiextensionsv1.JSONSchemaProps{Type: "object",
+		Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": open, "status": open}})
+	if err != nil {
+		panic(err)
+	}
+	return t
+}()
+
 // compile compiles a validated policy document: it resolves its resources and compiles and
 // type-checks every expression, collecting every error with its file, line and field path.
 func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
-	parent, err := declaredParent(doc, c.parent())
+	known := c.parent()
+	parent, err := declaredParent(doc, known)
 	out.Parent = parent
+	// a scope the policy declares for a parent nothing serves yet decides as a known one does
+	c.scopeKnown = !parent.Guessed || (known.Guessed && err == nil && doc.Policy.Spec.ParentSchema != nil)
 	c.errs = append(c.errs, Errors(err)...)
 	out.ChildResources = c.childResources()
 	if r := c.spec.ResyncPeriodSeconds; r != nil {
@@ -64,12 +86,14 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	}
 	out.Related = c.related()
 	out.Confinement = c.confinement()
+	c.checkRelatedNamespaces(out.Parent)
 	out.Validations = c.validations()
 	out.Rollout = c.rollout()
 	out.Variables = c.variables()
 	out.Children = c.children(out.Parent, out.ChildResources)
 	out.Status = c.status()
 	c.checkStatusSchema(out.Parent)
+	c.checkStatusTypes(out.Parent)
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -83,11 +107,16 @@ type compiler struct {
 	spec *Spec
 	m    kinds.Mapper
 	errs ErrorList
+	// scopeKnown is true when the parent's scope is known: served, or declared by parentSchema
+	scopeKnown bool
 	// reads records what the expressions of a sync may read (not the rollout's health rule)
 	reads *expr.Reads
 
 	// environments of each place an expression may appear
 	parentEnv, validationEnv, mainEnv, readyEnv *expr.Env
+	// looseValidationEnv types an untyped parent's metadata (spec and status stay dyn), to find
+	// a validation that can return no bool
+	looseValidationEnv *expr.Env
 	// scope declares parent, related and children; variables are added as they compile
 	scope expr.Scope
 	vars  []expr.Var
@@ -173,6 +202,14 @@ func (c *compiler) scopes(parent kinds.Info) bool {
 	c.parentEnv = c.env(base)
 	base.Related = related
 	c.validationEnv = c.env(base)
+	if base.Parent == nil {
+		loose := base
+		loose.Parent = looseParent
+		loose.Reads = nil
+		if env, err := expr.NewEnv(loose); err == nil {
+			c.looseValidationEnv = env
+		}
+	}
 	base.Children = children
 	base.Variables = []expr.Var{}
 	c.scope = base
@@ -224,9 +261,32 @@ func (c *compiler) program(env *expr.Env, src, path string, want expr.Want) *exp
 	}
 	p, err := env.Compile(src, want)
 	if err != nil {
-		c.fail(path, err)
+		c.fail(path, notHereHint(err, path))
 	}
 	return p
+}
+
+// notHereHint explains an undeclared reference to a binding that exists, but not where the
+// expression is: variables and children in validations (which run first), related in a related
+// object's names and the confinement.
+func notHereHint(err error, path string) error {
+	for _, name := range []string{"variables", "children", "related"} {
+		if !strings.Contains(err.Error(), "undeclared reference to '"+name+"'") {
+			continue
+		}
+		switch {
+		case name == "related" && (strings.HasPrefix(path, "spec.related") || strings.HasPrefix(path, "spec.confinement")):
+			return fmt.Errorf("%w: related objects are not available here (they are found with these names and rules): read parent only", err)
+		case name == "variables" && strings.HasPrefix(path, "spec.validations"):
+			return fmt.Errorf("%w: variables are not available in validations, which run before them: read parent and related only, "+
+				"and repeat the variable's expression here if you need it", err)
+		case name == "children" && strings.HasPrefix(path, "spec.validations"):
+			return fmt.Errorf("%w: children are not available in validations, which run before any child is read: read parent and related only", err)
+		case strings.HasPrefix(path, "spec.rollout"):
+			return fmt.Errorf("%w: the rollout's health rule reads parent only", err)
+		}
+	}
+	return err
 }
 
 func (c *compiler) validations() []CompiledValidation {
@@ -235,6 +295,11 @@ func (c *compiler) validations() []CompiledValidation {
 		path := expr.IndexPath("spec.validations", i)
 		cv := CompiledValidation{Path: path, Message: v.Message}
 		cv.Rule = c.program(c.validationEnv, v.Expression, path+".expression", expr.WantBool)
+		if cv.Rule != nil && c.looseValidationEnv != nil && cv.Rule.Out.Kind() == types.DynKind {
+			if p, err := c.looseValidationEnv.Compile(v.Expression, expr.WantAny); err == nil && !p.Out.IsAssignableType(cel.BoolType) {
+				c.errorf(path+".expression", "%q must return a bool, but returns %s", v.Expression, cel.FormatCELType(p.Out))
+			}
+		}
 		cv.MessageExpr = c.program(c.validationEnv, v.MessageExpression, path+".messageExpression", expr.WantString)
 		if cv.Message == "" && cv.MessageExpr == nil {
 			cv.Message = fmt.Sprintf("failed validation: %s", v.Expression)

@@ -15,8 +15,14 @@
 //     what the run time would reject for every parent and is written literally: a template child's
 //     kind outside childResources; a literal namespace under a namespaced parent without
 //     crossNamespace; a cluster-scoped kind with a namespace, or under a namespaced parent without
-//     crossNamespace.
-//     A scope the mapper only guesses decides nothing, and expression children are left to run time.
+//     crossNamespace; a namespaced kind with no namespace under a cluster-scoped parent; a literal
+//     namespace (a crossNamespace child's, a related object's) that spec.confinement can never
+//     allow. The parent's scope is the one its CRD gives or, where none is known, the one
+//     parentSchema declares; a scope the mapper only guesses decides nothing, and expression
+//     children are left to run time. The status is checked against the parent's status schema as
+//     a template child is against its kind's. A validation that can return no bool is an error even
+//     with an untyped parent (its metadata is typed), and a binding used where it does not exist
+//     (variables in a validation) says so. Errors come in file order.
 //     Every template child of a known kind is checked against the schema of its kind (kinds.SchemaOf:
 //     the schema Kubernetes ships for a built-in kind, the CRD's for a custom one), as the API
 //     server would check the object: an unknown field (with the closest known one), a literal of the

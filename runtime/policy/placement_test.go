@@ -27,8 +27,8 @@ spec:
       template:
         apiVersion: v1
         kind: ConfigMap
-        metadata:
-          name: first
+        # a namespace of its own, so that it fits a cluster-scoped parent too
+        metadata: {name: first, namespace: "${parent.metadata.name}"}
 `, apiVersion, resource) + child
 }
 
@@ -59,6 +59,12 @@ const (
 `
 )
 
+// withConfinement adds spec.confinement (one line, after parentResource's three) to a
+// placementPolicy: lines from 9 on move one down.
+func withConfinement(policy, rule string) string {
+	return strings.Replace(policy, "  childResources:\n", "  confinement: {"+rule+"}\n  childResources:\n", 1)
+}
+
 func TestPlacementErrorsAtLoad(t *testing.T) {
 	myapps := func(child string) string { return placementPolicy("demo.rtfm.co.ua/v1", "myapps", child) }
 	namespaces := func(child string) string { return placementPolicy("v1", "namespaces", child) }
@@ -70,7 +76,21 @@ func TestPlacementErrorsAtLoad(t *testing.T) {
 		{"a literal namespace under a namespaced parent, with the line and the fix",
 			myapps(fmt.Sprintf(configMapIn, "kube-system")),
 			[]string{`p.yaml:25: spec.children[1].template.metadata.namespace: "kube-system" is a literal namespace, but the parent (MyApp) is namespaced and its children live in the parent's namespace: ` +
-				`remove metadata.namespace (it defaults to the parent's), or set crossNamespace: true on this child to write across namespaces (it is then cleaned up by the parent's finalizer)`}},
+				`remove metadata.namespace (it defaults to the parent's), or set crossNamespace: true on this child and allow the namespace in spec.confinement.childNamespaces (e.g. childNamespaces: {names: [kube-system]}) to write across namespaces (it is then cleaned up by the parent's finalizer)`}},
+		{"a literal namespace with crossNamespace: true that the confinement does not allow",
+			myapps(strings.Replace(fmt.Sprintf(configMapIn, "kube-system"), "      template:", "      crossNamespace: true\n      template:", 1)),
+			[]string{`p.yaml:26: spec.children[1].template.metadata.namespace: "kube-system" is a literal namespace, but the parent (MyApp) is namespaced and writes only into its own namespace unless spec.confinement.childNamespaces allows more, ` +
+				`so every sync of a parent in another namespace fails with NamespaceNotAllowed: allow the namespace in spec.confinement.childNamespaces (e.g. childNamespaces: {names: [kube-system]})`}},
+		{"a literal namespace with crossNamespace: true that the confinement names not",
+			withConfinement(myapps(strings.Replace(fmt.Sprintf(configMapIn, "kube-system"), "      template:", "      crossNamespace: true\n      template:", 1)), "childNamespaces: {names: [shared]}"),
+			[]string{`p.yaml:27: spec.children[1].template.metadata.namespace: "kube-system" is a literal namespace, but the parent (MyApp) is namespaced and writes only into its own namespace unless spec.confinement.childNamespaces allows more, ` +
+				`so every sync of a parent in another namespace fails with NamespaceNotAllowed: add "kube-system" to spec.confinement.childNamespaces.names`}},
+		{"a namespaced child without a namespace under a cluster-scoped parent",
+			namespaces(strings.Replace(fmt.Sprintf(configMapIn, `""`), "          namespace: \"\"\n", "", 1)),
+			[]string{`p.yaml:24: spec.children[1].template.metadata: v1 ConfigMap is namespaced and the parent (Namespace) is cluster-scoped, so it has no namespace to default to: set metadata.namespace`}},
+		{"a namespaced child with an empty namespace under a cluster-scoped parent",
+			namespaces(fmt.Sprintf(configMapIn, `""`)),
+			[]string{`p.yaml:24: spec.children[1].template.metadata: v1 ConfigMap is namespaced and the parent (Namespace) is cluster-scoped`}},
 		{"a literal namespace in a forEach child",
 			myapps(strings.Replace(fmt.Sprintf(configMapIn, "kube-system"), "      template:", "      forEach: \"['a', 'b']\"\n      template:", 1)),
 			[]string{`p.yaml:26: spec.children[1].template.metadata.namespace: "kube-system" is a literal namespace, but the parent (MyApp) is namespaced`}},
@@ -95,9 +115,9 @@ func TestPlacementErrorsAtLoad(t *testing.T) {
 			[]string{`p.yaml:20: spec.children[1].crossNamespace: rbac.authorization.k8s.io/v1 ClusterRole is cluster-scoped and the parent (MyApp) is namespaced`}},
 		{"both fixes of a cluster-scoped child are reported together",
 			myapps(fmt.Sprintf(clusterRoleIn, "kube-system")),
-			[]string{
-				`p.yaml:25: spec.children[1].template.metadata.namespace: "kube-system": rbac.authorization.k8s.io/v1 ClusterRole is cluster-scoped and cannot have a namespace`,
+			[]string{ // in file order
 				`p.yaml:19: spec.children[1].crossNamespace: rbac.authorization.k8s.io/v1 ClusterRole is cluster-scoped and the parent (MyApp) is namespaced`,
+				`p.yaml:25: spec.children[1].template.metadata.namespace: "kube-system": rbac.authorization.k8s.io/v1 ClusterRole is cluster-scoped and cannot have a namespace`,
 			}},
 	}
 	m := mapper(t, "myapp")
@@ -129,7 +149,9 @@ func TestPlacementLeftToRunTime(t *testing.T) {
 		policy string
 		mapper kinds.Mapper // nil: the myapp CRD, so that the parent is known to be namespaced
 	}{
-		{"a literal namespace with crossNamespace: true", myapps(crossNamespace(fmt.Sprintf(configMapIn, "kube-system"))), nil},
+		{"a literal namespace with crossNamespace: true that the confinement names", withConfinement(myapps(crossNamespace(fmt.Sprintf(configMapIn, "kube-system"))), "childNamespaces: {names: [kube-system]}"), nil},
+		{"a literal namespace with crossNamespace: true left to consent", withConfinement(myapps(crossNamespace(fmt.Sprintf(configMapIn, "kube-system"))), "childNamespaces: {consentLabel: example.com/ok}"), nil},
+		{"a literal namespace with crossNamespace: true left to an expression", withConfinement(myapps(crossNamespace(fmt.Sprintf(configMapIn, "kube-system"))), "childNamespaces: {expression: \"['a']\"}"), nil},
 		{"a templated namespace", myapps(fmt.Sprintf(configMapIn, `"${parent.metadata.name}-config"`)), nil},
 		{"a namespace that is only a template", myapps(fmt.Sprintf(configMapIn, `"${parent.metadata.namespace}"`)), nil},
 		{"an empty namespace, which defaults to the parent's", myapps(fmt.Sprintf(configMapIn, `""`)), nil},

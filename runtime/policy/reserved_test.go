@@ -39,7 +39,7 @@ func TestATemplateCannotSetWhatTheRuntimeOwns(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Load("p.yaml", []byte(placementPolicy("v1", "namespaces", child(tc.metadata))), kinds.NewCatalog())
+			_, err := Load("p.yaml", []byte(placementPolicy("demo.rtfm.co.ua/v1", "myapps", child(tc.metadata))), kinds.NewCatalog())
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("load: %v, want none", err)

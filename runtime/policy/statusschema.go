@@ -75,3 +75,37 @@ func declares(s *apiextensionsv1.JSONSchemaProps, field string) bool {
 	_, ok := s.Properties[field]
 	return ok
 }
+
+// checkStatusTypes checks the policy's status against the parent's status schema, as the
+// children's templates are checked against their kinds': a literal of the wrong type, or a
+// whole-value "${...}" whose type the field does not take, is an error at its line. Fields the
+// schema does not declare are checkStatusSchema's.
+func (c *compiler) checkStatusTypes(parent kinds.Info) {
+	if c.spec.Status == nil || parent.Schema == nil || !parent.HasStatus || c.mainEnv == nil {
+		return
+	}
+	parent.Guessed = false // a declared parent's schema is known too
+	s, err := kinds.SchemaOf(parent)
+	if err != nil || s == nil {
+		return
+	}
+	smd, root := s.Types()
+	obj, ok := smd.Resolve(root)
+	if !ok || obj.Map == nil {
+		return
+	}
+	f, ok := obj.FindField("status")
+	if !ok {
+		return
+	}
+	status, ok := smd.Resolve(f.Type)
+	if !ok || status.Map == nil {
+		return
+	}
+	w := &schemaCheck{report: func(p, msg string) { c.errorf(p, "%s", msg) }, template: true, env: c.mainEnv, types: smd, kind: s.Kind, root: "spec"}
+	for _, k := range sortedKeys(c.spec.Status) {
+		if field, ok := status.FindField(k); ok {
+			w.value(c.spec.Status[k], field.Type, expr.FieldPath("spec.status", k))
+		}
+	}
+}

@@ -207,8 +207,12 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 		return false, childError(ch.Path, "%s %q: namespace %q is invalid: %s", info.Kind, obj.GetName(), obj.GetNamespace(), errs[0])
 	}
 	if !ch.CrossNamespace {
-		return false, childError(ch.Path+".crossNamespace", "%s %s is outside the parent's namespace %q: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)",
-			info.Kind, NamespacedName(obj), parentNS)
+		also := ""
+		if r.c.Confinement.Children == nil {
+			also = fmt.Sprintf(", and allow namespace %q in spec.confinement.childNamespaces, or the sync fails with NamespaceNotAllowed", obj.GetNamespace())
+		}
+		return false, childError(ch.Path+".crossNamespace", "%s %s is outside the parent's namespace %q: set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer)%s",
+			info.Kind, NamespacedName(obj), parentNS, also)
 	}
 	return false, nil
 }

@@ -157,7 +157,7 @@ func TestRenderErrors(t *testing.T) {
 		{"another namespace needs crossNamespace", `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
-`, ReasonInvalidChild, "set crossNamespace: true"},
+`, ReasonInvalidChild, `set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer), and allow namespace "other" in spec.confinement.childNamespaces, or the sync fails with NamespaceNotAllowed`},
 		{"a kind outside childResources", `  children:
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'x'}}"
