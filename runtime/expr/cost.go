@@ -2,10 +2,14 @@ package expr
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 
+	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/checker"
 	"github.com/google/cel-go/common"
+	celast "github.com/google/cel-go/common/ast"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
 	"github.com/google/cel-go/common/types/traits"
@@ -30,6 +34,9 @@ type sizes struct {
 	// assumedMaxElements and assumedMaxStringLength, or more (scaled) to find out whether an
 	// expression's cost depends on them
 	elements, chars uint64
+	// paths are the schema paths of the expression's nodes that cel-go's estimator does not
+	// follow (forAST)
+	paths map[int64][]string
 }
 
 func newSizes(roots map[string]*apiservercel.DeclType) *sizes {
@@ -39,12 +46,17 @@ func newSizes(roots map[string]*apiservercel.DeclType) *sizes {
 // scaled returns the same estimator with the assumed sizes k times larger; the sizes a schema
 // bounds, which the API server enforces, stay.
 func (s *sizes) scaled(k uint64) *sizes {
-	return &sizes{roots: s.roots, elements: s.elements * k, chars: s.chars * k}
+	return &sizes{roots: s.roots, elements: s.elements * k, chars: s.chars * k, paths: s.paths}
 }
 
 func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 	if est := s.fromSchema(n.Path()); est != nil {
 		return est
+	}
+	if e := n.Expr(); e != nil && s.paths != nil {
+		if est := s.fromSchema(s.paths[e.ID()]); est != nil {
+			return est
+		}
 	}
 	switch n.Type().Kind() {
 	case types.StringKind, types.BytesKind:
@@ -53,6 +65,183 @@ func (s *sizes) EstimateSize(n checker.AstNode) *checker.SizeEstimate {
 		return &checker.SizeEstimate{Min: 0, Max: s.elements}
 	}
 	return nil
+}
+
+// forAST returns the same estimator, knowing the schema paths of an expression's nodes where
+// cel-go's estimator loses them: through an optional field (parent.spec.?names), its orValue or
+// value (parent.spec.?names.orValue([]), the idiom to read a field that may be absent), and the
+// variables of a comprehension over such a value. Without them, the bounds of the schema
+// (maxItems, maxProperties, maxLength) are lost, and the estimate assumes the largest sizes.
+func (s *sizes) forAST(a *cel.Ast) *sizes {
+	out := *s
+	out.paths = map[int64][]string{}
+	w := &pathWalk{roots: s.roots, paths: out.paths, types: a.NativeRep().TypeMap(), locals: map[string][]string{}}
+	w.walk(a.NativeRep().Expr())
+	return &out
+}
+
+// pathWalk finds the schema path of every node of an expression that has one.
+type pathWalk struct {
+	roots  map[string]*apiservercel.DeclType
+	paths  map[int64][]string
+	types  map[int64]*types.Type
+	locals map[string][]string // comprehension variables in scope, with their paths (nil: none)
+}
+
+func (w *pathWalk) set(e celast.Expr, p []string) []string {
+	if len(p) > 0 {
+		w.paths[e.ID()] = p
+	}
+	return p
+}
+
+// walk records the path of e and of the nodes under it, and returns e's.
+func (w *pathWalk) walk(e celast.Expr) []string {
+	switch e.Kind() {
+	case celast.IdentKind:
+		name := e.AsIdent()
+		if p, local := w.locals[name]; local {
+			return w.set(e, p)
+		}
+		if _, ok := w.roots[name]; ok {
+			return w.set(e, []string{name})
+		}
+	case celast.SelectKind:
+		sel := e.AsSelect()
+		p := w.walk(sel.Operand())
+		if sel.IsTestOnly() || p == nil {
+			return nil
+		}
+		return w.set(e, appendPath(p, sel.FieldName()))
+	case celast.CallKind:
+		return w.call(e)
+	case celast.ListKind:
+		for _, el := range e.AsList().Elements() {
+			w.walk(el)
+		}
+	case celast.MapKind:
+		for _, en := range e.AsMap().Entries() {
+			if me, ok := en.AsMapEntry(), en.Kind() == celast.MapEntryKind; ok {
+				w.walk(me.Key())
+				w.walk(me.Value())
+			}
+		}
+	case celast.StructKind:
+		for _, f := range e.AsStruct().Fields() {
+			w.walk(f.AsStructField().Value())
+		}
+	case celast.ComprehensionKind:
+		w.comprehension(e)
+	}
+	return nil
+}
+
+func (w *pathWalk) call(e celast.Expr) []string {
+	c := e.AsCall()
+	var target []string
+	if c.IsMemberFunction() {
+		target = w.walk(c.Target())
+	}
+	args := make([][]string, len(c.Args()))
+	for i, a := range c.Args() {
+		args[i] = w.walk(a)
+	}
+	switch c.FunctionName() {
+	case "_?._":
+		if len(args) == 2 && args[0] != nil {
+			if f, ok := constString(c.Args()[1]); ok {
+				return w.set(e, appendPath(args[0], f))
+			}
+		}
+	case "_[_]", "_[?_]":
+		if len(args) == 2 && args[0] != nil {
+			switch t := w.types[c.Args()[0].ID()]; {
+			case t != nil && t.Kind() == types.ListKind:
+				return w.set(e, appendPath(args[0], "@items"))
+			case t != nil && t.Kind() == types.MapKind:
+				return w.set(e, appendPath(args[0], "@values"))
+			}
+			if f, ok := constString(c.Args()[1]); ok {
+				return w.set(e, appendPath(args[0], f))
+			}
+		}
+	case "value":
+		if c.IsMemberFunction() {
+			return w.set(e, target)
+		}
+	case "orValue":
+		// the schema's bound holds when the default is no larger than any value: empty, or a
+		// number or bool
+		if c.IsMemberFunction() && len(c.Args()) == 1 && emptyOrScalar(c.Args()[0]) {
+			return w.set(e, target)
+		}
+	case "optional.of", "optional.ofNonZeroValue":
+		if len(args) == 1 {
+			return w.set(e, args[0])
+		}
+	}
+	return nil
+}
+
+// comprehension gives the variables of a comprehension the paths of its range's items (a list's
+// @items, a map's @keys; the second variable of a two-variable one, @items or @values) and a
+// bound variable (cel.bind) the path of its value.
+func (w *pathWalk) comprehension(e celast.Expr) {
+	comp := e.AsComprehension()
+	rng := w.walk(comp.IterRange())
+	init := w.walk(comp.AccuInit())
+	saved := maps.Clone(w.locals)
+	defer func() { w.locals = saved }()
+	var first, second []string
+	if rng != nil {
+		if t := w.types[comp.IterRange().ID()]; t != nil && t.Kind() == types.MapKind {
+			first, second = appendPath(rng, "@keys"), appendPath(rng, "@values")
+		} else if comp.HasIterVar2() {
+			second = appendPath(rng, "@items")
+		} else {
+			first = appendPath(rng, "@items")
+		}
+	}
+	w.locals[comp.IterVar()] = first
+	if comp.HasIterVar2() {
+		w.locals[comp.IterVar2()] = second
+	}
+	w.locals[comp.AccuVar()] = init
+	w.walk(comp.LoopCondition())
+	w.walk(comp.LoopStep())
+	w.walk(comp.Result())
+}
+
+// emptyOrScalar reports whether e is an empty list, map or string literal, or a literal of
+// another type.
+func emptyOrScalar(e celast.Expr) bool {
+	switch e.Kind() {
+	case celast.ListKind:
+		return len(e.AsList().Elements()) == 0
+	case celast.MapKind:
+		return len(e.AsMap().Entries()) == 0
+	case celast.LiteralKind:
+		switch v := e.AsLiteral().(type) {
+		case types.String:
+			return v == ""
+		case types.Bytes:
+			return len(v) == 0
+		}
+		return true
+	}
+	return false
+}
+
+func appendPath(p []string, elem string) []string {
+	return append(slices.Clip(p), elem)
+}
+
+func constString(e celast.Expr) (string, bool) {
+	if e.Kind() != celast.LiteralKind {
+		return "", false
+	}
+	s, ok := e.AsLiteral().(types.String)
+	return string(s), ok
 }
 
 // fromSchema walks a path such as [parent spec items @items name] through the declared types.

@@ -133,11 +133,29 @@ properties:
 	}
 }
 
+// TestBoundedSchemaKeepsCostLow: the bounds of the parent's schema (maxItems, maxProperties,
+// maxLength) hold however a value is reached: directly, through an optional field and its
+// orValue or value (the way to read a field that may be absent), an index, or cel.bind.
 func TestBoundedSchemaKeepsCostLow(t *testing.T) {
-	typed := parentType(t, `{type: object, properties: {spec: {type: object, properties: {tags: {type: array, maxItems: 5, items: {type: string, maxLength: 10}}}}}}`)
-	nested := "parent.spec.tags.all(x, parent.spec.tags.all(y, parent.spec.tags.all(z, x == y && y == z)))"
-	if _, err := mustEnv(t, Scope{Parent: typed}).Compile(nested, WantBool); err != nil {
-		t.Fatalf("a walk over a list bounded by maxItems must load: %v", err)
+	typed := parentType(t, `{type: object, properties: {spec: {type: object, properties: {
+  tags: {type: array, maxItems: 5, items: {type: string, maxLength: 10}},
+  names: {type: array, maxItems: 50, items: {type: string, maxLength: 63}},
+  labels: {type: object, maxProperties: 50, additionalProperties: {type: string, maxLength: 63}}}}}}`)
+	tests := []struct{ name, expr string }{
+		{"a nested walk of a bounded list", "parent.spec.tags.all(x, parent.spec.tags.all(y, parent.spec.tags.all(z, x == y && y == z)))"},
+		{"a nested walk through orValue", "parent.spec.?names.orValue([]).all(n, parent.spec.?names.orValue([]).all(m, n.startsWith(m)))"},
+		{"a nested walk through value", "parent.spec.?names.value().all(n, parent.spec.?names.value().all(m, n.startsWith(m)))"},
+		{"items of a list read through orValue", "parent.spec.?names.orValue([]).all(n, parent.spec.names.all(m, n.startsWith(m)))"},
+		{"a nested walk of a bounded map through orValue", "parent.spec.?labels.orValue({}).all(k, parent.spec.?labels.orValue({}).all(j, parent.spec.labels[k].startsWith(parent.spec.labels[j])))"},
+		{"a bounded map's values, by key", "parent.spec.labels.all(k, parent.spec.labels.all(j, parent.spec.labels[k].startsWith(parent.spec.labels[j])))"},
+		{"a bound value", "cel.bind(ns, parent.spec.?names.orValue([]), ns.all(n, ns.all(m, n.startsWith(m))))"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := mustEnv(t, Scope{Parent: typed}).Compile(tc.expr, WantBool); err != nil {
+				t.Fatalf("a walk over values the schema bounds must load: %v", err)
+			}
+		})
 	}
 }
 

@@ -93,13 +93,13 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	if out := ast.OutputType(); !want.accepts(out) {
 		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
 	}
-	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes))
+	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.forAST(ast)))
 	if err != nil {
 		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)
 	}
 	if est.Max > perExpressionCostLimit {
 		return nil, fmt.Errorf("%s has an estimated cost of %d, over the limit of %d per expression: "+
-			"bound the lists and strings it walks (maxItems/maxLength in the parent's CRD schema) or simplify it",
+			"bound the lists, maps and strings it walks (maxItems/maxProperties/maxLength in the parent's CRD schema) or simplify it",
 			quote(src), est.Max, perExpressionCostLimit)
 	}
 	p := &Program{Source: src, Out: ast.OutputType(), want: want}
@@ -155,7 +155,7 @@ func (e *Env) bounded(ast *cel.Ast, est checker.CostEstimate) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	larger, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.scaled(1000)))
+	larger, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.forAST(ast).scaled(1000)))
 	if err != nil {
 		return false, err
 	}
