@@ -57,7 +57,7 @@ func normalize(v any) any {
 // lists. A list of objects that all have a "type" (conditions) or a "name" (containers) is matched
 // by that key, whatever the order, and got's other items are left out; children are matched by
 // kind, name and (when given) namespace; any other list item by item, and must have as many
-// items. What got lacks stays lacking, so the diff shows it.
+// items. An empty list expects an empty list. What got lacks stays lacking, so the diff shows it.
 func projectSubset(want, got any, children bool) any {
 	switch w := want.(type) {
 	case map[string]any:
@@ -74,8 +74,8 @@ func projectSubset(want, got any, children bool) any {
 		return out
 	case []any:
 		g, ok := got.([]any)
-		if !ok {
-			return got
+		if !ok || len(w) == 0 {
+			return got // an empty list expects an empty one: as a subset it would hold anything
 		}
 		key := listKey(w)
 		if children {

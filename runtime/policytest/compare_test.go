@@ -3,6 +3,8 @@ package policytest
 import (
 	"strings"
 	"testing"
+
+	"go.yaml.in/yaml/v3"
 )
 
 func TestCompare(t *testing.T) {
@@ -50,6 +52,10 @@ func TestCompare(t *testing.T) {
 			&Expect{Match: MatchExact, Has: map[string]bool{"changes": true}, Changes: []string{"delete v1 Pod ns/a"}}, "-- delete v1 Pod ns/a"},
 		{"an expected error when the step succeeds differs",
 			&Expect{Match: MatchSubset, Has: map[string]bool{"error": true}, Error: "ValidationFailed"}, "-error: ValidationFailed"},
+		{"subset: an empty list of children expects none",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"children": true}, Children: []any{}}, "-children: []"},
+		{"subset: an empty list of conditions expects none",
+			&Expect{Match: MatchSubset, Has: map[string]bool{"status": true}, Status: map[string]any{"conditions": []any{}}}, "-  conditions: []"},
 		{"keys not given are not checked",
 			&Expect{Match: MatchExact, Has: map[string]bool{}}, ""},
 	}
@@ -63,6 +69,23 @@ func TestCompare(t *testing.T) {
 				t.Errorf("want a diff with %q, got\n%s", tc.diff, diff)
 			}
 		})
+	}
+}
+
+// TestEmptyChildrenExpectNone checks that `children: []` expects no children, exactly or as a
+// subset: read as null, it could never pass.
+func TestEmptyChildrenExpectNone(t *testing.T) {
+	none := &outcome{children: []any{}, changes: []string{}}
+	for _, match := range []string{MatchExact, MatchSubset} {
+		d := &decoder{file: "t.yaml"}
+		var n yaml.Node
+		if err := yaml.Unmarshal([]byte("match: "+match+"\nchildren: []\n"), &n); err != nil {
+			t.Fatal(err)
+		}
+		exp := d.expect(n.Content[0], "expect")
+		if diff := compare(exp, none); diff != "" {
+			t.Errorf("%s: children: [] differs from no children:\n%s", match, diff)
+		}
 	}
 }
 

@@ -322,6 +322,7 @@ func (d *decoder) expect(n *yaml.Node, path string) *Expect {
 		},
 		"children": func(v *yaml.Node, p string) {
 			e.Has["children"] = true
+			e.Children = []any{} // children: [] expects none; nil would read as null, which nothing gives
 			if v.Kind != yaml.SequenceNode {
 				d.errorf(v, p, "expected a list of objects (an empty list: no children)")
 				return
