@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,7 +20,8 @@ func newRBACCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rbac PATH... [--namespace NS] [--prefix P]",
 		Short: "Print the least-privilege RBAC of the given policies",
-		Long: `Rbac reads policies (files, directories, ConfigMaps holding them) and prints, as one YAML stream
+		Long: `Rbac reads policies (files, directories, ConfigMaps holding them; other files are skipped with a
+note) and prints, as one YAML stream
 to kubectl apply, the RBAC that lets metacel run them and nothing more. Per ServiceAccount that
 policies act as (spec.serviceAccountName, in --namespace):
 
@@ -39,7 +41,7 @@ permissions (its records, its Leases, impersonating the policy namespace's Servi
 deploy/rbac/.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			policies, builtIn, err := loadForRBAC(args)
+			policies, builtIn, err := loadForRBAC(args, cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -70,13 +72,13 @@ deploy/rbac/.`,
 }
 
 // loadForRBAC loads the policies of paths, and tells the built-in resources.
-func loadForRBAC(paths []string) ([]*policy.CompositePolicy, func(schema.GroupVersionResource) bool, error) {
+func loadForRBAC(paths []string, notes io.Writer) ([]*policy.CompositePolicy, func(schema.GroupVersionResource) bool, error) {
 	files, err := source.Files(paths)
 	if err != nil {
 		return nil, nil, err
 	}
 	catalog := kinds.NewCatalog()
-	compiled, err := source.Load(files, catalog)
+	compiled, err := source.Load(policyFiles(files, true, notes), catalog)
 	if err != nil {
 		return nil, nil, err
 	}

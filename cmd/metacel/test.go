@@ -20,7 +20,8 @@ func newTestCommand() *cobra.Command {
 		Use:   "test PATH... [--run REGEXP] [--update]",
 		Short: "Run policy tests written in YAML, with no cluster",
 		Long: `Test runs the policy tests of the given files and directories (*.yaml and *.yml, recursively).
-A test file names a policy and its CRDs; each test a parent (and related and observed objects),
+A test file is a YAML document with no kind; the files that hold Kubernetes objects (the policy,
+its CRD, samples) are skipped with a note, so tests may live beside them. A test file names a policy and its CRDs; each test a parent (and related and observed objects),
 then steps: each step may change the parent (a merge patch), related and observed objects, and
 says what the sync must give (expect: children, status, changes, error; match: exact or subset).
 The children a step renders are what the next step observes, as the runtime leaves them. Output
@@ -29,7 +30,7 @@ it exits 1 when a test fails. --update rewrites the expectations of failing step
 without one) with what they gave.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts := policytest.Options{Update: o.update}
+			opts := policytest.Options{Update: o.update, Notes: cmd.ErrOrStderr()}
 			if o.run != "" {
 				re, err := regexp.Compile(o.run)
 				if err != nil {

@@ -52,7 +52,7 @@ tests:
 	t.Run("a passing test prints PASS and ok", func(t *testing.T) {
 		p := file(t, "nginx:latest")
 		out, _, err := runCLI(t, "test", p)
-		if err != nil || !strings.Contains(out, "--- PASS: myapp/the Pod runs the image\nok  \t"+p+"\t1 tests\n") {
+		if err != nil || !strings.Contains(out, "--- PASS: myapp/the Pod runs the image\nok  \t"+p+"\t1 test\n") {
 			t.Errorf("got %v:\n%s", err, out)
 		}
 	})
@@ -60,7 +60,7 @@ tests:
 		p := file(t, "nginx:1.0")
 		out, _, err := runCLI(t, "test", p)
 		for _, want := range []string{"--- FAIL: myapp/the Pod runs the image\n", p + ":8: tests[0].steps[0] (step 1): the subset expectation differs",
-			"-    - image: nginx:1.0\n", "+    - image: nginx:latest\n", "FAIL\t" + p + "\t1 of 1 tests failed\n"} {
+			"-    - image: nginx:1.0\n", "+    - image: nginx:latest\n", "FAIL\t" + p + "\t1 of 1 test failed\n"} {
 			if !strings.Contains(out, want) {
 				t.Errorf("output lacks %q:\n%s", want, out)
 			}

@@ -27,7 +27,9 @@ func newValidateCommand() *cobra.Command {
 		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
 		Short: "Check policy files (or directories of them) with no cluster",
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
-(*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them). Errors read
+(*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them); the other
+files (test files, CRDs, samples) are skipped with a note, so that a policy may share its folder
+with them. Errors read
 file:line: field.path: message. Child templates are checked against the schema of their kind:
 built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
@@ -52,6 +54,7 @@ there is none.`,
 			if err != nil {
 				return err
 			}
+			files = policyFiles(files, v.withCRDs, cmd.ErrOrStderr())
 			if !v.files(cmd.OutOrStdout(), cmd.ErrOrStderr(), files) {
 				return errReported
 			}

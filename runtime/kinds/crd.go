@@ -36,7 +36,8 @@ func ReadCRDs(file string) ([]*apiextensionsv1.CustomResourceDefinition, error) 
 
 // LoadCRDFiles adds the CRDs of every file to a new catalog of the built-in types. A directory
 // stands for its *.yaml, *.yml and *.json files, recursively (hidden ones aside), which may hold
-// other objects too; a file named, or a directory, without any CRD is an error.
+// other objects too (its files that hold no CRD, such as test files, are passed over); a file
+// named, or a directory, without any CRD is an error.
 func LoadCRDFiles(paths []string) (*Catalog, error) {
 	c := NewCatalog()
 	for _, p := range paths {
@@ -46,6 +47,9 @@ func LoadCRDFiles(paths []string) (*Catalog, error) {
 		}
 		found := 0
 		for _, f := range files {
+			if f != p && !holdsCRD(f) {
+				continue // a folder's policies, samples and test files: no CRD, and maybe no object
+			}
 			crds, err := ReadCRDs(f)
 			if err != nil {
 				return nil, err
@@ -60,4 +64,19 @@ func LoadCRDFiles(paths []string) (*Catalog, error) {
 		}
 	}
 	return c, nil
+}
+
+// holdsCRD reports whether a file of a directory has a CustomResourceDefinition document; one that
+// is not YAML is read, for its error to show.
+func holdsCRD(file string) bool {
+	heads, err := manifest.ReadHeads(file)
+	if err != nil {
+		return true
+	}
+	for _, h := range heads {
+		if h.Kind == "CustomResourceDefinition" {
+			return true
+		}
+	}
+	return false
 }

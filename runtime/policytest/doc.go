@@ -1,6 +1,8 @@
 // Package policytest runs policy unit tests written in YAML, with no cluster: `metacel test`.
 //
-// A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
+// A test file is one YAML document with no apiVersion and no kind (IsTestFile), so that a folder
+// may hold a policy, its CRD, its samples and its tests: Run skips the files that hold Kubernetes
+// objects, with a note. A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
 // test gives a parent (a file or inline), the related objects and the observed children it starts
 // with, and steps. A step is one sync: it may first change the world (a JSON merge patch of the
 // parent, whose generation then goes up as the API server would raise it; related and observed
@@ -16,7 +18,7 @@
 //
 // A key left out is not checked. With match: subset, maps need only the keys given, lists of
 // objects with a type (conditions) or a name (containers) are matched by it, children by kind and
-// name, other lists item by item.
+// name, other lists item by item; an empty list (children: []) expects an empty list.
 //
 // Each step syncs with preview.Run, the code of `metacel render`: so a test sees what the cluster
 // would do, its CRD's defaults and validation included. Between steps, the world moves on as the

@@ -13,15 +13,15 @@ import (
 // recursively, hidden ones left out) and writes what happened as `go test -v` does: a
 // "--- PASS: name" or "--- FAIL: name" line per test, with the failures' messages indented below,
 // then per path "ok" or "FAIL" with the number of tests. It reports whether every test passed.
+//
+// A file is a test file when its document is no Kubernetes object (IsTestFile): the policy, its
+// CRD and its samples may live in the same folder, and are skipped with a note to opts.Notes.
 func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, error) {
 	allPassed := true
 	for _, p := range paths {
-		files, err := manifest.Files(p, ".yaml", ".yml")
+		files, err := testFiles(p, opts.Notes)
 		if err != nil {
-			return false, fmt.Errorf("read tests: %w", err)
-		}
-		if len(files) == 0 {
-			return false, fmt.Errorf("%s: no test files (*.yaml, *.yml)", p)
+			return false, err
 		}
 		passed, failed := 0, 0
 		for _, f := range files {
@@ -30,12 +30,51 @@ func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, 
 		}
 		if failed > 0 {
 			allPassed = false
-			fmt.Fprintf(w, "FAIL\t%s\t%d of %d tests failed\n", p, failed, passed+failed)
+			fmt.Fprintf(w, "FAIL\t%s\t%d of %s failed\n", p, failed, plural(passed+failed, "test", "tests"))
 		} else {
-			fmt.Fprintf(w, "ok  \t%s\t%d tests\n", p, passed)
+			fmt.Fprintf(w, "ok  \t%s\t%s\n", p, plural(passed, "test", "tests"))
 		}
 	}
 	return allPassed, nil
+}
+
+// testFiles lists the test files of a path, and notes the files it skips: those holding
+// Kubernetes objects, and empty ones. A file that is not YAML is listed, for its error to show.
+func testFiles(path string, notes io.Writer) ([]string, error) {
+	if notes == nil {
+		notes = io.Discard
+	}
+	files, err := manifest.Files(path, ".yaml", ".yml")
+	if err != nil {
+		return nil, fmt.Errorf("read tests: %w", err)
+	}
+	var out []string
+	for _, f := range files {
+		heads, err := manifest.ReadHeads(f)
+		if err != nil || IsTestFile(heads) {
+			out = append(out, f)
+			continue
+		}
+		fmt.Fprintf(notes, "note: %s: skipped, not a test file: it holds %s, and a test file has no kind\n", f, manifest.Describe(heads))
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no test files: a test file is a *.yaml or *.yml file whose document has policy and tests, and no apiVersion or kind", path)
+	}
+	return out, nil
+}
+
+// IsTestFile reports whether the documents of a file are those of a test file: one document, a
+// mapping that is no Kubernetes object (no apiVersion, no kind). A test file with mistakes is
+// still one, so that `metacel test` reports them.
+func IsTestFile(heads []manifest.Head) bool {
+	return len(heads) == 1 && !heads[0].IsObject() && len(heads[0].Keys) > 0
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return fmt.Sprintf("%d %s", n, many)
 }
 
 // runAndPrint runs one file and prints its reports; it returns how many tests passed and failed

@@ -3,6 +3,7 @@ package policytest
 import (
 	"context"
 	"fmt"
+	"io"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,6 +21,8 @@ type Options struct {
 	Run *regexp.Regexp
 	// Update rewrites the expectations of the steps that fail, or have none, with what they gave.
 	Update bool
+	// Notes receives a line per file of a directory that is skipped as no test file; nil discards them.
+	Notes io.Writer
 }
 
 // Report is the outcome of one test.
