@@ -27,7 +27,8 @@ says what the sync must give (expect: children, status, changes, error; match: e
 The children a step renders are what the next step observes, as the runtime leaves them. Output
 is as go test's: --- PASS or --- FAIL per test, a unified diff per failing step, then ok or FAIL;
 it exits 1 when a test fails. --update rewrites the expectations of failing steps (and of steps
-without one) with what they gave.`,
+without one) with what they gave, keeping their match mode, keys, comments and flow style (a
+subset stays a subset).`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts := policytest.Options{Update: o.update, Notes: cmd.ErrOrStderr()}

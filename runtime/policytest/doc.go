@@ -30,6 +30,8 @@
 //
 // Mistakes in a test file are reported with file, line and field path (policy.FieldError). Failures
 // show a unified diff of what was expected and what the step gave (go-difflib); Update rewrites
-// the expectations of the steps that fail with what they gave, exactly, keeping the rest of the
-// file and its comments.
+// the expectations of the steps that fail with what they gave, keeping the rest of the file and
+// its comments: a step without one records all it gave, exactly; one with an expectation keeps
+// its match mode, its keys (a subset cut down to the keys and items it gives), their order, their
+// comments and their flow style where the new value is short.
 package policytest
