@@ -116,3 +116,66 @@ spec:
 		})
 	}
 }
+
+func TestValidateWarnsOfBindingsBeyondTheParentsNamespace(t *testing.T) {
+	policy := func(binding, role, crossNamespace, confinement string) string {
+		ns := ""
+		if crossNamespace == "true" && binding == "RoleBinding" {
+			ns = `, namespace: "${parent.spec.target}"`
+		}
+		return `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: team}
+spec:
+  serviceAccountName: team
+  parentResource: {apiVersion: example.com/v1, resource: teams}
+  parentSchema:
+    kind: Team
+    spec:
+      target: string
+` + confinement + `
+  childResources:
+    - {apiVersion: rbac.authorization.k8s.io/v1, resource: ` + strings.ToLower(binding) + `s}
+  children:
+    - id: access
+      crossNamespace: ` + crossNamespace + `
+      template:
+        apiVersion: rbac.authorization.k8s.io/v1
+        kind: ` + binding + `
+        metadata: {name: team` + ns + `}
+        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + role + `}
+        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team}]
+`
+	}
+	const confined = "  confinement:\n    childNamespaces: {names: [team-a, team-b]}"
+	tests := []struct {
+		name                                       string
+		binding, role, crossNamespace, confinement string
+		want                                       string // "" for no warning
+	}{
+		{"a ClusterRoleBinding to cluster-admin names the role it grants cluster-wide", "ClusterRoleBinding", "cluster-admin", "true", "",
+			"team.yaml:19: spec.children[0].template.kind: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants ClusterRole cluster-admin cluster-wide"},
+		{"a crossNamespace RoleBinding to admin with no confinement is warned of", "RoleBinding", "admin", "true", "",
+			"team.yaml:21: spec.children[0].template.roleRef.name: warning: a crossNamespace binding to ClusterRole admin with no confinement: whoever may create a parent grants admin in any namespace the parent names"},
+		{"a confinement that allows every namespace confines nothing", "RoleBinding", "edit", "true", "  confinement:\n    childNamespaces: {names: [\"*\"]}",
+			"warning: a crossNamespace binding to ClusterRole edit with no confinement"},
+		{"a confinement to named namespaces bounds it", "RoleBinding", "cluster-admin", "true", confined, ""},
+		{"a RoleBinding to admin in the parent's namespace stays there", "RoleBinding", "admin", "false", "", ""},
+		{"a crossNamespace RoleBinding to view grants no writes", "RoleBinding", "view", "true", "", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "team.yaml")
+			if err := os.WriteFile(file, []byte(policy(tt.binding, tt.role, tt.crossNamespace, tt.confinement)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut, err := runCLI(t, "validate", file)
+			if err != nil {
+				t.Fatalf("validate: %v\n%s", err, errOut)
+			}
+			if tt.want == "" && strings.Contains(errOut, "warning") || tt.want != "" && !strings.Contains(errOut, tt.want) {
+				t.Errorf("want %q, got:\n%s", tt.want, errOut)
+			}
+		})
+	}
+}
