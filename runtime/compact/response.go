@@ -22,16 +22,26 @@ func (Responses) Object(data []byte) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// Metadata decodes only a response's metadata, as the caches hold it (decodeObject: without the
+// Metadata decodes only a response's metadata, as the caches hold it (Decode: without the
 // managed fields); the rest is skipped unread.
 func (Responses) Metadata(data []byte) (*metav1.ObjectMeta, error) {
-	obj, err := decodeObject(data)
+	o, err := Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode the API server's response: %w", err)
 	}
+	return &o.ObjectMeta, nil
+}
+
+// Decode reads one object's JSON as a list or watch of this package puts it in a cache: its
+// metadata decoded, without the managed fields, and its bytes kept for Unstructured.
+func Decode(data []byte) (*Object, error) {
+	obj, err := decodeObject(data)
+	if err != nil {
+		return nil, err
+	}
 	o, ok := obj.(*Object)
 	if !ok {
-		return nil, fmt.Errorf("decode the API server's response: a %T, not an object", obj)
+		return nil, fmt.Errorf("a %T, not an object", obj)
 	}
-	return &o.ObjectMeta, nil
+	return o, nil
 }

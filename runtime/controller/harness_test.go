@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
@@ -67,12 +68,26 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 	return &harness{c: c, client: client, recorder: rec, kube: kube}
 }
 
-// cacheParent puts a parent in the parent cache.
+// cacheParent puts a parent in the parent cache, as a list or watch puts it there (cached).
 func (h *harness) cacheParent(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
-	if err := h.c.parents.Whole().GetIndexer().Add(obj); err != nil {
+	if err := h.c.parents.Whole().GetIndexer().Add(cached(t, obj)); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cached is obj as the runtime's caches hold it: decoded by package compact from its JSON.
+func cached(t testing.TB, obj *unstructured.Unstructured) *compact.Object {
+	t.Helper()
+	data, err := obj.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := compact.Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
 
 // cacheChild puts an object in the cache of its child resource.
@@ -82,7 +97,7 @@ func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}
-	if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(obj); err != nil {
+	if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(cached(t, obj)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -146,6 +146,7 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 				w := &unstructured.Unstructured{Object: obj}
 				w.SetUID("w-1")
 				w.SetResourceVersion("5")
+				w.SetGeneration(1) // the API server returns the whole object
 				return true, w, nil
 			})
 			parent := widgetWithStatus(t, "red", nil)
