@@ -26,6 +26,8 @@ spec:
         metadata: {name: "${parent.metadata.name}"}
         spec:
           replicas: %s
+          selector: {matchLabels: {app: widget}}
+          template: {metadata: {labels: {app: widget}}, spec: {containers: [{name: app, image: "${parent.spec.image}"}]}}
 `
 
 func TestValidateSaysWhatItChecked(t *testing.T) {

@@ -33,6 +33,10 @@ type ObjectSchema struct {
 	// Kind names the kind in messages.
 	Kind   string
 	parser typed.ParseableType
+	// required and inlinedRequired hold a CRD's required fields (Required): by named type, and
+	// by the inlined map of an object's type
+	required        map[string][]string
+	inlinedRequired map[*smdschema.Map][]string
 }
 
 // SchemaOf returns the schema of a resource's objects: for a custom resource, the one its CRD's
@@ -124,7 +128,11 @@ func crdObjectSchema(gvk schema.GroupVersionKind, s *apiextensionsv1.JSONSchemaP
 	}
 	_, meta := builtins()
 	types.Types = mergeTypes(types.Types, meta)
-	return &ObjectSchema{Kind: gvk.Kind, parser: typed.ParseableType{Schema: types, TypeRef: smdschema.TypeRef{NamedType: &name}}}, nil
+	required, inlined := crdRequired(root, types, name)
+	return &ObjectSchema{
+		Kind: gvk.Kind, parser: typed.ParseableType{Schema: types, TypeRef: smdschema.TypeRef{NamedType: &name}},
+		required: required, inlinedRequired: inlined,
+	}, nil
 }
 
 // tighten rewrites, in place, what schemaconv would read looser than the API server validates:

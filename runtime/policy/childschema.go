@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,7 +35,9 @@ type schemaCheck struct {
 	// env compiles a template's whole-value expressions
 	env   *expr.Env
 	types *smdschema.Schema
-	kind  string
+	// schema knows the required fields of the kind's objects
+	schema *kinds.ObjectSchema
+	kind   string
 	// root is the object's path (a template's in the policy; "" for a rendered object): paths
 	// below it are the object's fields
 	root string
@@ -58,7 +61,7 @@ func (c *compiler) schemaOfChild(tmpl map[string]any, allowed map[schema.GroupVe
 // checkChildSchema checks a template child against the schema of its kind.
 func (c *compiler) checkChildSchema(tmpl map[string]any, path string, env *expr.Env, s *kinds.ObjectSchema) {
 	smd, root := s.Types()
-	w := &schemaCheck{report: func(p, msg string) { c.errorf(p, "%s", msg) }, template: true, env: env, types: smd, kind: s.Kind, root: path}
+	w := &schemaCheck{report: func(p, msg string) { c.errorf(p, "%s", msg) }, template: true, env: env, types: smd, schema: s, kind: s.Kind, root: path}
 	w.value(tmpl, root, path)
 }
 
@@ -70,7 +73,7 @@ func (c *compiler) checkChildSchema(tmpl map[string]any, path string, env *expr.
 func SchemaMismatches(s *kinds.ObjectSchema, obj map[string]any, max int) []string {
 	var out []string
 	smd, root := s.Types()
-	w := &schemaCheck{types: smd, kind: s.Kind, report: func(p, msg string) {
+	w := &schemaCheck{types: smd, schema: s, kind: s.Kind, report: func(p, msg string) {
 		if len(out) < max {
 			out = append(out, p+": "+msg)
 		}
@@ -100,6 +103,7 @@ func (w *schemaCheck) value(v any, tr smdschema.TypeRef, path string) {
 			return
 		}
 		w.object(x, atom.Map, path)
+		w.required(x, tr, path)
 	case []any:
 		if atom.List == nil {
 			w.errorf(path, "is a list, but %s takes %s", w.field(path), describeAtom(atom, tr))
@@ -131,6 +135,28 @@ func (w *schemaCheck) object(m map[string]any, t *smdschema.Map, path string) {
 			continue
 		}
 		w.unknownField(k, t, path, fpath)
+	}
+}
+
+// required reports each field the object's type requires that it does not have: the API server
+// rejects the object without it. A template's "${...}" counts as present. Nothing under the
+// object's status is checked: a write of the object does not write its status.
+func (w *schemaCheck) required(m map[string]any, tr smdschema.TypeRef, path string) {
+	if w.schema == nil {
+		return
+	}
+	if rel := strings.TrimPrefix(strings.TrimPrefix(path, w.root), "."); rel == "status" || strings.HasPrefix(rel, "status.") || strings.HasPrefix(rel, "status[") {
+		return
+	}
+	for _, name := range w.schema.Required(tr) {
+		if v, ok := m[name]; ok && v != nil {
+			continue
+		}
+		why := ""
+		if w.template {
+			why = fmt.Sprintf(": the API server rejects a %s without it", w.kind)
+		}
+		w.errorf(path, "required field %q of %s is missing%s", name, w.field(path), why)
 	}
 }
 
@@ -168,6 +194,9 @@ func (w *schemaCheck) listKeys(l []any, t *smdschema.List, path string) {
 		if !ok {
 			continue // an expression: known at run time
 		}
+		if w.lacksRequiredKey(m, t) {
+			continue // required reports it
+		}
 		key, literal := w.itemKey(m, item.Map, t.Keys)
 		if key == "" {
 			w.errorf(expr.IndexPath(path, i), "has none of the keys %s of %s: its items are merged by them, so each needs them",
@@ -181,6 +210,19 @@ func (w *schemaCheck) listKeys(l []any, t *smdschema.List, path string) {
 		}
 		seen[key] = i
 	}
+}
+
+// lacksRequiredKey reports whether a keyed list's item lacks a key its type requires.
+func (w *schemaCheck) lacksRequiredKey(m map[string]any, t *smdschema.List) bool {
+	if w.schema == nil {
+		return false
+	}
+	for _, k := range w.schema.Required(t.ElementType) {
+		if v, ok := m[k]; (!ok || v == nil) && slices.Contains(t.Keys, k) {
+			return true
+		}
+	}
+	return false
 }
 
 // itemKey returns the key of a list item ("" when it has none of the key fields and they have no

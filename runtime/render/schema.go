@@ -23,15 +23,16 @@ func (r *run) checkSchema(ch *policy.CompiledChild, obj *unstructured.Unstructur
 	if res.ObjectSchema == nil || r.heldAsRendered(obj) {
 		return nil
 	}
-	err := res.ObjectSchema.Validate(obj.Object)
-	if err == nil {
-		return nil
-	}
 	// the library's walk follows Go's map order, so that which of two unknown fields it names
 	// changes from one render to the next (and the condition's message with it): say the problems
-	// in field order, as load errors do
+	// in field order, as load errors do. The walk also finds what Validate does not look for: a
+	// missing required field (client-go's schema has none).
+	err := res.ObjectSchema.Validate(obj.Object)
 	if problems := policy.SchemaMismatches(res.ObjectSchema, obj.Object, maxSchemaProblems); len(problems) > 0 {
 		err = errors.New(strings.Join(problems, "; "))
+	}
+	if err == nil {
+		return nil
 	}
 	return childError(ch.Path, "%s %q does not fit the schema of its kind, so the API server would reject it: %v", obj.GetKind(), obj.GetName(), err)
 }

@@ -41,10 +41,10 @@ func TestRenderedChildrenFitTheirSchema(t *testing.T) {
 		want     string // "" when the child renders
 	}{
 		{"a template's expression of the right type", `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.count}"}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.count}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
 `, ""},
 		{"a template's expression of the wrong type", `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}"}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
 `, `spec.children[0]: Deployment "d" does not fit the schema of its kind, so the API server would reject it: spec.replicas: "elsewhere" is a string, but Deployment spec.replicas takes a number`},
 		{"an expression child with a misspelt field", `    - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x'}, 'datta': {'a': 'b'}}"
@@ -57,8 +57,18 @@ func TestRenderedChildrenFitTheirSchema(t *testing.T) {
         apiVersion: apps/v1
         kind: Deployment
         metadata: {name: d}
-        spec: {template: {spec: {containers: "${parent.spec.names.map(n, {'name': 'same', 'image': n})}"}}}
+        spec: {selector: {matchLabels: {a: b}}, template: {spec: {containers: "${parent.spec.names.map(n, {'name': 'same', 'image': n})}"}}}
 `, `spec.template.spec.containers[1]: has the same name as item 0`},
+		{"an expression child without a required field", `    - id: d
+      expression: "{'apiVersion': 'apps/v1', 'kind': 'Deployment', 'metadata': {'name': 'd'}, 'spec': {'template': {'spec': {'containers': [{'name': 'c'}]}}}}"
+`, `spec.children[0]: Deployment "d" does not fit the schema of its kind, so the API server would reject it: spec: required field "selector" of Deployment spec is missing`},
+		{"containers built without a name", `    - id: d
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: d}
+        spec: {selector: {matchLabels: {a: b}}, template: {spec: {containers: "${parent.spec.names.map(n, {'image': n})}"}}}
+`, `spec.template.spec.containers[0]: required field "name" of Deployment spec.template.spec.containers[0] is missing; spec.template.spec.containers[1]: required field "name" of Deployment spec.template.spec.containers[1] is missing`},
 		{"several problems are named in field order, at most three", `    - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'labels': {'n': 1}}, 'zz': 1, 'datta': 1, 'immutable': 'yes'}"
 `, `datta: unknown field "datta" of ConfigMap (did you mean "data"?); immutable: "yes" is a string, but ConfigMap immutable takes a boolean; metadata.labels.n: 1 is a number`},
@@ -96,7 +106,7 @@ func TestSchemaErrorsAreStable(t *testing.T) {
 // desired hash) was accepted by the API server, so a converged parent's sync skips the check.
 func TestChildHeldAsRenderedIsNotCheckedAgain(t *testing.T) {
 	c := loadSchemaPolicy(t, `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}"}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
 `)
 	in := Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}
 	if _, err := Render(t.Context(), c, in); err == nil {
