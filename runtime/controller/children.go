@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -45,6 +46,8 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 		return c.remove(ctx, parent, s)
 	case decide.Conflict:
 		return conflictError(parent, s.Child, c.Name())
+	case decide.Refuse: // the API server would refuse the update: no request
+		return &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
 	}
 	w.writes++
 	if s.Action == decide.Recreate {

@@ -1,6 +1,8 @@
 package decide
 
 import (
+	"errors"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -27,6 +29,12 @@ const (
 	Delete Action = "delete"
 	// Release: a child no longer desired, with deletionPolicy Orphan, is released.
 	Release Action = "release"
+	// Refuse: a desired child that differs in a field its kind does not let change (a
+	// Deployment's spec.selector, a RoleBinding's roleRef, a CRD field with the rule
+	// self == oldSelf), to be applied in place: the API server would refuse the update as
+	// Invalid, so the sync fails there (ApplyFailed, Synced=False) and writes it not; Why says
+	// which field, and the fix (Recreate, or a name that changes with the field).
+	Refuse Action = "refuse"
 	// Conflict: an object that is not the parent's child holds a desired child's name: the sync
 	// fails with ChildConflict until it is gone.
 	Conflict Action = "conflict"
@@ -83,7 +91,25 @@ func desiredStep(child *render.Child, obs *unstructured.Unstructured) (Step, boo
 	case child.Resource.Method == policy.Recreate:
 		return Step{Action: Recreate, Child: child, Observed: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"}, true
 	}
+	if field := immutableChange(child, obs); field != "" {
+		return Step{Action: Refuse, Child: child, Observed: obs, Why: immutableMessage(child, field)}, true
+	}
 	return Step{Action: Update, Child: child, Observed: obs, Why: "differs from the live object: applied"}, true
+}
+
+// ReasonApplyFailed is the reason of the parent's Synced condition when the API server refuses a
+// write, or would: a Refuse step.
+const ReasonApplyFailed = "ApplyFailed"
+
+// Refusal returns the failure of the first Refuse step of a sync, as the parent's Synced
+// condition would show it; nil when the sync has none.
+func Refusal(steps []Step) error {
+	for _, s := range steps {
+		if s.Action == Refuse {
+			return &render.Error{Reason: ReasonApplyFailed, Err: errors.New(s.Why)}
+		}
+	}
+	return nil
 }
 
 // undesiredStep is what a sync does with a child no longer desired; false when nothing (it is

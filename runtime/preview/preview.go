@@ -81,6 +81,9 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	}
 	res.Output, res.Observed = out, kids
 	steps, notes := withoutHandWritten(decide.Writes(out, kids, c))
+	if err := decide.Refusal(steps); err != nil {
+		return failed(parent, res, err)
+	}
 	res.Steps, res.Changes, res.Notes = steps, changesOf(steps), append(res.Notes, notes...)
 	res.Notes = append(res.Notes, ignored(res.Changes, kids.Foreign)...)
 	after, _ := decide.AfterWrites(ctx, c, rin, out, kids.ByID, decide.Written(steps))

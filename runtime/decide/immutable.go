@@ -1,0 +1,124 @@
+package decide
+
+import (
+	"fmt"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// builtinImmutable lists, by kind, the fields of built-in kinds that the API server refuses to
+// change on an update (Invalid: "field is immutable"), as the validation of each kind in
+// k8s.io/kubernetes decides them:
+//   - Deployment, ReplicaSet, DaemonSet: spec.selector (pkg/apis/apps/validation, ValidateDeploymentUpdate and its kin);
+//   - StatefulSet: every spec field but replicas, ordinals, template, updateStrategy,
+//     revisionHistoryLimit, persistentVolumeClaimRetentionPolicy and minReadySeconds
+//     (ValidateStatefulSetUpdate);
+//   - Job: spec.selector and spec.template (pkg/apis/batch/validation, ValidateJobSpecUpdate;
+//     a suspended Job's scheduling fields aside);
+//   - Service: spec.clusterIP once set (pkg/apis/core/validation, ValidateServiceUpdate);
+//   - PersistentVolumeClaim: its spec but resources.requests and volumeAttributesClassName
+//     (ValidatePersistentVolumeClaimUpdate);
+//   - RoleBinding, ClusterRoleBinding: roleRef (pkg/apis/rbac/validation);
+//   - StorageClass: provisioner, parameters, reclaimPolicy, volumeBindingMode (pkg/apis/storage/validation).
+//
+// Only a field both the policy and the observed child set is compared, and only with what the
+// child holds of it (defaults the API server added are no change).
+var builtinImmutable = map[schema.GroupKind][]string{
+	{Group: "apps", Kind: "Deployment"}:                              {"spec.selector"},
+	{Group: "apps", Kind: "ReplicaSet"}:                              {"spec.selector"},
+	{Group: "apps", Kind: "DaemonSet"}:                               {"spec.selector"},
+	{Group: "apps", Kind: "StatefulSet"}:                             {"spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy"},
+	{Group: "batch", Kind: "Job"}:                                    {"spec.selector", "spec.template"},
+	{Kind: "Service"}:                                                {"spec.clusterIP"},
+	{Kind: "PersistentVolumeClaim"}:                                  {"spec.accessModes", "spec.selector", "spec.storageClassName", "spec.volumeMode", "spec.dataSource", "spec.dataSourceRef"},
+	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        {"roleRef"},
+	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: {"roleRef"},
+	{Group: "storage.k8s.io", Kind: "StorageClass"}:                  {"provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"},
+}
+
+// immutableWhenImmutable are the fields of a ConfigMap or Secret that `immutable: true` freezes.
+var immutableWhenImmutable = []string{"data", "binaryData"}
+
+// immutableFields returns the fields of the child's kind that no update may change: the built-in
+// table's, a frozen ConfigMap's or Secret's data, and for a custom resource the fields whose
+// x-kubernetes-validations hold the rule `self == oldSelf`.
+func immutableFields(child *render.Child, obs *unstructured.Unstructured) []string {
+	gk := child.Object.GroupVersionKind().GroupKind()
+	fields := builtinImmutable[gk]
+	if gk.Group == "" && (gk.Kind == "ConfigMap" || gk.Kind == "Secret") {
+		if frozen, _, _ := unstructured.NestedBool(obs.Object, "immutable"); frozen {
+			fields = append(fields[:len(fields):len(fields)], immutableWhenImmutable...)
+		}
+	}
+	if child.Resource.Schema != nil {
+		fields = append(fields[:len(fields):len(fields)], crdImmutable(child.Resource.Schema, "")...)
+	}
+	return fields
+}
+
+// crdImmutable returns the paths, below prefix, of the properties of a CRD's schema that declare
+// themselves immutable (a rule self == oldSelf). Lists' items are not walked: their paths have no
+// fixed name.
+func crdImmutable(s *apiextensionsv1.JSONSchemaProps, prefix string) []string {
+	var out []string
+	for name, p := range s.Properties {
+		path := name
+		if prefix != "" {
+			path = prefix + "." + name
+		}
+		if prefix == "" && (name == "metadata" || name == "status") {
+			continue
+		}
+		for _, r := range p.XValidations {
+			if rule := strings.Join(strings.Fields(r.Rule), ""); rule == "self==oldSelf" || rule == "oldSelf==self" {
+				out = append(out, path)
+				break
+			}
+		}
+		out = append(out, crdImmutable(&p, path)...)
+	}
+	return out
+}
+
+// immutableChange returns the first field, in the order of immutableFields, that the child sets
+// to another value than obs holds and that its kind does not let change; "" when none.
+func immutableChange(child *render.Child, obs *unstructured.Unstructured) string {
+	fields := immutableFields(child, obs)
+	if len(fields) == 0 {
+		return ""
+	}
+	s := apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema)
+	for _, f := range fields {
+		path := strings.Split(f, ".")
+		v, found, err := unstructured.NestedFieldNoCopy(child.Object.Object, path...)
+		if !found || err != nil || v == nil {
+			continue
+		}
+		if held, ok, _ := unstructured.NestedFieldNoCopy(obs.Object, path...); !ok || held == nil {
+			continue // not set yet (or an observed child written by hand without it): setting it is no change
+		}
+		only := &unstructured.Unstructured{Object: map[string]any{"apiVersion": child.Object.GetAPIVersion(), "kind": child.Object.GetKind()}}
+		if err := unstructured.SetNestedField(only.Object, v, path...); err != nil {
+			continue
+		}
+		if s.NeedsApply(only, obs) {
+			return f
+		}
+	}
+	return ""
+}
+
+// immutableMessage says that the update of a child would change a field its kind does not let
+// change, and what to do instead.
+func immutableMessage(child *render.Child, field string) string {
+	r := child.Resource
+	return fmt.Sprintf("%s %s: the policy changes %s, which the API server does not let change on a %s (it would refuse the update as Invalid: field is immutable): "+
+		"set updateStrategy {method: Recreate} on %s %s in spec.childResources, or give the child a name that changes with %s",
+		child.Object.GetKind(), render.NamespacedName(child.Object), field, child.Object.GetKind(), r.GVR.GroupVersion().String(), r.GVR.Resource, field)
+}
