@@ -92,13 +92,17 @@ bench: ## Benchmarks: render per parent (ns/op, allocs/op)
 # CPU per write of each kind. The runs of both controllers end with a policy change that both
 # make (every Pod replaced); BENCH_CONFIGS=nodes runs on a control plane that also runs
 # kube-scheduler and a kwok node, so that Pods are bound and Running and deleted gracefully.
+# BENCH_CONFIGS=frameworks: metacel at its defaults beside the seed operators as users write them,
+# each on its own fresh API server: MyApp and Memcached with controller-runtime (test/bench/frameworks,
+# its own Go module), MyApp as a Kopf-style Python loop on Debian's python3-kubernetes
+# (test/bench/kopf; the bench installs the package with apt-get when it is missing).
 BENCH_PARENTS ?= 1000
 BENCH_RUNS    ?= 1
 BENCH_CONFIGS ?= equal,unthrottled,defaults,nodes
 BENCH_FLAGS   ?=
 
 .PHONY: bench-e2e
-bench-e2e: ## metacel vs a hand-written client-go controller, each on a fresh API server: one table (bin/bench-e2e.md)
+bench-e2e: ## metacel vs a hand-written client-go controller (or the frameworks' operators), each on a fresh API server: one table (bin/bench-e2e.md)
 	$(GO) run -tags e2e ./test/bench -parents $(BENCH_PARENTS) -runs $(BENCH_RUNS) -configs $(BENCH_CONFIGS) $(BENCH_FLAGS)
 
 .PHONY: bench-ready

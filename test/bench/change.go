@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -31,15 +30,8 @@ const (
 	podLabels     = "          labels:\n"
 )
 
-// revised is the policy with revisionLabel: revisionValue among the Pod template's labels.
-func revised(policy []byte) ([]byte, error) {
-	if bytes.Count(policy, []byte(podLabels)) != 1 {
-		return nil, errors.New("testdata/myapp.yaml: want exactly one Pod template labels: block")
-	}
-	return bytes.Replace(policy, []byte(podLabels), []byte(podLabels+"            "+revisionLabel+": \""+revisionValue+"\"\n"), 1), nil
-}
-
-// podLabelsFile is the hand-written controller's --pod-labels file holding labels.
+// podLabelsFile is the file of child labels holding labels: the hand-written controller's and the
+// Python one's --pod-labels, the controller-runtime ones' --child-labels.
 func podLabelsFile(labels map[string]string) ([]byte, error) {
 	if labels == nil {
 		labels = map[string]string{}
@@ -60,10 +52,11 @@ func boundAndRunning(p *corev1.Pod) bool {
 	return p.Spec.NodeName != "" && p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil
 }
 
-// replacements follow the Pods through a policy change: when the first is replaced, when every
+// replacements follow the children (Pods, or Deployments updated in place) through a policy change: when the first is replaced, when every
 // one has been created anew, and when every one has been replaced. A Pod counts once for each.
 type replacements struct {
 	mu                          sync.Mutex
+	child                       childKind
 	want                        int
 	nodes                       bool
 	created, replaced           map[string]bool
@@ -71,46 +64,45 @@ type replacements struct {
 	all                         chan struct{} // closed when every Pod is replaced
 }
 
-func newReplacements(want int, nodes bool) *replacements {
-	return &replacements{want: want, nodes: nodes, created: map[string]bool{}, replaced: map[string]bool{}, all: make(chan struct{})}
+func newReplacements(child childKind, want int, nodes bool) *replacements {
+	return &replacements{child: child, want: want, nodes: nodes, created: map[string]bool{}, replaced: map[string]bool{}, all: make(chan struct{})}
 }
 
-// watchReplacements starts a Pod informer of ns (the load client's) feeding r.
+// watchReplacements starts an informer of r's children in ns (the load client's) feeding r.
 func watchReplacements(ctx context.Context, cfg *rest.Config, ns string, r *replacements) error {
 	kube, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
 	}
-	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
-	see := func(obj any) {
-		if p, ok := obj.(*corev1.Pod); ok {
-			r.see(p, time.Now())
-		}
-	}
+	pods := r.child.informer(informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)))
+	see := func(obj any) { r.see(obj, time.Now()) }
 	_, _ = pods.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    see,
 		UpdateFunc: func(_, obj any) { see(obj) },
 	})
 	go pods.RunWithContext(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), pods.HasSynced) {
-		return errors.New("load client: the Pod cache did not sync")
+		return errors.New("load client: the children's cache did not sync")
 	}
 	return nil
 }
 
-// see records a Pod as an informer reports it at now.
-func (r *replacements) see(p *corev1.Pod, now time.Time) {
-	created, replaced := podState(p, r.nodes)
+// see records a child as an informer reports it at now.
+func (r *replacements) see(obj any, now time.Time) {
+	name, created, replaced := r.child.changed(obj, r.nodes)
+	if name == "" {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if created && !r.created[p.Name] {
-		r.created[p.Name] = true
+	if created && !r.created[name] {
+		r.created[name] = true
 		if len(r.created) == r.want {
 			r.allCreated = now
 		}
 	}
-	if replaced && !r.replaced[p.Name] {
-		r.replaced[p.Name] = true
+	if replaced && !r.replaced[name] {
+		r.replaced[name] = true
 		if len(r.replaced) == 1 {
 			r.first = now
 		}
@@ -124,14 +116,14 @@ func (r *replacements) see(p *corev1.Pod, now time.Time) {
 func (r *replacements) state() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return fmt.Sprintf("%d of %d Pods created anew, %d replaced", len(r.created), r.want, len(r.replaced))
+	return fmt.Sprintf("%d of %d %s %s, %d replaced", len(r.created), r.want, r.child.noun, r.child.changedAs, len(r.replaced))
 }
 
-// tellChange tells the controller of p the policy change at the path it was started with
-// (metacel: its policy file; the hand-written controller: its --pod-labels file), through a
-// rename as an editor or the kubelet would write it, and for the hand-written controller a
-// SIGHUP; it returns when the controller was told.
-func tellChange(p *proc, path string) (time.Time, error) {
+// tellChange tells the controller of p the policy change of job j at the path it was started with
+// (metacel: its policy file; the others: their file of child labels), through a rename as an
+// editor or the kubelet would write it, and for the others a SIGHUP; it returns when the
+// controller was told.
+func tellChange(p *proc, j *job, path string) (time.Time, error) {
 	var changed []byte
 	var err error
 	if p.kind == metacel {
@@ -139,7 +131,7 @@ func tellChange(p *proc, path string) (time.Time, error) {
 		if err != nil {
 			return time.Time{}, err
 		}
-		changed, err = revised(old)
+		changed, err = j.revise(old)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -167,7 +159,7 @@ func tellChange(p *proc, path string) (time.Time, error) {
 // and every Pod is replaced, and every Pod created anew, and its requests until quiet (on a
 // cluster with nodes the scheduler's and kwok's taken out).
 func (b *bench) changePolicy(ctx context.Context, s *stage, p *proc, path string, r *result) error {
-	watcher := newReplacements(b.o.parents, len(s.cl.nodes) > 0)
+	watcher := newReplacements(s.job.child, b.o.parents, len(s.cl.nodes) > 0)
 	watchCtx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	if err := watchReplacements(watchCtx, s.load, benchNamespace, watcher); err != nil {
@@ -177,7 +169,7 @@ func (b *bench) changePolicy(ctx context.Context, s *stage, p *proc, path string
 	if err != nil {
 		return err
 	}
-	start, err := tellChange(p, path)
+	start, err := tellChange(p, s.job, path)
 	if err != nil {
 		return err
 	}

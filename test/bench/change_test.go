@@ -21,7 +21,7 @@ func TestBothControllersAreToldTheSameLabel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	changed, err := revised(raw)
+	changed, err := myAppJob.revise(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func TestBothControllersAreToldTheSameLabel(t *testing.T) {
 	if err := yaml.UnmarshalStrict(empty, &none); err != nil || len(none) != 0 {
 		t.Errorf("no labels: %q", empty)
 	}
-	if _, err := revised(changed); err != nil {
+	if _, err := myAppJob.revise(changed); err != nil {
 		t.Errorf("a revised policy cannot be revised again: %v", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestAChangeTimesTheFirstAndEveryPod(t *testing.T) {
 	t0 := time.Unix(1000, 0)
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
 	labelled := map[string]string{revisionLabel: revisionValue}
-	r := newReplacements(2, true)
+	r := newReplacements(podChild, 2, true)
 	r.see(podFor("a-pod", nil, "n", corev1.PodRunning, false), at(1))      // old
 	r.see(podFor("a-pod", nil, "n", corev1.PodRunning, true), at(2))       // old, going
 	r.see(podFor("a-pod", labelled, "", corev1.PodPending, false), at(3))  // created anew
@@ -141,7 +141,7 @@ func TestAChangeTimesTheFirstAndEveryPod(t *testing.T) {
 	}
 
 	// without nodes a Pod is replaced as soon as it is created anew
-	r = newReplacements(1, false)
+	r = newReplacements(podChild, 1, false)
 	r.see(podFor("a-pod", labelled, "", corev1.PodPending, false), at(3))
 	if !r.first.Equal(at(3)) || !r.allCreated.Equal(at(3)) || !r.allReady.Equal(at(3)) {
 		t.Errorf("no nodes: first %v, every created %v, every replaced %v; want 3, 3, 3", r.first.Sub(t0), r.allCreated.Sub(t0), r.allReady.Sub(t0))
@@ -151,7 +151,7 @@ func TestAChangeTimesTheFirstAndEveryPod(t *testing.T) {
 // The tracker of the burst closes allRunning once every expected Pod is bound and Running, and
 // not before; a Pod that stops running (deleted) counts no more.
 func TestTheBurstIsRunningOnceEveryPodIsBoundAndRunning(t *testing.T) {
-	tr := &tracker{want: 2, parents: map[string]bool{}, pods: map[string]bool{}, running: map[string]bool{},
+	tr := &tracker{child: podChild, want: 2, parents: map[string]bool{}, pods: map[string]bool{}, running: map[string]bool{},
 		expected: func(p string) bool { return p != "other-pod" }, done: make(chan struct{}), allRunning: make(chan struct{})}
 	closed := func() bool {
 		select {

@@ -178,31 +178,16 @@ func (c *cluster) serverVersion() string {
 	return v.GitVersion
 }
 
-// setup installs the MyApp CRD (crds/myapp.yaml with status.podName), the namespaces and the
-// default ServiceAccount that Pods need (no controller-manager makes it), and waits until
-// MyApps are served.
-func (c *cluster) setup(ctx context.Context, repo string) error {
-	raw, err := os.ReadFile(filepath.Join(repo, "crds", "myapp.yaml"))
+// setup installs the job's CRD (crds/; the MyApp's with status.podName), the namespaces and the
+// default ServiceAccount that Pods need (no controller-manager makes it), and waits until the
+// job's parents are served.
+func (c *cluster) setup(ctx context.Context, repo string, j *job) error {
+	crd, err := jobCRD(repo, j)
 	if err != nil {
 		return err
 	}
-	crd := &unstructured.Unstructured{}
-	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
-		return fmt.Errorf("crds/myapp.yaml: %w", err)
-	}
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	for i, v := range versions {
-		podName := map[string]any{"type": "string", "maxLength": int64(253), "description": "Name of the MyApp's Pod (benchmark)."}
-		if err := unstructured.SetNestedField(v.(map[string]any), podName, "schema", "openAPIV3Schema", "properties", "status", "properties", "podName"); err != nil {
-			return err
-		}
-		versions[i] = v
-	}
-	if err := unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions"); err != nil {
-		return err
-	}
 	if _, err := c.dynamic.Resource(crdsGVR).Create(ctx, crd, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the MyApp CRD: %w", err)
+		return fmt.Errorf("create the %s CRD: %w", j.kind, err)
 	}
 	for _, ns := range []string{benchNamespace, policyNamespace} {
 		if _, err := c.kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
@@ -223,15 +208,39 @@ func (c *cluster) setup(ctx context.Context, repo string) error {
 	}
 	deadline := time.Now().Add(60 * time.Second)
 	for {
-		_, err := c.dynamic.Resource(myAppsGVR).Namespace(benchNamespace).List(ctx, metav1.ListOptions{Limit: 1})
+		_, err := c.dynamic.Resource(j.parent).Namespace(benchNamespace).List(ctx, metav1.ListOptions{Limit: 1})
 		if err == nil {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("MyApps not served after 60s: %w", err)
+			return fmt.Errorf("%ss not served after 60s: %w", j.kind, err)
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
+}
+
+// jobCRD is crds/<j.file>, and for MyApp with status.podName.
+func jobCRD(repo string, j *job) (*unstructured.Unstructured, error) {
+	raw, err := os.ReadFile(filepath.Join(repo, "crds", j.file))
+	if err != nil {
+		return nil, err
+	}
+	crd := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal(raw, &crd.Object); err != nil {
+		return nil, fmt.Errorf("crds/%s: %w", j.file, err)
+	}
+	if !j.podName {
+		return crd, nil
+	}
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	for i, v := range versions {
+		podName := map[string]any{"type": "string", "maxLength": int64(253), "description": "Name of the MyApp's Pod (benchmark)."}
+		if err := unstructured.SetNestedField(v.(map[string]any), podName, "schema", "openAPIV3Schema", "properties", "status", "properties", "podName"); err != nil {
+			return nil, err
+		}
+		versions[i] = v
+	}
+	return crd, unstructured.SetNestedSlice(crd.Object, versions, "spec", "versions")
 }
 
 // untaintNodes removes from the nodes (kwok reports them Ready before `up` returns) the taints
@@ -352,15 +361,15 @@ func withoutNotReadyTaints(taints []corev1.Taint) []corev1.Taint {
 	return kept
 }
 
-// sample is samples/myapp.yaml's MyApp.
-func sample(repo string) (*unstructured.Unstructured, error) {
-	raw, err := os.ReadFile(filepath.Join(repo, "samples", "myapp.yaml"))
+// sample is the parent of samples/<file>.
+func sample(repo, file string) (*unstructured.Unstructured, error) {
+	raw, err := os.ReadFile(filepath.Join(repo, "samples", file))
 	if err != nil {
 		return nil, err
 	}
 	u := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal(raw, &u.Object); err != nil {
-		return nil, fmt.Errorf("samples/myapp.yaml: %w", err)
+		return nil, fmt.Errorf("samples/%s: %w", file, err)
 	}
 	return u, nil
 }

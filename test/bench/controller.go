@@ -4,7 +4,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -20,12 +19,17 @@ import (
 const (
 	metacel     = "metacel"
 	handwritten = "hand-written"
+	// controllerRuntime is a Kubebuilder-style controller-runtime operator (test/bench/frameworks)
+	controllerRuntime = "controller-runtime"
+	// kopfPython is the Kopf seed's handler loop on Debian's python3-kubernetes (test/bench/kopf)
+	kopfPython = "Kopf-style Python"
 )
 
 // proc is one controller process.
 type proc struct {
 	kind, bin string
 	args      []string // its configuration's flags
+	job       string   // the name of its controller in its metrics: the job's ("" is myapp)
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	waitErr   error
@@ -36,38 +40,29 @@ type proc struct {
 }
 
 // start starts the controller against kubeconfig, logging to logPath (appended to); policy is
-// metacel's policy file, the hand-written controller's --pod-labels.
+// metacel's policy file, the other controllers' file of child labels (--pod-labels,
+// --child-labels).
 func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, profiling bool) error {
 	metricsAddr, err := freeAddr()
 	if err != nil {
 		return err
 	}
-	var args []string
-	switch p.kind {
-	case metacel:
-		healthAddr, err := freeAddr()
-		if err != nil {
-			return err
-		}
-		// the bench's policy acts as the runtime, as the hand-written controller does
-		args = []string{"run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-dir", policy,
-			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
-		if profiling {
-			args = append(args, "--profiling")
-		}
-		p.ready = "http://" + healthAddr + "/readyz"
-	default:
-		args = []string{"--kubeconfig", kubeconfig, "--namespace", benchNamespace, "--resync", resync.String(),
-			"--metrics-bind-address", metricsAddr, "--pod-labels", policy}
-		p.ready = "http://" + metricsAddr + "/readyz"
+	healthAddr, err := freeAddr()
+	if err != nil {
+		return err
 	}
+	args := p.commandLine(kubeconfig, policy, metricsAddr, healthAddr, resync, profiling)
 	p.metrics = "http://" + metricsAddr
 	p.log = logPath
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}
-	p.cmd = exec.Command(p.bin, append(args, p.args...)...)
+	bin := p.bin
+	if p.kind == kopfPython {
+		bin, args = pythonBin, append([]string{p.bin}, args...) // p.bin is the script
+	}
+	p.cmd = exec.Command(bin, append(args, p.args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = logFile, logFile
 	p.exited = make(chan struct{})
 	p.started = time.Now()
@@ -83,7 +78,42 @@ func (p *proc) start(kubeconfig, policy, logPath string, resync time.Duration, p
 	return nil
 }
 
+// commandLine is the controller's arguments but its configuration's flags, and sets p.ready.
+func (p *proc) commandLine(kubeconfig, policy, metricsAddr, healthAddr string, resync time.Duration, profiling bool) []string {
+	switch p.kind {
+	case metacel:
+		p.ready = "http://" + healthAddr + "/readyz"
+		// the bench's policy acts as the runtime, as the hand-written controller does
+		args := []string{"run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-dir", policy,
+			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
+		if profiling {
+			args = append(args, "--profiling")
+		}
+		return args
+	case controllerRuntime:
+		// the scaffold's flags (metrics over plain HTTP: the scaffold's HTTPS asks the API server
+		// for a TokenReview and a SubjectAccessReview at each scrape), and the bench's two
+		p.ready = "http://" + healthAddr + "/readyz"
+		return []string{"--kubeconfig", kubeconfig, "--metrics-bind-address", metricsAddr, "--metrics-secure=false",
+			"--health-probe-bind-address", healthAddr, "--sync-period", resync.String(), "--child-labels", policy}
+	case kopfPython:
+		// no resync: Kopf has none
+		p.ready = "http://" + metricsAddr + "/readyz"
+		return []string{"--kubeconfig", kubeconfig, "--namespace", benchNamespace, "--metrics-bind-address", metricsAddr, "--pod-labels", policy}
+	default:
+		p.ready = "http://" + metricsAddr + "/readyz"
+		return []string{"--kubeconfig", kubeconfig, "--namespace", benchNamespace, "--resync", resync.String(),
+			"--metrics-bind-address", metricsAddr, "--pod-labels", policy}
+	}
+}
+
+// pythonBin is Debian's Python, whose python3-kubernetes the Kopf-style baseline imports.
+const pythonBin = "/usr/bin/python3"
+
 func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// controllerName is the controller's name in its metrics.
+func (p *proc) controllerName() string { return orDefault(p.job, myAppJob.name) }
 
 // waitReady waits for /readyz and for the controller's queue metric: the policy runs.
 func (p *proc) waitReady(ctx context.Context, timeout time.Duration) error {
@@ -121,17 +151,23 @@ func (p *proc) alive() error {
 	}
 }
 
-// scrape reads the controller's syncs (controller_runtime_reconcile_total) and queue depth of the
-// myapp policy.
+// scrape reads the controller's syncs (controller_runtime_reconcile_total) and queue depth of its
+// job's policy (or controller).
 func (p *proc) scrape(ctx context.Context) (syncs, depth float64, err error) {
 	text, err := p.metricsText(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
-	syncs, _ = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": "myapp"})
-	depth, ok := sumSamples(text, "workqueue_depth", map[string]string{"name": "myapp"})
+	name := p.controllerName()
+	syncs, _ = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": name})
+	depth, ok := sumSamples(text, "workqueue_depth", map[string]string{"name": name})
+	if !ok && p.kind == controllerRuntime {
+		// its priority queue has a depth series for each priority it has held: none before the
+		// first item, while its reconcile counts are there from the start
+		_, ok = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": name})
+	}
 	if !ok {
-		return 0, 0, errors.New("no workqueue_depth{name=\"myapp\"} yet")
+		return 0, 0, fmt.Errorf("no workqueue_depth{name=%q} yet", name)
 	}
 	return syncs, depth, nil
 }

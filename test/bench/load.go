@@ -10,9 +10,9 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
@@ -105,9 +105,10 @@ func classify(r *http.Request) reqKey {
 	return k
 }
 
-// tracker follows the benchmark namespace's MyApps and Pods through watches (no polling), and
-// closes done when every parent is done and every one of their Pods exists, and allRunning when
-// every one of their Pods is bound and Running (on a cluster with nodes).
+// tracker follows the benchmark namespace's parents and children (MyApps and Pods, or Memcacheds
+// and Deployments) through watches (no polling), and closes done when every parent is done and
+// every one of their children is as wanted, and allRunning when every one of their Pods is bound
+// and Running (on a cluster with nodes). Its "pods" are the children.
 type tracker struct {
 	mu         sync.Mutex
 	want       int
@@ -117,6 +118,7 @@ type tracker struct {
 	pods       map[string]bool
 	running    map[string]bool // the Pods bound and Running
 	expected   func(pod string) bool
+	child      childKind
 	done       chan struct{}
 	doneAt     time.Time
 	closed     bool
@@ -124,10 +126,11 @@ type tracker struct {
 	runningAt  time.Time
 }
 
-// newTracker starts informers on ns with the load client; it returns once they have synced.
-func newTracker(ctx context.Context, cfg *rest.Config, ns string, want int, isDone func(*unstructured.Unstructured) bool, expected func(string) bool) (*tracker, error) {
+// newTracker starts informers on ns with the load client, of j's parents and children; it returns
+// once they have synced.
+func newTracker(ctx context.Context, cfg *rest.Config, ns string, j *job, want int, isDone func(*unstructured.Unstructured) bool, expected func(string) bool) (*tracker, error) {
 	t := &tracker{want: want, isDone: isDone, parents: map[string]bool{}, pods: map[string]bool{}, running: map[string]bool{},
-		expected: expected, done: make(chan struct{}), allRunning: make(chan struct{})}
+		expected: expected, done: make(chan struct{}), allRunning: make(chan struct{}), child: j.child}
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
@@ -136,8 +139,8 @@ func newTracker(ctx context.Context, cfg *rest.Config, ns string, want int, isDo
 	if err != nil {
 		return nil, err
 	}
-	apps := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil).ForResource(myAppsGVR).Informer()
-	pods := informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)).Core().V1().Pods().Informer()
+	apps := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, ns, nil).ForResource(j.parent).Informer()
+	pods := j.child.informer(informers.NewSharedInformerFactoryWithOptions(kube, 0, informers.WithNamespace(ns)))
 	_, _ = apps.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { t.parent(obj, false) },
 		UpdateFunc: func(_, obj any) { t.parent(obj, false) },
@@ -186,21 +189,21 @@ func (t *tracker) pod(obj any, exists bool) {
 	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = d.Obj
 	}
-	p, ok := obj.(*corev1.Pod)
-	if !ok || !t.expected(p.Name) {
+	name, ok, running := t.child.state(obj)
+	if name == "" || !t.expected(name) {
 		return
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if exists {
-		t.pods[p.Name] = true
+	if exists && ok {
+		t.pods[name] = true
 	} else {
-		delete(t.pods, p.Name)
+		delete(t.pods, name)
 	}
-	if exists && boundAndRunning(p) {
-		t.running[p.Name] = true
+	if exists && running {
+		t.running[name] = true
 	} else {
-		delete(t.running, p.Name)
+		delete(t.running, name)
 	}
 	t.check()
 }
@@ -223,9 +226,9 @@ func (t *tracker) state() string {
 	return fmt.Sprintf("%d of %d parents done, %d Pods, %d bound and Running", t.nDone, t.want, len(t.pods), len(t.running))
 }
 
-// createParents creates n MyApps from the sample in ns with 16 concurrent clients, retrying a
-// failed create; it returns when all exist.
-func createParents(ctx context.Context, dyn dynamic.Interface, sample *unstructured.Unstructured, ns string, names []string) error {
+// createParents creates the parents (of resource gvr) named from the sample in ns with 16
+// concurrent clients, retrying a failed create; it returns when all exist.
+func createParents(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, sample *unstructured.Unstructured, ns string, names []string) error {
 	var wg sync.WaitGroup
 	work := make(chan string)
 	errs := make(chan error, 16)
@@ -237,14 +240,14 @@ func createParents(ctx context.Context, dyn dynamic.Interface, sample *unstructu
 				app.SetNamespace(ns)
 				var err error
 				for attempt := 0; attempt < 5; attempt++ {
-					if _, err = dyn.Resource(myAppsGVR).Namespace(ns).Create(ctx, app, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
+					if _, err = dyn.Resource(gvr).Namespace(ns).Create(ctx, app, metav1.CreateOptions{}); err == nil || ctx.Err() != nil {
 						break
 					}
 					time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
 				}
 				if err != nil {
 					select {
-					case errs <- fmt.Errorf("create MyApp %s: %w", name, err):
+					case errs <- fmt.Errorf("create %s %s: %w", gvr.Resource, name, err):
 					default:
 					}
 				}

@@ -31,6 +31,14 @@
 // from deleting a Pod that is not being deleted (kwokGuard: kwok deletes by name, and a stale job
 // of an old Pod deleted its successor of the same name; a kubelet would not).
 //
+// The configurations of -configs frameworks set metacel, at its defaults, beside the seed operators
+// as users write them, each at its framework's defaults and each pair on fresh API servers: MyApp
+// and Memcached (Memcached -> Deployment, testdata/memcached.yaml) with controller-runtime, as
+// Kubebuilder and the Operator SDK scaffold them (./frameworks, a Go module of its own), and MyApp
+// as a Kopf-style Python loop on Debian's python3-kubernetes (./kopf). They are told the policy
+// change through a file of child labels and SIGHUP, as the hand-written controller is; a
+// Memcached's Deployment is updated in place, not replaced.
+//
 // Requests are the API server's apiserver_request_total, scraped before and after each window,
 // minus the requests of the benchmark's own clients (counted client-side, labelled as the API
 // server labels them) and minus the control plane's own (the API server's loopback client, and
@@ -78,6 +86,9 @@ type options struct {
 	metacelBin     string
 	metacelRev     string
 	handwrittenBin string
+	// the baselines of -configs frameworks: the controller-runtime binaries by job, the Python script
+	controllerRuntimeBins map[string]string
+	kopfScript            string
 }
 
 // benchConfig is one configuration: the flags both controllers get.
@@ -88,7 +99,17 @@ type benchConfig struct {
 	handFrom string
 	// nodes: the control plane also runs kube-scheduler and kwok with benchNodes
 	nodes bool
+	// job: what the controllers do (nil: MyApp -> Pod); baseline: the controller metacel is set
+	// beside ("": the hand-written one)
+	job      *job
+	baseline string
 }
+
+// baselineOf is the controller metacel's rows are compared with.
+func (c benchConfig) baselineOf() string { return orDefault(c.baseline, handwritten) }
+
+// controllers are the configuration's controllers in the order they run: the baseline, then metacel.
+func (c benchConfig) controllers() []string { return []string{c.baselineOf(), metacel} }
 
 // nodesConfig is the configuration on a control plane with nodes.
 const nodesConfig = "nodes"
@@ -96,7 +117,7 @@ const nodesConfig = "nodes"
 func configurations(metacelDefaults string) []benchConfig {
 	equal := []string{"--workers=5", "--kube-api-qps=100", "--kube-api-burst=200"}
 	unthrottled := []string{"--workers=5", "--kube-api-qps=-1"}
-	return []benchConfig{
+	return append([]benchConfig{
 		{name: "equal", desc: "both: QPS 100, burst 200, 5 workers", metacel: equal, handArg: equal},
 		{name: "unthrottled", desc: "both: no client-side rate limit, 5 workers", metacel: unthrottled, handArg: unthrottled},
 		{name: "defaults", desc: "metacel: its defaults (" + metacelDefaults + "); hand-written: unthrottled, 5 workers",
@@ -107,7 +128,52 @@ func configurations(metacelDefaults string) []benchConfig {
 			metacel: unthrottled, handArg: append(slices.Clone(unthrottled), "--conditions")},
 		{name: nodesConfig, desc: "both unthrottled, 5 workers, on a control plane that also runs kube-scheduler (its defaults: 50 bindings/s) and kwok with one node: Pods bound and Running, deleted gracefully",
 			metacel: unthrottled, handArg: unthrottled, nodes: true},
+	}, frameworkConfigurations(metacelDefaults)...)
+}
+
+// selectConfigs are the configurations named, in their order.
+func selectConfigs(all []benchConfig, names []string) []benchConfig {
+	var selected []benchConfig
+	for _, c := range all {
+		if slices.Contains(names, c.name) {
+			selected = append(selected, c)
+		}
 	}
+	return selected
+}
+
+// frameworksConfig names the configurations that set metacel, at its defaults, beside the
+// operators as users write them, each at its framework's defaults.
+const frameworksConfig = "frameworks"
+
+func frameworkConfigurations(metacelDefaults string) []benchConfig {
+	atDefaults := "metacel at its defaults (" + metacelDefaults + ")"
+	return []benchConfig{
+		{name: "myapp-controller-runtime", job: myAppJob, baseline: controllerRuntime,
+			desc: "MyApp; " + atDefaults + "; controller-runtime " + controllerRuntimeVersion + " as Kubebuilder scaffolds it (test/bench/frameworks/myapp): the manager's defaults (1 reconcile at a time, no client-side rate limit), a typed MyApp, Owns(Pod), status.podName and an Available condition in one status Update"},
+		{name: "memcached-controller-runtime", job: memcachedJob, baseline: controllerRuntime,
+			desc: "Memcached -> Deployment; " + atDefaults + " running policies/memcached.yaml; controller-runtime " + controllerRuntimeVersion + " as the Operator SDK tutorial writes it (test/bench/frameworks/memcached): the manager's defaults, Owns(Deployment), the conditions Available, Progressing, Degraded set with meta.SetStatusCondition, one status Update"},
+		{name: "myapp-kopf", job: myAppJob, baseline: kopfPython,
+			desc: "MyApp; " + atDefaults + "; the Kopf seed's handler loop on Debian's python3-kubernetes (test/bench/kopf/myapp.py; Kopf itself cannot be installed here): one watch of the MyApps, a handler per event in Kopf's thread pool (min(32, CPUs + 4)), the Pod created with CoreV1Api, one status merge patch per parent; no Pod cache, no resync"},
+	}
+}
+
+// controllerRuntimeVersion is the controller-runtime of test/bench/frameworks/go.mod.
+const controllerRuntimeVersion = "v0.25.2"
+
+// expandConfigs replaces frameworksConfig with the configurations it names.
+func expandConfigs(configs []string) []string {
+	var out []string
+	for _, c := range configs {
+		if c != frameworksConfig {
+			out = append(out, c)
+			continue
+		}
+		for _, f := range frameworkConfigurations("") {
+			out = append(out, f.name)
+		}
+	}
+	return out
 }
 
 func main() {
@@ -115,7 +181,7 @@ func main() {
 	var configs string
 	flag.IntVar(&o.parents, "parents", 1000, "MyApps created in the burst")
 	flag.IntVar(&o.runs, "runs", 1, "repetitions of each configuration; the table shows medians")
-	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults,"+nodesConfig, "configurations to run: equal, unthrottled, defaults, json, conditions, "+nodesConfig+" (metacel against the hand-written controller; "+nodesConfig+" on a control plane with kube-scheduler and a kwok node); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
+	flag.StringVar(&configs, "configs", "equal,unthrottled,defaults,"+nodesConfig, "configurations to run: equal, unthrottled, defaults, json, conditions, "+nodesConfig+" (metacel against the hand-written controller; "+nodesConfig+" on a control plane with kube-scheduler and a kwok node); "+frameworksConfig+" (metacel against the seed operators as users write them: myapp-controller-runtime, memcached-controller-runtime, myapp-kopf, each also on its own); sharded (metacel --shards=auto as each count of -replicas, on an API server with "+shardGates+"); "+writeCostConfig+" (the control plane's CPU per write of each kind the two controllers send)")
 	replicas := flag.String("replicas", "1,3", "with -configs sharded: the counts of sharded replicas to run, each on a fresh API server (1: the baseline of the ratios)")
 	flag.DurationVar(&o.resync, "resync", 30*time.Second, "resync period of both controllers")
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
@@ -131,7 +197,7 @@ func main() {
 	flag.StringVar(&o.metacelRev, "metacel-rev", "", "build metacel from this git revision (git archive) instead of the work tree, e.g. HEAD")
 	flag.StringVar(&o.handwrittenBin, "handwritten", "", "hand-written controller binary (default: go build ./test/bench/handwritten)")
 	flag.Parse()
-	o.configs = strings.Split(configs, ",")
+	o.configs = expandConfigs(strings.Split(configs, ","))
 	var err error
 	if o.replicas, err = parseReplicas(*replicas); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -152,12 +218,15 @@ func main() {
 
 // bench is what every run shares.
 type bench struct {
-	o       options
-	repo    string
-	binDir  string
-	policy  string // the policy file, resync applied
-	sample  *unstructured.Unstructured
-	version string // the API server's
+	o      options
+	repo   string
+	binDir string
+	policy string // the MyApp policy file, resync applied
+	sample *unstructured.Unstructured
+	// by job: the policy file, resync applied, and the sample
+	policies map[string]string
+	samples  map[string]*unstructured.Unstructured
+	version  string // the API server's
 }
 
 func run(ctx context.Context, o options) error {
@@ -170,22 +239,15 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(b.binDir) }()
-	if err := b.build(ctx); err != nil {
+	selected := selectConfigs(configurations(""), o.configs)
+	if err := b.build(ctx, selected); err != nil {
 		return err
 	}
-	if err := b.writePolicy(); err != nil {
-		return err
-	}
-	if b.sample, err = sample(repo); err != nil {
+	if err := b.readJobs(jobsOf(selected)); err != nil {
 		return err
 	}
 	defaults := metacelDefaults(b.o.metacelBin)
-	var selected []benchConfig
-	for _, c := range configurations(defaults) {
-		if slices.Contains(o.configs, c.name) {
-			selected = append(selected, c)
-		}
-	}
+	selected = selectConfigs(configurations(defaults), o.configs) // their descriptions name metacel's defaults
 	sharded := slices.Contains(o.configs, shardedConfig)
 	writeCosts := slices.Contains(o.configs, writeCostConfig)
 	if len(selected) == 0 && !sharded && !writeCosts {
@@ -199,7 +261,7 @@ func run(ctx context.Context, o options) error {
 	var details []string
 	for rep := range o.runs {
 		for _, c := range selected {
-			for _, ctl := range []string{handwritten, metacel} {
+			for _, ctl := range c.controllers() {
 				key := ctl + "/" + c.name
 				if ctl == handwritten && c.handFrom != "" && slices.ContainsFunc(selected, func(s benchConfig) bool { return s.name == c.handFrom }) {
 					shared := *results[handwritten+"/"+c.handFrom][rep]
@@ -227,6 +289,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	title := fmt.Sprintf("metacel vs a hand-written controller: %d MyApps", o.parents)
+	if !slices.ContainsFunc(selected, func(c benchConfig) bool { return c.baseline == "" }) {
+		title = fmt.Sprintf("metacel vs the operators as users write them: %d parents", o.parents)
+	}
 	var table string
 	if len(selected) > 0 {
 		table = b.table(selected, results)
@@ -279,24 +344,14 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if c.nodes {
 		nodes = benchNodes
 	}
-	s, err := b.newStage(ctx, ctl, nodes, env...)
+	s, err := b.newStage(ctx, c.jobOf(), ctl, nodes, env...)
 	if err != nil {
 		return nil, err
 	}
 	defer func() { s.close(err != nil || o.keep) }()
 	cl, own, dir := s.cl, s.own, s.dir
-
-	// what the policy change rewrites: metacel's policy (the run's own copy), the hand-written
-	// controller's --pod-labels (no labels until then)
-	p := &proc{kind: ctl, bin: b.o.handwrittenBin, args: c.handArg}
-	policy := filepath.Join(dir, "policy", "pod-labels.yaml")
-	if ctl == metacel {
-		p.bin, p.args = b.o.metacelBin, c.metacel
-		policy = filepath.Join(dir, "policy", "myapp.yaml")
-		if err := copyFile(b.policy, policy); err != nil {
-			return nil, err
-		}
-	} else if err := writeFile(policy, func() ([]byte, error) { return podLabelsFile(nil) }); err != nil {
+	p, policy, err := b.newProc(ctl, c, dir)
+	if err != nil {
 		return nil, err
 	}
 	logPath := filepath.Join(dir, "logs", "controller.log")
@@ -469,44 +524,47 @@ func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *p
 	return nil
 }
 
-// isDone is the load client's test of a converged parent: status.podName set, and for metacel
-// its Synced condition True.
-func isDone(ctl string) func(*unstructured.Unstructured) bool {
-	return func(u *unstructured.Unstructured) bool {
-		if name, _, _ := unstructured.NestedString(u.Object, "status", "podName"); name != u.GetName()+"-pod" {
-			return false
-		}
-		if ctl != metacel {
-			return true
-		}
-		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Synced" {
-				return m["status"] == "True"
-			}
-		}
-		return false
+// newProc is ctl's process in configuration c (not started), and the file the policy change
+// rewrites: metacel's policy (the run's own copy), the other controllers' file of child labels
+// (no labels until then), in the run's directory dir.
+func (b *bench) newProc(ctl string, c benchConfig, dir string) (*proc, string, error) {
+	j := c.jobOf()
+	p := &proc{kind: ctl, job: j.name}
+	policy := filepath.Join(dir, "policy", "child-labels.yaml")
+	switch ctl {
+	case metacel:
+		p.bin, p.args = b.o.metacelBin, c.metacel
+		policy = filepath.Join(dir, "policy", j.file)
+		return p, policy, copyFile(b.policies[j.name], policy)
+	case controllerRuntime:
+		p.bin = b.o.controllerRuntimeBins[j.name]
+	case kopfPython:
+		p.bin = b.o.kopfScript
+	default:
+		p.bin, p.args = b.o.handwrittenBin, c.handArg
 	}
+	return p, policy, writeFile(policy, func() ([]byte, error) { return podLabelsFile(nil) })
 }
 
-// stage is a run's fresh control plane (the MyApp CRD and the namespaces installed) and the load
+// stage is a run's fresh control plane (the job's CRD and the namespaces installed) and the load
 // client that creates the parents and follows them through watches.
 type stage struct {
+	job          *job
 	dir          string
 	cl           *cluster
 	own          *counter // the benchmark's clients' requests
 	load         *rest.Config
 	dyn          dynamic.Interface
 	tr           *tracker
-	names        []string // of the parents; each has a Pod <name>-pod
+	names        []string // of the parents; each has a child (job.child.nameOf)
 	stopTracking context.CancelFunc
 }
 
-// newStage starts a control plane in a new directory (with kube-scheduler and kwok when nodes
-// are given; env: more variables of hack/control-plane.sh) and the tracker of the parents done
-// as ctl's are judged.
-func (b *bench) newStage(ctx context.Context, ctl string, nodes []string, env ...string) (_ *stage, err error) {
-	s := &stage{own: &counter{c: counts{}}}
+// newStage starts a control plane in a new directory for job j (with kube-scheduler and kwok when
+// nodes are given; env: more variables of hack/control-plane.sh) and the tracker of the parents
+// done as ctl's are judged.
+func (b *bench) newStage(ctx context.Context, j *job, ctl string, nodes []string, env ...string) (_ *stage, err error) {
+	s := &stage{job: j, own: &counter{c: counts{}}}
 	if s.dir, err = os.MkdirTemp("", "metacel-bench-"); err != nil {
 		return nil, err
 	}
@@ -521,20 +579,20 @@ func (b *bench) newStage(ctx context.Context, ctl string, nodes []string, env ..
 	if b.version == "" {
 		b.version = s.cl.serverVersion()
 	}
-	if err := s.cl.setup(ctx, b.repo); err != nil {
+	if err := s.cl.setup(ctx, b.repo, j); err != nil {
 		return nil, err
 	}
 	s.names = make([]string, b.o.parents)
-	pods := make(map[string]bool, b.o.parents)
+	children := make(map[string]bool, b.o.parents)
 	for i := range s.names {
 		s.names[i] = fmt.Sprintf("app-%05d", i)
-		pods[s.names[i]+"-pod"] = true
+		children[j.child.nameOf(s.names[i])] = true
 	}
 	var trackCtx context.Context
 	trackCtx, s.stopTracking = context.WithCancel(ctx)
 	s.load = rest.CopyConfig(s.cl.config)
 	s.load.UserAgent = "metacel-bench-load"
-	if s.tr, err = newTracker(trackCtx, s.load, benchNamespace, b.o.parents, isDone(ctl), func(p string) bool { return pods[p] }); err != nil {
+	if s.tr, err = newTracker(trackCtx, s.load, benchNamespace, j, b.o.parents, j.isDone(ctl), func(p string) bool { return children[p] }); err != nil {
 		return nil, err
 	}
 	if s.dyn, err = dynamic.NewForConfig(s.load); err != nil {
@@ -562,7 +620,7 @@ func (s *stage) close(keep bool) {
 // created and converge, and returns the burst's start.
 func (b *bench) burst(ctx context.Context, s *stage, r *result, procs ...*proc) (time.Time, error) {
 	start := time.Now()
-	if err := createParents(ctx, s.dyn, b.sample, benchNamespace, s.names); err != nil {
+	if err := createParents(ctx, s.dyn, s.job.parent, b.samples[s.job.name], benchNamespace, s.names); err != nil {
 		return start, err
 	}
 	r.created = time.Since(start)
@@ -770,8 +828,30 @@ func (b *bench) outPath() string {
 	return filepath.Join(b.repo, b.o.out)
 }
 
-// build builds the controllers unless given.
-func (b *bench) build(ctx context.Context) error {
+// build builds the controllers unless given: metacel, the hand-written controller, and those of
+// the configurations selected (the controller-runtime baselines, the Python one's interpreter).
+func (b *bench) build(ctx context.Context, selected []benchConfig) error {
+	if err := b.buildMain(ctx); err != nil {
+		return err
+	}
+	for _, c := range selected {
+		switch c.baseline {
+		case controllerRuntime:
+			if err := b.buildControllerRuntime(ctx, c.jobOf()); err != nil {
+				return err
+			}
+		case kopfPython:
+			if err := ensurePythonKubernetes(ctx); err != nil {
+				return err
+			}
+			b.o.kopfScript = filepath.Join(b.repo, "test", "bench", "kopf", "myapp.py")
+		}
+	}
+	return nil
+}
+
+// buildMain builds metacel and the hand-written controller unless given.
+func (b *bench) buildMain(ctx context.Context) error {
 	builds := []struct {
 		bin  *string
 		name string
@@ -848,19 +928,38 @@ func writeFile(path string, data func() ([]byte, error)) error {
 	return os.WriteFile(path, raw, 0o644)
 }
 
-// writePolicy writes testdata/myapp.yaml with -resync as its resyncPeriodSeconds.
-func (b *bench) writePolicy() error {
-	raw, err := os.ReadFile(filepath.Join(b.repo, "test", "bench", "testdata", "myapp.yaml"))
+// readJobs writes each job's policy (testdata/) with -resync as its resyncPeriodSeconds, and
+// reads its sample (samples/).
+func (b *bench) readJobs(jobs []*job) error {
+	b.policies, b.samples = map[string]string{}, map[string]*unstructured.Unstructured{}
+	for _, j := range jobs {
+		policy, err := b.writePolicy(j)
+		if err != nil {
+			return err
+		}
+		if b.samples[j.name], err = sample(b.repo, j.file); err != nil {
+			return err
+		}
+		b.policies[j.name] = policy
+	}
+	b.policy, b.sample = b.policies[myAppJob.name], b.samples[myAppJob.name]
+	return nil
+}
+
+// writePolicy writes testdata/<j.file> with -resync as its resyncPeriodSeconds; it returns the
+// file written.
+func (b *bench) writePolicy(j *job) (string, error) {
+	raw, err := os.ReadFile(filepath.Join(b.repo, "test", "bench", "testdata", j.file))
 	if err != nil {
-		return err
+		return "", err
 	}
 	re := regexp.MustCompile(`(?m)^(\s*resyncPeriodSeconds:)\s*\d+`)
 	if !re.Match(raw) {
-		return errors.New("testdata/myapp.yaml has no resyncPeriodSeconds")
+		return "", fmt.Errorf("testdata/%s has no resyncPeriodSeconds", j.file)
 	}
 	raw = re.ReplaceAll(raw, fmt.Appendf(nil, "${1} %d", int(b.o.resync.Seconds())))
-	b.policy = filepath.Join(b.binDir, "myapp.yaml")
-	return os.WriteFile(b.policy, raw, 0o644)
+	policy := filepath.Join(b.binDir, j.file)
+	return policy, os.WriteFile(policy, raw, 0o644)
 }
 
 // metacelDefaults reads the client settings `metacel run` defaults to from its help.

@@ -145,11 +145,11 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	fmt.Fprintf(&t, "| controller | configuration | converge s | quiet s | requests | requests by verb and resource | event writes | idle writes | RSS MB | RSS before the burst MB | RSS now: file + anon MB | CPU s | control plane CPU s | restart s | restart writes |\n")
 	fmt.Fprintf(&t, "|---|---|--:|--:|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n")
 	for _, c := range configs {
-		base := medians(results[handwritten+"/"+c.name])
+		base := medians(results[c.baselineOf()+"/"+c.name])
 		if base == nil {
 			base = &result{} // no ratios
 		}
-		for _, ctl := range []string{handwritten, metacel} {
+		for _, ctl := range c.controllers() {
 			rs := results[ctl+"/"+c.name]
 			m := medians(rs)
 			if m == nil {
@@ -191,7 +191,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	t.WriteString(pairedRatios(configs, results))
 	t.WriteString(changeTable(configs, results))
 	for _, c := range configs {
-		if hand, meta := results[handwritten+"/"+c.name], results[metacel+"/"+c.name]; len(hand) > 0 && len(meta) > 0 {
+		if hand, meta := results[c.baselineOf()+"/"+c.name], results[metacel+"/"+c.name]; len(hand) > 0 && len(meta) > 0 {
 			t.WriteString(serverProfileTable(c.name+", the converge", hand[0].serverProfile, meta[0].serverProfile, b.o.profile))
 			t.WriteString(serverProfileTable(c.name+", the first restart", hand[0].restartServerProfile, meta[0].restartServerProfile, b.o.profileRestart))
 		}
@@ -212,8 +212,8 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 func changeTable(configs []benchConfig, results map[string][]*result) string {
 	var rows []string
 	for _, c := range configs {
-		base := medians(results[handwritten+"/"+c.name])
-		for _, ctl := range []string{handwritten, metacel} {
+		base := medians(results[c.baselineOf()+"/"+c.name])
+		for _, ctl := range c.controllers() {
 			m := medians(results[ctl+"/"+c.name])
 			if m == nil || m.changeAll == 0 {
 				continue
@@ -240,7 +240,7 @@ func changeTable(configs []benchConfig, results map[string][]*result) string {
 	if len(rows) == 0 {
 		return ""
 	}
-	return "\nPolicy change: each controller told that every Pod gains a label (metacel: its policy file rewritten, the Pods' `Recreate`; the hand-written controller: its --pod-labels file rewritten and SIGHUP), and each replaces every Pod: DELETE, the deletion seen through its watch, POST. On `" + nodesConfig + "` a Pod is replaced once bound and Running with the label; elsewhere once it has the label:\n\n" +
+	return "\nPolicy change: each controller told that every child gains a label (metacel: its policy file rewritten; the others: their file of child labels rewritten and SIGHUP). A MyApp's Pod is replaced (metacel's `Recreate`): DELETE, the deletion seen through a watch, POST; a Memcached's Deployment is updated in place. On `" + nodesConfig + "` a Pod is replaced once bound and Running with the label; elsewhere once it has the label:\n\n" +
 		"| configuration | controller | burst: converge s | burst: every Pod bound and Running s | change: first Pod replaced s | change: every Pod created anew s | change: every Pod replaced s | change: requests until quiet | by verb and resource |\n" +
 		"|---|---|--:|--:|--:|--:|--:|--:|---|\n" + strings.Join(rows, "\n") + "\n"
 }
@@ -397,7 +397,9 @@ func gitDescribe(repo, rev string) string {
 
 // legend says what the columns are.
 const legend = `Columns: **converge s**, from the first create of the burst until every Pod exists and every
-MyApp's status.podName is set (metacel: and its Synced condition is True), seen through watches;
+MyApp's status.podName is set (metacel: and its Synced condition is True), seen through watches
+(for Memcacheds: every Deployment exists with the size, and every Memcached has its Available
+condition);
 **quiet s**, until the API server has counted none of the controller's requests (WATCH and
 events aside) and the controller no sync for the quiet period, its queue empty: the converge
 window, which the next columns count; **requests**, the controller's requests in that window by
@@ -415,7 +417,8 @@ plane CPU s**, kube-apiserver's and etcd's in the same window (what its requests
 server); **restart s**, from starting it again (after a SIGTERM) until it
 has synced as many times as there are parents with an empty queue, the median of the run's
 restarts (-restarts); **restart writes**, its writes from each start until quiet, in all
-restarts. metacel's rows give their ratio to the hand-written row of the same configuration.
+restarts. metacel's rows give their ratio to the row above, the baseline of the same
+configuration (the hand-written controller, or the framework's operator).
 The policy change's table: **burst: converge s**, as above; **burst: every Pod bound and
 Running s** (on a control plane with nodes), from the first create of the burst until every Pod
 is bound and Running; **change: first Pod replaced s** and **every Pod replaced s**, from
@@ -433,8 +436,8 @@ controller's requests from telling it until quiet (the scheduler's and kwok's ta
 func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 	var lines []string
 	for _, c := range configs {
-		ours, theirs := results[metacel+"/"+c.name], results[handwritten+"/"+c.name]
-		if len(ours) < 2 || len(ours) != len(theirs) {
+		ours, theirs := results[metacel+"/"+c.name], results[c.baselineOf()+"/"+c.name]
+		if len(ours) < 1 || len(ours) != len(theirs) || (len(ours) < 2 && c.baseline == "") {
 			continue
 		}
 		ratio := func(f func(*result) float64) string {
@@ -466,7 +469,7 @@ func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return "\nPaired ratios: each metacel run against the hand-written run of the same repetition, the median and (sorted) every run's:\n\n" +
+	return "\nPaired ratios: each metacel run against the baseline run (the hand-written controller, or the framework's operator) of the same repetition, the median and (sorted) every run's:\n\n" +
 		"| configuration | converge | RSS | CPU | control plane CPU | restart | policy change: every Pod replaced | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(lines, "\n") + "\n"
 }

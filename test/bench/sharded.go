@@ -83,7 +83,7 @@ func (b *bench) runShardedRuns(ctx context.Context, rep int, results map[int][]*
 
 // runSharded measures n sharded replicas of metacel on a fresh control plane with shardGates.
 func (b *bench) runSharded(ctx context.Context, n int) (_ *shardedResult, err error) {
-	s, err := b.newStage(ctx, metacel, nil, "METACEL_FEATURE_GATES="+shardGates)
+	s, err := b.newStage(ctx, myAppJob, metacel, nil, "METACEL_FEATURE_GATES="+shardGates)
 	if err != nil {
 		return nil, err
 	}

@@ -183,7 +183,7 @@ func (b *bench) runWriteCost(ctx context.Context) (string, error) {
 	if b.version == "" {
 		b.version = cl.serverVersion()
 	}
-	if err := cl.setup(ctx, b.repo); err != nil {
+	if err := cl.setup(ctx, b.repo, myAppJob); err != nil {
 		return "", err
 	}
 	raw, err := apply.NewRawClient(cl.config)
