@@ -483,7 +483,7 @@ func (b *bench) profiled(ctl string, c benchConfig, rep int) bool {
 // serverProfile takes kube-apiserver's CPU profile for d from now on, beside -out; nil when it
 // fails (logged). what names it: the configuration, and what part of the run.
 func (b *bench) serverProfile(ctx context.Context, cl *cluster, ctl, what string, d time.Duration) *serverProfile {
-	path := strings.TrimSuffix(b.outPath(), ".md") + "-" + ctl + "-" + what + "-kube-apiserver-cpu.pprof"
+	path := strings.TrimSuffix(b.outPath(), ".md") + "-" + strings.ReplaceAll(ctl, " ", "-") + "-" + what + "-kube-apiserver-cpu.pprof"
 	p, err := fetchServerProfile(ctx, cl, d, path)
 	if err != nil {
 		logf("  %v", err)

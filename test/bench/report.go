@@ -192,8 +192,8 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	t.WriteString(changeTable(configs, results))
 	for _, c := range configs {
 		if hand, meta := results[c.baselineOf()+"/"+c.name], results[metacel+"/"+c.name]; len(hand) > 0 && len(meta) > 0 {
-			t.WriteString(serverProfileTable(c.name+", the converge", hand[0].serverProfile, meta[0].serverProfile, b.o.profile))
-			t.WriteString(serverProfileTable(c.name+", the first restart", hand[0].restartServerProfile, meta[0].restartServerProfile, b.o.profileRestart))
+			t.WriteString(serverProfileTable(c.name+", the converge", c.baselineOf(), hand[0].serverProfile, meta[0].serverProfile, b.o.profile))
+			t.WriteString(serverProfileTable(c.name+", the first restart", c.baselineOf(), hand[0].restartServerProfile, meta[0].restartServerProfile, b.o.profileRestart))
 		}
 	}
 	var notes []string

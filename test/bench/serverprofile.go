@@ -142,15 +142,15 @@ func holdsAll(subs []string, holds func(string) bool) bool {
 }
 
 // serverProfileTable sets the two controllers' kube-apiserver profiles of what (a configuration
-// and the part of its run) side by side.
-func serverProfileTable(what string, hand, meta *serverProfile, d time.Duration) string {
+// and the part of its run) side by side: the baseline's (base names it) and metacel's.
+func serverProfileTable(what, base string, hand, meta *serverProfile, d time.Duration) string {
 	if hand == nil || meta == nil {
 		return ""
 	}
 	var t strings.Builder
 	fmt.Fprintf(&t, "\nWhere kube-apiserver's CPU went (%s; first run: a %s CPU profile of kube-apiserver; %s and %s):\n\n",
 		what, d, filepath.Base(hand.file), filepath.Base(meta.file))
-	t.WriteString("| kube-apiserver was | hand-written CPU s | metacel CPU s | metacel − hand-written |\n|---|--:|--:|--:|\n")
+	fmt.Fprintf(&t, "| kube-apiserver was | %s CPU s | metacel CPU s | metacel − %s |\n|---|--:|--:|--:|\n", base, base)
 	names := make([]string, 0, len(serverCategories)+1)
 	for _, c := range serverCategories {
 		names = append(names, c.name)
