@@ -104,6 +104,7 @@ func (w *schemaCheck) value(v any, tr smdschema.TypeRef, path string) {
 		}
 		w.object(x, atom.Map, path)
 		w.required(x, tr, path)
+		w.exclusive(x, tr, path)
 	case []any:
 		if atom.List == nil {
 			w.errorf(path, "is a list, but %s takes %s", w.field(path), describeAtom(atom, tr))
@@ -157,6 +158,41 @@ func (w *schemaCheck) required(m map[string]any, tr smdschema.TypeRef, path stri
 			why = fmt.Sprintf(": the API server rejects a %s without it", w.kind)
 		}
 		w.errorf(path, "required field %q of %s is missing%s", name, w.field(path), why)
+	}
+}
+
+// exclusiveFields are fields of built-in types that the API server refuses together, though no
+// schema says so (only its validation code does), by the name of their type in client-go's schema.
+var exclusiveFields = map[string][][]string{
+	// k8s.io/kubernetes pkg/apis/policy/validation ValidatePodDisruptionBudgetSpec
+	"io.k8s.api.policy.v1.PodDisruptionBudgetSpec": {{"minAvailable", "maxUnavailable"}},
+	// pkg/apis/core/validation validateEnvVarValueFrom: valueFrom "may not be specified when value is not empty"
+	"io.k8s.api.core.v1.EnvVar": {{"value", "valueFrom"}},
+	// pkg/apis/core/validation validateHandler: "may not specify more than 1 handler type"
+	"io.k8s.api.core.v1.Probe":            {{"exec", "httpGet", "tcpSocket", "grpc"}},
+	"io.k8s.api.core.v1.LifecycleHandler": {{"exec", "httpGet", "tcpSocket", "sleep"}},
+}
+
+// exclusive reports fields of the object that its type does not take together (exclusiveFields).
+// A template's "${...}" may yet give null, which leaves the field out: only values known here
+// count.
+func (w *schemaCheck) exclusive(m map[string]any, tr smdschema.TypeRef, path string) {
+	if tr.NamedType == nil {
+		return
+	}
+	for _, group := range exclusiveFields[*tr.NamedType] {
+		var set []string
+		for _, name := range group {
+			v, ok := m[name]
+			if s, isString := v.(string); !ok || v == nil || (isString && w.template && strings.Contains(s, "${")) {
+				continue
+			}
+			set = append(set, name)
+		}
+		if len(set) > 1 {
+			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects a %s with more than one; keep one",
+				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), w.kind)
+		}
 	}
 }
 

@@ -18,10 +18,10 @@ metadata: {name: test}
 spec:
   parentResource: {apiVersion: example.com/v1, resource: widgets}
   childResources:
-    - {apiVersion: v1, resource: pods}
-    - {apiVersion: apps/v1, resource: deployments}
-    - {apiVersion: v1, resource: services}
-    - {apiVersion: example.com/v1, resource: gadgets}
+    [{apiVersion: v1, resource: pods},
+     {apiVersion: apps/v1, resource: deployments},
+     {apiVersion: v1, resource: services},
+     {apiVersion: example.com/v1, resource: gadgets}, {apiVersion: policy/v1, resource: poddisruptionbudgets}]
   children:
     - id: c
 ` + entry
@@ -139,6 +139,13 @@ func TestChildSchema(t *testing.T) {
 		{"a custom child's required field with a default may be left out", templateOf("example.com/v1", "Gadget", "        spec: {owner: {name: a}}\n"), false, "", 0},
 		{"an embedded resource's metadata is an ObjectMeta", templateOf("example.com/v1", "Gadget", "        spec: {template: {metadata: {nme: y}}}\n"), false,
 			`spec.template.metadata.nme: unknown field "nme" of Gadget spec.template.metadata (did you mean "name"?)`, 17},
+		{"a PodDisruptionBudget with minAvailable and maxUnavailable", templateOf("policy/v1", "PodDisruptionBudget", "        spec: {minAvailable: 1, maxUnavailable: 1}\n"), false,
+			`spec: PodDisruptionBudget spec takes only one of minAvailable, maxUnavailable, but has minAvailable and maxUnavailable: the API server rejects a PodDisruptionBudget with more than one; keep one`, 17},
+		{"an env var with value and valueFrom", templateOf("v1", "Pod", "        spec: {containers: [{name: app, env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]}]}\n"), false,
+			`spec.containers[0].env[0]: Pod spec.containers[0].env[0] takes only one of value, valueFrom, but has value and valueFrom`, 17},
+		{"a probe with two handlers", templateOf("v1", "Pod", "        spec: {containers: [{name: app, readinessProbe: {exec: {command: [x]}, tcpSocket: {port: 80}}}]}\n"), false,
+			`spec.containers[0].readinessProbe: Pod spec.containers[0].readinessProbe takes only one of exec, httpGet, tcpSocket, grpc, but has exec and tcpSocket`, 17},
+		{"a template that may give null is not counted", templateOf("policy/v1", "PodDisruptionBudget", "        spec: {minAvailable: \"${parent.spec.size}\", maxUnavailable: 1}\n"), false, "", 0},
 		{"an unknown custom child is not checked", templateOf("example.com/v1", "Gadget", "        spec: {replica: 2}\n"), true, "", 0},
 	}
 	for _, tc := range tests {
