@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -288,5 +289,29 @@ func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
 	}
 	if h := contentHash(object("0123456789abcdef", nil)); h != "0123456789abcdef" {
 		t.Errorf("contentHash of a rendered child = %q, want its desired-hash annotation", h)
+	}
+}
+
+// A write the write fence refused (this replica may no longer write for the parent: its Lease
+// lapsed, or the parent's shard slot moved) is retried, and neither the parent's status nor an
+// event reports it: events carry no slot, so the fence would let a paused replica's event through
+// to a parent another replica now syncs.
+func TestAFencedWriteIsNotReported(t *testing.T) {
+	h := newHarness(t, copyPolicy)
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: big, namespace: ns, uid: p-1, resourceVersion: "1"}, data: {a: "x"}}`)
+	h.cacheParent(t, parent)
+	fenced := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 503, Reason: reasonWriteFenced, Message: "write fenced: POST not sent"}}
+	h.react("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, fenced })
+
+	err := h.c.sync(t.Context(), "ns/big")
+	var perm *permanentError
+	if err == nil || errors.As(err, &perm) {
+		t.Fatalf("sync: %v, want the fenced write, retried", err)
+	}
+	if w := strings.Join(h.writes(), ","); w != "create secrets" {
+		t.Errorf("writes %q, want only the fenced create (no status write)", w)
+	}
+	if n := len(h.recorder.Events); n != 0 {
+		t.Errorf("%d events recorded, want none: %s", n, <-h.recorder.Events)
 	}
 }

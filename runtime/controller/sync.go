@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -309,8 +310,13 @@ const (
 
 // fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
 // is new) and says whether to retry: render errors and invalid requests wait for an input to
-// change; API errors and conflicts are retried with backoff.
+// change; API errors and conflicts are retried with backoff. A write the write fence refused is
+// not reported: this replica may no longer write for the parent, an event included (events carry
+// no slot, so the fence would let one through), and the replica that holds it reports.
 func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured, err error) error {
+	if apierrors.ReasonForError(err) == reasonWriteFenced {
+		return err // this replica may no longer write for the parent: neither its status nor an event
+	}
 	var se *syncError
 	reason, retry := render.ReasonEvaluationError, false
 	switch {

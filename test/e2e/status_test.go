@@ -14,8 +14,8 @@ import (
 )
 
 // TestStatusWriteFailureIsReported: a status the API server rejects (a string where the CRD's
-// status schema wants an integer: the policy cannot know it at load) is a Warning event on the
-// parent, since its conditions cannot be written either.
+// status schema wants an integer, from a field whose type the policy cannot know at load) is a
+// Warning event on the parent, since its conditions cannot be written either.
 func TestStatusWriteFailureIsReported(t *testing.T) {
 	crd := strings.NewReplacer("cogs", "bolts", "Cog", "Bolt", "cog", "bolt",
 		"x-kubernetes-preserve-unknown-fields: true", "x-kubernetes-preserve-unknown-fields: true\n              properties:\n                size: {type: integer}").
@@ -23,7 +23,9 @@ func TestStatusWriteFailureIsReported(t *testing.T) {
 	applyCRD(t, crd, "bolts.e2e.metacel.dev")
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "bolts.e2e.metacel.dev") })
 	dir := t.TempDir()
-	policy := strings.NewReplacer("cogs", "bolts", "cog", "bolt").Replace(string(cogPolicy(t))) + "  status:\n    size: \"${'big'}\"\n"
+	// spec.word is no field of the CRD (its spec keeps unknown fields): its type is known only
+	// when a parent has it, so the policy loads (a string literal into size would not)
+	policy := strings.NewReplacer("cogs", "bolts", "cog", "bolt").Replace(string(cogPolicy(t))) + "  status:\n    size: \"${parent.spec.?word.orValue('big')}\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "bolt.yaml"), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
