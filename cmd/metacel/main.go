@@ -29,6 +29,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newRenderCommand(), newRBACCommand(), newValidateCommand(), newVersionCommand(), newTestCommand(), newCRDCommand(), newPlanCommand())
+	root.AddCommand(newRunCommand(), newRenderCommand(), newRBACCommand(), newValidateCommand(), newVersionCommand(), newTestCommand(), newCRDCommand(), newPlanCommand(), newTreeCommand())
 	return root
 }

@@ -23,9 +23,9 @@ func TestStatusWriteFailureIsReported(t *testing.T) {
 	applyCRD(t, crd, "bolts.e2e.metacel.dev")
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "bolts.e2e.metacel.dev") })
 	dir := t.TempDir()
-	// spec.word is no field of the CRD (its spec keeps unknown fields): its type is known only
-	// when a parent has it, so the policy loads (a string literal into size would not)
-	policy := strings.NewReplacer("cogs", "bolts", "cog", "bolt").Replace(string(cogPolicy(t))) + "  status:\n    size: \"${parent.spec.?word.orValue('big')}\"\n"
+	// a dyn value: its type is known only when it is computed, so the policy loads (a string
+	// literal into size would not)
+	policy := strings.NewReplacer("cogs", "bolts", "cog", "bolt").Replace(string(cogPolicy(t))) + "  status:\n    size: \"${parent.spec.size == 3 ? dyn('big') : dyn(0)}\"\n"
 	if err := os.WriteFile(filepath.Join(dir, "bolt.yaml"), []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}

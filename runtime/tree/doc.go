@@ -1,0 +1,12 @@
+// Package tree shows one parent of a policy as the cluster holds it, for `metacel tree`: the
+// policy and version that sync it, its Synced and Ready conditions, each child it should have
+// (there or missing, ready or the readyWhen that is not true yet, what the next sync would do to
+// it, the last error a write of it met) and each related object it reads; and, for a policy, its
+// parents with their conditions, the failing ones first. It only reads.
+//
+// Which children a parent should have, whether each is ready and what a sync would write are the
+// runtime's own decision (package preview, with the children and related objects read here), so
+// the tree cannot disagree with the runtime. The last errors are the parent's Warning events
+// about each child, which the runtime records (events.k8s.io: regarding the parent, related the
+// child).
+package tree

@@ -1,0 +1,91 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/plan"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
+)
+
+// FindPolicyOf finds the running policy (the policy namespace's labelled ConfigMaps, as the
+// runtime reads them) whose parent resource is kind: a resource (myapps), a kind (MyApp, myapp),
+// either with its group (myapps.demo.rtfm.co.ua). Several policies of one resource are told
+// apart by name, which the error lists.
+func FindPolicyOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) (*plan.Running, error) {
+	names, err := policiesOf(ctx, kube, namespace, kind, m)
+	if err != nil {
+		return nil, err
+	}
+	switch len(names) {
+	case 0:
+		return nil, fmt.Errorf("no policy in namespace %q has %q as its parent resource: give the parent's kind or resource (kubectl api-resources), or --policy-namespace", namespace, kind)
+	case 1:
+		return plan.FindRunning(ctx, kube, namespace, names[0], m)
+	}
+	return nil, fmt.Errorf("policies %s all have %q as their parent resource: name one with --policy", strings.Join(names, ", "), kind)
+}
+
+// FindPolicy finds the running policy named name.
+func FindPolicy(ctx context.Context, kube kubernetes.Interface, namespace, name string, m kinds.Mapper) (*plan.Running, error) {
+	r, err := plan.FindRunning(ctx, kube, namespace, name, m)
+	if err == nil && r == nil {
+		err = fmt.Errorf("no policy named %q in the labelled ConfigMaps of namespace %q", name, namespace)
+	}
+	return r, err
+}
+
+// policiesOf returns the names of the running policies whose parent resource is kind.
+func policiesOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) ([]string, error) {
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: source.PolicyLabel + "=true"})
+	if err != nil {
+		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %q: %w", namespace, err)
+	}
+	var names []string
+	for _, cm := range sortedByName(list.Items) {
+		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+			docs, _ := policy.Parse("configmap/"+cm.Namespace+"/"+cm.Name+"/"+key, []byte(cm.Data[key]))
+			for _, d := range docs {
+				if d.Policy != nil && isParentOf(kind, d.Policy, m) && !slices.Contains(names, d.Policy.Metadata.Name) {
+					names = append(names, d.Policy.Metadata.Name)
+				}
+			}
+		}
+	}
+	return names, nil
+}
+
+// isParentOf reports whether kind names the parent resource of p.
+func isParentOf(kind string, p *policy.CompositePolicy, m kinds.Mapper) bool {
+	gv, err := schema.ParseGroupVersion(p.Spec.ParentResource.APIVersion)
+	if err != nil {
+		return false
+	}
+	gvr := gv.WithResource(p.Spec.ParentResource.Resource)
+	words := []string{gvr.Resource, gvr.Resource + "." + gvr.Group}
+	if info, ok := m.ForResource(gvr); ok && info.Kind != "" {
+		words = append(words, strings.ToLower(info.Kind), strings.ToLower(info.Kind)+"."+gvr.Group)
+	}
+	if p.Spec.ParentSchema != nil && p.Spec.ParentSchema.Kind != "" {
+		words = append(words, strings.ToLower(p.Spec.ParentSchema.Kind), strings.ToLower(p.Spec.ParentSchema.Kind)+"."+gvr.Group)
+	}
+	return slices.Contains(words, strings.ToLower(kind))
+}
+
+func sortedByName(cms []corev1.ConfigMap) []corev1.ConfigMap {
+	slices.SortFunc(cms, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
+	return cms
+}

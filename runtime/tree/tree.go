@@ -1,0 +1,336 @@
+package tree
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
+	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/rollout"
+)
+
+// Input is the parent to show and how to read the cluster.
+type Input struct {
+	// Policy is the version of the policy that runs, and Source where it was loaded from.
+	Policy *policy.Compiled
+	Source string
+	// Parent is the parent as the API server holds it.
+	Parent *unstructured.Unstructured
+	// Client reads the children and related objects, Kube the parent's events.
+	Client dynamic.Interface
+	Kube   kubernetes.Interface
+	Mapper kinds.Mapper
+	// ReservedNamespace is the policy namespace, which never holds a child.
+	ReservedNamespace string
+}
+
+// Tree is one parent, its children and its related objects.
+type Tree struct {
+	Parent     Object      `json:"parent"`
+	Policy     string      `json:"policy"`
+	Version    string      `json:"version"`
+	Source     string      `json:"source,omitempty"`
+	Conditions []Condition `json:"conditions"`
+	// Ready is the parent's Ready condition: True.
+	Ready bool `json:"ready"`
+	// Error is why the policy cannot render the parent now, as a sync would report it.
+	Error    string    `json:"error,omitempty"`
+	Children []Child   `json:"children"`
+	Related  []Related `json:"related,omitempty"`
+}
+
+// Object names an object.
+type Object struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name"`
+	UID        string `json:"uid,omitempty"`
+}
+
+func (o Object) String() string {
+	if o.Namespace == "" {
+		return o.Kind + " " + o.Name
+	}
+	return o.Kind + " " + o.Namespace + "/" + o.Name
+}
+
+// Condition is one condition of the parent's status.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason,omitempty"`
+	Message string `json:"message,omitempty"`
+}
+
+// Child is one child the parent should have.
+type Child struct {
+	ID string `json:"id"`
+	Object
+	// Exists says the API server holds it; Deleting that it is being deleted.
+	Exists   bool `json:"exists"`
+	Deleting bool `json:"deleting,omitempty"`
+	Ready    bool `json:"ready"`
+	// NotReady says why it is not ready: missing, or the readyWhen that is not true yet.
+	NotReady string `json:"notReady,omitempty"`
+	// Next is what the next sync would do to it ("" when it is up to date), and why.
+	Next string `json:"next,omitempty"`
+	// LastError is the last Warning event about it on the parent: its reason and note.
+	LastError string `json:"lastError,omitempty"`
+}
+
+// Related is one object, or list, the parent reads.
+type Related struct {
+	ID string `json:"id"`
+	Object
+	Selector string `json:"selector,omitempty"`
+	// Found is how many objects the API server holds for it; Error why it could not be read.
+	Found int    `json:"found"`
+	Error string `json:"error,omitempty"`
+}
+
+// Build reads a parent's children, related objects and events, and syncs it offline as the
+// runtime would (package preview) to say what each child is.
+func Build(ctx context.Context, in Input) (*Tree, error) {
+	t := &Tree{
+		Parent: objectOf(in.Parent), Policy: in.Policy.Name(), Source: in.Source,
+		Version: policystatus.ShortVersion(rollout.Version(in.Policy)), Conditions: conditionsOf(in.Parent),
+	}
+	t.Ready = conditionIs(t.Conditions, render.ConditionReady, "True")
+	observed, err := readChildren(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	related, refs := readRelated(ctx, in)
+	t.Related = refs
+	res, err := preview.Run(ctx, preview.Input{Policy: in.Policy, Parent: in.Parent, Related: related, Observed: observed,
+		Mapper: in.Mapper, ReservedNamespace: in.ReservedNamespace, CheckRecord: true})
+	if err != nil {
+		t.Error = err.Error()
+	}
+	if res != nil && res.Output != nil {
+		t.Children = childrenOf(in.Policy, res)
+	}
+	addLastErrors(ctx, in, t.Children)
+	return t, nil
+}
+
+// readChildren lists the objects of each child resource that carry the parent's labels.
+func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
+	selector := render.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + render.LabelPolicy + "=" + in.Policy.Name()
+	var out []*unstructured.Unstructured
+	for gvr := range in.Policy.ChildResources {
+		list, err := listAll(ctx, in.Client.Resource(gvr), metav1.ListOptions{LabelSelector: selector})
+		if err != nil {
+			return nil, fmt.Errorf("list the %s of %s: %w", gvr.Resource, objectOf(in.Parent), err)
+		}
+		out = append(out, list...)
+	}
+	return out, nil
+}
+
+// readRelated reads the objects the parent's related entries name now; an entry that does not
+// resolve, or cannot be read, is shown with why.
+func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, []Related) {
+	if len(in.Policy.Related) == 0 {
+		return nil, nil
+	}
+	refs, err := render.Related(ctx, in.Policy, in.Parent, nil)
+	if err != nil {
+		return nil, []Related{{ID: "*", Error: err.Error()}}
+	}
+	var objs []*unstructured.Unstructured
+	var out []Related
+	for _, ref := range refs {
+		got, err := fetch(ctx, in.Client, ref)
+		r := Related{ID: ref.ID, Object: Object{APIVersion: ref.Resource.GroupVersion().String(), Kind: ref.Resource.Resource, Namespace: ref.Namespace, Name: ref.Name}, Found: len(got)}
+		if ref.Selector != nil {
+			r.Selector = ref.Selector.String()
+		}
+		if err != nil {
+			r.Error = err.Error()
+		}
+		out = append(out, r)
+		objs = append(objs, got...)
+	}
+	return objs, out
+}
+
+// fetch reads one related reference: the named object (none when it does not exist), or the
+// objects its selector selects.
+func fetch(ctx context.Context, client dynamic.Interface, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
+	res := client.Resource(ref.Resource).Namespace(ref.Namespace)
+	if ref.Selector != nil {
+		return listAll(ctx, res, metav1.ListOptions{LabelSelector: ref.Selector.String()})
+	}
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	obj, err := res.Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return []*unstructured.Unstructured{obj}, nil
+}
+
+func listAll(ctx context.Context, res dynamic.ResourceInterface, opts metav1.ListOptions) ([]*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	list, err := res.List(ctx, opts)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*unstructured.Unstructured, len(list.Items))
+	for i := range list.Items {
+		out[i] = &list.Items[i]
+	}
+	return out, nil
+}
+
+// childrenOf says what each desired child of an offline sync is.
+func childrenOf(c *policy.Compiled, res *preview.Result) []Child {
+	readyWhen := map[string]string{}
+	for _, ch := range c.Policy.Spec.Children {
+		readyWhen[ch.ID] = ch.ReadyWhen
+	}
+	var out []Child
+	for i := range res.Output.Children {
+		ch := &res.Output.Children[i]
+		child := Child{ID: ch.ID, Object: objectOf(ch.Object), Ready: ch.Ready}
+		if obs := render.FindSame(res.Observed.ByID[ch.ID], ch.Object); obs != nil {
+			child.Exists, child.Deleting = true, obs.GetDeletionTimestamp() != nil
+			child.UID = string(obs.GetUID())
+		}
+		child.NotReady = notReadyBecause(child, readyWhen[ch.ID], res.Output.ReadyWhenErrors)
+		child.Next = nextStep(res.Steps, ch)
+		out = append(out, child)
+	}
+	return out
+}
+
+// notReadyBecause says why a child is not ready ("" when it is).
+func notReadyBecause(child Child, readyWhen string, readyWhenErrors []string) string {
+	switch {
+	case child.Ready:
+		return ""
+	case !child.Exists:
+		return "missing"
+	case child.Deleting:
+		return "being deleted"
+	}
+	for _, e := range readyWhenErrors {
+		if strings.Contains(e, child.Kind+" "+namespaced(child.Object)) {
+			return e
+		}
+	}
+	if readyWhen != "" {
+		return fmt.Sprintf("readyWhen %q is not true yet", readyWhen)
+	}
+	return "not ready"
+}
+
+// nextStep says what the next sync would do to a desired child, and why; "" when nothing.
+func nextStep(steps []decide.Step, ch *render.Child) string {
+	for _, s := range steps {
+		if s.Child == nil || render.Identity(s.Child.Object) != render.Identity(ch.Object) {
+			continue
+		}
+		if s.Why != "" {
+			return string(s.Action) + ": " + s.Why
+		}
+		return string(s.Action)
+	}
+	return ""
+}
+
+// addLastErrors gives each child the last Warning event about it on the parent.
+func addLastErrors(ctx context.Context, in Input, children []Child) {
+	if in.Kube == nil || len(children) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	list, err := in.Kube.EventsV1().Events(in.Parent.GetNamespace()).List(ctx, metav1.ListOptions{
+		FieldSelector: "regarding.uid=" + string(in.Parent.GetUID()) + ",type=Warning"})
+	if err != nil {
+		return // events are a help; the conditions say the rest
+	}
+	events := list.Items
+	slices.SortFunc(events, func(a, b eventsv1.Event) int { return lastSeen(a).Compare(lastSeen(b)) }) // oldest first: the last one wins
+	for i := range children {
+		for _, e := range events {
+			if about(e, children[i]) {
+				children[i].LastError = e.Reason + ": " + e.Note
+			}
+		}
+	}
+}
+
+// about reports whether an event is about a child: it names the child as its related object, or,
+// for a failed sync (whose event relates to no object), its note names the child.
+func about(e eventsv1.Event, c Child) bool {
+	if e.Related != nil {
+		return e.Related.Kind == c.Kind && e.Related.Namespace == c.Namespace && e.Related.Name == c.Name
+	}
+	return strings.Contains(e.Note, c.Kind+" "+namespaced(c.Object)+":")
+}
+
+// lastSeen is when an event (or its series) was last seen.
+func lastSeen(e eventsv1.Event) time.Time {
+	switch {
+	case e.Series != nil:
+		return e.Series.LastObservedTime.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.DeprecatedLastTimestamp.Time
+}
+
+func objectOf(o *unstructured.Unstructured) Object {
+	return Object{APIVersion: o.GetAPIVersion(), Kind: o.GetKind(), Namespace: o.GetNamespace(), Name: o.GetName(), UID: string(o.GetUID())}
+}
+
+func namespaced(o Object) string {
+	if o.Namespace == "" {
+		return o.Name
+	}
+	return o.Namespace + "/" + o.Name
+}
+
+// conditionsOf reads the conditions of an object's status.
+func conditionsOf(o *unstructured.Unstructured) []Condition {
+	raw, _, _ := unstructured.NestedSlice(o.Object, "status", "conditions")
+	var out []Condition
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		out = append(out, Condition{Type: str("type"), Status: str("status"), Reason: str("reason"), Message: str("message")})
+	}
+	return out
+}
+
+func conditionIs(conds []Condition, typ, status string) bool {
+	for _, c := range conds {
+		if c.Type == typ {
+			return c.Status == status
+		}
+	}
+	return false
+}
