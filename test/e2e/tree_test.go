@@ -71,6 +71,18 @@ func TestTreeShowsEachChildsState(t *testing.T) {
 	fine := widget(ns, "fine")
 	fine.SetAnnotations(map[string]string{"e2e.metacel.dev/ok": "true"})
 	create(t, widgetsGVR, fine)
+	t.Cleanup(func() {
+		if t.Failed() { // what the runtime said of the policy, and the parents as they are
+			if got, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(t.Context(), "treed", metav1.GetOptions{}); err == nil {
+				t.Logf("policy ConfigMap: labels %v, annotations %v", got.Labels, got.Annotations)
+			}
+			for _, name := range []string{"broken", "fine"} {
+				if w, err := get(t, widgetsGVR, ns, name); err == nil {
+					t.Logf("widget %s: metadata %v, status %v", name, w.Object["metadata"], w.Object["status"])
+				}
+			}
+		}
+	})
 	waitFor(t, widgetsGVR, ns, "fine", wait, hasCondition("Ready", "True", "", ""))
 	waitFor(t, widgetsGVR, ns, "broken", wait, hasCondition("Synced", "False", "ApplyFailed", ""))
 
