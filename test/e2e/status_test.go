@@ -21,7 +21,7 @@ func TestStatusWriteFailureIsReported(t *testing.T) {
 		"x-kubernetes-preserve-unknown-fields: true", "x-kubernetes-preserve-unknown-fields: true\n              properties:\n                size: {type: integer}").
 		Replace(cogCRD())
 	applyCRD(t, crd, "bolts.e2e.metacel.dev")
-	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "bolts.e2e.metacel.dev") })
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "bolts.e2e.metacel.dev", "--wait") })
 	dir := t.TempDir()
 	// a dyn value: its type is known only when it is computed, so the policy loads (a string
 	// literal into size would not)

@@ -3,6 +3,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os/exec"
@@ -71,13 +72,13 @@ func TestTreeShowsEachChildsState(t *testing.T) {
 	fine := widget(ns, "fine")
 	fine.SetAnnotations(map[string]string{"e2e.metacel.dev/ok": "true"})
 	create(t, widgetsGVR, fine)
-	t.Cleanup(func() {
+	t.Cleanup(func() { // t.Context() is done by now
 		if t.Failed() { // what the runtime said of the policy, and the parents as they are
-			if got, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(t.Context(), "treed", metav1.GetOptions{}); err == nil {
+			if got, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(context.Background(), "treed", metav1.GetOptions{}); err == nil {
 				t.Logf("policy ConfigMap: labels %v, annotations %v", got.Labels, got.Annotations)
 			}
 			for _, name := range []string{"broken", "fine"} {
-				if w, err := get(t, widgetsGVR, ns, name); err == nil {
+				if w, err := cluster.dynamic.Resource(widgetsGVR).Namespace(ns).Get(context.Background(), name, metav1.GetOptions{}); err == nil {
 					t.Logf("widget %s: metadata %v, status %v", name, w.Object["metadata"], w.Object["status"])
 				}
 			}
