@@ -25,7 +25,7 @@ const treePolicy = `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata: {name: treed}
 spec:
-  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets, labelSelector: {matchLabels: {e2e.metacel.dev/test: tree}}}
   childResources:
     - {apiVersion: v1, resource: configmaps}
     - {apiVersion: v1, resource: pods}
@@ -67,9 +67,12 @@ func TestTreeShowsEachChildsState(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "treed", Namespace: policyNS, Labels: map[string]string{"metacel.dev/policy": "true"}},
 		Data: map[string]string{"policy.yaml": treePolicy}}
 	applyConfigMap(t, cm)
+	// only this test's Widgets: the cluster holds every earlier test's too
 	broken := widget(ns, "broken")
+	broken.SetLabels(map[string]string{"e2e.metacel.dev/test": "tree"})
 	create(t, widgetsGVR, broken)
 	fine := widget(ns, "fine")
+	fine.SetLabels(map[string]string{"e2e.metacel.dev/test": "tree"})
 	fine.SetAnnotations(map[string]string{"e2e.metacel.dev/ok": "true"})
 	create(t, widgetsGVR, fine)
 	t.Cleanup(func() { // t.Context() is done by now
