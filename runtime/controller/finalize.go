@@ -67,10 +67,10 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 		return nil
 	}
 	remaining := 0
-	reach := c.childReach(ctx, parent)
+	own := c.ownershipOf(ctx, parent)
 	for _, objs := range c.observedChildren(ctx, c.cachedChildren(parent.GetUID())) {
 		for _, obs := range objs {
-			if !c.cleansUp(ctx, reach, parent, obs) {
+			if !c.cleansUp(ctx, own, parent, obs) {
 				continue
 			}
 			remaining++
@@ -84,7 +84,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if remaining > 0 {
 		return nil
 	}
-	if left, err := c.unownedChildrenLive(ctx, parent, reach); err != nil || left > 0 {
+	if left, err := c.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
 	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
@@ -101,15 +101,15 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 // to write: an object elsewhere, or one metacel did not write for the parent, is no child of it;
 // cleaning it up would let anyone pin a parent (and its namespace) in Terminating with an object
 // of their own.
-func (c *Controller) cleansUp(ctx context.Context, reach *render.ChildReach, parent, obj *unstructured.Unstructured) bool {
+func (c *Controller) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
 	if render.HasOwnerReference(obj, parent) || !apply.AppliedBy(obj) {
 		return false
 	}
-	if why := reach.OutOfReach(obj); why != "" {
+	if why := own.reach.OutOfReach(obj); why != "" {
 		c.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
 		return false
 	}
-	if why := render.RecordOf(parent, true).NotRecordedReason(obj); why != "" {
+	if why := own.record.NotRecordedReason(obj); why != "" {
 		c.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
 		return false
 	}
@@ -132,18 +132,27 @@ func (c *Controller) ignoreForeign(ctx context.Context, parent, obj *unstructure
 		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
 }
 
-// childReach is the reach of a parent's children, judged as its render judges it
-// (render.ChildReach).
-func (c *Controller) childReach(ctx context.Context, parent *unstructured.Unstructured) *render.ChildReach {
-	return render.NewChildReach(ctx, c.policy, render.Input{
-		Parent: parent, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, ReservedNamespace: c.deps.ReservedNamespace,
-	})
+// ownership is what decides which of a parent's labelled objects its finalizer cleans up, read
+// once per finalize: the namespaces its children may be in, judged as its render judges them
+// (render.ChildReach), and its record of the children it wrote (render.ChildRecord).
+type ownership struct {
+	reach  *render.ChildReach
+	record render.ChildRecord
+}
+
+func (c *Controller) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
+	return ownership{
+		reach: render.NewChildReach(ctx, c.policy, render.Input{
+			Parent: parent, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, ReservedNamespace: c.deps.ReservedNamespace,
+		}),
+		record: render.RecordOf(parent, true),
+	}
 }
 
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, reach *render.ChildReach) (int, error) {
+func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
 	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + c.Name()
 	left := 0
 	for gvr := range c.policy.ChildResources {
@@ -153,7 +162,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 		}
 		for i := range items {
 			obj := &items[i]
-			if !c.cleansUp(ctx, reach, parent, obj) {
+			if !c.cleansUp(ctx, own, parent, obj) {
 				continue
 			}
 			left++

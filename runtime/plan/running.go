@@ -32,6 +32,27 @@ type Running struct {
 // as it cannot be running; the one holding the policy must compile, else the comparison would
 // be with nothing.
 func FindRunning(ctx context.Context, kube kubernetes.Interface, namespace, name string, m kinds.Mapper) (*Running, error) {
+	units, err := PolicyUnits(ctx, kube, namespace)
+	if err != nil {
+		return nil, err
+	}
+	for _, u := range units {
+		if !holds(u.Name, u.Data, name) {
+			continue
+		}
+		c, err := load(u.Name, u.Data, name, m)
+		if err != nil {
+			return nil, err
+		}
+		return &Running{Policy: c, Source: u.Name}, nil
+	}
+	return nil, nil
+}
+
+// PolicyUnits reads the data values of the ConfigMaps labelled metacel.dev/policy=true in the
+// policy namespace, in the order the runtime reads them (ConfigMaps by name, then keys), each
+// named configmap/<namespace>/<name>/<key> as the runtime names a policy unit.
+func PolicyUnits(ctx context.Context, kube kubernetes.Interface, namespace string) ([]source.Unit, error) {
 	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 	defer cancel()
 	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: source.PolicyLabel + "=true"})
@@ -40,20 +61,13 @@ func FindRunning(ctx context.Context, kube kubernetes.Interface, namespace, name
 	}
 	cms := list.Items
 	slices.SortFunc(cms, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
+	var out []source.Unit
 	for _, cm := range cms {
 		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-			unit := "configmap/" + cm.Namespace + "/" + cm.Name + "/" + key
-			if !holds(unit, []byte(cm.Data[key]), name) {
-				continue
-			}
-			c, err := load(unit, []byte(cm.Data[key]), name, m)
-			if err != nil {
-				return nil, err
-			}
-			return &Running{Policy: c, Source: unit}, nil
+			out = append(out, source.Unit{Name: "configmap/" + cm.Namespace + "/" + cm.Name + "/" + key, Data: []byte(cm.Data[key])})
 		}
 	}
-	return nil, nil
+	return out, nil
 }
 
 // holds reports whether data parses into documents of which one is the policy named name.

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -57,7 +58,7 @@ func readWorld(ctx context.Context, in Input) (*world, error) {
 		if in.Namespaces != nil {
 			namespaces.Client = in.Namespaces
 		}
-		if w.namespaces, err = list(ctx, namespaces, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
+		if w.namespaces, err = List(ctx, namespaces.Client, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
 			return nil, err
 		}
 	}
@@ -75,7 +76,7 @@ func listParents(ctx context.Context, in Input) ([]*unstructured.Unstructured, e
 			return nil, fmt.Errorf("policy %q: spec.parentResource.labelSelector: %w", c.Name(), err)
 		}
 	}
-	all, err := list(ctx, in, c.Parent.GVR, "", selector.String())
+	all, err := List(ctx, in.Client, c.Parent.GVR, "", selector.String())
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +118,7 @@ func childResources(in Input) []schema.GroupVersionResource {
 // UID of their parent. A resource the cluster no longer serves holds none.
 func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResource) error {
 	selector := labels.Set{render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: w.in.Candidate.Name()}.String()
-	objs, err := list(ctx, w.in, gvr, "", selector)
+	objs, err := List(ctx, w.in.Client, gvr, "", selector)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -139,11 +140,12 @@ func needsNamespaces(c *policy.Compiled) bool {
 	return c != nil && len(c.Confinement.ConsentLabels()) > 0
 }
 
-// list lists the objects of a resource in a namespace ("": all), page by page.
-func list(ctx context.Context, in Input, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
+// List lists the objects of a resource in a namespace ("": all) that selector selects, page by
+// page: what plan and `metacel tree` read of the cluster.
+func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return in.Client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
 	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {
 		u, ok := obj.(*unstructured.Unstructured)
@@ -200,7 +202,7 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	if ok {
 		return objs, nil
 	}
-	objs, err := w.fetch(ctx, ref)
+	objs, err := ReadRelated(ctx, w.in.Client, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -211,15 +213,15 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	return objs, nil
 }
 
-// fetch reads one related reference from the API server: the named object (none when it does
-// not exist), or the objects its selector selects.
-func (w *world) fetch(ctx context.Context, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
+// ReadRelated reads one related reference from the API server: the named object (none when it
+// does not exist), or the objects its selector selects.
+func ReadRelated(ctx context.Context, client dynamic.Interface, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
 	if ref.Selector != nil {
-		return list(ctx, w.in, ref.Resource, ref.Namespace, ref.Selector.String())
+		return List(ctx, client, ref.Resource, ref.Namespace, ref.Selector.String())
 	}
 	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 	defer cancel()
-	obj, err := w.in.Client.Resource(ref.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	obj, err := client.Resource(ref.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

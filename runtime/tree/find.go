@@ -3,20 +3,15 @@ package tree
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/source"
 )
 
 // FindPolicyOf finds the running policy (the policy namespace's labelled ConfigMaps, as the
@@ -48,20 +43,16 @@ func FindPolicy(ctx context.Context, kube kubernetes.Interface, namespace, name 
 
 // policiesOf returns the names of the running policies whose parent resource is kind.
 func policiesOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) ([]string, error) {
-	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
-	defer cancel()
-	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: source.PolicyLabel + "=true"})
+	units, err := plan.PolicyUnits(ctx, kube, namespace)
 	if err != nil {
-		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %q: %w", namespace, err)
+		return nil, err
 	}
 	var names []string
-	for _, cm := range sortedByName(list.Items) {
-		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-			docs, _ := policy.Parse("configmap/"+cm.Namespace+"/"+cm.Name+"/"+key, []byte(cm.Data[key]))
-			for _, d := range docs {
-				if d.Policy != nil && isParentOf(kind, d.Policy, m) && !slices.Contains(names, d.Policy.Metadata.Name) {
-					names = append(names, d.Policy.Metadata.Name)
-				}
+	for _, u := range units {
+		docs, _ := policy.Parse(u.Name, u.Data)
+		for _, d := range docs {
+			if d.Policy != nil && isParentOf(kind, d.Policy, m) && !slices.Contains(names, d.Policy.Metadata.Name) {
+				names = append(names, d.Policy.Metadata.Name)
 			}
 		}
 	}
@@ -83,9 +74,4 @@ func isParentOf(kind string, p *policy.CompositePolicy, m kinds.Mapper) bool {
 		words = append(words, strings.ToLower(p.Spec.ParentSchema.Kind), strings.ToLower(p.Spec.ParentSchema.Kind)+"."+gvr.Group)
 	}
 	return slices.Contains(words, strings.ToLower(kind))
-}
-
-func sortedByName(cms []corev1.ConfigMap) []corev1.ConfigMap {
-	slices.SortFunc(cms, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
-	return cms
 }

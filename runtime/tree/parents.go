@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -43,7 +44,7 @@ func ListParents(ctx context.Context, client dynamic.Interface, c *policy.Compil
 		}
 		selector = s.String()
 	}
-	list, err := listAll(ctx, client.Resource(c.Parent.GVR), metav1.ListOptions{LabelSelector: selector})
+	list, err := plan.List(ctx, client, c.Parent.GVR, "", selector)
 	if err != nil {
 		return nil, fmt.Errorf("list the %s of policy %q: %w", c.Parent.GVR.Resource, c.Name(), err)
 	}

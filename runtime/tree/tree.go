@@ -8,7 +8,6 @@ import (
 	"time"
 
 	eventsv1 "k8s.io/api/events/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -17,6 +16,7 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/preview"
@@ -135,7 +135,7 @@ func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, 
 	selector := render.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + render.LabelPolicy + "=" + in.Policy.Name()
 	var out []*unstructured.Unstructured
 	for gvr := range in.Policy.ChildResources {
-		list, err := listAll(ctx, in.Client.Resource(gvr), metav1.ListOptions{LabelSelector: selector})
+		list, err := plan.List(ctx, in.Client, gvr, "", selector)
 		if err != nil {
 			return nil, fmt.Errorf("list the %s of %s: %w", gvr.Resource, objectOf(in.Parent), err)
 		}
@@ -157,7 +157,7 @@ func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, [
 	var objs []*unstructured.Unstructured
 	var out []Related
 	for _, ref := range refs {
-		got, err := fetch(ctx, in.Client, ref)
+		got, err := plan.ReadRelated(ctx, in.Client, ref)
 		r := Related{ID: ref.ID, Object: Object{APIVersion: ref.Resource.GroupVersion().String(), Kind: ref.Resource.Resource, Namespace: ref.Namespace, Name: ref.Name}, Found: len(got)}
 		if ref.Selector != nil {
 			r.Selector = ref.Selector.String()
@@ -169,39 +169,6 @@ func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, [
 		objs = append(objs, got...)
 	}
 	return objs, out
-}
-
-// fetch reads one related reference: the named object (none when it does not exist), or the
-// objects its selector selects.
-func fetch(ctx context.Context, client dynamic.Interface, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
-	res := client.Resource(ref.Resource).Namespace(ref.Namespace)
-	if ref.Selector != nil {
-		return listAll(ctx, res, metav1.ListOptions{LabelSelector: ref.Selector.String()})
-	}
-	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
-	defer cancel()
-	obj, err := res.Get(ctx, ref.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return []*unstructured.Unstructured{obj}, nil
-}
-
-func listAll(ctx context.Context, res dynamic.ResourceInterface, opts metav1.ListOptions) ([]*unstructured.Unstructured, error) {
-	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
-	defer cancel()
-	list, err := res.List(ctx, opts)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]*unstructured.Unstructured, len(list.Items))
-	for i := range list.Items {
-		out[i] = &list.Items[i]
-	}
-	return out, nil
 }
 
 // childrenOf says what each desired child of an offline sync is.
