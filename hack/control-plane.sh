@@ -500,6 +500,7 @@ cmd_up() {
 		--initial-advertise-peer-urls="http://127.0.0.1:$etcd_peer_port" \
 		--initial-cluster="metacel=http://127.0.0.1:$etcd_peer_port" \
 		--unsafe-no-fsync \
+		--quota-backend-bytes=8589934592 \
 		--log-level=warn
 
 	local audit=()
