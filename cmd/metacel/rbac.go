@@ -28,7 +28,8 @@ policies act as (spec.serviceAccountName, in --namespace):
 - the ServiceAccount, its ClusterRole and their ClusterRoleBinding: parents get/list/watch/patch
   (the cleanup finalizer) and patch on their status; children get/list/watch/create/patch/delete;
   related objects get/list/watch; bind on the roles that binding children refer to, escalate for
-  role children;
+  role children; create/patch of the parent's CRD, by name, for a policy that installs it
+  (parentSchema.install);
 - a ClusterRole of what the runtime reads for those policies into its caches (get/list/watch of
   their parents, children and related objects; namespaces, for consent labels), labelled to be
   aggregated into the runtime's ClusterRole (deploy/rbac/clusterrole.yaml).

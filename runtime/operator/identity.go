@@ -47,10 +47,15 @@ type identities struct {
 // check refuses a policy that names no ServiceAccount, unless the runtime allows it, and one that
 // names the runtime's own: acting as it would be acting as the runtime.
 func (ids *identities) check(p *policy.Compiled) error {
-	if name := p.ServiceAccountName(); name != "" {
+	return ids.checkNamed(p.Name(), p.ServiceAccountName())
+}
+
+// checkNamed is check of the policy named policyName acting as the ServiceAccount named name.
+func (ids *identities) checkNamed(policyName, name string) error {
+	if name != "" {
 		if sa := (identity.ServiceAccount{Namespace: ids.namespace, Name: name}); sa.UserName() == ids.self() {
 			return fmt.Errorf("policy %q: spec.serviceAccountName: %q is the runtime's own ServiceAccount: a policy acting as it "+
-				"would have the runtime's permissions. Name a ServiceAccount of its own (metacel rbac prints its RBAC)", p.Name(), name)
+				"would have the runtime's permissions. Name a ServiceAccount of its own (metacel rbac prints its RBAC)", policyName, name)
 		}
 		return nil
 	}
@@ -61,7 +66,7 @@ func (ids *identities) check(p *policy.Compiled) error {
 		"whose permissions span every resource of every policy in every namespace. Name a ServiceAccount of namespace %q "+
 		"that may do what the policy does (metacel rbac prints its role and binding), or run the runtime with "+
 		"--allow-policies-without-service-account (whoever may write a policy is then cluster-admin-equivalent)",
-		p.Name(), ids.namespace)
+		policyName, ids.namespace)
 }
 
 // forPolicy is the identity p acts as.
@@ -75,6 +80,18 @@ func (ids *identities) forPolicy(p *policy.Compiled) (controller.Identity, error
 		return controller.Identity{}, err
 	}
 	return controller.Identity{Writer: w, ServiceAccount: sa, Reviewer: ids.reviewer}, nil
+}
+
+// writerNamed is the writer of the policy named policyName acting as the ServiceAccount named
+// name ("": the runtime, where allowed); an error when it may not act as it.
+func (ids *identities) writerNamed(policyName, name string) (*apply.Writer, error) {
+	if err := ids.checkNamed(policyName, name); err != nil {
+		return nil, err
+	}
+	if name == "" {
+		return ids.runtime, nil
+	}
+	return ids.writer(identity.ServiceAccount{Namespace: ids.namespace, Name: name})
 }
 
 // writer is the writer that impersonates sa, made on first use.

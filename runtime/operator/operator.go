@@ -202,6 +202,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids
+	set.installer = &crdInstaller{client: r.clients.dynamic, writer: ids.writerNamed}
 	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
@@ -232,7 +233,9 @@ func (r *reconciler) run(ctx context.Context) error {
 			set.crdsChanged(crds.take())
 		case <-statusTick.C:
 			set.publishStatus()
-			continue
+			if !set.retryInstalls() {
+				continue
+			}
 		}
 		if o.OnReload != nil {
 			o.OnReload(set.Running())

@@ -52,6 +52,9 @@ type policySet struct {
 	shards *shards
 	// identities, when not nil, refuse the policies that may not act as the runtime (identity.go)
 	identities *identities
+	// installer, when not nil, installs the parents' CRDs of the policies that ask for it
+	// (crdinstall.go)
+	installer *crdInstaller
 
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
@@ -87,6 +90,10 @@ type unitState struct {
 	// recordRejected says why a policy's rollout record was not used (rolloutrecord.go), shown
 	// in its status until a new version of the unit loads
 	recordRejected string
+	// installRetryAt is when to load the unit again after its CRD could not be installed
+	// (zero: not to), and installFailures how many attempts in a row failed (crdinstall.go)
+	installRetryAt  time.Time
+	installFailures int
 }
 
 // running is a policy whose controller runs.
@@ -261,6 +268,9 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 }
 
 func (s *policySet) load(st *unitState) {
+	if s.installParentCRDsOf(st) {
+		return
+	}
 	compiled, err := s.compile(st.unit)
 	st.failed, st.crds = err != nil, crdsNamed(st.unit)
 	if err != nil {
@@ -295,6 +305,32 @@ func (s *policySet) load(st *unitState) {
 		st.recordRejected = "" // a new version: its record is judged anew when it starts
 	}
 	st.good, st.goodHash = compiled, st.hash
+}
+
+// installParentCRDsOf installs the CRDs that the unit's policies install; it reports true when
+// the unit is not to compile now: a CRD could not be installed (the unit failed, and is loaded
+// again later), or the unit's new version waits for the CRD just written to be served as written
+// while its last good version keeps running. A unit whose running version's CRD was written
+// anew (it was deleted) compiles, and waits as any policy whose resources are not served.
+func (s *policySet) installParentCRDsOf(st *unitState) bool {
+	res := s.installParentCRDs(st)
+	if res.err != nil {
+		st.failed, st.crds = true, crdsNamed(st.unit)
+		st.installFailures++
+		st.installRetryAt = s.clock.Now().Add(installRetryAfter(st.installFailures))
+		s.reportFailure(st, res.err)
+		return true
+	}
+	st.installFailures, st.installRetryAt = 0, time.Time{}
+	if len(res.written) == 0 || st.good != nil && st.goodHash == st.hash {
+		return false
+	}
+	st.failed, st.waiting, st.crds = false, true, crdsNamed(st.unit)
+	msg := fmt.Sprintf("installed the CRD %s from parentSchema; the policy starts once the API server serves it", strings.Join(res.written, ", "))
+	s.report(st, "PolicyWaiting", msg, func(logger klog.Logger, msg string) {
+		logger.Info("Policy waits for the CRD it installed", "crds", res.written)
+	})
+	return true
 }
 
 // compile loads a unit's policies with what the cluster says of their resources.

@@ -127,6 +127,12 @@ type ParentSchema struct {
 	// Spec and Status declare the fields of the parent's spec and status.
 	Spec   Fields `json:"spec,omitempty"`
 	Status Fields `json:"status,omitempty"`
+	// Install has the runtime install the CRD and keep it what parentSchema declares: created when
+	// the policy loads, updated by server-side apply when parentSchema changes, unless a stored
+	// parent would not survive the change (annotate the policy
+	// metacel.dev/allow-breaking-schema-change: "true" to go ahead). A CRD the runtime did not
+	// install is never modified, and none is ever deleted.
+	Install bool `json:"install,omitempty"`
 }
 
 // Fields declares the fields of an object by name. Each value is a type name (string, integer,

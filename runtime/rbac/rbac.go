@@ -1,6 +1,7 @@
 package rbac
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,19 +35,20 @@ func ClusterRole(name string, policies []*policy.CompositePolicy, builtIn func(s
 	}
 	rules.add(schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, "create", "patch")
 	rules.add(schema.GroupResource{Group: "apiextensions.k8s.io", Resource: "customresourcedefinitions"}, "get", "list", "watch")
-	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
+	return clusterRole(name, slices.Concat(rules.rules(), escalationRules(policies), installRules(policies)))
 }
 
 // policyRole returns the ClusterRole of a ServiceAccount that policies act as: what those
 // policies do, and nothing more. Parents: get, list, watch, and patch (the cleanup finalizer);
 // their status: patch (server-side apply); children: get, list, watch, create, patch, delete;
-// related objects: get, list, watch; bind and escalate for the roles RBAC children refer to.
+// related objects: get, list, watch; bind and escalate for the roles RBAC children refer to;
+// create and patch of the CRDs they install, by name.
 func policyRole(name string, policies []*policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) *rbacv1.ClusterRole {
 	rules := ruleSet{}
 	for _, p := range policies {
 		rules.addPolicy(p, builtIn)
 	}
-	return clusterRole(name, append(rules.rules(), escalationRules(policies)...))
+	return clusterRole(name, slices.Concat(rules.rules(), escalationRules(policies), installRules(policies)))
 }
 
 // runtimeReads returns the ClusterRole of what the runtime reads for policies that act as their

@@ -1,0 +1,129 @@
+package crdinstall
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// The marks the runtime reads off a CRD and a policy.
+const (
+	// InstalledByLabel on a CRD names the policy that installed it: only such a CRD is modified.
+	InstalledByLabel = "metacel.dev/installed-by"
+	// SchemaHashAnnotation on a CRD is the hash of what the runtime applied last: a CRD whose hash
+	// is the declaration's is up to date, and not written again.
+	SchemaHashAnnotation = "metacel.dev/parent-schema-hash"
+	// AllowBreakingAnnotation "true" on a policy lets a change that stored parents would not
+	// survive reach the CRD.
+	AllowBreakingAnnotation = "metacel.dev/allow-breaking-schema-change"
+)
+
+// Action is what the runtime does with a policy's CRD.
+type Action string
+
+// The actions.
+const (
+	// Leave: the CRD is what the policy declares.
+	Leave Action = "Leave"
+	// Create: there is no CRD of that name.
+	Create Action = "Create"
+	// Update: the runtime installed the CRD from another declaration; stored parents are checked
+	// (Breaks) before it is applied.
+	Update Action = "Update"
+	// Refuse: the CRD is not the runtime's to write.
+	Refuse Action = "Refuse"
+)
+
+// Decision is what to do with a policy's CRD, and why when it is refused.
+type Decision struct {
+	Action Action
+	Why    string
+}
+
+// Desired returns crd as the runtime applies it for the named policy: labelled as installed by it,
+// and annotated with the hash of the whole.
+func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*unstructured.Unstructured, error) {
+	c := crd.DeepCopy()
+	if c.Labels == nil {
+		c.Labels = map[string]string{}
+	}
+	c.Labels[InstalledByLabel] = policy
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
+	if err != nil {
+		return nil, fmt.Errorf("convert the CRD %q: %w", crd.Name, err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
+	unstructured.RemoveNestedField(u.Object, "status")
+	hash, err := hashOf(u.Object)
+	if err != nil {
+		return nil, err
+	}
+	u.SetAnnotations(map[string]string{SchemaHashAnnotation: hash})
+	return u, nil
+}
+
+// hashOf is the hash of an object's JSON (encoding/json sorts map keys: the same object, the same
+// hash).
+func hashOf(obj map[string]any) (string, error) {
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return "", fmt.Errorf("hash the CRD: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8]), nil
+}
+
+// Decide says what to do with the CRD the policy declares (desired, from Desired) given the one of
+// that name in the cluster (existing, nil when there is none). running tells whether another
+// policy of that name runs: a CRD installed for a policy that runs is that policy's.
+func Decide(existing, desired *unstructured.Unstructured, running func(policy string) bool) Decision {
+	if existing == nil {
+		return Decision{Action: Create}
+	}
+	policy := desired.GetLabels()[InstalledByLabel]
+	installer, installed := existing.GetLabels()[InstalledByLabel]
+	switch {
+	case !installed:
+		return Decision{Action: Refuse, Why: foreign(existing, policy)}
+	case installer != policy && running(installer):
+		return Decision{Action: Refuse, Why: fmt.Sprintf("the CRD %q is installed by policy %q, which runs: "+
+			"one parent resource has one policy; remove parentSchema.install from one of them", existing.GetName(), installer)}
+	case existing.GetAnnotations()[SchemaHashAnnotation] == desired.GetAnnotations()[SchemaHashAnnotation]:
+		return Decision{Action: Leave}
+	}
+	return Decision{Action: Update}
+}
+
+// foreign says whose a CRD the runtime did not install is, from the field managers of its spec,
+// and how to hand it over.
+func foreign(crd *unstructured.Unstructured, policy string) string {
+	var owners []string
+	for _, m := range crd.GetManagedFields() {
+		if m.Subresource == "" && !slices.Contains(owners, m.Manager) {
+			owners = append(owners, m.Manager)
+		}
+	}
+	owner := "someone else"
+	if len(owners) > 0 {
+		owner = "field manager " + quoteAll(owners)
+	}
+	return fmt.Sprintf("the CRD %q was not installed by metacel (it is %s's) and is left as it is: "+
+		"remove parentSchema.install and keep the CRD up to date yourself (metacel crd prints it), "+
+		"or let metacel take it over: kubectl label crd %s %s=%s", crd.GetName(), owner, crd.GetName(), InstalledByLabel, policy)
+}
+
+func quoteAll(names []string) string {
+	q := make([]string, len(names))
+	for i, n := range names {
+		q[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(q, ", ")
+}

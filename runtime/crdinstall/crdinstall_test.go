@@ -1,0 +1,157 @@
+package crdinstall
+
+import (
+	"strings"
+	"testing"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+)
+
+func websiteCRD(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apiextensions.k8s.io/v1", Kind: "CustomResourceDefinition"},
+		ObjectMeta: metav1.ObjectMeta{Name: "websites.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Kind: "Website", Plural: "websites"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object",
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
+						"spec": {Type: "object", Properties: props, Required: required},
+					},
+				}},
+			}},
+		},
+	}
+}
+
+func desired(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, policy string) *unstructured.Unstructured {
+	t.Helper()
+	u, err := Desired(crd, policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func TestDecide(t *testing.T) {
+	v1 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}})
+	v2 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "replicas": {Type: "integer"}})
+	foreign := desired(t, v1, "website")
+	foreign.SetLabels(nil)
+	foreign.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl-client-side-apply"}, {Manager: "kube-apiserver", Subresource: "status"}})
+	none := func(string) bool { return false }
+	tests := []struct {
+		name     string
+		existing *unstructured.Unstructured
+		desired  *unstructured.Unstructured
+		running  func(string) bool
+		want     Action
+		why      []string
+	}{
+		{name: "no CRD: create it", desired: desired(t, v1, "website"), running: none, want: Create},
+		{name: "the CRD the declaration gives: leave it", existing: desired(t, v1, "website"), desired: desired(t, v1, "website"), running: none, want: Leave},
+		{name: "a new declaration: update", existing: desired(t, v1, "website"), desired: desired(t, v2, "website"), running: none, want: Update},
+		{name: "another owner's CRD: refuse, naming the owner and the hand-over", existing: foreign, desired: desired(t, v1, "website"), running: none, want: Refuse,
+			why: []string{`"kubectl-client-side-apply"`, "kubectl label crd websites.example.com metacel.dev/installed-by=website"}},
+		{name: "installed for another policy that runs: refuse", existing: desired(t, v1, "site"), desired: desired(t, v1, "website"),
+			running: func(p string) bool { return p == "site" }, want: Refuse, why: []string{`policy "site"`}},
+		{name: "installed for a policy that runs no more: take it over", existing: desired(t, v1, "site"), desired: desired(t, v1, "website"), running: none, want: Update},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Decide(tt.existing, tt.desired, tt.running)
+			if got.Action != tt.want {
+				t.Fatalf("Decide = %s (%s), want %s", got.Action, got.Why, tt.want)
+			}
+			for _, w := range tt.why {
+				if !strings.Contains(got.Why, w) {
+					t.Errorf("Why = %q, want it to hold %q", got.Why, w)
+				}
+			}
+		})
+	}
+}
+
+func TestDesiredIsStable(t *testing.T) {
+	a := desired(t, websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "b": {Type: "string"}}), "website")
+	b := desired(t, websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"b": {Type: "string"}, "html": {Type: "string"}}), "website")
+	if a.GetAnnotations()[SchemaHashAnnotation] != b.GetAnnotations()[SchemaHashAnnotation] {
+		t.Errorf("one declaration, two hashes: %v, %v", a.GetAnnotations(), b.GetAnnotations())
+	}
+	if a.GetLabels()[InstalledByLabel] != "website" {
+		t.Errorf("labels = %v, want %s=website", a.GetLabels(), InstalledByLabel)
+	}
+	if _, ok := a.Object["status"]; ok {
+		t.Errorf("the applied CRD holds a status: %v", a.Object["status"])
+	}
+}
+
+func TestBreaks(t *testing.T) {
+	parent := func(spec map[string]any) map[string]any {
+		return map[string]any{"apiVersion": "example.com/v1", "kind": "Website",
+			"metadata": map[string]any{"name": "hello", "namespace": "default"}, "spec": spec}
+	}
+	str := apiextensionsv1.JSONSchemaProps{Type: "string"}
+	tests := []struct {
+		name    string
+		props   map[string]apiextensionsv1.JSONSchemaProps
+		require []string
+		spec    map[string]any
+		want    []string // problems, by a part of each; none: it survives
+	}{
+		{name: "a new optional field breaks nothing", props: map[string]apiextensionsv1.JSONSchemaProps{"html": str, "image": str}, spec: map[string]any{"html": "x"}},
+		{name: "a removed field nobody uses breaks nothing", props: map[string]apiextensionsv1.JSONSchemaProps{"html": str}, spec: map[string]any{"html": "x"}},
+		{name: "a removed field a parent uses would be pruned", props: map[string]apiextensionsv1.JSONSchemaProps{"html": str},
+			spec: map[string]any{"html": "x", "title": "t"}, want: []string{"spec.title: would be removed"}},
+		{name: "a narrowed type", props: map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "integer"}},
+			spec: map[string]any{"html": "x"}, want: []string{"spec.html"}},
+		{name: "a new required field", props: map[string]apiextensionsv1.JSONSchemaProps{"html": str, "image": str}, require: []string{"image"},
+			spec: map[string]any{"html": "x"}, want: []string{"spec.image: Required value"}},
+		{name: "a tighter bound a parent breaks", props: map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string", MaxLength: ptr.To[int64](3)}},
+			spec: map[string]any{"html": "hello"}, want: []string{"spec.html"}},
+		{name: "a tighter bound no parent breaks", props: map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string", MaxLength: ptr.To[int64](10)}},
+			spec: map[string]any{"html": "hello"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := parent(tt.spec)
+			schema := websiteCRD(tt.props, tt.require...).Spec.Versions[0].Schema.OpenAPIV3Schema
+			breaks, total, err := Breaks(schema, []map[string]any{p}, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(tt.want) == 0 {
+				if total != 0 {
+					t.Fatalf("Breaks = %v, want none", breaks)
+				}
+				return
+			}
+			if total != 1 || breaks[0].Parent != "default/hello" {
+				t.Fatalf("Breaks = %v (%d), want default/hello", breaks, total)
+			}
+			all := strings.Join(breaks[0].Problems, "; ")
+			for _, w := range tt.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("problems %q, want one holding %q", all, w)
+				}
+			}
+			if _, ok := p["spec"].(map[string]any)["title"]; tt.spec["title"] != nil && !ok {
+				t.Error("Breaks modified the parent")
+			}
+		})
+	}
+}
+
+func TestBreakingMessageNamesParentsAndTheWayOut(t *testing.T) {
+	msg := BreakingMessage("websites.example.com", []Break{{Parent: "default/a", Problems: []string{".spec.title: would be removed"}}}, 3)
+	for _, want := range []string{"3 stored parent(s)", "default/a: .spec.title: would be removed", "and 2 more", AllowBreakingAnnotation, "keeps serving"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+}

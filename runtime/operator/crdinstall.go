@@ -1,0 +1,220 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
+	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+// crdInstaller installs the parents' CRDs of the policies that ask for it
+// (spec.parentSchema.install), as package crdinstall decides: it reads as the runtime and writes
+// as the policy.
+type crdInstaller struct {
+	// client reads the CRDs and the stored parents, as the runtime
+	client dynamic.Interface
+	// writer is the writer of a policy acting as its ServiceAccount, an error when it may not
+	writer func(policy, serviceAccount string) (*apply.Writer, error)
+}
+
+// maxNamedBreaks bounds the parents a refused change names.
+const maxNamedBreaks = 5
+
+// installRetry bounds the wait before a unit whose CRD could not be installed is loaded again:
+// the CRD, the parents or the ServiceAccount's permissions may have changed since.
+const (
+	installRetryFirst = 5 * time.Second
+	installRetryMax   = 5 * time.Minute
+)
+
+// installResult is what installing a unit's CRDs gave: the CRDs written now, which the unit's
+// policies wait for until the API server serves them as written; an error when one may not or
+// could not be written.
+type installResult struct {
+	written []string
+	err     error
+}
+
+// installParentCRDs makes the CRDs of the unit's installing policies what their parentSchema
+// declares. Documents that do not parse or validate are left to compile, which reports them.
+func (s *policySet) installParentCRDs(st *unitState) installResult {
+	if s.installer == nil || st.unit.Problem != "" {
+		return installResult{}
+	}
+	docs, err := policy.Parse(st.unit.Name, st.unit.Data)
+	if err != nil {
+		return installResult{}
+	}
+	var out installResult
+	var errs []error
+	for _, doc := range docs {
+		ps := doc.Policy.Spec.ParentSchema
+		if ps == nil || !ps.Install || policy.Validate(doc) != nil {
+			continue
+		}
+		crd, err := policy.ParentCRD(doc)
+		if err != nil {
+			continue
+		}
+		wrote, err := s.installParentCRD(doc, crd)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("policy %q: spec.parentSchema.install: %w", doc.Policy.Metadata.Name, err))
+		}
+		if wrote {
+			out.written = append(out.written, crd.Name)
+		}
+	}
+	out.err = errors.Join(errs...)
+	return out
+}
+
+// installParentCRD creates or updates one policy's CRD when crdinstall says so; it reports whether
+// it wrote it.
+func (s *policySet) installParentCRD(doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+	name := doc.Policy.Metadata.Name
+	desired, err := crdinstall.Desired(crd, name)
+	if err != nil {
+		return false, err
+	}
+	existing, err := s.observedCRD(crd.Name)
+	if err != nil {
+		return false, err
+	}
+	decision := crdinstall.Decide(existing, desired, func(other string) bool { return s.runs(other) })
+	switch decision.Action {
+	case crdinstall.Leave:
+		return false, nil
+	case crdinstall.Refuse:
+		return false, errors.New(decision.Why)
+	case crdinstall.Update:
+		if doc.Policy.Metadata.Annotations[crdinstall.AllowBreakingAnnotation] != "true" {
+			if err := s.checkStoredParents(existing, crd); err != nil {
+				return false, err
+			}
+		}
+	}
+	w, err := s.installer.writer(name, doc.Policy.Spec.ServiceAccountName)
+	if err != nil {
+		return false, err
+	}
+	if _, err := w.Apply(s.ctx, crdGVR, desired); err != nil {
+		return false, fmt.Errorf("%s the CRD %q: %w", strings.ToLower(string(decision.Action)), crd.Name, err)
+	}
+	klog.FromContext(s.ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
+	return true, nil
+}
+
+// observedCRD reads a CRD from the API server; nil when there is none.
+func (s *policySet) observedCRD(name string) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(s.ctx, apply.RequestTimeout)
+	defer cancel()
+	obj, err := s.installer.client.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("read the CRD %q: %w", name, err)
+	}
+	return obj, nil
+}
+
+// checkStoredParents refuses a new CRD that a stored parent would not survive, naming them.
+func (s *policySet) checkStoredParents(existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) error {
+	gvr, ok := servedVersion(existing, crd)
+	if !ok {
+		return nil // nothing is served: nothing is stored
+	}
+	parents, err := s.listParents(gvr)
+	if err != nil {
+		return fmt.Errorf("list the stored parents (%s) to check the change: %w", resourceName(gvr), err)
+	}
+	breaks, total, err := crdinstall.Breaks(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, parents, maxNamedBreaks)
+	if err != nil {
+		return err
+	}
+	if total > 0 {
+		return errors.New(crdinstall.BreakingMessage(crd.Name, breaks, total))
+	}
+	return nil
+}
+
+// servedVersion is the resource of the existing CRD's parents to read: the version the new CRD
+// declares when the existing one serves it, else the existing one's storage version.
+func servedVersion(existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) (schema.GroupVersionResource, bool) {
+	versions, _, _ := unstructured.NestedSlice(existing.Object, "spec", "versions")
+	want := crd.Spec.Versions[0].Name
+	found := ""
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		name, _ := m["name"].(string)
+		served, _ := m["served"].(bool)
+		storage, _ := m["storage"].(bool)
+		if served && (name == want || storage && found == "") {
+			found = name
+		}
+	}
+	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: found, Resource: crd.Spec.Names.Plural}, found != ""
+}
+
+// listParents lists a resource's objects in every namespace, a page at a time.
+func (s *policySet) listParents(gvr schema.GroupVersionResource) ([]map[string]any, error) {
+	var out []map[string]any
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return s.installer.client.Resource(gvr).List(ctx, opts)
+	})
+	err := p.EachListItem(s.ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			out = append(out, u.Object)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// runs reports whether a policy of that name runs.
+func (s *policySet) runs(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.running[name]
+	return ok
+}
+
+// installRetryAfter is the wait before the next attempt after n failed ones in a row.
+func installRetryAfter(n int) time.Duration {
+	d := installRetryFirst
+	for range n - 1 {
+		if d *= 2; d >= installRetryMax {
+			return installRetryMax
+		}
+	}
+	return d
+}
+
+// retryInstalls loads again the units whose CRDs could not be installed, once their wait is over;
+// it reports whether it did.
+func (s *policySet) retryInstalls() bool {
+	now := s.clock.Now()
+	due := func(st *unitState) bool { return !st.installRetryAt.IsZero() && !now.Before(st.installRetryAt) }
+	for _, st := range s.units {
+		if due(st) {
+			s.reconcile(due, nil)
+			return true
+		}
+	}
+	return false
+}

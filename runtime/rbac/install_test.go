@@ -1,0 +1,58 @@
+package rbac
+
+import (
+	"slices"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/policy"
+)
+
+func TestInstallingPoliciesMayWriteTheirCRDsOnly(t *testing.T) {
+	website := func(install bool, sa string) *policy.CompositePolicy {
+		p := &policy.CompositePolicy{Metadata: policy.ObjectMeta{Name: "website"}}
+		p.Spec.ServiceAccountName = sa
+		p.Spec.ParentResource = policy.ParentResource{APIVersion: "example.com/v1", Resource: "websites"}
+		p.Spec.ParentSchema = &policy.ParentSchema{Kind: "Website", Install: install}
+		return p
+	}
+	crdRules := func(r *rbacv1.ClusterRole) []rbacv1.PolicyRule {
+		var out []rbacv1.PolicyRule
+		for _, rule := range r.Rules {
+			if slices.Contains(rule.Resources, "customresourcedefinitions") && !slices.Contains(rule.Verbs, "watch") {
+				out = append(out, rule)
+			}
+		}
+		return out
+	}
+	builtIn := func(schema.GroupVersionResource) bool { return false }
+	tests := []struct {
+		name string
+		role func(p *policy.CompositePolicy) *rbacv1.ClusterRole
+		sa   string
+	}{
+		{name: "its ServiceAccount's role", sa: "website", role: func(p *policy.CompositePolicy) *rbacv1.ClusterRole {
+			return ManifestsFor(Deployment{Prefix: "metacel", Namespace: "metacel-system"}, []*policy.CompositePolicy{p}, builtIn).Accounts[0].Role
+		}},
+		{name: "the runtime's role, for a policy acting as it", role: func(p *policy.CompositePolicy) *rbacv1.ClusterRole {
+			return ManifestsFor(Deployment{Prefix: "metacel", Namespace: "metacel-system"}, []*policy.CompositePolicy{p}, builtIn).AsRuntime[0]
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := crdRules(tt.role(website(true, tt.sa)))
+			want := []rbacv1.PolicyRule{{APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+				Verbs: []string{"create", "patch"}, ResourceNames: []string{"websites.example.com"}}}
+			if !slices.EqualFunc(got, want, func(a, b rbacv1.PolicyRule) bool {
+				return slices.Equal(a.Verbs, b.Verbs) && slices.Equal(a.ResourceNames, b.ResourceNames) && slices.Equal(a.APIGroups, b.APIGroups)
+			}) {
+				t.Errorf("CRD write rules = %+v, want %+v", got, want)
+			}
+			if got := crdRules(tt.role(website(false, tt.sa))); len(got) != 0 {
+				t.Errorf("without install: CRD write rules %+v, want none", got)
+			}
+		})
+	}
+}
