@@ -10,6 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -22,7 +23,10 @@ func newCRDCommand() *cobra.Command {
 directories that declares spec.parentSchema, ready for kubectl apply: the group, version and plural
 of spec.parentResource, the declared kind, scope and names, one served and stored version with the
 status subresource, Synced and Ready printer columns, and a structural schema of the declared spec
-and status, the status holding what metacel writes (conditions, observedGeneration). Strings, lists
+and status, the status holding what metacel writes (conditions, observedGeneration). For a policy
+that installs its CRD (parentSchema.install), it is the CRD the runtime applies, labelled
+metacel.dev/installed-by and annotated with its hash: applied by hand, the runtime finds it up to
+date. Strings, lists
 and maps declared without maxLength, maxItems or maxProperties get 4096, 1000 and 1000, so that the
 cost of the CEL reading them is bounded. Errors read file:line: field.path: message; then nothing
 is printed and crd exits 1, as it does when no policy declares a parent schema.`,
@@ -86,7 +90,7 @@ func declaredCRDs(file string) ([]string, error) {
 			errs = append(errs, policy.Errors(err)...)
 			continue
 		}
-		text, err := crdYAML(crd)
+		text, err := crdYAML(crd, doc.Policy)
 		if err != nil {
 			return nil, fmt.Errorf("%s: policy %q: %w", file, doc.Policy.Metadata.Name, err)
 		}
@@ -96,8 +100,21 @@ func declaredCRDs(file string) ([]string, error) {
 }
 
 // crdYAML returns a CRD as YAML, without the fields only the API server sets (status,
-// metadata.creationTimestamp).
-func crdYAML(crd *apiextensionsv1.CustomResourceDefinition) (string, error) {
+// metadata.creationTimestamp). The CRD of a policy that installs it is the one the runtime
+// applies (crdinstall.Desired: labelled and annotated with its hash), so that applying it by hand
+// leaves the runtime nothing to write.
+func crdYAML(crd *apiextensionsv1.CustomResourceDefinition, p *policy.CompositePolicy) (string, error) {
+	if p.Spec.ParentSchema.Install {
+		u, err := crdinstall.Desired(crd, p.Metadata.Name)
+		if err != nil {
+			return "", err
+		}
+		out, err := yaml.Marshal(u.Object)
+		if err != nil {
+			return "", fmt.Errorf("encode the CRD: %w", err)
+		}
+		return string(out), nil
+	}
 	js, err := json.Marshal(crd)
 	if err != nil {
 		return "", fmt.Errorf("encode the CRD: %w", err)

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -203,13 +202,7 @@ func createGizmo(t *testing.T, gvr schema.GroupVersionResource, ns, name string,
 		"apiVersion": gvr.GroupVersion().String(), "kind": "Gizmo",
 		"metadata": map[string]any{"name": name, "namespace": ns}, "spec": spec,
 	}}
-	eventually(t, wait, "create gizmo "+name, func() error { // the API server may serve the new kind a moment after Established
-		_, err := cluster.dynamic.Resource(gvr).Namespace(ns).Create(t.Context(), obj, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		return err
-	})
+	createWhenServed(t, gvr, obj)
 }
 
 // established checks a CRD's Established condition.

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,47 +22,39 @@ import (
 	"metacel.dev/metacel/test/mdblocks"
 )
 
-// TestTheReadmeTutorialRunsOnACluster follows the README's four steps on the local cluster with
-// the README's own files: the CRD that `metacel crd` prints for its policy, the policy in a
-// labelled ConfigMap of the policy namespace, its Website. The Website gets its ConfigMap,
-// Deployment and Service, its status, Synced and then Ready (kwok runs nginx's Pod, so the
-// Deployment's readyWhen sees it available), with no failed sync on the way (no Warning event);
-// a new version of the policy reaches its children.
+// TestTheReadmeTutorialRunsOnACluster follows the README's two steps on the local cluster with
+// the README's own files: its website.yaml (a policy ConfigMap that installs the Website CRD)
+// applied in one kubectl apply with what `metacel rbac` prints for it, then its Website, with no
+// CRD applied by hand. The Website gets its ConfigMap, Deployment and Service, its status, Synced
+// and then Ready (kwok runs nginx's Pod, so the Deployment's readyWhen sees it available), with no
+// failed sync on the way (no Warning event); the file edited and applied again reaches the
+// children.
 func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	blocks, err := mdblocks.Parse(readFile(t, filepath.Join(repo, "README.md")))
 	if err != nil {
 		t.Fatalf("README: %v", err)
 	}
-	policyText := readmeBlock(t, blocks, "website.yaml")
+	policyNS := newNamespace(t, "policies")
+	// the README's policy namespace is the runtime's default; the test's runtime has its own
+	policyText := strings.Replace(readmeBlock(t, blocks, "website.yaml"), "namespace: metacel-system", "namespace: "+policyNS, 1)
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "website.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	crd, err := exec.CommandContext(t.Context(), buildMetacel(t), "crd", policyFile).Output()
-	if err != nil {
-		t.Fatalf("metacel crd: %v", err)
-	}
-	applyCRD(t, string(crd), "websites.example.com")
-	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "websites.example.com") })
+	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "websites.example.com", "--ignore-not-found") })
+	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
 
-	policyNS := newNamespace(t, "policies")
-	// step 3: the policy's ServiceAccount and its RBAC, as metacel rbac prints them
+	// step 2: one kubectl apply of the policy's RBAC, as metacel rbac prints it, and of the policy
 	rbacYAML, err := exec.CommandContext(t.Context(), buildMetacel(t), "rbac", "--namespace", policyNS, policyFile).Output()
 	if err != nil {
 		t.Fatalf("metacel rbac: %v", err)
 	}
 	rbacFile := writeTemp(t, "rbac.yaml", rbacYAML)
-	if out, err := kubectlCmd(t.Context(), "apply", "-f", rbacFile); err != nil {
-		t.Fatalf("kubectl apply metacel rbac's output: %v\n%s", err, out)
-	}
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "-f", rbacFile, "--wait=false") })
-	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
-	cm := &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "policy-website", Namespace: policyNS, Labels: map[string]string{"metacel.dev/policy": "true"}},
-		Data:       map[string]string{"website.yaml": policyText},
+	if out, err := kubectlCmd(t.Context(), "apply", "-f", rbacFile, "-f", policyFile); err != nil {
+		t.Fatalf("kubectl apply of metacel rbac's output and website.yaml: %v\n%s", err, out)
 	}
-	applyConfigMap(t, cm)
 	ns := newNamespace(t, "tutorial")
 	website := &unstructured.Unstructured{}
 	if err := yaml.Unmarshal([]byte(readmeBlock(t, blocks, "my-website.yaml")), &website.Object); err != nil {
@@ -69,7 +62,7 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	}
 	website.SetNamespace(ns)
 	websites := schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "websites"}
-	create(t, websites, website)
+	createWhenServed(t, websites, website)
 
 	waitFor(t, configMapsGVR, ns, "hello-content", wait, hasData("index.html", "<h1>Hello</h1>"))
 	waitFor(t, deploymentsGVR, ns, "hello", wait, nil)
@@ -86,13 +79,30 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	})
 	noWarnings(t, ns, "hello")
 
-	// step 4: a new version of the policy
-	applyConfigMap(t, withPolicy(cm, func(p string) string {
-		return strings.Replace(p, `index.html: "${parent.spec.html}"`, `index.html: "<!-- v2 -->${parent.spec.html}"`, 1)
-	}))
+	// edit website.yaml and apply it again: a new version of the policy
+	edited := strings.Replace(policyText, `index.html: "${parent.spec.html}"`, `index.html: "<!-- v2 -->${parent.spec.html}"`, 1)
+	if err := os.WriteFile(policyFile, []byte(edited), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := kubectlCmd(t.Context(), "apply", "-f", policyFile); err != nil {
+		t.Fatalf("kubectl apply -f website.yaml: %v\n%s", err, out)
+	}
 	waitFor(t, configMapsGVR, ns, "hello-content", wait, hasData("index.html", "<!-- v2 --><h1>Hello</h1>"))
 	waitFor(t, websites, ns, "hello", wait, hasCondition("Synced", "True", "Synced", "3 children applied"))
 	noWarnings(t, ns, "hello")
+}
+
+// createWhenServed creates obj, trying again while the API server does not serve its kind yet (a
+// CRD just installed is Established a moment before its objects can be created).
+func createWhenServed(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+	t.Helper()
+	eventually(t, wait, fmt.Sprintf("create %s %s", gvr.Resource, obj.GetName()), func() error {
+		_, err := cluster.dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	})
 }
 
 // readmeBlock returns the README's code block that the tutorial names name: "(`website.yaml`):"
