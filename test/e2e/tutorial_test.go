@@ -42,7 +42,9 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 	if err := os.WriteFile(policyFile, []byte(policyText), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "crd", "websites.example.com", "--ignore-not-found") })
+	t.Cleanup(func() {
+		_, _ = kubectlCmd(context.Background(), "delete", "crd", "websites.example.com", "--ignore-not-found")
+	})
 	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
 
 	// step 2: one kubectl apply of the policy's RBAC, as metacel rbac prints it, and of the policy
