@@ -216,8 +216,10 @@ properties:
 `)
 	env := mustEnv(t, Scope{Parent: typed, Related: map[string]bool{"peers": true}})
 	obj := map[string]any{
-		"metadata": map[string]any{"name": "app", "namespace": "team-a"},
-		"spec":     map[string]any{"image": "nginx", "namespace": "other"},
+		"metadata": map[string]any{"name": "app", "namespace": "team-a", "managedFields": []any{
+			map[string]any{"manager": "metacel", "operation": "Apply", "time": "2025-01-02T03:04:05Z"},
+		}},
+		"spec": map[string]any{"image": "nginx", "namespace": "other"},
 	}
 	act := NewActivation(map[string]any{"parent": obj, "related": map[string]any{"peers": []any{
 		map[string]any{"metadata": map[string]any{"name": "p1"}},
@@ -229,6 +231,7 @@ properties:
 		// metadata is bounded as the API server bounds it: a walk over an unbounded list that reads
 		// the parent's name is linear, not 1000 times a 3 MB string
 		{"a walk of a related list reading the parent's name", "related.peers.map(p, parent.metadata.name + '-' + p.metadata.name)", []any{"app-p1"}},
+		{"metadata is all of ObjectMeta, managedFields too", "parent.metadata.managedFields[0].manager + ' ' + parent.metadata.managedFields[0].time", "metacel 2025-01-02T03:04:05Z"},
 	}
 	evaluateCases(t, env, act, tests)
 }

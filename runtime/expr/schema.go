@@ -61,8 +61,8 @@ func loosen(s *apiextensionsv1.JSONSchemaProps) {
 	}
 }
 
-// objectMetaSchema is the part of ObjectMeta an expression may read, with the bounds the API
-// server enforces, so that the cost estimate knows a name is short.
+// objectMetaSchema is ObjectMeta, with the bounds the API server enforces, so that the cost
+// estimate knows a name is short.
 func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
 	str := func(maxLength int64) apiextensionsv1.JSONSchemaProps {
 		return apiextensionsv1.JSONSchemaProps{Type: "string", MaxLength: &maxLength}
@@ -76,6 +76,7 @@ func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
 		dnsLabel      = 63  // namespaces, label values
 		qualifiedName = 317 // prefix/name: finalizers, kinds
 		timestamp     = 64
+		fieldManager  = 128
 		annotations   = 256 * 1024 // all annotations of an object together
 	)
 	boolean := apiextensionsv1.JSONSchemaProps{Type: "boolean"}
@@ -95,6 +96,16 @@ func objectMetaSchema() apiextensionsv1.JSONSchemaProps {
 					"controller": boolean, "blockOwnerDeletion": boolean,
 				},
 			}}},
+			"managedFields": {Type: "array", Items: &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &apiextensionsv1.JSONSchemaProps{
+				Type: "object",
+				Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"manager": str(fieldManager), "operation": str(timestamp), "apiVersion": str(qualifiedName),
+					"time": str(timestamp), "fieldsType": str(timestamp), "subresource": str(qualifiedName),
+					"fieldsV1": {Type: "object", XPreserveUnknownFields: ptr(true)},
+				},
+			}}},
+			"deletionGracePeriodSeconds": {Type: "integer", Format: "int64"},
+			"selfLink":                   {Type: "string"},
 		},
 	}
 }
