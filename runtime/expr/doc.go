@@ -14,7 +14,16 @@
 // related, children, each, child). children, related and variables are declared as object types
 // with exactly the ids the policy declares, so a misspelt id fails to compile. When the parent's
 // OpenAPI schema is known, parent is typed from it; values are still plain maps at run time, which
-// is about four times faster than schema-typed values and type-checks the same.
+// is about four times faster than schema-typed values and type-checks the same. children.<id> and
+// child (a readyWhen's) are typed by the child's kind where the policy knows it (ChildID,
+// Scope.ChildType): an ObjectType, from a CRD's schema (NewObjectType) or from the schema
+// Kubernetes ships for a built-in kind (NewObjectTypeOf), read as the parent's is (metadata typed,
+// formats as strings; int-or-string, quantities and preserved unknown fields dyn); a forEach or
+// expression child's id is a list; a child of no known kind is dyn. An ObjectType walks the
+// hundreds of types nested in a kind once, and every environment declaring it shares them
+// (types.go: a Deployment typed in each of a policy's environments would be walked a dozen times).
+// Children's sizes in the cost estimate are the assumed maxima, as they were for dyn: a built-in
+// kind's schema bounds nothing.
 //
 // Cost is bounded twice, as in Kubernetes: at compile time an expression whose estimated cost
 // exceeds perExpressionCostLimit (1,000,000) is rejected; at run time a Budget caps what all
@@ -37,6 +46,6 @@
 // says what works.
 //
 // Compile errors name the column in the expression and, for a misspelt field of a declared type
-// (the parent's schema, children, related, variables) or variable, the name likely meant
-// (suggest.go).
+// (the parent's schema, a child's kind, children, related, variables) or variable, the name
+// likely meant (suggest.go).
 package expr

@@ -95,14 +95,24 @@ type Scope struct {
 	Variables []Var
 	// Related declares `related` with these ids (true: a list of objects); nil leaves it undeclared.
 	Related map[string]bool
-	// Children declares `children` with these ids (true: a list); nil leaves it undeclared.
-	Children map[string]bool
+	// Children declares `children` with these ids; nil leaves it undeclared.
+	Children map[string]ChildID
 	// Each declares `each`, the forEach item, with this type; nil leaves it undeclared.
 	Each *cel.Type
-	// Child declares `child`, the observed child in readyWhen.
+	// Child declares `child`, the observed child in readyWhen, typed ChildType.
 	Child bool
+	// ChildType is the type of `child`: the kind of the child whose readyWhen it is; nil: dyn.
+	ChildType *ObjectType
 	// Reads, when set, records what the expressions compiled in the environment may read.
 	Reads *Reads
+}
+
+// ChildID is a child id of `children`.
+type ChildID struct {
+	// Type is the type of the child's kind; nil: dyn (an expression child, a kind not known).
+	Type *ObjectType
+	// List is true for an id that holds a list of children (a forEach or expression child).
+	List bool
 }
 
 // Var is a declared variable and the type of its expression.
@@ -117,8 +127,8 @@ type Env struct {
 	// run is the same scope over the base its programs are planned in (bases).
 	run   *cel.Env
 	sizes *sizes
-	// types are the object types the scope declares (nil: none), for suggesting field names.
-	types *apiservercel.DeclTypeProvider
+	// types are the object types the scope declares, for suggesting field names.
+	types *typeProvider
 	reads *Reads
 }
 
@@ -129,64 +139,59 @@ func NewEnv(s Scope) (*Env, error) {
 		return nil, fmt.Errorf("build CEL base environment: %w", err)
 	}
 	var opts []cel.EnvOption
-	var declTypes []*apiservercel.DeclType
-	roots := map[string]*apiservercel.DeclType{}
+	var roots, flat []*apiservercel.DeclType
+	var kinds []*ObjectType
+	sizeRoots := map[string]*apiservercel.DeclType{}
 
 	parent := apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, -1)
 	if s.Parent != nil {
 		parent = s.Parent
-		declTypes = append(declTypes, parent)
+		roots = append(roots, parent)
 	}
-	roots["parent"] = parent
+	sizeRoots["parent"] = parent
 	opts = append(opts, cel.Variable("parent", parent.CelType()))
 
 	if s.Variables != nil {
 		t := objectType("metacel.variables", varFields(s.Variables))
-		declTypes = append(declTypes, t)
+		roots = append(roots, t)
 		opts = append(opts, cel.Variable("variables", t.CelType()))
 	}
 	if s.Related != nil {
 		t := objectType("metacel.related", idFields(s.Related))
-		declTypes = append(declTypes, t)
+		roots = append(roots, t)
 		opts = append(opts, cel.Variable("related", t.CelType()))
 	}
 	if s.Children != nil {
-		t := objectType("metacel.children", idFields(s.Children))
-		declTypes = append(declTypes, t)
+		t := objectType("metacel.children", childFields(s.Children))
+		flat = append(flat, t)
+		for _, id := range s.Children {
+			kinds = append(kinds, id.Type)
+		}
 		opts = append(opts, cel.Variable("children", t.CelType()))
 	}
 	if s.Each != nil {
 		opts = append(opts, cel.Variable("each", s.Each))
 	}
 	if s.Child {
-		opts = append(opts, cel.Variable("child", cel.DynType))
+		kinds = append(kinds, s.ChildType)
+		opts = append(opts, cel.Variable("child", s.ChildType.declType().CelType()))
 	}
-	env, provider, err := declare(b, declTypes, opts)
+	sets := scopeTypes(roots, flat, kinds)
+	env, provider, err := declare(b, sets, opts)
 	if err != nil {
 		return nil, err
 	}
-	run, _, err := declare(rb, declTypes, opts)
+	run, _, err := declare(rb, sets, opts)
 	if err != nil {
 		return nil, err
 	}
-	return &Env{cel: env, run: run, sizes: newSizes(roots), types: provider, reads: s.Reads}, nil
+	return &Env{cel: env, run: run, sizes: newSizes(sizeRoots), types: provider, reads: s.Reads}, nil
 }
 
 // declare extends a base with a scope's types and variables; it returns the types' provider too.
-func declare(b *cel.Env, declTypes []*apiservercel.DeclType, opts []cel.EnvOption) (*cel.Env, *apiservercel.DeclTypeProvider, error) {
-	var provider *apiservercel.DeclTypeProvider
-	if len(declTypes) > 0 {
-		provider = apiservercel.NewDeclTypeProvider(declTypes...)
-		// a field named by a CEL keyword (metadata.namespace) is declared escaped (__namespace__):
-		// let expressions write it plainly, as the plain maps metacel evaluates hold it
-		provider.SetRecognizeKeywordAsFieldName(true)
-		popts, err := provider.EnvOptions(b.CELTypeProvider())
-		if err != nil {
-			return nil, nil, fmt.Errorf("declare policy types: %w", err)
-		}
-		opts = append(popts, opts...)
-	}
-	env, err := b.Extend(opts...)
+func declare(b *cel.Env, sets []map[string]*apiservercel.DeclType, opts []cel.EnvOption) (*cel.Env, *typeProvider, error) {
+	provider := &typeProvider{Provider: b.CELTypeProvider(), sets: sets}
+	env, err := b.Extend(append([]cel.EnvOption{cel.CustomTypeProvider(provider)}, opts...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("declare policy variables: %w", err)
 	}
@@ -203,6 +208,18 @@ func idFields(ids map[string]bool) map[string]*apiservercel.DeclField {
 		t := apiservercel.DynType
 		if isList {
 			t = apiservercel.NewListType(apiservercel.DynType, -1)
+		}
+		fields[id] = apiservercel.NewDeclField(id, t, false, nil, nil)
+	}
+	return fields
+}
+
+func childFields(ids map[string]ChildID) map[string]*apiservercel.DeclField {
+	fields := make(map[string]*apiservercel.DeclField, len(ids))
+	for id, c := range ids {
+		t := c.Type.declType()
+		if c.List {
+			t = apiservercel.NewListType(t, -1)
 		}
 		fields[id] = apiservercel.NewDeclField(id, t, false, nil, nil)
 	}

@@ -118,7 +118,7 @@ properties:
 		{"unknown field against the schema", Scope{Parent: typed}, "parent.spec.imgae", WantAny, "undefined field 'imgae'"},
 		{"metadata is typed in full", Scope{Parent: typed}, "parent.metadata.nmae", WantAny, "undefined field 'nmae'"},
 		{"unknown variable", Scope{Variables: []Var{{Name: "a", Type: cel.IntType}}}, "variables.b", WantAny, "undefined field 'b'"},
-		{"undeclared child id", Scope{Children: map[string]bool{"pod": false}}, "children.pdo", WantAny, "undefined field 'pdo'"},
+		{"undeclared child id", Scope{Children: map[string]ChildID{"pod": {}}}, "children.pdo", WantAny, "undefined field 'pdo'"},
 		{"each outside forEach", Scope{}, "each.name", WantAny, "undeclared reference to 'each'"},
 		{"wrong result type", Scope{}, "'yes'", WantBool, "must return a bool, but returns string"},
 		{"cost over the limit", Scope{}, "parent.spec.items.all(x, parent.spec.items.all(y, parent.spec.items.all(z, x == y && y == z)))", WantAny, "over the limit of 1000000"},

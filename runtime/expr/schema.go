@@ -11,10 +11,16 @@ import (
 )
 
 // ParentType types `parent` from a custom resource's OpenAPI schema, so that a misspelt field is a
-// compile error. The schema is adjusted to how metacel evaluates: metadata is a full ObjectMeta;
-// string formats (date-time, duration, byte) stay strings, because values are plain JSON at run
-// time; an object that keeps unknown fields and declares none is a map of dyn.
+// compile error; see schemaType for how the schema is read.
 func ParentType(s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, error) {
+	return schemaType("metacel.parent", s)
+}
+
+// schemaType types the objects of an OpenAPI schema, named name. The schema is adjusted to how
+// metacel evaluates: metadata is a full ObjectMeta; string formats (date-time, duration, byte)
+// stay strings, because values are plain JSON at run time; an object that keeps unknown fields
+// and declares none is a map of dyn.
+func schemaType(name string, s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, error) {
 	root := s.DeepCopy()
 	if root.Properties == nil {
 		root.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
@@ -23,20 +29,28 @@ func ParentType(s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, err
 	root.Properties["kind"] = apiextensionsv1.JSONSchemaProps{Type: "string"}
 	root.Properties["metadata"] = objectMetaSchema()
 	loosen(root)
+	structural, err := structuralOf(root)
+	if err != nil {
+		return nil, err
+	}
+	t := model.SchemaDeclType(structural, false)
+	if t == nil {
+		return nil, fmt.Errorf("schema has no type CEL can use")
+	}
+	return t.MaybeAssignTypeName(name), nil
+}
 
+// structuralOf returns the structural form of an OpenAPI schema, which Kubernetes' CEL library reads.
+func structuralOf(s *apiextensionsv1.JSONSchemaProps) (*structuralschema.Structural, error) {
 	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(root, internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
 		return nil, fmt.Errorf("convert schema: %w", err)
 	}
 	structural, err := structuralschema.NewStructural(internal)
 	if err != nil {
 		return nil, fmt.Errorf("schema is not structural: %w", err)
 	}
-	t := model.SchemaDeclType(structural, false)
-	if t == nil {
-		return nil, fmt.Errorf("schema has no type CEL can use")
-	}
-	return t.MaybeAssignTypeName("metacel.parent"), nil
+	return structural, nil
 }
 
 // loosen rewrites a schema, in place, to the values metacel's CEL sees.

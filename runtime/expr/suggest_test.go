@@ -19,7 +19,7 @@ properties:
       namespace: {type: string}
       containers: {type: array, items: {type: object, properties: {name: {type: string}}}}
 `),
-		Children:  map[string]bool{"pod": false, "services": true},
+		Children:  map[string]ChildID{"pod": {}, "services": {List: true}},
 		Related:   map[string]bool{"source": false},
 		Variables: []Var{{Name: "podName"}},
 	})

@@ -81,7 +81,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	if r := c.spec.ResyncPeriodSeconds; r != nil {
 		out.ResyncPeriod = time.Duration(*r) * time.Second
 	}
-	if !c.scopes(out.Parent) {
+	if !c.scopes(out.Parent, out.ChildResources) {
 		return nil, c.errs
 	}
 	out.Related = c.related()
@@ -113,7 +113,13 @@ type compiler struct {
 	reads *expr.Reads
 
 	// environments of each place an expression may appear
-	parentEnv, validationEnv, mainEnv, readyEnv *expr.Env
+	parentEnv, validationEnv, mainEnv *expr.Env
+	// readyEnvs are the environments of readyWhen, by the type of child (nil: dyn), built as
+	// children need them from readyScope
+	readyEnvs  map[*expr.ObjectType]*expr.Env
+	readyScope expr.Scope
+	// kindTypes are the CEL types of the children's kinds, built once per load (kindType)
+	kindTypes map[schema.GroupVersionKind]*expr.ObjectType
 	// looseValidationEnv types an untyped parent's metadata (spec and status stay dyn), to find
 	// a validation that can return no bool
 	looseValidationEnv *expr.Env
@@ -181,7 +187,7 @@ func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourc
 }
 
 // scopes builds the environments; it reports false when the parent's schema cannot type CEL.
-func (c *compiler) scopes(parent kinds.Info) bool {
+func (c *compiler) scopes(parent kinds.Info, allowed map[schema.GroupVersionResource]ChildResourceInfo) bool {
 	base := expr.Scope{}
 	if parent.Schema != nil {
 		t, err := expr.ParentType(parent.Schema)
@@ -195,9 +201,9 @@ func (c *compiler) scopes(parent kinds.Info) bool {
 	for _, r := range c.spec.Related {
 		related[r.ID] = r.Selector != nil
 	}
-	children := map[string]bool{}
+	children := map[string]expr.ChildID{}
 	for _, ch := range c.spec.Children {
-		children[ch.ID] = ch.ForEach != "" || ch.Expression != ""
+		children[ch.ID] = c.childID(ch, allowed)
 	}
 	c.parentEnv = c.env(base)
 	base.Related = related
@@ -328,8 +334,24 @@ func (c *compiler) variables() []CompiledVariable {
 	scope.Variables = c.vars
 	c.mainEnv = c.env(scope)
 	scope.Child = true
-	c.readyEnv = c.env(scope)
+	c.readyScope = scope
 	return out
+}
+
+// readyEnv returns the environment of a readyWhen, with child of the type of its child's kind
+// (nil: dyn).
+func (c *compiler) readyEnv(child *expr.ObjectType) *expr.Env {
+	if env, ok := c.readyEnvs[child]; ok {
+		return env
+	}
+	scope := c.readyScope
+	scope.ChildType = child
+	env := c.env(scope)
+	if c.readyEnvs == nil {
+		c.readyEnvs = map[*expr.ObjectType]*expr.Env{}
+	}
+	c.readyEnvs[child] = env
+	return env
 }
 
 func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionResource]ChildResourceInfo) []CompiledChild {
@@ -342,7 +364,9 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 		}
 		cc.IncludeWhen = c.program(c.mainEnv, ch.IncludeWhen, path+".includeWhen", expr.WantBool)
 		cc.ForEach = c.program(c.mainEnv, ch.ForEach, path+".forEach", expr.WantList)
-		cc.ReadyWhen = c.program(c.readyEnv, ch.ReadyWhen, path+".readyWhen", expr.WantBool)
+		if ch.ReadyWhen != "" {
+			cc.ReadyWhen = c.program(c.readyEnv(c.scope.Children[ch.ID].Type), ch.ReadyWhen, path+".readyWhen", expr.WantBool)
+		}
 		env := c.mainEnv
 		if ch.ForEach != "" {
 			env = c.eachEnv(cc.ForEach)

@@ -20,7 +20,13 @@
 //     allow. The parent's scope is the one its CRD gives or, where none is known, the one
 //     parentSchema declares; a scope the mapper only guesses decides nothing, and expression
 //     children are left to run time. The status is checked against the parent's status schema as
-//     a template child is against its kind's. A validation that can return no bool is an error even
+//     a template child is against its kind's. children.<id> and a readyWhen's child are typed by the
+//     child's kind where it is known (childtypes.go): a template child of an allowed resource the
+//     mapper knows, typed from its CRD's schema or from the one Kubernetes ships for a built-in
+//     kind, built once per load (a built-in kind's once per process); a forEach child's id is a
+//     list of them; an expression child, a ${} kind and an unknown resource are dyn. So a misspelt
+//     field of a child (child.?status.?availableReplica) is a load error naming the field meant,
+//     not a default for ever. A validation that can return no bool is an error even
 //     with an untyped parent (its metadata is typed), and a binding used where it does not exist
 //     (variables in a validation) says so. Errors come in file order.
 //     Every template child of a known kind is checked against the schema of its kind (kinds.SchemaOf:
