@@ -181,3 +181,58 @@ spec:
 		})
 	}
 }
+
+// typoPolicy is a policy whose parent is myapps (crds/myapp.yaml) with a Deployment and a Service
+// child, whose Deployment's readyWhen (line 20) and status (line 28) read a misspelt field each.
+const typoPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: typo}
+spec:
+  parentResource: {apiVersion: demo.rtfm.co.ua/v1, resource: myapps}
+  childResources:
+    - {apiVersion: apps/v1, resource: deployments}
+    - {apiVersion: v1, resource: services}
+  children:
+    - id: web
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata: {labels: {app: web}}
+            spec: {containers: [{name: web, image: "${parent.spec.image}"}]}
+      readyWhen: "child.?status.?availableReplica.orValue(0) > 0"
+    - id: svc
+      template:
+        apiVersion: v1
+        kind: Service
+        metadata: {name: "${parent.metadata.name}"}
+        spec: {selector: {app: web}, ports: [{port: 80}]}
+  status:
+    phase: "${children.?svc.?spec.?clusterIp.orValue('') != '' ? 'Running' : 'Pending'}"
+`
+
+// TestValidateNamesAMisspeltFieldOfAChild: children.<id> and a readyWhen's child are typed by
+// their kind, so that a misspelt field fails validate at its line, with the field meant.
+func TestValidateNamesAMisspeltFieldOfAChild(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "typo.yaml")
+	if err := os.WriteFile(file, []byte(typoPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runCLI(t, "validate", file, "--crd", filepath.Join(repo, "crds", "myapp.yaml"))
+	if err == nil {
+		t.Fatalf("validate passed a policy with misspelt fields of its children:\n%s", errOut)
+	}
+	for _, want := range []string{
+		file + `:20: spec.children[0].readyWhen: compile "child.?status.?availableReplica.orValue(0) > 0": ` +
+			`undefined field 'availableReplica' (did you mean "availableReplicas"?) (column 14 of the expression)`,
+		file + `:28: spec.status.phase: compile "children.?svc.?spec.?clusterIp.orValue('') != '' ? 'Running' : 'Pending'": ` +
+			`undefined field 'clusterIp' (did you mean "clusterIP"?) (column 20 of the expression)`,
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("validate said:\n%s\nwant it to say:\n%s", errOut, want)
+		}
+	}
+}
