@@ -282,7 +282,7 @@ func (s *policySet) load(st *unitState) {
 	for _, p := range compiled {
 		if missing := missingResources(p); len(missing) > 0 {
 			st.waiting = true
-			waits = append(waits, fmt.Sprintf("policy %q waits for resources the cluster does not serve yet (install their CRDs): %s", p.Name(), strings.Join(missing, ", ")))
+			waits = append(waits, fmt.Sprintf("policy %q waits for resources the cluster does not serve yet (%s): %s", p.Name(), howToServe(p), strings.Join(missing, ", ")))
 		}
 	}
 	if st.waiting {
@@ -390,6 +390,15 @@ func anyMissing(ps []*policy.Compiled) bool {
 		}
 	}
 	return false
+}
+
+// howToServe says what makes the cluster serve a waiting policy's resources: their CRDs, which a
+// policy that installs its parent's has just done (crdinstall.go).
+func howToServe(p *policy.Compiled) string {
+	if ps := p.Policy.Spec.ParentSchema; ps != nil && ps.Install {
+		return "the parent's CRD is installed from parentSchema and served shortly; install the others' CRDs"
+	}
+	return "install their CRDs"
 }
 
 // missingResources lists the resources of a policy that the cluster does not serve.
