@@ -25,6 +25,11 @@ const cogCRDName = "cogs.e2e.metacel.dev"
 // crdYAML is a CRD of the group e2e.metacel.dev, version v1, with the status subresource and
 // an open status; specProps are the properties of its spec, one YAML line each.
 func crdYAML(plural, kind, scope string, specProps ...string) string {
+	return crdYAMLIn("e2e.metacel.dev", plural, kind, scope, specProps...)
+}
+
+// crdYAMLIn is crdYAML in another group.
+func crdYAMLIn(group, plural, kind, scope string, specProps ...string) string {
 	singular := strings.ToLower(kind)
 	var props strings.Builder
 	for _, p := range specProps {
@@ -33,9 +38,9 @@ func crdYAML(plural, kind, scope string, specProps ...string) string {
 	return `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
 metadata:
-  name: ` + plural + `.e2e.metacel.dev
+  name: ` + plural + `.` + group + `
 spec:
-  group: e2e.metacel.dev
+  group: ` + group + `
   scope: ` + scope + `
   names: {kind: ` + kind + `, listKind: ` + kind + `List, plural: ` + plural + `, singular: ` + singular + `}
   versions:

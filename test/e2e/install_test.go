@@ -141,7 +141,7 @@ func TestOnePolicyApplyIsOneOperator(t *testing.T) {
 		other := rand.String(8) + ".install.e2e.metacel.dev"
 		otherCRD := "gizmos." + other
 		t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(t.Context(), otherCRD, metav1.DeleteOptions{}) })
-		byHand := readYAMLObject(t, crdYAMLOf(other))
+		byHand := readYAMLObject(t, crdYAMLIn(other, "gizmos", "Gizmo", "Namespaced", "color: {type: string}"))
 		made, err := cluster.dynamic.Resource(crdsGVR).Create(t.Context(), byHand, metav1.CreateOptions{FieldManager: "kubectl-create"})
 		if err != nil {
 			t.Fatal(err)
@@ -261,27 +261,4 @@ func readYAMLObject(t *testing.T, text string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return obj
-}
-
-// crdYAMLOf is a CRD of Gizmos in group, as someone other than metacel writes it.
-func crdYAMLOf(group string) string {
-	return `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata: {name: gizmos.` + group + `}
-spec:
-  group: ` + group + `
-  scope: Namespaced
-  names: {kind: Gizmo, listKind: GizmoList, plural: gizmos, singular: gizmo}
-  versions:
-    - name: v1
-      served: true
-      storage: true
-      subresources: {status: {}}
-      schema:
-        openAPIV3Schema:
-          type: object
-          properties:
-            spec: {type: object, x-kubernetes-preserve-unknown-fields: true}
-            status: {type: object, x-kubernetes-preserve-unknown-fields: true}
-`
 }
