@@ -227,6 +227,9 @@ type bench struct {
 	policies map[string]string
 	samples  map[string]*unstructured.Unstructured
 	version  string // the API server's
+	// built names what metacel was built from, read when it was built (the work tree may move on
+	// during a long run): "" when it was given (-metacel) or built from -metacel-rev
+	built string
 }
 
 func run(ctx context.Context, o options) error {
@@ -871,6 +874,9 @@ func (b *bench) buildMain(ctx context.Context) error {
 				return err
 			}
 			logf("in git archive %s:", b.o.metacelRev)
+		}
+		if i == 0 && b.o.metacelRev == "" {
+			b.built = gitDescribe(b.repo, "HEAD") + ", the work tree as it was when built (`git describe --dirty`: " + gitDescribe(b.repo, "--dirty") + ")"
 		}
 		logf("go %s", strings.Join(bd.args, " "))
 		cmd := exec.CommandContext(ctx, "go", bd.args...)

@@ -126,7 +126,10 @@ func (b *bench) header(title, metacelDefaults string, runs bool) string {
 	fmt.Fprintf(&h, "- machine: %d CPUs (%s), %s memory, load average at start %s\n", runtime.NumCPU(), cpuModel(), memTotal(), loadAvg())
 	fmt.Fprintf(&h, "- %s, kube-apiserver %s and etcd from hack/control-plane.sh (METACEL_COMPONENTS=\"etcd kube-apiserver\"; configuration %s: \"etcd kube-apiserver kube-scheduler kwok\", kwok's node %s)\n",
 		goVersion(), orDefault(b.version, "?"), nodesConfig, strings.Join(benchNodes, ", "))
-	built := gitDescribe(b.repo, "HEAD") + ", the work tree as it was (`git describe --dirty`: " + gitDescribe(b.repo, "--dirty") + ")"
+	built := b.built
+	if built == "" {
+		built = gitDescribe(b.repo, "HEAD") + " (the binary given with -metacel, or built before this report's start)"
+	}
 	if b.o.metacelRev != "" {
 		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
 	}
