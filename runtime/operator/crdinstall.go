@@ -1,7 +1,6 @@
 package operator
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,16 +8,14 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/pager"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -26,7 +23,7 @@ import (
 // (spec.parentSchema.install), as package crdinstall decides: it reads as the runtime and writes
 // as the policy.
 type crdInstaller struct {
-	// client reads the CRDs and the stored parents, as the runtime
+	// client lists the stored parents, as the runtime (the CRD is read with the runtime's writer)
 	client dynamic.Interface
 	// writer is the writer of a policy acting as its ServiceAccount, an error when it may not
 	writer func(policy, serviceAccount string) (*apply.Writer, error)
@@ -121,9 +118,7 @@ func (s *policySet) installParentCRD(doc *policy.Document, crd *apiextensionsv1.
 
 // observedCRD reads a CRD from the API server; nil when there is none.
 func (s *policySet) observedCRD(name string) (*unstructured.Unstructured, error) {
-	ctx, cancel := context.WithTimeout(s.ctx, apply.RequestTimeout)
-	defer cancel()
-	obj, err := s.installer.client.Resource(crdGVR).Get(ctx, name, metav1.GetOptions{})
+	obj, err := s.deps.Writer.Get(s.ctx, crdGVR, "", name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -171,18 +166,13 @@ func servedVersion(existing *unstructured.Unstructured, crd *apiextensionsv1.Cus
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: found, Resource: crd.Spec.Names.Plural}, found != ""
 }
 
-// listParents lists a resource's objects in every namespace, a page at a time.
+// listParents lists a resource's objects in every namespace, a page at a time (plan.List).
 func (s *policySet) listParents(gvr schema.GroupVersionResource) ([]map[string]any, error) {
-	var out []map[string]any
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return s.installer.client.Resource(gvr).List(ctx, opts)
-	})
-	err := p.EachListItem(s.ctx, metav1.ListOptions{}, func(obj runtime.Object) error {
-		if u, ok := obj.(*unstructured.Unstructured); ok {
-			out = append(out, u.Object)
-		}
-		return nil
-	})
+	items, err := plan.List(s.ctx, s.installer.client, gvr, "", "")
+	out := make([]map[string]any, len(items))
+	for i, u := range items {
+		out[i] = u.Object
+	}
 	return out, err
 }
 
