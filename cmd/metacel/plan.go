@@ -175,8 +175,12 @@ func printPlan(w io.Writer, file string, p *plan.Plan) {
 		printParent(w, parent)
 	}
 	t := p.Totals
-	fmt.Fprintf(w, "\n%s, %d changed: %d created, %d updated, %d recreated, %d deleted, %d released, %d failing\n",
-		plural(t.Parents, "parent", "parents"), t.Changed, t.Created, t.Updated, t.Recreated, t.Deleted, t.Released, t.Failing)
+	bookkeeping := ""
+	if t.Bookkeeping > 0 {
+		bookkeeping = fmt.Sprintf(", %d bookkeeping patched", t.Bookkeeping)
+	}
+	fmt.Fprintf(w, "\n%s, %d changed: %d created, %d updated%s, %d recreated, %d deleted, %d released, %d failing\n",
+		plural(t.Parents, "parent", "parents"), t.Changed, t.Created, t.Updated, bookkeeping, t.Recreated, t.Deleted, t.Released, t.Failing)
 }
 
 func printParent(w io.Writer, p plan.Parent) {

@@ -347,3 +347,54 @@ func TestRenderListsTheChangesToObservedChildren(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderPatchesBookkeepingNeverRecreates feeds render the children as earlier runtimes
+// rendered them (testdata/inputs/children-before-*: a runtime before the shard-slot label, one
+// before the content hash), for each update strategy: what differs is metacel's own bookkeeping,
+// so the child's metadata is patched, never the child recreated or written whole; a change of
+// what the policy computes still is one.
+func TestRenderPatchesBookkeepingNeverRecreates(t *testing.T) {
+	tests := []struct {
+		name, seed, observed string
+		edit                 func(string) string // of the parent
+		want, notWant        string              // on stderr
+	}{
+		{"a Recreate child from before the shard-slot label", "myapp", "children-before-shard-slot-myapp.yaml", nil,
+			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+		{"a Recreate child from before the content hash", "myapp", "children-before-content-hash-myapp.yaml", nil,
+			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+		{"an OnDelete child from before the shard-slot label", "whalesay", "children-before-shard-slot-whalesay.yaml", nil,
+			"update-bookkeeping batch/v1 Job default/example-whalesay-job: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+		{"an InPlace child from before the shard-slot label", "memcached", "children-before-shard-slot-memcached.yaml", nil,
+			"update-bookkeeping apps/v1 Deployment default/memcached-sample: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+		{"a Recreate child from before the content hash whose spec the policy changes is recreated", "myapp", "children-before-content-hash-myapp.yaml",
+			func(p string) string { return strings.Replace(p, "image: nginx:latest", "image: nginx:1.27", 1) },
+			"recreate v1 Pod default/example-app-pod: its resource's updateStrategy is Recreate and the policy wants it changed", "  update-bookkeeping "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := seed(tc.seed, "--observed", input(tc.observed))
+			if tc.edit != nil {
+				data, err := os.ReadFile(filepath.Join(repo, "samples", tc.seed+".yaml"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				parent := filepath.Join(t.TempDir(), "parent.yaml")
+				if err := os.WriteFile(parent, []byte(tc.edit(string(data))), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				args = append(args, "--parent", parent)
+			}
+			_, errOut, err := runCLI(t, args...)
+			if err != nil {
+				t.Fatalf("render: %v\n%s", err, errOut)
+			}
+			if !strings.Contains(errOut, tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, errOut)
+			}
+			if strings.Contains(errOut, tc.notWant) {
+				t.Errorf("stderr has %q:\n%s", tc.notWant, errOut)
+			}
+		})
+	}
+}

@@ -44,6 +44,7 @@ type runOptions struct {
 	// allowRuntimeIdentity lets policies without a ServiceAccount act as the runtime
 	allowRuntimeIdentity bool
 	maxCachedObjectBytes int
+	bookkeepingPerSecond float64
 }
 
 func newRunCommand() *cobra.Command {
@@ -73,6 +74,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.StringVar(&o.metricsAddr, "metrics-bind-address", ":8080", `address of /metrics ("0" to disable)`)
 	f.StringVar(&o.healthAddr, "health-probe-bind-address", ":8081", `address of /healthz and /readyz ("0" to disable)`)
 	f.BoolVar(&o.allowRuntimeIdentity, "allow-policies-without-service-account", false, "let a policy that names no spec.serviceAccountName act as the runtime itself: whoever may write a policy then has the runtime's permissions, which is cluster-admin-equivalent (without it, such a policy does not load)")
+	f.Float64Var(&o.bookkeepingPerSecond, "bookkeeping-patches-per-second", operator.DefaultBookkeepingPatchesPerSecond, "most patches a second of children's bookkeeping alone (metacel's own labels and annotations, which an upgrade of metacel may change on every child), all policies together, and in a burst")
 	f.IntVar(&o.maxCachedObjectBytes, "max-cached-object-bytes", compact.DefaultMaxKeptBytes, "size above which the caches keep an object's metadata only, and a sync reads the object from the API server: bounds what objects anyone may create cost the runtime's memory")
 	f.BoolVar(&o.profiling, "profiling", false, "serve Go's pprof profiles at /debug/pprof/ on the metrics address (e.g. go tool pprof http://ADDR/debug/pprof/profile?seconds=30)")
 	f.BoolVar(&o.leaderElect, "leader-elect", false, "reconcile only while holding a Lease, so that replicas can stand by")
@@ -108,6 +110,8 @@ func (o *runOptions) run(ctx context.Context) error {
 		return fmt.Errorf("--log-format must be text or json, got %q", o.logFormat)
 	case o.workers < 1:
 		return fmt.Errorf("--workers must be at least 1, got %d", o.workers)
+	case o.bookkeepingPerSecond <= 0:
+		return fmt.Errorf("--bookkeeping-patches-per-second must be more than 0, got %v", o.bookkeepingPerSecond)
 	case o.shards != "off" && o.shards != "auto":
 		return fmt.Errorf("--shards must be off or auto, got %q", o.shards)
 	case o.shards == "auto" && o.leaderElect:
@@ -143,6 +147,7 @@ func (o *runOptions) run(ctx context.Context) error {
 
 		AllowPoliciesWithoutServiceAccount: o.allowRuntimeIdentity,
 		MaxCachedObjectBytes:               o.maxCachedObjectBytes,
+		BookkeepingPatchesPerSecond:        o.bookkeepingPerSecond,
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {

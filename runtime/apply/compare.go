@@ -26,6 +26,92 @@ func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 	return !satisfied(desired.Object, observed.Object, root, managedBy(observed, FieldManager))
 }
 
+// ContentNeedsApply is NeedsApply for what the policy computes alone: the labels and annotations
+// that bookkeepingLabel and bookkeepingAnnotation say are metacel's own, and ownerReferences,
+// which metacel writes for itself, are not compared (package decide compares them apart, and
+// brings them up to date with a patch of metadata, never by writing the child again).
+func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured, bookkeepingLabel, bookkeepingAnnotation func(string) bool) bool {
+	root := unknownRoot()
+	if s != nil {
+		root = s.root
+	}
+	managed := managedBy(observed, FieldManager)
+	for k, dv := range desired.Object {
+		ov, ok := observed.Object[k]
+		sub := subtree(managed, k)
+		switch {
+		case k == "metadata":
+			if !contentMetadataSatisfied(dv, ov, root.field(k), sub, bookkeepingLabel, bookkeepingAnnotation) {
+				return true
+			}
+		case !ok:
+			if !isZero(dv) {
+				return true
+			}
+		case !satisfied(dv, ov, root.field(k), sub):
+			return true
+		}
+	}
+	return false
+}
+
+// contentMetadataSatisfied is satisfied for an object's metadata, less metacel's bookkeeping.
+func contentMetadataSatisfied(desired, observed any, n *node, managed map[string]any, bookkeepingLabel, bookkeepingAnnotation func(string) bool) bool {
+	d, _ := desired.(map[string]any)
+	o, _ := observed.(map[string]any)
+	for k, dv := range d {
+		switch k {
+		case "ownerReferences":
+			continue
+		case "labels":
+			if !stringsSatisfied(dv, o[k], bookkeepingLabel) {
+				return false
+			}
+		case "annotations":
+			if !stringsSatisfied(dv, o[k], bookkeepingAnnotation) {
+				return false
+			}
+		default:
+			ov, ok := o[k]
+			if !ok && isZero(dv) {
+				continue
+			}
+			if !ok || !satisfied(dv, ov, n.field(k), subtree(managed, k)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// stringsSatisfied matches a map of strings (labels, annotations) but for the keys skip says.
+func stringsSatisfied(desired, observed any, skip func(string) bool) bool {
+	d, _ := desired.(map[string]any)
+	o, _ := observed.(map[string]any)
+	for k, dv := range d {
+		if skip(k) {
+			continue
+		}
+		ov, ok := o[k]
+		if !ok && isZero(dv) {
+			continue
+		}
+		if !ok || !sameScalar(dv, ov, nil) {
+			return false
+		}
+	}
+	return true
+}
+
+// subtree is the managed fields of field k of the value whose managed fields are managed.
+func subtree(managed map[string]any, k string) map[string]any {
+	if len(managed) == 0 {
+		return nil
+	}
+	sub, _ := managed["f:"+k].(map[string]any)
+	return sub
+}
+
 // AppliedBy reports whether metacel has applied or created obj (it has metacel's entry in its
 // managed fields): a copy of a child that only carries metacel's labels is not metacel's to delete.
 func AppliedBy(obj *unstructured.Unstructured) bool {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -261,6 +262,22 @@ func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ob
 		return nil
 	}
 	return err
+}
+
+// PatchMetadata patches an object's metadata (a JSON merge patch: a nil value removes a key) if
+// it is still the one observed (its resourceVersion as a precondition: a conflict when it
+// changed since), with metacel's field manager. It returns the object as the API server stored
+// it.
+func (w *Writer) PatchMetadata(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, meta map[string]any) (*unstructured.Unstructured, error) {
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	meta = maps.Clone(meta)
+	meta["resourceVersion"] = obj.GetResourceVersion()
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return nil, err
+	}
+	return w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 }
 
 // Release lets go of a child that is no longer desired but must be kept (deletionPolicy: Orphan):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,7 @@ import (
 // server returned them.
 func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructured, steps []decide.Step) (written, error) {
 	var w written
+	steps, w.deferred = c.paceBookkeeping(parent, steps)
 	for _, s := range steps {
 		if err := c.take(ctx, parent, s, &w); err != nil {
 			return w, err
@@ -48,6 +51,14 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 		return conflictError(parent, s.Child, c.Name())
 	case decide.Refuse: // the API server would refuse the update: no request
 		return &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
+	case decide.UpdateBookkeeping:
+		got, err := c.patchBookkeeping(ctx, parent, s)
+		if err != nil {
+			return err
+		}
+		w.writes++
+		w.objects = append(w.objects, got)
+		return nil
 	}
 	w.writes++
 	if s.Action == decide.Recreate {
@@ -65,8 +76,41 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 	return nil
 }
 
+// paceBookkeeping leaves out a sync's bookkeeping patches when the pace (BookkeepingPace) has
+// no token for them, and says after how long the parent may send them.
+func (c *Controller) paceBookkeeping(parent *unstructured.Unstructured, steps []decide.Step) ([]decide.Step, time.Duration) {
+	n := 0
+	for _, s := range steps {
+		if s.Action == decide.UpdateBookkeeping {
+			n++
+		}
+	}
+	if ok, wait := c.deps.Pace.admit(c.Name()+"/"+parentKey(parent), n, c.deps.Clock.Now()); !ok {
+		return slices.DeleteFunc(slices.Clone(steps), func(s decide.Step) bool { return s.Action == decide.UpdateBookkeeping }), wait
+	}
+	return steps, 0
+}
+
+// patchBookkeeping patches a child whose content is as the policy wants but whose bookkeeping
+// is not (decide.UpdateBookkeeping): its metadata alone, never the child itself.
+func (c *Controller) patchBookkeeping(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) (*unstructured.Unstructured, error) {
+	if err := c.parentStates.allowWrite(parent, s.Child, s.Observed, c.deps.Clock.Now()); err != nil {
+		return nil, err
+	}
+	got, err := c.deps.Writer.PatchMetadata(ctx, s.Child.Resource.GVR, s.Observed, s.Bookkeeping.Patch())
+	if err != nil {
+		return nil, applyError("patch the bookkeeping of", s.Observed, err)
+	}
+	c.parentStates.wroteChild(parent, s.Child, true, c.deps.Clock.Now())
+	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping.String())
+	return got, nil
+}
+
 // written is what a sync wrote of its children.
 type written struct {
+	// deferred is how long until the parent may send the bookkeeping patches this sync left out
+	// (BookkeepingPace); 0 when it left out none
+	deferred        time.Duration
 	writes, deletes int
 	// recreating are the children (render.Identity) whose Recreate waits for the old one to go
 	recreating []string
@@ -177,12 +221,20 @@ func (c *Controller) readAndTakeExisting(ctx context.Context, parent *unstructur
 // cache would be: not at all when it is up to date, else recreated or applied as its resource's
 // update method says. Anyone else's is a conflict, never taken over.
 func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	switch {
-	case !childOf(existing, parent, c.Name(), child.ID):
+	if !childOf(existing, parent, c.Name(), child.ID) {
 		return nil, conflictError(parent, child, c.Name())
-	case decide.UpToDate(child, existing):
+	}
+	s, write := decide.StepFor(child, existing)
+	switch {
+	case !write:
 		return existing, nil // typically created by this parent's previous sync, not yet in the cache
-	case child.Resource.Method == policy.Recreate:
+	case s.Action == decide.Await:
+		return nil, nil // being deleted: the sync its deletion causes creates it anew
+	case s.Action == decide.UpdateBookkeeping:
+		return c.patchBookkeeping(ctx, parent, s)
+	case s.Action == decide.Refuse:
+		return nil, &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
+	case s.Action == decide.Recreate:
 		got, _, err := c.recreateChild(ctx, parent, child, existing)
 		return got, err
 	}
@@ -310,9 +362,8 @@ func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructur
 // its entry's deletionPolicy is Orphan. parent, when known, gets the event.
 func (c *Controller) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
 	if dp == policy.DeletionOrphan {
-		labels := []string{render.LabelManagedBy, render.LabelPolicy, render.LabelParentUID, render.LabelChildID, render.LabelShardSlot}
 		annotations := []string{render.AnnotationDeletionPolicy}
-		if err := c.deps.Writer.Release(ctx, gvr, obs, labels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
+		if err := c.deps.Writer.Release(ctx, gvr, obs, render.ChildLabels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)
 		}
 		c.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")

@@ -48,6 +48,8 @@ type Deps struct {
 	// OnSync, when set, is told of every sync of a parent this controller holds, with when it
 	// began and ended (tests record them, to check that no two replicas sync one parent at once)
 	OnSync func(policy, key string, start, end time.Time)
+	// Pace bounds the bookkeeping patches of all controllers (nil: unbounded)
+	Pace *BookkeepingPace
 	// ActAs, when set, gives the identity each policy acts as (its ServiceAccount): its writes go
 	// through the identity's Writer instead of Writer, its reads are checked (access.go)
 	ActAs func(*policy.Compiled) (Identity, error)

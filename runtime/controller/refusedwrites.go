@@ -103,10 +103,11 @@ func (s *parentStates) forgetRefusal(key, id string) {
 }
 
 // contentHash identifies an object by its content, as it would be sent: a rendered child by its
-// desired-hash annotation, which render computed over all the rest of it (labels and
-// ownerReferences included); any other object by a hash of its JSON (map keys sorted).
+// content-hash annotation, which render computed over what the policy computed of it (metacel's
+// bookkeeping aside, which is decided apart and never refused); any other object by a hash of its
+// JSON (map keys sorted).
 func contentHash(obj *unstructured.Unstructured) string {
-	if h, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", render.AnnotationDesiredHash); h != "" {
+	if h, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", render.AnnotationContentHash); h != "" {
 		return h
 	}
 	data, err := jsonenc.Marshal(obj.Object)

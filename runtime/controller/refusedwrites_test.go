@@ -265,7 +265,7 @@ func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
 	object := func(annotation string, data map[string]any) *unstructured.Unstructured {
 		meta := map[string]any{"name": "s"}
 		if annotation != "" {
-			meta["annotations"] = map[string]any{render.AnnotationDesiredHash: annotation}
+			meta["annotations"] = map[string]any{render.AnnotationContentHash: annotation}
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"kind": "Secret", "metadata": meta, "data": data}}
 	}
@@ -274,8 +274,8 @@ func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
 		a, b     *unstructured.Unstructured
 		wantSame bool
 	}{
-		{"a rendered child is its desired hash, which covers the rest", object("0123456789abcdef", map[string]any{"k": "v"}), object("0123456789abcdef", map[string]any{"k": "v"}), true},
-		{"rendered children of different desired hashes differ", object("0123456789abcdef", map[string]any{"k": "v"}), object("fedcba9876543210", map[string]any{"k": "v"}), false},
+		{"a rendered child is its content hash, which covers the rest", object("0123456789abcdef", map[string]any{"k": "v"}), object("0123456789abcdef", map[string]any{"k": "v"}), true},
+		{"rendered children of different content hashes differ", object("0123456789abcdef", map[string]any{"k": "v"}), object("fedcba9876543210", map[string]any{"k": "v"}), false},
 		{"an object without one is its JSON: the same content is the same", object("", map[string]any{"k": "v", "l": "w"}), object("", map[string]any{"l": "w", "k": "v"}), true},
 		{"an object without one is its JSON: another value differs", object("", map[string]any{"k": "v"}), object("", map[string]any{"k": "w"}), false},
 	}
@@ -288,7 +288,7 @@ func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
 		})
 	}
 	if h := contentHash(object("0123456789abcdef", nil)); h != "0123456789abcdef" {
-		t.Errorf("contentHash of a rendered child = %q, want its desired-hash annotation", h)
+		t.Errorf("contentHash of a rendered child = %q, want its content-hash annotation", h)
 	}
 }
 

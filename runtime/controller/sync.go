@@ -79,7 +79,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if known {
+	if known && left.deferred == 0 {
 		c.parentStates.rememberInputs(key, c.inputsLeft(inputs, cached, children, parent, left))
 	}
 	return nil
@@ -153,6 +153,9 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 		c.parentStates.settleChildEvents(key) // the next child event is news, not an echo
 	} else {
 		c.parentStates.wroteChildren(key)
+	}
+	if w.deferred > 0 {
+		c.queue.AddAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
 	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
 	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())

@@ -16,7 +16,8 @@ import (
 // Written is what the API server returns, offline, for the writes of steps: a created child is
 // the desired object alone, and so is a recreated one (offline, the old one is gone at once); an
 // updated one is the observed object with the desired fields merged in (an apply keeps what the
-// policy does not set: the child's status, say).
+// policy does not set: the child's status, say), and one whose bookkeeping is patched the
+// observed object with the patch merged in.
 func Written(steps []Step) []*unstructured.Unstructured {
 	var out []*unstructured.Unstructured
 	for _, s := range steps {
@@ -25,6 +26,8 @@ func Written(steps []Step) []*unstructured.Unstructured {
 			out = append(out, s.Child.Object.DeepCopy())
 		case Update:
 			out = append(out, applied(s.Observed, s.Child.Object))
+		case UpdateBookkeeping:
+			out = append(out, applied(s.Observed, &unstructured.Unstructured{Object: map[string]any{"metadata": s.Bookkeeping.Patch()}}))
 		}
 	}
 	return out

@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -38,6 +37,11 @@ const (
 	// Conflict: an object that is not the parent's child holds a desired child's name: the sync
 	// fails with ChildConflict until it is gone.
 	Conflict Action = "conflict"
+	// UpdateBookkeeping: a desired child that holds what the policy wants, but not the
+	// bookkeeping metacel writes for itself (a key an earlier runtime did not write, or wrote
+	// under another name; a label someone removed), whatever its update strategy: its metadata
+	// is patched (Step.Bookkeeping), the child is never written whole nor recreated for it.
+	UpdateBookkeeping Action = "update-bookkeeping"
 )
 
 // Step is one action of a sync.
@@ -49,6 +53,8 @@ type Step struct {
 	Observed *unstructured.Unstructured
 	// Why says why, for the offline commands; for a conflict, why the object is not the parent's.
 	Why string
+	// Bookkeeping is the patch of an UpdateBookkeeping step; nil otherwise.
+	Bookkeeping *Bookkeeping
 }
 
 // Writes decides what a sync writes: the steps in the order the sync takes them (see the
@@ -66,7 +72,7 @@ func Writes(out *render.Output, kids *render.ObservedChildren, versions ...*poli
 		if taken[render.Identity(child.Object)] {
 			continue
 		}
-		if s, ok := desiredStep(child, render.FindSame(kids.ByID[child.ID], child.Object)); ok {
+		if s, ok := StepFor(child, render.FindSame(kids.ByID[child.ID], child.Object)); ok {
 			steps = append(steps, s)
 		}
 	}
@@ -78,23 +84,38 @@ func Writes(out *render.Output, kids *render.ObservedChildren, versions ...*poli
 	return steps
 }
 
-// desiredStep is what a sync does with a desired child observed as obs (nil: missing); false
-// when nothing.
-func desiredStep(child *render.Child, obs *unstructured.Unstructured) (Step, bool) {
+// StepFor is what a sync does with a desired child observed as obs (nil: missing); false when
+// nothing. What the policy computes decides whether the child is written (its content: created,
+// recreated, applied or refused, as its update strategy says); what metacel writes for itself
+// never does: a child that differs only there gets an UpdateBookkeeping step.
+func StepFor(child *render.Child, obs *unstructured.Unstructured) (Step, bool) {
 	switch {
 	case obs == nil:
 		return Step{Action: Create, Child: child, Why: "a new child"}, true
 	case obs.GetDeletionTimestamp() != nil:
 		return Step{Action: Await, Child: child, Observed: obs, Why: "being deleted: created anew once it is gone"}, true
-	case UpToDate(child, obs):
-		return Step{}, false
-	case child.Resource.Method == policy.Recreate:
-		return Step{Action: Recreate, Child: child, Observed: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"}, true
+	}
+	held := contentHeld(child, obs)
+	if !held && child.Resource.Method != policy.OnDelete {
+		return changedStep(child, obs), true
+	}
+	if b := bookkeepingOf(child, obs, held); b != nil {
+		return Step{Action: UpdateBookkeeping, Child: child, Observed: obs, Bookkeeping: b,
+			Why: "update bookkeeping (" + b.String() + "): the policy's content is unchanged, so only metadata is patched, never the child recreated"}, true
+	}
+	return Step{}, false
+}
+
+// changedStep is what a sync does with a child whose content differs: recreated, refused, or
+// applied in place, as its resource's update strategy and its kind say.
+func changedStep(child *render.Child, obs *unstructured.Unstructured) Step {
+	if child.Resource.Method == policy.Recreate {
+		return Step{Action: Recreate, Child: child, Observed: obs, Why: "its resource's updateStrategy is Recreate and the policy wants it changed"}
 	}
 	if field := immutableChange(child, obs); field != "" {
-		return Step{Action: Refuse, Child: child, Observed: obs, Why: immutableMessage(child, field)}, true
+		return Step{Action: Refuse, Child: child, Observed: obs, Why: immutableMessage(child, field)}
 	}
-	return Step{Action: Update, Child: child, Observed: obs, Why: "differs from the live object: applied"}, true
+	return Step{Action: Update, Child: child, Observed: obs, Why: "differs from the live object: applied"}
 }
 
 // ReasonApplyFailed is the reason of the parent's Synced condition when the API server refuses a
@@ -128,13 +149,6 @@ func Removal(obs *unstructured.Unstructured, versions ...*policy.Compiled) Step 
 		return Step{Action: Release, Observed: obs, Why: "no longer desired, deletionPolicy Orphan"}
 	}
 	return Step{Action: Delete, Observed: obs, Why: "no longer desired"}
-}
-
-// UpToDate reports whether an existing child needs no write: it holds what the policy renders,
-// or its resource is never updated in place (OnDelete).
-func UpToDate(child *render.Child, existing *unstructured.Unstructured) bool {
-	return child.Resource.Method == policy.OnDelete ||
-		!apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).NeedsApply(child.Object, existing)
 }
 
 // conflicts are the foreign objects that hold a desired child's name: the sync cannot create it.

@@ -173,3 +173,91 @@ func TestTheStatusOfflineSeesTheChildrenWritten(t *testing.T) {
 		})
 	}
 }
+
+// What metacel writes for itself (labels, annotations, the parent's ownerReference) is decided
+// apart from what the policy computes: a child that differs only there gets its metadata
+// patched, whatever its update strategy, and is never written whole nor recreated for it. Before,
+// a child without a label a newer runtime writes was recreated (Recreate), applied (InPlace), or
+// kept the old label for ever (OnDelete).
+func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
+	edit := func(f func(meta map[string]any)) func(*unstructured.Unstructured) {
+		return func(obj *unstructured.Unstructured) { f(obj.Object["metadata"].(map[string]any)) }
+	}
+	labels := func(m map[string]any) map[string]any { return m["labels"].(map[string]any) }
+	annotations := func(m map[string]any) map[string]any { return m["annotations"].(map[string]any) }
+	tests := []struct {
+		name string
+		// suspend is the observed CronJob's content (the parent wants true)
+		suspend bool
+		edit    func(*unstructured.Unstructured)
+		// want is the step of each update strategy: InPlace, Recreate, OnDelete
+		want [3]string
+		// patch is what the bookkeeping patch says it changes
+		patch string
+	}{
+		{"a label the runtime writes is missing (written before it had it)", true,
+			edit(func(m map[string]any) { delete(labels(m), render.LabelShardSlot) }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/shard-slot set"},
+		{"a label the runtime writes has another value (edited)", true,
+			edit(func(m map[string]any) { labels(m)[render.LabelChildID] = "other" }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/child-id set"},
+		{"a retired annotation is still there", true,
+			edit(func(m map[string]any) { annotations(m)[render.AnnotationDesiredHash] = "0123456789abcdef" }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "annotation metacel.dev/desired-hash removed"},
+		{"the deletion policy of a child no longer Orphan is still there", true,
+			edit(func(m map[string]any) { annotations(m)[render.AnnotationDeletionPolicy] = "Orphan" }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "annotation metacel.dev/deletion-policy removed"},
+		{"the parent's ownerReference is missing", true,
+			edit(func(m map[string]any) { delete(m, "ownerReferences") }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "the parent's ownerReference set"},
+		{"a key of a later runtime is left alone", true,
+			edit(func(m map[string]any) {
+				labels(m)["metacel.dev/later"] = "x"
+				annotations(m)["metacel.dev/later"] = "y"
+			}),
+			[3]string{"", "", ""}, ""},
+		{"content and bookkeeping both differ: the content decides, an OnDelete child keeps its content hash", false,
+			edit(func(m map[string]any) { delete(labels(m), render.LabelShardSlot) }),
+			[3]string{"update", "recreate", "update-bookkeeping"}, "label metacel.dev/shard-slot set"},
+	}
+	for _, tc := range tests {
+		for i, method := range []string{"InPlace", "Recreate", "OnDelete"} {
+			t.Run(tc.name+"/"+method, func(t *testing.T) {
+				c := load(t, method)
+				obs := cronJob(t, c, tc.suspend, "")
+				hash := obs.GetAnnotations()[render.AnnotationContentHash]
+				tc.edit(obs)
+				out, kids, err := render.RenderObserved(context.Background(), c, render.Input{Parent: object(t, parent)}, []*unstructured.Unstructured{obs})
+				if err != nil {
+					t.Fatal(err)
+				}
+				steps := decide.Writes(out, kids, c)
+				var got []string
+				for _, s := range steps {
+					got = append(got, string(s.Action))
+				}
+				if strings.Join(got, ",") != tc.want[i] {
+					t.Fatalf("steps %q, want %q", got, tc.want[i])
+				}
+				if tc.want[i] != "update-bookkeeping" {
+					return
+				}
+				if b := steps[0].Bookkeeping.String(); b != tc.patch {
+					t.Errorf("patch %q, want %q", b, tc.patch)
+				}
+				after := decide.Written(steps)[0]
+				if after.GetUID() != "c-1" || after.GetLabels()[render.LabelShardSlot] == "" || after.GetLabels()[render.LabelChildID] != "job" ||
+					len(after.GetOwnerReferences()) != 1 || after.GetAnnotations()[render.AnnotationDesiredHash] != "" ||
+					after.GetAnnotations()[render.AnnotationDeletionPolicy] != "" {
+					t.Errorf("after the patch: %v", after.Object["metadata"])
+				}
+				if got := after.GetAnnotations()[render.AnnotationContentHash]; got != hash {
+					t.Errorf("content hash after the patch %q, want the one the child held, %q", got, hash)
+				}
+				if next, ok := decide.StepFor(&out.Children[0], after); ok && tc.suspend {
+					t.Errorf("the sync after the patch: %s (%s), want none", next.Action, next.Why)
+				}
+			})
+		}
+	}
+}

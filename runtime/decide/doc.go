@@ -8,7 +8,9 @@
 // only an offline sync is given such objects, the runtime meets them when a create is refused),
 // then each desired child in the policy's order (created when missing, left alone when up to
 // date or OnDelete, recreated when it differs and its resource is Recreate, applied in place
-// otherwise, awaited when it is being deleted; refused, failing the sync with ApplyFailed as the
+// otherwise, its metadata patched when only metacel's own bookkeeping differs (UpdateBookkeeping,
+// for every update strategy: a runtime that adds or renames a label or annotation never
+// recreates a child), awaited when it is being deleted; refused, failing the sync with ApplyFailed as the
 // API server would, when an in-place update changes a field its kind does not let change: the
 // built-in kinds' known immutable fields, a CRD field with the rule self == oldSelf), then the
 // children no longer desired (deleted, or

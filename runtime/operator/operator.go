@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -77,9 +78,24 @@ type Options struct {
 	// resource of every policy, in every namespace), which is cluster-admin-equivalent. Without
 	// it, such a policy does not load.
 	AllowPoliciesWithoutServiceAccount bool
+	// BookkeepingPatchesPerSecond bounds the patches of children's bookkeeping alone (metacel's
+	// own labels and annotations, as a runtime upgrade changes them) that all policies send
+	// together, a second and in a burst; 0: DefaultBookkeepingPatchesPerSecond.
+	BookkeepingPatchesPerSecond float64
 	// MaxCachedObjectBytes is the size above which the caches keep an object without its body,
 	// read from the API server when a sync reads it; 0: compact.DefaultMaxKeptBytes.
 	MaxCachedObjectBytes int
+}
+
+// DefaultBookkeepingPatchesPerSecond is how many bookkeeping patches a second the runtime sends
+// at most by default: an upgrade over 100,000 children brings them up to date in about 17
+// minutes, without a burst that would crowd the API server.
+const DefaultBookkeepingPatchesPerSecond = 100
+
+// bookkeepingPace is the pace of the bookkeeping patches: as many a second as in a burst.
+func bookkeepingPace(o Options) *controller.BookkeepingPace {
+	perSecond := cmp.Or(o.BookkeepingPatchesPerSecond, DefaultBookkeepingPatchesPerSecond)
+	return controller.NewBookkeepingPace(perSecond, int(math.Ceil(perSecond)))
 }
 
 // Run runs until ctx is done or a source or server fails (or, with leader election, this replica
@@ -199,6 +215,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		Metrics:           controller.NewMetrics(r.reg),
 		Clock:             clock.RealClock{},
 		OnSync:            o.OnSync,
+		Pace:              bookkeepingPace(o),
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids

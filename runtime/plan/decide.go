@@ -37,7 +37,7 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 }
 
 // childChanges lists what the sync of the candidate would write, as the runtime decides it
-// (package decide, through preview): its steps (created, updated, recreated; deleted or released
+// (package decide, through preview): its steps (created, updated, recreated, bookkeeping patched; deleted or released
 // when no longer desired), then the children of resources the candidate dropped, deleted or
 // released.
 func childChanges(in Input, cand, running *preview.Result) []Change {
@@ -50,6 +50,8 @@ func childChanges(in Input, cand, running *preview.Result) []Change {
 			out = append(out, changed(Recreate, st.Child, desiredBy(running, st.Child.Object), "its resource's updateStrategy is Recreate: deleted, then created anew"))
 		case decide.Update:
 			out = append(out, changed(Update, st.Child, desiredBy(running, st.Child.Object), st.Why))
+		case decide.UpdateBookkeeping:
+			out = append(out, bookkept(st))
 		case decide.Delete, decide.Release:
 			out = append(out, removed(in, st.Observed, "no longer desired"))
 		}
@@ -102,6 +104,14 @@ func changed(action Action, child *render.Child, before *unstructured.Unstructur
 	if c.Fields = diff(before.Object, child.Object.Object); len(c.Fields) == 0 {
 		c.Why += "; the running version wants the same (drift, or not synced yet)"
 	}
+	return c
+}
+
+// bookkept is the patch of a child's bookkeeping alone (decide.UpdateBookkeeping), dry-run as
+// the runtime sends it.
+func bookkept(st decide.Step) Change {
+	c := newChange(UpdateBookkeeping, st.Observed, st.Why)
+	c.observed, c.patch, c.gvr = st.Observed, st.Bookkeeping.Patch(), st.Child.Resource.GVR
 	return c
 }
 

@@ -39,7 +39,8 @@ func valueText(v any) string {
 // diff lists the fields that differ between two JSON-like values (maps, lists, scalars), in
 // path order. Lists whose items are objects with distinct names (containers, env) or types
 // (conditions) are compared item by item by that key, other lists by position. The
-// metacel.dev/desired-hash annotation, which changes with any change, is left out.
+// metacel.dev/content-hash annotation (and the desired-hash of runtimes before it), which changes
+// with any change, is left out.
 func diff(before, after any) []FieldChange {
 	var out []FieldChange
 	diffValue("", before, after, &out)
@@ -47,7 +48,7 @@ func diff(before, after any) []FieldChange {
 }
 
 func diffValue(path string, before, after any, out *[]FieldChange) {
-	if path == "metadata.annotations"+keyPath(render.AnnotationDesiredHash) {
+	if path == "metadata.annotations"+keyPath(render.AnnotationContentHash) || path == "metadata.annotations"+keyPath(render.AnnotationDesiredHash) {
 		return
 	}
 	bm, bIsMap := before.(map[string]any)

@@ -2,12 +2,15 @@ package plan
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -23,7 +26,7 @@ func dryRun(ctx context.Context, client dynamic.Interface, parent *unstructured.
 	var errs []string
 	for i := range changes {
 		c := &changes[i]
-		if c.desired == nil {
+		if c.desired == nil && c.patch == nil {
 			continue // a deletion or release: no object to check
 		}
 		if err := sendDryRun(ctx, client, parent, c); err != nil {
@@ -40,6 +43,9 @@ func dryRun(ctx context.Context, client dynamic.Interface, parent *unstructured.
 func sendDryRun(ctx context.Context, client dynamic.Interface, parent *unstructured.Unstructured, c *Change) error {
 	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 	defer cancel()
+	if c.Action == UpdateBookkeeping {
+		return dryPatch(ctx, client.Resource(c.gvr).Namespace(c.observed.GetNamespace()), c.observed, c.patch)
+	}
 	res := client.Resource(c.gvr).Namespace(c.desired.GetNamespace())
 	switch c.Action {
 	case Create:
@@ -80,5 +86,17 @@ func takeExisting(ctx context.Context, res dynamic.ResourceInterface, parent *un
 // as a dry run.
 func dryApply(ctx context.Context, res dynamic.ResourceInterface, obj *unstructured.Unstructured) error {
 	_, err := res.Apply(ctx, obj.GetName(), obj, metav1.ApplyOptions{DryRun: dryRunAll, Force: true, FieldManager: apply.FieldManager})
+	return err
+}
+
+// dryPatch sends the patch of a child's bookkeeping as the runtime sends it (apply.Writer.PatchMetadata), as a dry run.
+func dryPatch(ctx context.Context, res dynamic.ResourceInterface, observed *unstructured.Unstructured, meta map[string]any) error {
+	meta = maps.Clone(meta)
+	meta["resourceVersion"] = observed.GetResourceVersion()
+	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	if err != nil {
+		return err
+	}
+	_, err = res.Patch(ctx, observed.GetName(), types.MergePatchType, patch, metav1.PatchOptions{DryRun: dryRunAll, FieldManager: apply.FieldManager})
 	return err
 }

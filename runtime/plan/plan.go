@@ -49,6 +49,9 @@ const (
 	Recreate Action = "recreate"
 	Delete   Action = "delete"
 	Release  Action = "release"
+	// UpdateBookkeeping: only metacel's own labels, annotations or ownerReference of the child
+	// differ: its metadata is patched, the child is never recreated for it.
+	UpdateBookkeeping Action = "update-bookkeeping"
 )
 
 // Plan is what the candidate would change, parent by parent.
@@ -103,6 +106,9 @@ type Change struct {
 	// resource
 	desired *unstructured.Unstructured
 	gvr     schema.GroupVersionResource
+	// observed and patch are the child and the patch of its metadata of an UpdateBookkeeping
+	observed *unstructured.Unstructured
+	patch    map[string]any
 }
 
 // String names the change in one line: action, apiVersion, kind, namespace/name.
@@ -117,9 +123,11 @@ type Totals struct {
 	Created   int `json:"created"`
 	Updated   int `json:"updated"`
 	Recreated int `json:"recreated"`
-	Deleted   int `json:"deleted"`
-	Released  int `json:"released"`
-	Failing   int `json:"failing"`
+	// Bookkeeping counts the children whose bookkeeping alone is patched.
+	Bookkeeping int `json:"bookkeeping,omitempty"`
+	Deleted     int `json:"deleted"`
+	Released    int `json:"released"`
+	Failing     int `json:"failing"`
 }
 
 // Run plans the candidate against every live parent. It fails only when the cluster cannot be
@@ -180,6 +188,8 @@ func (t *Totals) add(p Parent) {
 			t.Updated++
 		case Recreate:
 			t.Recreated++
+		case UpdateBookkeeping:
+			t.Bookkeeping++
 		case Delete:
 			t.Deleted++
 		case Release:

@@ -24,6 +24,10 @@ const (
 	// Conflict: an object with a desired child's name is not the parent's: the sync fails with
 	// ChildConflict until it is gone.
 	Conflict Action = "conflict"
+	// UpdateBookkeeping: an observed child that holds what the policy wants, whose bookkeeping
+	// (metacel's own labels, annotations, the parent's ownerReference) differs: its metadata is
+	// patched, it is never recreated for it.
+	UpdateBookkeeping Action = "update-bookkeeping"
 )
 
 // Change is one action of a sync on an observed object.
@@ -43,28 +47,37 @@ func (c Change) String() string {
 }
 
 // withoutHandWritten drops the steps whose observed child was written by hand, not rendered (it
-// has no metacel.dev/desired-hash annotation): offline, such a child is taken as what the policy
-// wants, and a note says so where the answer would be a recreation.
+// has no metacel.dev/content-hash annotation, nor the desired-hash of runtimes before it):
+// offline, such a child is taken as what the policy wants, and a note says so where the answer
+// would be a recreation.
 func withoutHandWritten(steps []decide.Step) (kept []decide.Step, notes []string) {
 	for _, st := range steps {
-		if st.Observed == nil || st.Observed.GetAnnotations()[render.AnnotationDesiredHash] != "" ||
-			st.Action != decide.Update && st.Action != decide.Recreate {
+		if st.Observed == nil || rendered(st.Observed) ||
+			st.Action != decide.Update && st.Action != decide.Recreate && st.Action != decide.UpdateBookkeeping {
 			kept = append(kept, st)
 			continue
 		}
 		if st.Action == decide.Recreate {
 			notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
-				st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationDesiredHash))
+				st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationContentHash))
 		}
 	}
 	return kept, notes
 }
 
+// rendered reports whether an observed child was rendered: it carries a hash of what the policy
+// computed, the content hash or the desired-hash of runtimes before it.
+func rendered(obj *unstructured.Unstructured) bool {
+	a := obj.GetAnnotations()
+	return a[render.AnnotationContentHash] != "" || a[render.AnnotationDesiredHash] != ""
+}
+
 // changesOf lists what a sync's steps (decide.Writes, as the runtime decides them) do to the
-// observed objects besides applying the desired children: conflicts, recreations, deletions and
-// releases, in the sync's order.
+// observed objects besides applying the desired children: conflicts, recreations, bookkeeping
+// patches, deletions and releases, in the sync's order.
 func changesOf(steps []decide.Step) []Change {
-	actions := map[decide.Action]Action{decide.Recreate: Recreate, decide.Delete: Delete, decide.Release: Release, decide.Conflict: Conflict}
+	actions := map[decide.Action]Action{decide.Recreate: Recreate, decide.Delete: Delete, decide.Release: Release, decide.Conflict: Conflict,
+		decide.UpdateBookkeeping: UpdateBookkeeping}
 	var changes []Change
 	for _, st := range steps {
 		if a, ok := actions[st.Action]; ok {

@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strconv"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -137,12 +136,13 @@ func (r *run) finish(ch *policy.CompiledChild, v any) (Child, error) {
 	// an Orphan child outlives its parent: an ownerReference would have the garbage collector
 	// delete it with the parent, so the parent's finalizer releases it instead
 	owned = owned && ch.DeletionPolicy != policy.DeletionOrphan
+	legacyHeld := r.legacyHeld(obj)
 	r.mark(ch, obj, owned)
 	storedForm(obj.Object, gvk.GroupKind())
 	if err := r.checkSchema(ch, obj, res); err != nil {
 		return Child{}, err
 	}
-	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, entry: ch}, nil
+	return Child{ID: ch.ID, Object: obj, Resource: res, DeletionPolicy: ch.DeletionPolicy, Owned: owned, LegacyHeld: legacyHeld, entry: ch}, nil
 }
 
 // reserved rejects an object that sets what the runtime owns (a template's are rejected at load;
@@ -153,12 +153,12 @@ func reserved(ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
 		return childError(ch.Path, "%s %q sets metadata.ownerReferences, which metacel sets itself (an owner of the policy's choosing has the garbage collector delete the child): remove it", obj.GetKind(), obj.GetName())
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj.GetLabels())) {
-		if strings.HasPrefix(k, "metacel.dev/") || k == LabelManagedBy {
+		if IsBookkeepingLabel(k) {
 			return childError(ch.Path, "%s %q sets the label %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj.GetAnnotations())) {
-		if strings.HasPrefix(k, "metacel.dev/") {
+		if IsBookkeepingAnnotation(k) {
 			return childError(ch.Path, "%s %q sets the annotation %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
 		}
 	}
@@ -217,11 +217,13 @@ func (r *run) place(ch *policy.CompiledChild, obj *unstructured.Unstructured, in
 	return false, nil
 }
 
-// mark adds metacel's labels and, when the parent owns the child, a controller ownerReference.
-// It writes the object's maps directly: the object is fresh from evaluation, and the typed
-// setters of unstructured cost a reflective conversion each.
+// mark adds metacel's bookkeeping to the policy's content: the hash of that content, metacel's
+// labels and, when the parent owns the child, a controller ownerReference. It writes the
+// object's maps directly: the object is fresh from evaluation, and the typed setters of
+// unstructured cost a reflective conversion each.
 func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, owned bool) {
 	meta, _ := obj.Object["metadata"].(map[string]any) // present: finish checked the name
+	hash := objectHash(obj)
 	labels, _ := meta["labels"].(map[string]any)
 	if labels == nil {
 		labels = make(map[string]any, 4)
@@ -239,7 +241,7 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 		refs, _ := meta["ownerReferences"].([]any)
 		meta["ownerReferences"] = append(refs, r.ownerRef())
 	}
-	annotate(meta, AnnotationDesiredHash, desiredHash(obj))
+	annotate(meta, AnnotationContentHash, hash)
 }
 
 // annotate sets an annotation in an object's metadata map.
@@ -252,8 +254,8 @@ func annotate(meta map[string]any, key, value string) {
 	annotations[key] = value
 }
 
-// desiredHash hashes an object as rendered (JSON, whose map keys are sorted): 16 hex digits.
-func desiredHash(obj *unstructured.Unstructured) string {
+// objectHash hashes an object (JSON, whose map keys are sorted): 16 hex digits.
+func objectHash(obj *unstructured.Unstructured) string {
 	data, err := jsonenc.Marshal(obj.Object)
 	if err != nil {
 		return ""

@@ -55,6 +55,10 @@ type Child struct {
 	Owned bool
 	// Ready is the child's readiness: it exists and passes readyWhen.
 	Ready bool
+	// LegacyHeld: the observed child was written by a runtime from before the content hash
+	// (render.AnnotationDesiredHash) and holds this child's content: only its bookkeeping
+	// differs.
+	LegacyHeld bool
 
 	entry *policy.CompiledChild // the policy entry that produced it
 }

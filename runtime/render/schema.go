@@ -40,7 +40,7 @@ func (r *run) checkSchema(ch *policy.CompiledChild, obj *unstructured.Unstructur
 // maxSchemaProblems bounds how many problems of one child its error names.
 const maxSchemaProblems = 3
 
-// heldAsRendered reports whether the observed child with the identity of obj carries obj's desired
+// heldAsRendered reports whether the observed child with the identity of obj carries obj's content
 // hash: the API server accepted this very object.
 func (r *run) heldAsRendered(obj *unstructured.Unstructured) bool {
 	if len(r.in.Observed) == 0 {
@@ -50,8 +50,8 @@ func (r *run) heldAsRendered(obj *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	hash := annotation(obj.Object, AnnotationDesiredHash)
-	return hash != "" && annotation(observed.Object, AnnotationDesiredHash) == hash
+	hash := annotation(obj.Object, AnnotationContentHash)
+	return hash != "" && annotation(observed.Object, AnnotationContentHash) == hash
 }
 
 // observedByIdentity indexes the observed children by Identity, once per render.

@@ -1,0 +1,190 @@
+package decide
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// What metacel writes on a child for itself (its bookkeeping: the labels and annotations of
+// render's contract, the parent's controller ownerReference) is decided apart from what the
+// policy computes (its content). A child whose content is as the policy wants is never written
+// whole again, nor recreated, because of its bookkeeping: a runtime that adds, renames or retires
+// a key, or someone who removed a label, costs one patch of those fields (UpdateBookkeeping), for
+// every update strategy, OnDelete included.
+
+// Bookkeeping is a patch of a child's bookkeeping: the keys to set or remove, and the owner
+// references to hold.
+type Bookkeeping struct {
+	// Labels and Annotations set a key (its value) or remove it (nil).
+	Labels, Annotations map[string]*string
+	// OwnerReferences is the child's whole list of owners after the patch, when Owners is true.
+	OwnerReferences []metav1.OwnerReference
+	Owners          bool
+}
+
+// Patch is the patch of the child's metadata (a JSON merge patch's metadata: nil removes a key).
+func (b *Bookkeeping) Patch() map[string]any {
+	meta := map[string]any{}
+	if len(b.Labels) > 0 {
+		meta["labels"] = patchOf(b.Labels)
+	}
+	if len(b.Annotations) > 0 {
+		meta["annotations"] = patchOf(b.Annotations)
+	}
+	if b.Owners {
+		refs := make([]any, 0, len(b.OwnerReferences))
+		for _, r := range b.OwnerReferences {
+			ref := map[string]any{"apiVersion": r.APIVersion, "kind": r.Kind, "name": r.Name, "uid": string(r.UID)}
+			if r.Controller != nil {
+				ref["controller"] = *r.Controller
+			}
+			if r.BlockOwnerDeletion != nil {
+				ref["blockOwnerDeletion"] = *r.BlockOwnerDeletion
+			}
+			refs = append(refs, ref)
+		}
+		meta["ownerReferences"] = refs
+	}
+	return meta
+}
+
+func patchOf(keys map[string]*string) map[string]any {
+	out := make(map[string]any, len(keys))
+	for k, v := range keys {
+		if v == nil {
+			out[k] = nil
+		} else {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+// String says what the patch changes, keys sorted: "label metacel.dev/shard-slot set, annotation
+// metacel.dev/desired-hash removed".
+func (b *Bookkeeping) String() string {
+	var parts []string
+	describe := func(what string, keys map[string]*string) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
+			verb := "set"
+			if keys[k] == nil {
+				verb = "removed"
+			}
+			parts = append(parts, fmt.Sprintf("%s %s %s", what, k, verb))
+		}
+	}
+	describe("label", b.Labels)
+	describe("annotation", b.Annotations)
+	if b.Owners {
+		parts = append(parts, "the parent's ownerReference "+map[bool]string{true: "set", false: "removed"}[hasController(b.OwnerReferences)])
+	}
+	return strings.Join(parts, ", ")
+}
+
+// contentHeld reports whether an observed child holds the content the policy wants: it carries
+// the content hash of the desired child (or, written by a runtime before the content hash, holds
+// it: render's LegacyHeld), and every field the policy sets has its value (drift is a change).
+// Bookkeeping is not compared.
+func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
+	want := child.Object.GetAnnotations()[render.AnnotationContentHash]
+	got := obs.GetAnnotations()[render.AnnotationContentHash]
+	if got != want && (got != "" || !child.LegacyHeld) {
+		return false
+	}
+	return !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
+		ContentNeedsApply(child.Object, obs, render.IsBookkeepingLabel, render.IsBookkeepingAnnotation)
+}
+
+// bookkeepingOf is the patch that brings an observed child's bookkeeping to the desired child's,
+// nil when it is up to date: each key this runtime writes set to its value, or removed where the
+// child should not have it (the deletion policy of a child no longer Orphan); retired keys
+// removed; the parent's controller ownerReference added or removed. The content hash is only
+// set when the child holds the content (held): an OnDelete child that differs keeps the hash of
+// what it holds. Keys this runtime does not know (a later runtime's) are left alone.
+func bookkeepingOf(child *render.Child, obs *unstructured.Unstructured, held bool) *Bookkeeping {
+	b := &Bookkeeping{
+		Labels:      keysPatch(child.Object.GetLabels(), obs.GetLabels(), render.ChildLabels, render.RetiredChildLabels, nil),
+		Annotations: keysPatch(child.Object.GetAnnotations(), obs.GetAnnotations(), render.ChildAnnotations, render.RetiredChildAnnotations, func(k string) bool { return !held && k == render.AnnotationContentHash }),
+	}
+	b.OwnerReferences, b.Owners = ownersPatch(child, obs)
+	if len(b.Labels) == 0 && len(b.Annotations) == 0 && !b.Owners {
+		return nil
+	}
+	return b
+}
+
+// keysPatch is the patch of one map of strings: each of ours set as desired has it, or removed
+// when desired has it not; each retired key removed; keep says which of ours to leave as they are.
+func keysPatch(desired, observed map[string]string, ours, retired []string, keep func(string) bool) map[string]*string {
+	var patch map[string]*string
+	put := func(k string, v *string) {
+		if patch == nil {
+			patch = map[string]*string{}
+		}
+		patch[k] = v
+	}
+	for _, k := range ours {
+		if keep != nil && keep(k) {
+			continue
+		}
+		want, wanted := desired[k]
+		got, has := observed[k]
+		switch {
+		case wanted && (!has || got != want):
+			put(k, &want)
+		case !wanted && has:
+			put(k, nil)
+		}
+	}
+	for _, k := range retired {
+		if _, has := observed[k]; has {
+			put(k, nil)
+		}
+	}
+	return patch
+}
+
+// ownersPatch is the observed child's owners with the parent's controller ownerReference as the
+// desired child has it or has it not; false when they are already so.
+func ownersPatch(child *render.Child, obs *unstructured.Unstructured) ([]metav1.OwnerReference, bool) {
+	parent := child.Object.GetLabels()[render.LabelParentUID]
+	var want *metav1.OwnerReference
+	for _, r := range child.Object.GetOwnerReferences() {
+		if string(r.UID) == parent {
+			want = &r
+		}
+	}
+	refs := obs.GetOwnerReferences()
+	i := slices.IndexFunc(refs, func(r metav1.OwnerReference) bool { return string(r.UID) == parent })
+	switch {
+	case want != nil && i < 0:
+		return append(refs, *want), true
+	case want != nil && !sameOwner(refs[i], *want):
+		refs[i] = *want
+		return refs, true
+	case want == nil && i >= 0:
+		return slices.Delete(refs, i, i+1), true
+	}
+	return nil, false
+}
+
+// sameOwner reports whether an owner reference is the one metacel writes: same object, and the
+// parent's controller blocking its deletion.
+func sameOwner(a, b metav1.OwnerReference) bool {
+	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
+		isTrue(a.Controller) == isTrue(b.Controller) && isTrue(a.BlockOwnerDeletion) == isTrue(b.BlockOwnerDeletion)
+}
+
+func isTrue(b *bool) bool { return b != nil && *b }
+
+func hasController(refs []metav1.OwnerReference) bool {
+	return slices.ContainsFunc(refs, func(r metav1.OwnerReference) bool { return isTrue(r.Controller) })
+}
