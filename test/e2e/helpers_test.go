@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -70,7 +71,10 @@ type metacel struct {
 	// written counts those writes by URL path, and bookkept the runtime's writes of its own
 	// records (events, Leases, policy status, rollout records)
 	written, bookkept sync.Map // string -> *atomic.Int64
-	registry          *prometheus.Registry
+	// sent are the writes of policies' objects in the order sent (sentMu guards it)
+	sentMu   sync.Mutex
+	sent     []sentRequest
+	registry *prometheus.Registry
 	// stop stops the runtime and waits for it; the test's end stops it anyway
 	stop func()
 }
@@ -130,6 +134,9 @@ func launchRuntime(t testing.TB, user string, o operator.Options) (rt *metacel, 
 				} else {
 					rt.writes.Add(1)
 					count(&rt.written, r.URL.Path)
+					rt.sentMu.Lock()
+					rt.sent = append(rt.sent, sentRequest{at: time.Now(), method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type")})
+					rt.sentMu.Unlock()
 				}
 			}
 			return next.RoundTrip(r)
@@ -188,6 +195,19 @@ func bookkeeping(r *http.Request) bool {
 		strings.Contains(r.URL.RawQuery, "fieldManager="+rollout.FieldManager) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+rollout.ConfigMapName("")) ||
 		strings.Contains(r.URL.Path, "/configmaps/"+memo.ConfigMapName(""))
+}
+
+// sentRequest is a write the runtime sent.
+type sentRequest struct {
+	at                        time.Time
+	method, path, contentType string
+}
+
+// sentSoFar returns the writes of policies' objects the runtime sent so far, in order.
+func (rt *metacel) sentSoFar() []sentRequest {
+	rt.sentMu.Lock()
+	defer rt.sentMu.Unlock()
+	return slices.Clone(rt.sent)
 }
 
 // count adds one to a path's count.

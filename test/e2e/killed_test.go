@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -183,6 +184,23 @@ func (p *process) kill9() {
 	}
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
+}
+
+// stop stops the process as Kubernetes stops a Pod: SIGTERM, then SIGKILL after 30 s (which
+// fails the test: metacel must stop on SIGTERM).
+func (p *process) stop() {
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(30 * time.Second):
+		p.t.Errorf("metacel %s did not stop in 30 s of SIGTERM", filepath.Base(p.log))
+		p.kill9()
+	}
 }
 
 func tail(s string, lines int) string {
