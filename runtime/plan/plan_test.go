@@ -202,6 +202,13 @@ func checkDryRuns(t *testing.T, writes []clienttesting.Action) []string {
 			out = append(out, fmt.Sprintf("create %s %s%s", a.GetResource().Resource, obj.GetName(), obj.GetGenerateName()))
 		case clienttesting.PatchActionImpl:
 			o := a.PatchOptions
+			if a.GetPatchType() == types.MergePatchType {
+				if !slices.Equal(o.DryRun, []string{metav1.DryRunAll}) || o.FieldManager != "metacel" {
+					t.Errorf("patch %s is no dry-run merge patch of metacel: %+v", a.GetName(), o)
+				}
+				out = append(out, fmt.Sprintf("patch %s %s %s", a.GetResource().Resource, a.GetName(), a.GetPatch()))
+				continue
+			}
 			if !slices.Equal(o.DryRun, []string{metav1.DryRunAll}) || o.FieldManager != "metacel" || o.Force == nil || !*o.Force || a.GetPatchType() != types.ApplyPatchType {
 				t.Errorf("patch %s is no forced dry-run apply of metacel: %s %+v", a.GetName(), a.GetPatchType(), o)
 			}
@@ -268,6 +275,14 @@ func TestPlan(t *testing.T) {
 			},
 			totals:  Totals{Parents: 2, Changed: 2, Recreated: 2},
 			dryRuns: []string{"create pods a-pod", "create pods b-pod"}, // generateName: the name is taken
+		},
+		{
+			name:    "a Recreate child whose deletionPolicy alone changes gets its bookkeeping patched, not recreated",
+			running: gadget, candidate: edit(t, "    - id: pod\n", "    - id: pod\n      deletionPolicy: Orphan\n"),
+			parents: []*unstructured.Unstructured{myApp("a", "nginx")},
+			want:    []string{`a: update-bookkeeping v1 Pod default/a-pod`},
+			totals:  Totals{Parents: 1, Changed: 1, Bookkeeping: 1},
+			dryRuns: []string{`patch pods a-pod {"metadata":{"annotations":{"metacel.dev/deletion-policy":"Orphan"},"ownerReferences":[],"resourceVersion":"1"}}`},
 		},
 		{
 			name:    "a changed InPlace child is updated with a dry-run apply",
