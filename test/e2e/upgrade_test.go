@@ -28,7 +28,7 @@ import (
 // for itself (895e451 wrote metacel.dev/desired-hash, a hash of the whole child, bookkeeping
 // included; this version writes metacel.dev/content-hash and retires it). The next change of a
 // bookkeeping key moves it to the commit before that change, and adds the downgrade to it.
-const previousVersion = "895e451"
+const previousVersion = "895e451ad27aca0c4ffb10a7212d7995d5e7538d"
 
 // upgradeParents is how many MyApps (each a Pod of a Recreate resource, bound to the kwok node)
 // the upgrade test converges with the previous runtime before upgrading.
@@ -101,11 +101,17 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 func buildRuntimeAt(t *testing.T, commit string) string {
 	t.Helper()
 	dir := t.TempDir()
+	if exec.CommandContext(t.Context(), "git", "-C", repo, "cat-file", "-e", commit+"^{commit}").Run() != nil {
+		// a shallow clone: fetch the commit from where the clone came from
+		if out, err := exec.CommandContext(t.Context(), "git", "-C", repo, "fetch", "--quiet", "origin", commit).CombinedOutput(); err != nil {
+			t.Fatalf("commit %s is not in the clone, nor fetched from its origin (clone with history: git fetch --unshallow): %v\n%s", commit, err, out)
+		}
+	}
 	archive := exec.CommandContext(t.Context(), "sh", "-c", `git -C "$1" archive --format=tar "$2" | tar -x -C "$3"`, "sh", repo, commit, dir)
 	if out, err := archive.CombinedOutput(); err != nil {
-		t.Fatalf("read commit %s of the repository (a shallow clone lacks it: git fetch --unshallow): %v\n%s", commit, err, out)
+		t.Fatalf("read commit %s of the repository: %v\n%s", commit, err, out)
 	}
-	bin := filepath.Join(t.TempDir(), "metacel-"+commit)
+	bin := filepath.Join(t.TempDir(), "metacel-"+commit[:7])
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/metacel")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
