@@ -70,7 +70,7 @@ func (c *Controller) mayReadParentAndChildren(ctx context.Context, parent *unstr
 	seen := map[identity.Read]bool{}
 	for _, objs := range observed {
 		for _, obj := range objs {
-			res, ok := c.resourceOf(obj)
+			res, ok := c.writer.resourceOf(obj)
 			if !ok {
 				continue
 			}

@@ -80,6 +80,8 @@ type Controller struct {
 	// parentStates is what the controller remembers of each parent between its syncs
 	// (parentstate.go)
 	parentStates parentStates
+	// writer writes the children (childwriter.go)
+	writer *childWriter
 
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (see Replaces), or nil
@@ -121,6 +123,8 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 	}
 	c.leftWithFinalizer.uids = map[string]types.UID{}
 	c.actAs()
+	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
+		children: c.children, draining: &c.draining}
 	return c
 }
 

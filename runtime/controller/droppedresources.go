@@ -92,7 +92,7 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}
-		if err := c.removeChild(ctx, c.parentOf(obj), gvr, render.DeletionPolicyOf(obj, c.policy, c.previous), obj); err != nil {
+		if err := c.writer.removeChild(ctx, c.parentOf(obj), gvr, render.DeletionPolicyOf(obj, c.policy, c.previous), obj); err != nil {
 			logger.Error(err, "Cannot remove a child of a resource the policy no longer lists; will retry", "child", klog.KObj(obj))
 			done = false
 		}

@@ -75,7 +75,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
-				if err := c.remove(ctx, parent, decide.Removal(obs, c.policy, c.previous)); err != nil {
+				if err := c.writer.remove(ctx, parent, decide.Removal(obs, c.policy, c.previous)); err != nil {
 					return err
 				}
 			}
@@ -167,7 +167,7 @@ func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructur
 			}
 			left++
 			if obj.GetDeletionTimestamp() == nil {
-				if err := c.remove(ctx, parent, decide.Removal(obj, c.policy, c.previous)); err != nil {
+				if err := c.writer.remove(ctx, parent, decide.Removal(obj, c.policy, c.previous)); err != nil {
 					return 0, err
 				}
 			}

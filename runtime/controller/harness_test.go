@@ -93,7 +93,7 @@ func cached(t testing.TB, obj *unstructured.Unstructured) *compact.Object {
 // cacheChild puts an object in the cache of its child resource.
 func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	res, ok := h.c.resourceOf(obj)
+	res, ok := h.c.writer.resourceOf(obj)
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}

@@ -162,7 +162,7 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 					Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 					Labels: m.GetLabels(), Generation: m.GetGeneration()}, Raw: []byte("not JSON")}
 			}
-			res, _ := h.c.resourceOf(child)
+			res, _ := h.c.writer.resourceOf(child)
 			if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
-	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -182,36 +181,4 @@ func (n noticing) OnUpdate(oldObj, newObj any) {
 func (n noticing) OnDelete(obj any) {
 	n.creates.deleted(obj)
 	n.ResourceEventHandler.OnDelete(obj)
-}
-
-// rememberCreated remembers a child the controller created, as the create returned it.
-func (c *Controller) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
-	if rc := c.children[child.Resource.GVR.String()]; rc != nil && got != nil {
-		rc.creates.add(got, c.deps.Clock.Now())
-	}
-}
-
-// createdLately returns the child that the controller created lately for the parent, or nil:
-// the object of its name the cache holds, when it does (delivered since the sync read its
-// children; or edited so that it is not indexed as the parent's any more, its parent-uid label
-// removed, say: newer than what the create returned, which would look up to date), else as the
-// create returned it. Either must say it is the parent's child, as takeExisting asks of an object
-// it takes.
-func (c *Controller) createdLately(parent *unstructured.Unstructured, child *render.Child) *unstructured.Unstructured {
-	rc := c.children[child.Resource.GVR.String()]
-	if rc == nil {
-		return nil
-	}
-	if obj, cached, _ := rc.GetByKey(child.Object.GetNamespace() + "/" + child.Object.GetName()); cached {
-		u, err := compact.Unstructured(obj)
-		if err != nil || !childOf(u, parent, c.Name(), child.ID) {
-			return nil
-		}
-		return u
-	}
-	known := rc.creates.lookup(child.Object.GetNamespace(), child.Object.GetName(), string(parent.GetUID()), c.deps.Clock.Now())
-	if known == nil || !childOf(known, parent, c.Name(), child.ID) {
-		return nil
-	}
-	return known
 }

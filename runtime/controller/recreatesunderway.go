@@ -8,7 +8,6 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -164,18 +163,4 @@ func (c *Controller) wakeDrain() {
 	case c.drainNews <- struct{}{}:
 	default:
 	}
-}
-
-// finishes reports whether a sync takes a step: always, but for a removed policy's controller,
-// which only completes the Recreates under way (their children awaited, created, or, when the
-// cache does not show them going yet, deleted again: the same deletion).
-func (c *Controller) finishes(parent *unstructured.Unstructured, s decide.Step) bool {
-	if !c.draining.Load() {
-		return true
-	}
-	switch s.Action {
-	case decide.Await, decide.Create, decide.Recreate:
-		return c.parentStates.isRecreating(parentKey(parent), render.Identity(s.Child.Object))
-	}
-	return false
 }

@@ -27,26 +27,19 @@ type refusal struct {
 	err  error
 }
 
-// writeUnlessRefused calls write for a child, unless the API server refused this very object
-// before: then it returns that refusal again without a request. A refusal is remembered; a
-// write that goes through forgets the child's.
-func (c *Controller) writeUnlessRefused(parent *unstructured.Unstructured, child *render.Child, write func() error) error {
-	return c.sendUnlessRefused(parent, render.Identity(child.Object), child.Object, write)
-}
-
 // sendUnlessRefused calls write for obj, what the parent's write named id sends, unless the API
 // server refused this very object before.
-func (c *Controller) sendUnlessRefused(parent *unstructured.Unstructured, id string, obj *unstructured.Unstructured, write func() error) error {
+func (s *parentStates) sendUnlessRefused(parent *unstructured.Unstructured, id string, obj *unstructured.Unstructured, write func() error) error {
 	key := parentKey(parent)
-	if err := c.parentStates.refusalOf(key, parent.GetUID(), id, obj); err != nil {
+	if err := s.refusalOf(key, parent.GetUID(), id, obj); err != nil {
 		return err
 	}
 	err := write()
 	switch {
 	case err == nil:
-		c.parentStates.forgetRefusal(key, id)
+		s.forgetRefusal(key, id)
 	case isRefusal(err):
-		c.parentStates.rememberRefusal(key, parent.GetUID(), id, contentHash(obj), err)
+		s.rememberRefusal(key, parent.GetUID(), id, contentHash(obj), err)
 	}
 	return err
 }

@@ -44,7 +44,7 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 	if sameJSON(status, owned) {
 		return nil, false, nil
 	}
-	err = c.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
+	err = c.parentStates.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
 		if written, err = c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
 			c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)

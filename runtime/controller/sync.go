@@ -140,7 +140,7 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 	if err := c.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
 	}
-	w, err := c.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
+	w, err := c.writer.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
 	c.parentStates.recordRecreating(key, w.recreating, err == nil)
 	c.wakeDrain()
 	if rerr := c.recordChildren(ctx, parent, kids, w.objects); err == nil {

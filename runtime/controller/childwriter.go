@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,20 +16,41 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
+// childWriter writes a policy's children: it carries out the steps of a sync (decide.Writes)
+// against the API server, and owns the guards around them: the writes the API server refused
+// for good (refusedwrites.go), fights over a child (undonewrites.go), the children created lately
+// that the cache does not show yet (recentcreates.go), the Recreates under way
+// (recreatesunderway.go) and the pace of bookkeeping patches. Creating, updating, recreating,
+// patching or removing one child reads in this file.
+type childWriter struct {
+	// policy is the policy's name, resources its child resources
+	policy    string
+	resources map[schema.GroupVersionResource]policy.ChildResourceInfo
+	// deps are the controller's (its Writer the policy's identity's)
+	deps *Deps
+	// states is what the controller remembers of each parent
+	states *parentStates
+	// children are the caches of the child resources, whose recent creates the writer notes
+	children map[string]*childCache
+	// draining is set when the policy was removed: only Recreates under way complete
+	draining *atomic.Bool
+}
+
 // write carries out a sync's steps (decide.Writes) in order: children created, applied,
 // recreated, then those no longer desired deleted or released. A child that already matches has
 // no step and costs no write. It says what it wrote: how many writes, and the children as the API
 // server returned them.
-func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructured, steps []decide.Step) (written, error) {
+func (cw *childWriter) write(ctx context.Context, parent *unstructured.Unstructured, steps []decide.Step) (written, error) {
 	var w written
-	steps, w.deferred = c.paceBookkeeping(parent, steps)
+	steps, w.deferred = cw.paceBookkeeping(parent, steps)
 	for _, s := range steps {
-		if err := c.take(ctx, parent, s, &w); err != nil {
+		if err := cw.take(ctx, parent, s, &w); err != nil {
 			return w, err
 		}
 	}
@@ -36,8 +58,8 @@ func (c *Controller) write(ctx context.Context, parent *unstructured.Unstructure
 }
 
 // take carries out one step of a sync, and adds what it wrote to w.
-func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured, s decide.Step, w *written) error {
-	if !c.finishes(parent, s) {
+func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructured, s decide.Step, w *written) error {
+	if !cw.finishes(parent, s) {
 		return nil // the policy was removed: only Recreates under way complete (recreatesunderway.go)
 	}
 	switch s.Action {
@@ -46,13 +68,13 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 		return nil
 	case decide.Delete, decide.Release:
 		w.deletes++
-		return c.remove(ctx, parent, s)
+		return cw.remove(ctx, parent, s)
 	case decide.Conflict:
-		return conflictError(parent, s.Child, c.Name())
+		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
 		return &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
 	case decide.UpdateBookkeeping:
-		got, err := c.patchBookkeeping(ctx, parent, s)
+		got, err := cw.patchBookkeeping(ctx, parent, s)
 		if err != nil {
 			return err
 		}
@@ -64,7 +86,7 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 	if s.Action == decide.Recreate {
 		w.deletes++ // deleted, then created again
 	}
-	got, waiting, err := c.applyChild(ctx, parent, s.Child, s.Observed)
+	got, waiting, err := cw.applyChild(ctx, parent, s.Child, s.Observed)
 	switch {
 	case err != nil:
 		return err
@@ -78,14 +100,14 @@ func (c *Controller) take(ctx context.Context, parent *unstructured.Unstructured
 
 // paceBookkeeping leaves out a sync's bookkeeping patches when the pace (BookkeepingPace) has
 // no token for them, and says after how long the parent may send them.
-func (c *Controller) paceBookkeeping(parent *unstructured.Unstructured, steps []decide.Step) ([]decide.Step, time.Duration) {
+func (cw *childWriter) paceBookkeeping(parent *unstructured.Unstructured, steps []decide.Step) ([]decide.Step, time.Duration) {
 	n := 0
 	for _, s := range steps {
 		if s.Action == decide.UpdateBookkeeping {
 			n++
 		}
 	}
-	if ok, wait := c.deps.Pace.admit(c.Name()+"/"+parentKey(parent), n, c.deps.Clock.Now()); !ok {
+	if ok, wait := cw.deps.Pace.admit(cw.policy+"/"+parentKey(parent), n, cw.deps.Clock.Now()); !ok {
 		return slices.DeleteFunc(slices.Clone(steps), func(s decide.Step) bool { return s.Action == decide.UpdateBookkeeping }), wait
 	}
 	return steps, 0
@@ -93,15 +115,15 @@ func (c *Controller) paceBookkeeping(parent *unstructured.Unstructured, steps []
 
 // patchBookkeeping patches a child whose content is as the policy wants but whose bookkeeping
 // is not (decide.UpdateBookkeeping): its metadata alone, never the child itself.
-func (c *Controller) patchBookkeeping(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) (*unstructured.Unstructured, error) {
-	if err := c.parentStates.allowWrite(parent, s.Child, s.Observed, c.deps.Clock.Now()); err != nil {
+func (cw *childWriter) patchBookkeeping(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) (*unstructured.Unstructured, error) {
+	if err := cw.states.allowWrite(parent, s.Child, s.Observed, cw.deps.Clock.Now()); err != nil {
 		return nil, err
 	}
-	got, err := c.deps.Writer.PatchMetadata(ctx, s.Child.Resource.GVR, s.Observed, s.Bookkeeping.Patch())
+	got, err := cw.deps.Writer.PatchMetadata(ctx, s.Child.Resource.GVR, s.Observed, s.Bookkeeping.Patch())
 	if err != nil {
 		return nil, applyError("patch the bookkeeping of", s.Observed, err)
 	}
-	c.parentStates.wroteChild(parent, s.Child, true, c.deps.Clock.Now())
+	cw.states.wroteChild(parent, s.Child, true, cw.deps.Clock.Now())
 	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping.String())
 	return got, nil
 }
@@ -127,31 +149,31 @@ func (w *written) waitFor(child *render.Child) {
 // the API server refused this very object before, or metacel is in a fight over it. It returns
 // the child as the API server stored it, or, for a recreation whose old child is still going,
 // nil and waiting.
-func (c *Controller) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
-	if err := c.parentStates.allowWrite(parent, child, obs, c.deps.Clock.Now()); err != nil {
+func (cw *childWriter) applyChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
+	if err := cw.states.allowWrite(parent, child, obs, cw.deps.Clock.Now()); err != nil {
 		return nil, false, err
 	}
 	if obs != nil && child.Resource.Method == policy.Recreate {
-		return c.recreateChild(ctx, parent, child, obs)
+		return cw.recreateChild(ctx, parent, child, obs)
 	}
-	got, err = c.createOrUpdate(ctx, parent, child, obs)
+	got, err = cw.createOrUpdate(ctx, parent, child, obs)
 	return got, false, err
 }
 
 // createOrUpdate creates a missing child, or applies one that differs.
-func (c *Controller) createOrUpdate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (cw *childWriter) createOrUpdate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	var got *unstructured.Unstructured
 	created := false // a new object: one of its name was not there
-	err := c.writeUnlessRefused(parent, child, func() (err error) {
+	err := cw.writeUnlessRefused(parent, child, func() (err error) {
 		if obs == nil {
-			got, created, err = c.create(ctx, parent, child)
+			got, created, err = cw.create(ctx, parent, child)
 		} else {
-			got, err = c.update(ctx, child, obs)
+			got, err = cw.update(ctx, child, obs)
 		}
 		return err
 	})
 	if err == nil {
-		c.parentStates.wroteChild(parent, child, obs != nil || created, c.deps.Clock.Now())
+		cw.states.wroteChild(parent, child, obs != nil || created, cw.deps.Clock.Now())
 	}
 	return got, err
 }
@@ -163,31 +185,31 @@ func (c *Controller) createOrUpdate(ctx context.Context, parent *unstructured.Un
 // a conflict that is still there costs a read, not a write, each time it is retried. A child
 // that this controller created lately, which the cache read by this sync did not show yet
 // (recentcreates.go), is taken as its create returned it, with no request.
-func (c *Controller) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (got *unstructured.Unstructured, created bool, err error) {
-	if known := c.createdLately(parent, child); known != nil {
-		got, err = c.takeExisting(ctx, parent, child, known)
+func (cw *childWriter) create(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (got *unstructured.Unstructured, created bool, err error) {
+	if known := cw.createdLately(parent, child); known != nil {
+		got, err = cw.takeExisting(ctx, parent, child, known)
 		return got, false, err
 	}
 	if conflictReported(parent) {
-		existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
+		existing, err := cw.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 		switch {
 		case err == nil:
-			got, err = c.takeExisting(ctx, parent, child, existing)
+			got, err = cw.takeExisting(ctx, parent, child, existing)
 			return got, false, err
 		case !apierrors.IsNotFound(err):
 			return nil, false, applyError("read", child.Object, err)
 		}
 	}
-	got, err = c.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
+	got, err = cw.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
 	if apierrors.IsAlreadyExists(err) {
-		got, err = c.readAndTakeExisting(ctx, parent, child)
+		got, err = cw.readAndTakeExisting(ctx, parent, child)
 		return got, false, err
 	}
 	if err != nil {
 		return nil, false, applyError("create", child.Object, err)
 	}
-	c.rememberCreated(child, got)
-	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
+	cw.rememberCreated(child, got)
+	cw.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return got, true, nil
 }
@@ -205,24 +227,24 @@ func conflictReported(parent *unstructured.Unstructured) bool {
 
 // readAndTakeExisting reads the object whose name a create found taken, and takes it as
 // takeExisting says.
-func (c *Controller) readAndTakeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
-	existing, err := c.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
+func (cw *childWriter) readAndTakeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
+	existing, err := cw.deps.Writer.Get(ctx, child.Resource.GVR, child.Object.GetNamespace(), child.Object.GetName())
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, applyError("create", child.Object, err) // gone meanwhile: the next sync creates it
 	case err != nil:
 		return nil, applyError("read", child.Object, err)
 	}
-	return c.takeExisting(ctx, parent, child, existing)
+	return cw.takeExisting(ctx, parent, child, existing)
 }
 
 // takeExisting handles a child that exists although the cache does not have it: metacel's own
 // (the cache had not seen it yet, or someone removed its labels) is written as a child in the
 // cache would be: not at all when it is up to date, else recreated or applied as its resource's
 // update method says. Anyone else's is a conflict, never taken over.
-func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if !childOf(existing, parent, c.Name(), child.ID) {
-		return nil, conflictError(parent, child, c.Name())
+func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, existing *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if !childOf(existing, parent, cw.policy, child.ID) {
+		return nil, conflictError(parent, child, cw.policy)
 	}
 	s, write := decide.StepFor(child, existing)
 	switch {
@@ -231,14 +253,14 @@ func (c *Controller) takeExisting(ctx context.Context, parent *unstructured.Unst
 	case s.Action == decide.Await:
 		return nil, nil // being deleted: the sync its deletion causes creates it anew
 	case s.Action == decide.UpdateBookkeeping:
-		return c.patchBookkeeping(ctx, parent, s)
+		return cw.patchBookkeeping(ctx, parent, s)
 	case s.Action == decide.Refuse:
 		return nil, &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
 	case s.Action == decide.Recreate:
-		got, _, err := c.recreateChild(ctx, parent, child, existing)
+		got, _, err := cw.recreateChild(ctx, parent, child, existing)
 		return got, err
 	}
-	return c.update(ctx, child, existing)
+	return cw.update(ctx, child, existing)
 }
 
 // conflictError is a ChildConflict: an object someone else owns holds the child's name.
@@ -274,13 +296,13 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 // update applies a child whose managed fields differ (server-side apply, forced: drift is
 // reverted). A child metacel created and never applied first has its fields moved to metacel's
 // Apply entry.
-func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (cw *childWriter) update(ctx context.Context, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	if apply.CreatedNotApplied(obs) {
-		if err := c.deps.Writer.UpgradeToApply(ctx, child.Resource.GVR, obs); err != nil {
+		if err := cw.deps.Writer.UpgradeToApply(ctx, child.Resource.GVR, obs); err != nil {
 			return nil, applyError("take over the fields it created of", child.Object, err)
 		}
 	}
-	got, err := c.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
+	got, err := cw.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
 	if err != nil {
 		return nil, applyError("apply", child.Object, err)
 	}
@@ -291,25 +313,25 @@ func (c *Controller) update(ctx context.Context, child *render.Child, obs *unstr
 // recreateChild deletes a child that differs from its desired state and, when it is gone at once,
 // creates it anew in the same sync; it returns the new child, or waiting when the old one is
 // still going (deleted now, or before): the sync its deletion causes creates the new one.
-func (c *Controller) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
-	if gone, err := c.recreate(ctx, parent, child, obs); err != nil || !gone {
+func (cw *childWriter) recreateChild(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (got *unstructured.Unstructured, waiting bool, err error) {
+	if gone, err := cw.recreate(ctx, parent, child, obs); err != nil || !gone {
 		return nil, err == nil, err
 	}
-	got, err = c.createRecreated(ctx, parent, child)
+	got, err = cw.createRecreated(ctx, parent, child)
 	return got, got == nil && err == nil, err
 }
 
 // recreate deletes a child that differs from its desired state, and reports whether it is gone
 // at once (goneAtOnce); else its deletion re-syncs the parent, which then creates it anew.
-func (c *Controller) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
+func (cw *childWriter) recreate(ctx context.Context, parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) (gone bool, err error) {
 	if obs.GetDeletionTimestamp() != nil {
 		return false, nil // already on its way out
 	}
-	if err := c.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
+	if err := cw.deps.Writer.Delete(ctx, child.Resource.GVR, obs); err != nil {
 		return false, applyError("delete (to recreate)", obs, err)
 	}
-	c.parentStates.deletedToRecreate(parent, child, c.deps.Clock.Now())
-	c.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
+	cw.states.deletedToRecreate(parent, child, cw.deps.Clock.Now())
+	cw.childEvent(parent, obs, "Recreating", "Delete", "Deleted %s %s to recreate it with its new spec")
 	klog.FromContext(ctx).V(2).Info("Deleted child to recreate it", "child", klog.KObj(obs), "kind", obs.GetKind())
 	return goneAtOnce(obs), nil
 }
@@ -327,10 +349,10 @@ func goneAtOnce(obj *unstructured.Unstructured) bool {
 // createRecreated creates a child deleted in this sync to be recreated. When its name is still
 // taken (the deletion took longer than goneAtOnce said), the deletion's event re-syncs the parent,
 // which creates it then.
-func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
+func (cw *childWriter) createRecreated(ctx context.Context, parent *unstructured.Unstructured, child *render.Child) (*unstructured.Unstructured, error) {
 	var got *unstructured.Unstructured
-	err := c.writeUnlessRefused(parent, child, func() (err error) {
-		got, err = c.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
+	err := cw.writeUnlessRefused(parent, child, func() (err error) {
+		got, err = cw.deps.Writer.Create(ctx, child.Resource.GVR, child.Object)
 		return err
 	})
 	switch {
@@ -339,15 +361,15 @@ func (c *Controller) createRecreated(ctx context.Context, parent *unstructured.U
 	case err != nil:
 		return nil, applyError("create (to recreate)", child.Object, err)
 	}
-	c.rememberCreated(child, got)
-	c.parentStates.wroteChild(parent, child, false, c.deps.Clock.Now()) // what a drift of it reverts
-	c.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
+	cw.rememberCreated(child, got)
+	cw.states.wroteChild(parent, child, false, cw.deps.Clock.Now()) // what a drift of it reverts
+	cw.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	return got, nil
 }
 
 // remove deletes a child, or releases it, as its step says (decide.Delete, decide.Release).
-func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) error {
-	res, ok := c.resourceOf(s.Observed)
+func (cw *childWriter) remove(ctx context.Context, parent *unstructured.Unstructured, s decide.Step) error {
+	res, ok := cw.resourceOf(s.Observed)
 	if !ok {
 		return nil
 	}
@@ -355,39 +377,39 @@ func (c *Controller) remove(ctx context.Context, parent *unstructured.Unstructur
 	if s.Action == decide.Release {
 		dp = policy.DeletionOrphan
 	}
-	return c.removeChild(ctx, parent, res.GVR, dp, s.Observed)
+	return cw.removeChild(ctx, parent, res.GVR, dp, s.Observed)
 }
 
 // removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when
 // its entry's deletionPolicy is Orphan. parent, when known, gets the event.
-func (c *Controller) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
+func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
 	if dp == policy.DeletionOrphan {
 		annotations := []string{render.AnnotationDeletionPolicy}
-		if err := c.deps.Writer.Release(ctx, gvr, obs, render.ChildLabels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
+		if err := cw.deps.Writer.Release(ctx, gvr, obs, render.ChildLabels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)
 		}
-		c.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
+		cw.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
 		return nil
 	}
-	if err := c.deps.Writer.Delete(ctx, gvr, obs); err != nil {
+	if err := cw.deps.Writer.Delete(ctx, gvr, obs); err != nil {
 		return applyError("delete", obs, err)
 	}
-	c.childEvent(parent, obs, "Deleted", "Delete", "Deleted %s %s, no longer desired")
+	cw.childEvent(parent, obs, "Deleted", "Delete", "Deleted %s %s, no longer desired")
 	return nil
 }
 
 // childEvent records a Normal event about a child on its parent, when the parent is known;
 // format takes the child's kind and namespaced name.
-func (c *Controller) childEvent(parent, child *unstructured.Unstructured, reason, action, format string) {
+func (cw *childWriter) childEvent(parent, child *unstructured.Unstructured, reason, action, format string) {
 	if parent != nil {
-		c.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
+		cw.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
 	}
 }
 
 // resourceOf finds the child resource of an observed object.
-func (c *Controller) resourceOf(obj *unstructured.Unstructured) (policy.ChildResourceInfo, bool) {
+func (cw *childWriter) resourceOf(obj *unstructured.Unstructured) (policy.ChildResourceInfo, bool) {
 	gvk := obj.GroupVersionKind()
-	for gvr, res := range c.policy.ChildResources {
+	for gvr, res := range cw.resources {
 		if gvr.Group == gvk.Group && res.Kind == gvk.Kind {
 			return res, true
 		}
@@ -402,4 +424,57 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	}
 	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
 		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
+}
+
+// rememberCreated remembers a child the controller created, as the create returned it.
+func (cw *childWriter) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
+	if rc := cw.children[child.Resource.GVR.String()]; rc != nil && got != nil {
+		rc.creates.add(got, cw.deps.Clock.Now())
+	}
+}
+
+// createdLately returns the child that the controller created lately for the parent, or nil:
+// the object of its name the cache holds, when it does (delivered since the sync read its
+// children; or edited so that it is not indexed as the parent's any more, its parent-uid label
+// removed, say: newer than what the create returned, which would look up to date), else as the
+// create returned it. Either must say it is the parent's child, as takeExisting asks of an object
+// it takes.
+func (cw *childWriter) createdLately(parent *unstructured.Unstructured, child *render.Child) *unstructured.Unstructured {
+	rc := cw.children[child.Resource.GVR.String()]
+	if rc == nil {
+		return nil
+	}
+	if obj, cached, _ := rc.GetByKey(child.Object.GetNamespace() + "/" + child.Object.GetName()); cached {
+		u, err := compact.Unstructured(obj)
+		if err != nil || !childOf(u, parent, cw.policy, child.ID) {
+			return nil
+		}
+		return u
+	}
+	known := rc.creates.lookup(child.Object.GetNamespace(), child.Object.GetName(), string(parent.GetUID()), cw.deps.Clock.Now())
+	if known == nil || !childOf(known, parent, cw.policy, child.ID) {
+		return nil
+	}
+	return known
+}
+
+// writeUnlessRefused calls write for a child, unless the API server refused this very object
+// before: then it returns that refusal again without a request. A refusal is remembered; a
+// write that goes through forgets the child's.
+func (cw *childWriter) writeUnlessRefused(parent *unstructured.Unstructured, child *render.Child, write func() error) error {
+	return cw.states.sendUnlessRefused(parent, render.Identity(child.Object), child.Object, write)
+}
+
+// finishes reports whether a sync takes a step: always, but for a removed policy's controller,
+// which only completes the Recreates under way (their children awaited, created, or, when the
+// cache does not show them going yet, deleted again: the same deletion).
+func (cw *childWriter) finishes(parent *unstructured.Unstructured, s decide.Step) bool {
+	if !cw.draining.Load() {
+		return true
+	}
+	switch s.Action {
+	case decide.Await, decide.Create, decide.Recreate:
+		return cw.states.isRecreating(parentKey(parent), render.Identity(s.Child.Object))
+	}
+	return false
 }
