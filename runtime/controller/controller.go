@@ -13,6 +13,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -80,8 +81,9 @@ type Controller struct {
 	// parentStates is what the controller remembers of each parent between its syncs
 	// (parentstate.go)
 	parentStates parentStates
-	// writer writes the children (childwriter.go)
-	writer *childWriter
+	// writer writes the children (childwriter.go), finalizer cleans up after them (finalize.go)
+	writer    *childWriter
+	finalizer *finalizer
 
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (see Replaces), or nil
@@ -125,6 +127,11 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 	c.actAs()
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
 		children: c.children, draining: &c.draining}
+	c.finalizer = &finalizer{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
+		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
+			return c.observedChildren(ctx, c.cachedChildren(uid))
+		},
+		namespaceLabels: c.namespaceLabels}
 	return c
 }
 

@@ -5,19 +5,39 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/decide"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
+
+// finalizer is what a parent's cleanup finalizer (render.Finalizer) does: it holds the finalizer
+// on a parent with children that garbage collection does not remove with it (cross-namespace,
+// cluster-scoped and Orphan ones), keeps the parent's record of those children, and, when the
+// parent is deleted, deletes or releases them and lets the parent go. What it removes is read
+// from the API server's objects and the parent's record, never only remembered.
+type finalizer struct {
+	policy *policy.Compiled
+	// previous is the version of the policy the controller replaces (nil: none), whose entries
+	// say the deletion policy of a child that does not record its own
+	previous func() *policy.Compiled
+	deps     *Deps
+	writer   *childWriter
+	// children returns the parent's children the caches hold, by child id
+	children func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured
+	// namespaceLabels gives the labels of a namespace, for the policy's consent labels
+	namespaceLabels render.NamespaceLabels
+}
 
 // ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
 // cluster-scoped ones, to delete; Orphan ones, to release) carries the cleanup finalizer before
 // they are created, and drops it once it has none left. Its children are those of kids, the
 // render's sort of what the sync observed; the objects it found foreign that carry the parent's
 // labels (out of its reach, or not in its record) are reported, and make no finalizer.
-func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
+func (f *finalizer) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
 	need := false
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
@@ -28,16 +48,16 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 	for _, o := range kids.Undesired {
 		need = need || !render.HasOwnerReference(o, parent)
 	}
-	for _, f := range kids.Foreign {
-		if f.Reason != "" {
-			c.ignoreForeign(ctx, parent, f.Object, f.Reason, f.Why)
+	for _, fo := range kids.Foreign {
+		if fo.Reason != "" {
+			f.ignoreForeign(ctx, parent, fo.Object, fo.Reason, fo.Why)
 		}
 	}
 	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
 	if need == has {
 		return nil
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
 		return applyError("update finalizers of", parent, err)
 	}
 	return nil
@@ -47,13 +67,13 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 // not remove with it (render.ChildRecord), when it changed: those the sync found (kids) and those
 // it wrote (objects, as the API server returned them). A child deleted stays recorded until it
 // is gone, so that the finalizer waits for it.
-func (c *Controller) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
+func (f *finalizer) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
 	all := append(append(allObjects(kids.ByID), kids.Undesired...), objects...)
 	value := render.RecordValue(parent, all)
 	if render.RecordOf(parent, true).Records(value) {
 		return nil
 	}
-	if err := c.deps.Writer.SetAnnotation(ctx, c.policy.Parent.GVR, parent, render.AnnotationChildren, value); err != nil {
+	if err := f.deps.Writer.SetAnnotation(ctx, f.policy.Parent.GVR, parent, render.AnnotationChildren, value); err != nil {
 		return applyError("record the children of", parent, err)
 	}
 	return nil
@@ -62,20 +82,20 @@ func (c *Controller) recordChildren(ctx context.Context, parent *unstructured.Un
 // finalize cleans up a deleted parent's children that garbage collection cannot reach (those
 // without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
 // so it is finalized once they are gone.
-func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
+func (f *finalizer) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	if !slices.Contains(parent.GetFinalizers(), render.Finalizer) {
 		return nil
 	}
 	remaining := 0
-	own := c.ownershipOf(ctx, parent)
-	for _, objs := range c.observedChildren(ctx, c.cachedChildren(parent.GetUID())) {
+	own := f.ownershipOf(ctx, parent)
+	for _, objs := range f.children(ctx, parent.GetUID()) {
 		for _, obs := range objs {
-			if !c.cleansUp(ctx, own, parent, obs) {
+			if !f.cleansUp(ctx, own, parent, obs) {
 				continue
 			}
 			remaining++
 			if obs.GetDeletionTimestamp() == nil {
-				if err := c.writer.remove(ctx, parent, decide.Removal(obs, c.policy, c.previous)); err != nil {
+				if err := f.writer.remove(ctx, parent, decide.Removal(obs, f.policy, f.previous())); err != nil {
 					return err
 				}
 			}
@@ -84,10 +104,10 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if remaining > 0 {
 		return nil
 	}
-	if left, err := c.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
+	if left, err := f.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
 	}
 	return nil
@@ -101,16 +121,16 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 // to write: an object elsewhere, or one metacel did not write for the parent, is no child of it;
 // cleaning it up would let anyone pin a parent (and its namespace) in Terminating with an object
 // of their own.
-func (c *Controller) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
+func (f *finalizer) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
 	if render.HasOwnerReference(obj, parent) || !apply.AppliedBy(obj) {
 		return false
 	}
 	if why := own.reach.OutOfReach(obj); why != "" {
-		c.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
+		f.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
 		return false
 	}
 	if why := own.record.NotRecordedReason(obj); why != "" {
-		c.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
+		f.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
 		return false
 	}
 	return true
@@ -126,9 +146,9 @@ const ReasonChildNotRecorded = render.ReasonChildNotRecorded
 
 // ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
 // why): it is left alone. The event recorder folds repeats of one event into a series.
-func (c *Controller) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
+func (f *finalizer) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
 	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels", "object", klog.KObj(obj), "kind", obj.GetKind(), "reason", reason, "why", why)
-	c.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
+	f.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
 		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
 }
 
@@ -140,10 +160,10 @@ type ownership struct {
 	record render.ChildRecord
 }
 
-func (c *Controller) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
+func (f *finalizer) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
 	return ownership{
-		reach: render.NewChildReach(ctx, c.policy, render.Input{
-			Parent: parent, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, ReservedNamespace: c.deps.ReservedNamespace,
+		reach: render.NewChildReach(ctx, f.policy, render.Input{
+			Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace,
 		}),
 		record: render.RecordOf(parent, true),
 	}
@@ -152,22 +172,22 @@ func (c *Controller) ownershipOf(ctx context.Context, parent *unstructured.Unstr
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
-	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + c.Name()
+func (f *finalizer) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
+	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + f.policy.Name()
 	left := 0
-	for gvr := range c.policy.ChildResources {
-		items, err := c.deps.Writer.List(ctx, gvr, selector)
+	for gvr := range f.policy.ChildResources {
+		items, err := f.deps.Writer.List(ctx, gvr, selector)
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}
 		for i := range items {
 			obj := &items[i]
-			if !c.cleansUp(ctx, own, parent, obj) {
+			if !f.cleansUp(ctx, own, parent, obj) {
 				continue
 			}
 			left++
 			if obj.GetDeletionTimestamp() == nil {
-				if err := c.writer.remove(ctx, parent, decide.Removal(obj, c.policy, c.previous)); err != nil {
+				if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
 					return 0, err
 				}
 			}

@@ -70,7 +70,7 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 	case live.GetUID() != uid || c.selector.Matches(labels.Set(live.GetLabels())):
 		return nil // another object of that name, or back in scope (the cache has it again)
 	case live.GetDeletionTimestamp() != nil:
-		if err := c.finalize(ctx, live); err != nil {
+		if err := c.finalizer.finalize(ctx, live); err != nil {
 			c.rememberLeftWithFinalizer(key, uid)
 			return err
 		}

@@ -59,7 +59,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("parent %q: %w", key, err)
 	}
 	if parent.GetDeletionTimestamp() != nil {
-		return c.finalize(ctx, parent)
+		return c.finalizer.finalize(ctx, parent)
 	}
 	// 6. Decode its children and read its related objects, as its identity may.
 	observed, related, budget, err := c.readInputs(ctx, key, parent, children)
@@ -137,13 +137,13 @@ func (c *Controller) reconcile(ctx context.Context, key string, parent *unstruct
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
 	}
-	if err := c.ensureFinalizer(ctx, parent, out, kids); err != nil {
+	if err := c.finalizer.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
 	}
 	w, err := c.writer.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
 	c.parentStates.recordRecreating(key, w.recreating, err == nil)
 	c.wakeDrain()
-	if rerr := c.recordChildren(ctx, parent, kids, w.objects); err == nil {
+	if rerr := c.finalizer.recordChildren(ctx, parent, kids, w.objects); err == nil {
 		err = rerr
 	}
 	if err != nil {
