@@ -20,7 +20,7 @@ const (
 
 // waitForCaches waits until the controller's informers have synced, and reports false if ctx
 // ends first. While they have not, it says which resources are missing and why (their last list
-// error: a resource the runtime may not list, say), in the log and through OnNotSynced: a policy
+// error: a resource the runtime may not list, say), in the log and through Options.OnNotSynced: a policy
 // whose caches never sync never runs, and must not look healthy.
 func (c *Controller) waitForCaches(ctx context.Context) bool {
 	wait := notSyncedFirst
@@ -36,8 +36,8 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 		}
 		msg := c.notSynced()
 		klog.FromContext(ctx).Error(nil, "Policy waits for its caches", "missing", msg)
-		if c.OnNotSynced != nil {
-			c.OnNotSynced(msg)
+		if c.opts.OnNotSynced != nil {
+			c.opts.OnNotSynced(msg)
 		}
 		wait = notSyncedEvery
 	}

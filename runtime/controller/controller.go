@@ -86,7 +86,8 @@ type Controller struct {
 	finalizer *finalizer
 
 	cleanups []func()
-	// previous is the version of the policy this controller replaces (see Replaces), or nil
+	// previous is the version of the policy this controller replaces (Options.Replaces; TakeAll
+	// changes it), or nil
 	previous *policy.Compiled
 	// selector selects the parents (the policy's labelSelector, or everything)
 	selector labels.Selector
@@ -100,19 +101,34 @@ type Controller struct {
 	// complete, no new one starts (recreatesunderway.go); drainNews wakes the wait for them
 	draining  atomic.Bool
 	drainNews chan struct{}
-	// OnNotSynced, when set before Run, is told why the caches have not synced yet (see
-	// waitForCaches)
-	OnNotSynced func(msg string)
-	// Version, when set before Run, names the version of the policy in the controller's log
-	// lines: during a rollout, two versions of one policy run side by side.
-	Version string
+	// opts are the controller's options, as New was given them
+	opts Options
 	// actsAs is the identity the policy acts as (access.go); actAsErr why it has none
 	actsAs   Identity
 	actAsErr error
 }
 
-// New prepares the controller of a policy; Run starts it.
-func New(p *policy.Compiled, deps Deps) *Controller {
+// Options configure one controller, once, in New.
+type Options struct {
+	// Replaces is the version of the policy the controller replaces (nil: none): its entries say
+	// the deletion policy of a child that does not record its own, and the children of resources
+	// it listed and this version does not are removed when the controller starts
+	Replaces *policy.Compiled
+	// Share, when set, is the parents the controller syncs (a rollout's share); SetShare changes it
+	Share func(types.UID) bool
+	// Sharded makes the controller sync the parents of the slots FollowSlots gives it, watched
+	// through the API server's shard selector when ServerSideShards, else filtered as objects
+	// arrive
+	Sharded, ServerSideShards bool
+	// Version names the version of the policy in the controller's log lines: during a rollout,
+	// two versions of one policy run side by side
+	Version string
+	// OnNotSynced, when set, is told why the caches have not synced yet (see waitForCaches)
+	OnNotSynced func(msg string)
+}
+
+// New prepares the controller of a policy, configured by opts; Run starts it.
+func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 	c := &Controller{
 		policy: p,
 		deps:   deps,
@@ -122,9 +138,17 @@ func New(p *policy.Compiled, deps Deps) *Controller {
 		related:   map[string]cache.SharedIndexInformer{},
 		relIndex:  newRelatedIndex(),
 		drainNews: make(chan struct{}, 1),
+		previous:  opts.Replaces,
+		opts:      opts,
 	}
 	c.leftWithFinalizer.uids = map[string]types.UID{}
 	c.actAs()
+	if opts.Share != nil {
+		c.SetShare(opts.Share)
+	}
+	if opts.Sharded {
+		c.shardedBy(opts.ServerSideShards)
+	}
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
 		children: c.children, draining: &c.draining}
 	c.finalizer = &finalizer{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
@@ -142,8 +166,8 @@ func (c *Controller) Name() string { return c.policy.Name() }
 // workers until ctx is done; then it stops its workers, waits for them, and releases its informers.
 func (c *Controller) Run(ctx context.Context, workers int, synced func()) error {
 	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
-	if c.Version != "" {
-		logger = logger.WithValues("version", c.Version)
+	if c.opts.Version != "" {
+		logger = logger.WithValues("version", c.opts.Version)
 	}
 	ctx = klog.NewContext(ctx, logger)
 	defer c.release()

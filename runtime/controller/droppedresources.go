@@ -16,13 +16,8 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
-
-// Replaces tells the controller the version of its policy it replaces, before Run: the resources
-// that version listed count as recorded, even when the ledger is off.
-func (c *Controller) Replaces(previous *policy.Compiled) { c.previous = previous }
 
 // The children of a resource that a new version of the policy no longer lists are not watched
 // any more, so no sync would see them again: the controller removes them when it starts, before

@@ -52,7 +52,7 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 	rec := events.NewFakeRecorder(100)
 	kube := kubefake.NewClientset()
 	c := New(p, Deps{Writer: apply.NewWriter(client), Mapper: catalog, Recorder: rec,
-		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")})
+		Metrics: NewMetrics(prometheus.NewRegistry()), Clock: clock.RealClock{}, Ledger: ledger.New(kube, "metacel-system")}, Options{})
 	// each cache keeps only the index the controller asks of the pool for it
 	newInformer := func(index string) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, informers.Indexers([]string{index}))

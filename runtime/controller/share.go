@@ -51,7 +51,7 @@ func (c *Controller) SetShare(holds func(types.UID) bool) {
 
 // TakeAll makes the controller sync every parent again, after a share; previous is the other
 // version that held the rest, whose children of resources this version does not list are removed
-// now, as when a controller replaces a version (Replaces).
+// now, as when a controller replaces a version (Options.Replaces).
 func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
 	c.previous = previous

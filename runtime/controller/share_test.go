@@ -113,7 +113,7 @@ func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, policy)
-			h.c.ShardedBy(false)
+			h.c.shardedBy(false)
 			h.c.narrowSlots(tt.slots)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`, resourceVersion: "2"}, data: {a: "new"}}`))
 			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
@@ -133,7 +133,7 @@ spec:
   parentResource: {apiVersion: v1, resource: configmaps}
   childResources: [{apiVersion: v1, resource: secrets}]
 `+secretChild(`type: "x"`))
-	h.c.ShardedBy(false)
+	h.c.shardedBy(false)
 	h.c.narrowSlots(^hashslot.Set(0))
 	h.c.syncing.RLock() // a sync under way
 	done := make(chan struct{})

@@ -25,9 +25,9 @@ import (
 // metacel.dev/shard-slot that every child carries (render.LabelShardSlot). Related objects are
 // not sharded: they are read by name or selector, whatever the parent.
 
-// ShardedBy makes the controller sync only the parents of the slots given by SetSlots, from none;
-// serverSide says whether the API server honours shard selectors. Call it before Watch.
-func (c *Controller) ShardedBy(serverSide bool) {
+// shardedBy makes the controller sync only the parents of the slots given by FollowSlots, from none;
+// serverSide says whether the API server honours shard selectors (New, Options.Sharded).
+func (c *Controller) shardedBy(serverSide bool) {
 	c.sharding = &sharding{serverSide: serverSide}
 	c.share.slots.Store(0)
 	c.share.sharded.Store(true)

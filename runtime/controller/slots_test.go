@@ -21,7 +21,7 @@ func TestSlotsGivenUpBeforeTheyListDoNotHoldUpTheOthers(t *testing.T) {
 		return false, nil, nil
 	})
 	h.c.deps.Pool = informers.NewPool(t.Context(), h.client, nil)
-	h.c.ShardedBy(true)
+	h.c.shardedBy(true)
 	if err := h.c.Watch(); err != nil {
 		t.Fatal(err)
 	}

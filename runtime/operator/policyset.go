@@ -542,16 +542,11 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 // startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
 // replacing old (nil: none); nil when it cannot start.
 func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *running, share func(types.UID) bool) *running {
-	ctrl := controller.New(p, s.deps)
+	var replaces *policy.Compiled
 	if old != nil {
-		ctrl.Replaces(old.policy)
+		replaces = old.policy
 	}
-	if share != nil {
-		ctrl.SetShare(share)
-	}
-	if s.shards != nil {
-		ctrl.ShardedBy(s.shards.serverSide)
-	}
+	ctrl, notSynced := s.newController(p, unit, replaces, share)
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
 		return nil
@@ -560,7 +555,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 	if old != nil {
 		predecessor = s.handOver(old)
 	}
-	r := s.goRun(p, ctrl, unit, predecessor)
+	r := s.goRun(p, ctrl, unit, predecessor, notSynced)
 	if old != nil {
 		r.generation = old.generation + 1
 	}
@@ -575,22 +570,33 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 	return r
 }
 
-// goRun runs a controller that watches already, until its running is stopped; the controller's
-// reports of caches not synced become events on unit's ConfigMap. predecessor (nil: none) is the
-// controller it replaces, stopped once this one has synced. It is set before the controller
-// starts: over shared informers that have synced already, the controller may sync at once, and a
-// predecessor it does not know yet would never be stopped, and go on syncing beside it.
-func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit, predecessor *running) *running {
+// newController prepares the controller of p from unit, replacing replaces (nil: none), on the
+// parents of share (nil: all), sharded as the set is: its reports of caches not synced become
+// events on unit's ConfigMap, the last one kept in notSynced.
+func (s *policySet) newController(p *policy.Compiled, unit source.Unit, replaces *policy.Compiled, share func(types.UID) bool) (ctrl *controller.Controller, notSynced *atomic.Pointer[string]) {
+	notSynced = new(atomic.Pointer[string])
+	opts := controller.Options{Replaces: replaces, Share: share, Version: policystatus.ShortVersion(rollout.Version(p)),
+		OnNotSynced: func(msg string) {
+			notSynced.Store(&msg)
+			s.event(unit, "Warning", "PolicyNotSynced", msg)
+		}}
+	if s.shards != nil {
+		opts.Sharded, opts.ServerSideShards = true, s.shards.serverSide
+	}
+	return controller.New(p, s.deps, opts), notSynced
+}
+
+// goRun runs a controller that watches already, until its running is stopped; notSynced holds
+// its last report of caches not synced. predecessor (nil: none) is the controller it replaces,
+// stopped once this one has synced. It is set before the controller starts: over shared
+// informers that have synced already, the controller may sync at once, and a predecessor it does
+// not know yet would never be stopped, and go on syncing beside it.
+func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit, predecessor *running, notSynced *atomic.Pointer[string]) *running {
 	ctx, cancel := context.WithCancel(s.ctx)
 	r := &running{
 		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: new(atomic.Pointer[string]),
+		ctx: ctx, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: notSynced,
 		predecessor: predecessor,
-	}
-	ctrl.Version = policystatus.ShortVersion(r.version)
-	ctrl.OnNotSynced = func(msg string) {
-		r.notSynced.Store(&msg)
-		s.event(unit, "Warning", "PolicyNotSynced", msg)
 	}
 	go func() {
 		defer close(r.done)

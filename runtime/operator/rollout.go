@@ -11,7 +11,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/compact"
-	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
@@ -146,17 +145,13 @@ func (s *policySet) startRolloutLocked(stable *running, ro *rolloutRun, p *polic
 	step := rec.Step
 	s.putRecordLocked(p.Name(), unit.ConfigMap, ro.progress.Record)
 	stable.ctrl.SetShare(ro.notMoved) // the stable version lets go of the moved parents first
-	ctrl := controller.New(p, s.deps)
-	ctrl.SetShare(ro.moved)
-	if s.shards != nil {
-		ctrl.ShardedBy(s.shards.serverSide)
-	}
+	ctrl, notSynced := s.newController(p, unit, nil, ro.moved)
 	if err := ctrl.Watch(); err != nil {
 		klog.FromContext(s.ctx).Error(err, "Cannot start the new version of a policy", "policy", p.Name())
 		stable.ctrl.SetShare(nil)
 		return
 	}
-	ro.target = s.goRun(p, ctrl, unit, nil)
+	ro.target = s.goRun(p, ctrl, unit, nil, notSynced)
 	stable.rollout = ro
 	klog.FromContext(s.ctx).Info("Policy rolling out", "policy", p.Name(), "version", policystatus.ShortVersion(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 	s.rolloutEvent(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
