@@ -9,6 +9,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/identity"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // Identity is who a policy acts as: its ServiceAccount (package identity). Every write of the
@@ -27,30 +28,41 @@ const (
 	ReasonAccessUnchecked = "AccessUnchecked"
 )
 
+// access checks the reads of a policy's syncs as the identity it acts as: the objects a sync
+// reads come from caches the runtime fills with its own, wider, permissions.
+type access struct {
+	policy *policy.Compiled
+	// actsAs is the identity the policy acts as; err why it has none
+	actsAs Identity
+	err    error
+}
+
 // actAs takes the identity the policy acts as from deps: its Writer replaces the shared one in
-// this controller's copy of deps.
-func (c *Controller) actAs() {
-	if c.deps.ActAs == nil {
-		return
+// deps, the controller's copy.
+func actAs(p *policy.Compiled, deps *Deps) *access {
+	a := &access{policy: p}
+	if deps.ActAs == nil {
+		return a
 	}
-	id, err := c.deps.ActAs(c.policy)
+	id, err := deps.ActAs(p)
 	if err != nil {
-		c.actAsErr = fmt.Errorf("policy %q: %w", c.Name(), err)
-		return
+		a.err = fmt.Errorf("policy %q: %w", p.Name(), err)
+		return a
 	}
-	c.actsAs = id
+	a.actsAs = id
 	if id.Writer != nil {
-		c.deps.Writer = id.Writer
+		deps.Writer = id.Writer
 	}
+	return a
 }
 
 // mayRead checks that the policy's ServiceAccount may make read: a sync reads from caches the
 // runtime fills with its own, wider, permissions.
-func (c *Controller) mayRead(ctx context.Context, read identity.Read) error {
-	if !c.checksReads() {
+func (a *access) mayRead(ctx context.Context, read identity.Read) error {
+	if !a.checksReads() {
 		return nil
 	}
-	err := c.actsAs.Reviewer.Check(ctx, c.actsAs.ServiceAccount, read)
+	err := a.actsAs.Reviewer.Check(ctx, a.actsAs.ServiceAccount, read)
 	var forbidden *identity.ForbiddenError
 	switch {
 	case err == nil:
@@ -62,15 +74,15 @@ func (c *Controller) mayRead(ctx context.Context, read identity.Read) error {
 }
 
 // mayReadParentAndChildren checks the reads of a parent and of its observed children.
-func (c *Controller) mayReadParentAndChildren(ctx context.Context, parent *unstructured.Unstructured, observed map[string][]*unstructured.Unstructured) error {
-	if !c.checksReads() {
+func (a *access) mayReadParentAndChildren(ctx context.Context, parent *unstructured.Unstructured, observed map[string][]*unstructured.Unstructured) error {
+	if !a.checksReads() {
 		return nil // the runtime's own identity: nothing to gather on every sync
 	}
-	reads := []identity.Read{{Verb: "get", Resource: c.policy.Parent.GVR, Namespace: parent.GetNamespace(), Name: parent.GetName()}}
+	reads := []identity.Read{{Verb: "get", Resource: a.policy.Parent.GVR, Namespace: parent.GetNamespace(), Name: parent.GetName()}}
 	seen := map[identity.Read]bool{}
 	for _, objs := range observed {
 		for _, obj := range objs {
-			res, ok := c.writer.resourceOf(obj)
+			res, ok := resourceOf(a.policy.ChildResources, obj)
 			if !ok {
 				continue
 			}
@@ -82,7 +94,7 @@ func (c *Controller) mayReadParentAndChildren(ctx context.Context, parent *unstr
 		}
 	}
 	for _, read := range reads {
-		if err := c.mayRead(ctx, read); err != nil {
+		if err := a.mayRead(ctx, read); err != nil {
 			return err
 		}
 	}
@@ -90,6 +102,6 @@ func (c *Controller) mayReadParentAndChildren(ctx context.Context, parent *unstr
 }
 
 // checksReads reports whether the policy's reads are checked: it acts as a ServiceAccount.
-func (c *Controller) checksReads() bool {
-	return c.actsAs.Reviewer != nil && c.actsAs.ServiceAccount != (identity.ServiceAccount{})
+func (a *access) checksReads() bool {
+	return a.actsAs.Reviewer != nil && a.actsAs.ServiceAccount != (identity.ServiceAccount{})
 }

@@ -408,8 +408,13 @@ func (cw *childWriter) childEvent(parent, child *unstructured.Unstructured, reas
 
 // resourceOf finds the child resource of an observed object.
 func (cw *childWriter) resourceOf(obj *unstructured.Unstructured) (policy.ChildResourceInfo, bool) {
+	return resourceOf(cw.resources, obj)
+}
+
+// resourceOf finds, among a policy's child resources, the one of an observed object.
+func resourceOf(resources map[schema.GroupVersionResource]policy.ChildResourceInfo, obj *unstructured.Unstructured) (policy.ChildResourceInfo, bool) {
 	gvk := obj.GroupVersionKind()
-	for gvr, res := range cw.resources {
+	for gvr, res := range resources {
 		if gvr.Group == gvk.Group && res.Kind == gvk.Kind {
 			return res, true
 		}

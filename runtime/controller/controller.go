@@ -103,9 +103,8 @@ type Controller struct {
 	drainNews chan struct{}
 	// opts are the controller's options, as New was given them
 	opts Options
-	// actsAs is the identity the policy acts as (access.go); actAsErr why it has none
-	actsAs   Identity
-	actAsErr error
+	// access checks the policy's reads as the identity it acts as (access.go)
+	access *access
 }
 
 // Options configure one controller, once, in New.
@@ -142,7 +141,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		opts:      opts,
 	}
 	c.leftWithFinalizer.uids = map[string]types.UID{}
-	c.actAs()
+	c.access = actAs(p, &c.deps)
 	if opts.Share != nil {
 		c.SetShare(opts.Share)
 	}
@@ -171,8 +170,8 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	}
 	ctx = klog.NewContext(ctx, logger)
 	defer c.release()
-	if c.actAsErr != nil {
-		return c.actAsErr
+	if c.access.err != nil {
+		return c.access.err
 	}
 	if c.parents == nil {
 		if err := c.Watch(); err != nil {

@@ -150,7 +150,7 @@ func (c *Controller) readRelated(ctx context.Context, key string, parent *unstru
 	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, ref := range refs {
-		if err := c.mayRead(ctx, relatedRead(ref)); err != nil {
+		if err := c.access.mayRead(ctx, relatedRead(ref)); err != nil {
 			return nil, err
 		}
 		indexer := c.related[ref.Resource.String()].GetIndexer()

@@ -115,7 +115,7 @@ func (c *Controller) unchangedFromCache(key string, cached metav1.Object, childr
 // together.
 func (c *Controller) readInputs(ctx context.Context, key string, parent *unstructured.Unstructured, children []metav1.Object) (observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, err error) {
 	observed = c.observedChildren(ctx, children)
-	if err := c.mayReadParentAndChildren(ctx, parent, observed); err != nil {
+	if err := c.access.mayReadParentAndChildren(ctx, parent, observed); err != nil {
 		return nil, nil, nil, err
 	}
 	budget = expr.NewBudget()
