@@ -45,44 +45,58 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	// 3. Read its children from the cache; a removed policy only completes Recreates under way.
-	children := c.cachedChildren(cached.GetUID())
+	s := &parentSync{c: c, key: key, cached: cached, children: c.cachedChildren(cached.GetUID())}
 	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
 		return nil
 	}
 	// 4. Skip the sync when its inputs are those of the last successful one: nothing decoded.
-	if c.unchangedFromCache(key, cached, children) {
+	if s.unchangedFromCache() {
 		return nil
 	}
 	// 5. Decode the parent; one being deleted is finalized.
-	parent, err := compact.Unstructured(cached)
-	if err != nil {
+	if s.parent, err = compact.Unstructured(cached); err != nil {
 		return fmt.Errorf("parent %q: %w", key, err)
 	}
-	if parent.GetDeletionTimestamp() != nil {
-		return c.finalizer.finalize(ctx, parent)
+	if s.parent.GetDeletionTimestamp() != nil {
+		return c.finalizer.finalize(ctx, s.parent)
 	}
 	// 6. Decode its children and read its related objects, as its identity may.
-	observed, related, budget, err := c.readInputs(ctx, key, parent, children)
-	if err != nil {
+	if err := s.readInputs(ctx); err != nil {
 		c.parentStates.forgetInputs(key)
-		return c.fail(ctx, parent, err)
+		return c.fail(ctx, s.parent, err)
 	}
 	// 7. Skip it when these inputs, related objects included, are those of the last success.
-	inputs, known := fingerprint(cached, children, related)
+	inputs, known := fingerprint(cached, s.children, s.related)
 	if known && c.parentStates.sameInputs(key, inputs) {
 		c.parentStates.settleChildEvents(key)
 		return nil
 	}
 	// 8. Render, write what differs, and remember the inputs the writes left.
 	c.parentStates.forgetInputs(key)
-	left, err := c.reconcile(ctx, key, parent, observed, related, budget)
+	left, err := s.reconcile(ctx)
 	if err != nil {
 		return err
 	}
 	if known && left.deferred == 0 {
-		c.parentStates.rememberInputs(key, c.inputsLeft(inputs, cached, children, parent, left))
+		c.parentStates.rememberInputs(key, s.inputsLeft(inputs, left))
 	}
 	return nil
+}
+
+// parentSync is one sync of one parent (kro's ReconcileContext): what it read from the caches
+// and decoded, which its steps share. sync fills it step by step.
+type parentSync struct {
+	c   *Controller
+	key string
+	// cached is the parent, and children its children, as the caches hold them
+	cached   metav1.Object
+	children []metav1.Object
+	// parent is the parent decoded; observed its children, decoded, by child id; related its
+	// related objects, by related id
+	parent            *unstructured.Unstructured
+	observed, related map[string][]*unstructured.Unstructured
+	// budget is what is left of the cost budget that every expression of the sync spends
+	budget *expr.Budget
 }
 
 // syncGone handles a parent the cache no longer holds: one that left with the cleanup finalizer
@@ -98,41 +112,40 @@ func (c *Controller) syncGone(ctx context.Context, key string) error {
 // those of its last successful sync, here or before a restart (memo.go): the sync is then
 // skipped. Only a policy without related objects knows its inputs before decoding, and a parent
 // being deleted is never skipped.
-func (c *Controller) unchangedFromCache(key string, cached metav1.Object, children []metav1.Object) bool {
-	if len(c.policy.Related) > 0 || cached.GetDeletionTimestamp() != nil {
+func (s *parentSync) unchangedFromCache() bool {
+	c := s.c
+	if len(c.policy.Related) > 0 || s.cached.GetDeletionTimestamp() != nil {
 		return false
 	}
-	inputs, known := fingerprint(cached, children, nil)
-	if !known || !c.parentStates.sameInputs(key, inputs) && !c.recalled(key, cached.GetUID(), inputs) {
+	inputs, known := fingerprint(s.cached, s.children, nil)
+	if !known || !c.parentStates.sameInputs(s.key, inputs) && !c.recalled(s.key, s.cached.GetUID(), inputs) {
 		return false
 	}
-	c.parentStates.settleChildEvents(key)
+	c.parentStates.settleChildEvents(s.key)
 	return true
 }
 
 // readInputs decodes a parent's observed children, checks that its identity may read them and
 // the parent, and reads its related objects, with the budget every expression of the sync spends
 // together.
-func (c *Controller) readInputs(ctx context.Context, key string, parent *unstructured.Unstructured, children []metav1.Object) (observed, related map[string][]*unstructured.Unstructured, budget *expr.Budget, err error) {
-	observed = c.observedChildren(ctx, children)
-	if err := c.access.mayReadParentAndChildren(ctx, parent, observed); err != nil {
-		return nil, nil, nil, err
+func (s *parentSync) readInputs(ctx context.Context) (err error) {
+	s.observed = s.c.observedChildren(ctx, s.children)
+	if err := s.c.access.mayReadParentAndChildren(ctx, s.parent, s.observed); err != nil {
+		return err
 	}
-	budget = expr.NewBudget()
-	related, err = c.readRelated(ctx, key, parent, budget)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return observed, related, budget, nil
+	s.budget = expr.NewBudget()
+	s.related, err = s.c.readRelated(ctx, s.key, s.parent, s.budget)
+	return err
 }
 
 // reconcile renders a parent and writes what differs: the finalizer, the children (applied,
 // then the undesired ones pruned), the status. It says what its writes left.
-func (c *Controller) reconcile(ctx context.Context, key string, parent *unstructured.Unstructured, found, related map[string][]*unstructured.Unstructured, budget *expr.Budget) (left, error) {
+func (s *parentSync) reconcile(ctx context.Context) (left, error) {
+	c, key, parent := s.c, s.key, s.parent
 	start := c.deps.Clock.Now()
-	in := render.Input{Parent: parent, Related: related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: budget,
+	in := render.Input{Parent: parent, Related: s.related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: s.budget,
 		ReservedNamespace: c.deps.ReservedNamespace, CheckRecord: true}
-	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(found))
+	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(s.observed))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
@@ -179,7 +192,8 @@ type left struct {
 // writes then cause no render. Otherwise (a deletion, a policy that reads the parent's status, a
 // parent that changed meanwhile, a status rendered without the children written) the inputs
 // before the writes, which those events never match.
-func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []metav1.Object, parent *unstructured.Unstructured, l left) uint64 {
+func (s *parentSync) inputsLeft(before uint64, l left) uint64 {
+	c, cached, children, parent := s.c, s.cached, s.children, s.parent
 	if l.writes == 0 && l.parent == nil {
 		return before
 	}
