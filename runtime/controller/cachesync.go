@@ -48,7 +48,7 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 // polling: cache.WaitForCacheSync checks every 100 ms), on a queue where each parent is once.
 func (c *Controller) hasSynced() []cache.DoneChecker {
 	var out []cache.DoneChecker
-	for _, rc := range c.resourceCaches() {
+	for _, rc := range c.caches.all() {
 		out = append(out, rc.Delivered()...)
 	}
 	return append(out, c.delivered...)

@@ -186,7 +186,7 @@ func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 		t.Fatalf("first sync wrote %s, want the child deleted and the finalizer kept", w)
 	}
 	// the child is gone (from the cache too): the parent is finalized
-	if err := h.c.children[secretsGVR.String()].Whole().GetIndexer().Delete(child); err != nil {
+	if err := h.c.caches.children[secretsGVR.String()].Whole().GetIndexer().Delete(child); err != nil {
 		t.Fatal(err)
 	}
 	h.client.ClearActions()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -62,9 +63,9 @@ type Controller struct {
 	deps   Deps
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	parents  *informers.Cache
-	children map[string]*childCache               // by GroupVersionResource string
-	related  map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	// caches hold the parents and children (caches.go)
+	caches  caches
+	related map[string]cache.SharedIndexInformer // by GroupVersionResource string
 	// sharding, when not nil, makes the controller hold the parents of some slots only
 	// (slots.go); syncing is held (read) by each sync, so that a replica letting go of
 	// slots can wait for the syncs under way
@@ -133,7 +134,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		deps:   deps,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
-		children:  map[string]*childCache{},
+		caches:    caches{policy: p.Name(), children: map[string]*childCache{}},
 		related:   map[string]cache.SharedIndexInformer{},
 		relIndex:  newRelatedIndex(),
 		drainNews: make(chan struct{}, 1),
@@ -149,10 +150,10 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		c.shardedBy(opts.ServerSideShards)
 	}
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
-		children: c.children, draining: &c.draining}
+		children: c.caches.children, draining: &c.draining}
 	c.finalizer = &finalizer{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
-			return c.observedChildren(ctx, c.cachedChildren(uid))
+			return observedChildren(ctx, c.caches.cachedChildren(uid))
 		},
 		namespaceLabels: c.namespaceLabels}
 	return c
@@ -173,7 +174,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	if c.access.err != nil {
 		return c.access.err
 	}
-	if c.parents == nil {
+	if c.caches.parents == nil {
 		if err := c.Watch(); err != nil {
 			return err
 		}
@@ -238,7 +239,7 @@ func (c *Controller) resync(ctx context.Context) {
 // informers returns the controller's informers by resource (and slot, with sharding).
 func (c *Controller) informers() map[string]cache.SharedIndexInformer {
 	out := map[string]cache.SharedIndexInformer{}
-	for _, rc := range c.resourceCaches() {
+	for _, rc := range c.caches.all() {
 		for i, inf := range rc.Informers() {
 			name := rc.GVR().String()
 			if rc.Sharded() {
@@ -266,12 +267,7 @@ func (c *Controller) release() {
 		defer c.sharding.mu.Unlock()
 		c.sharding.stopped = true
 	}
-	if c.parents != nil {
-		c.parents.ReleaseAll()
-		for _, rc := range c.children {
-			rc.releaseAll()
-		}
-	}
+	c.caches.releaseAll()
 	c.drainQueue()
 }
 
@@ -296,11 +292,8 @@ func (c *Controller) Watch() error {
 	if c.policy.ParentSelector != nil {
 		selector = c.selector.String()
 	}
-	sharded := c.sharding != nil
-	c.parents = informers.NewCache(c.deps.Pool, c.policy.Parent.GVR, selector, informers.ByUID, c.parentHandler(), sharded && c.sharding.serverSide)
-	for gvr := range c.policy.ChildResources {
-		c.children[gvr.String()] = c.newChildCache(gvr, c.childHandler(), sharded)
-	}
+	c.caches.watch(c.deps.Pool, c.policy.Parent.GVR, selector, c.parentHandler(), slices.Collect(maps.Keys(c.policy.ChildResources)), c.childHandler(),
+		c.sharding != nil, c.sharding != nil && c.sharding.serverSide, c.deps.Clock)
 	c.watchRelated()
 	return nil
 }
@@ -412,7 +405,7 @@ func isTooLarge(err error) bool {
 
 // enqueueAll asks for a sync of every parent.
 func (c *Controller) enqueueAll(add func(string)) {
-	for _, key := range c.parents.ListKeys() {
+	for _, key := range c.caches.parents.ListKeys() {
 		add(key)
 	}
 }
@@ -454,7 +447,7 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 			return
 		}
-		parents, _ := c.parents.ByIndex(informers.ByUID, m.GetLabels()[render.LabelParentUID])
+		parents, _ := c.caches.parents.ByIndex(informers.ByUID, m.GetLabels()[render.LabelParentUID])
 		for _, p := range parents {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			if err != nil {

@@ -114,7 +114,7 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
 func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := c.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
+	objs, _ := c.caches.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

@@ -57,12 +57,12 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 	newInformer := func(index string) cache.SharedIndexInformer {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, informers.Indexers([]string{index}))
 	}
-	c.parents = informers.Fixed(p.Parent.GVR, newInformer(informers.ByUID))
+	c.caches.parents = informers.Fixed(p.Parent.GVR, newInformer(informers.ByUID))
 	if err := c.setSelector(); err != nil {
 		t.Fatal(err)
 	}
 	for gvr := range p.ChildResources {
-		c.children[gvr.String()] = &childCache{Cache: informers.Fixed(gvr, newInformer(informers.ByParentUID))}
+		c.caches.children[gvr.String()] = &childCache{Cache: informers.Fixed(gvr, newInformer(informers.ByParentUID))}
 	}
 	t.Cleanup(c.queue.ShutDown)
 	return &harness{c: c, client: client, recorder: rec, kube: kube}
@@ -71,7 +71,7 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 // cacheParent puts a parent in the parent cache, as a list or watch puts it there (cached).
 func (h *harness) cacheParent(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
-	if err := h.c.parents.Whole().GetIndexer().Add(cached(t, obj)); err != nil {
+	if err := h.c.caches.parents.Whole().GetIndexer().Add(cached(t, obj)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -97,7 +97,7 @@ func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}
-	if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(cached(t, obj)); err != nil {
+	if err := h.c.caches.children[res.GVR.String()].Whole().GetIndexer().Add(cached(t, obj)); err != nil {
 		t.Fatal(err)
 	}
 }

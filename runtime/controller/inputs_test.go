@@ -98,7 +98,7 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 	// the same parent, at the same resourceVersion, as a compact cache holds it, but undecodable
 	undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: "1"}, Raw: []byte("not JSON")}
-	if err := h.c.parents.Whole().GetIndexer().Update(undecodable); err != nil {
+	if err := h.c.caches.parents.Whole().GetIndexer().Update(undecodable); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
@@ -163,11 +163,11 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 					Labels: m.GetLabels(), Generation: m.GetGeneration()}, Raw: []byte("not JSON")}
 			}
 			res, _ := h.c.writer.resourceOf(child)
-			if err := h.c.children[res.GVR.String()].Whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {
+			if err := h.c.caches.children[res.GVR.String()].Whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {
 				t.Fatal(err)
 			}
 			parent.SetResourceVersion("5")
-			if err := h.c.parents.Whole().GetIndexer().Update(undecodable("Widget", parent)); err != nil {
+			if err := h.c.caches.parents.Whole().GetIndexer().Update(undecodable("Widget", parent)); err != nil {
 				t.Fatal(err)
 			}
 			err := h.c.sync(t.Context(), "ns/w")

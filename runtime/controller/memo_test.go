@@ -38,7 +38,7 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 			after.c.Recall(saved)
 			undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: tc.rvNow}, Raw: []byte("not JSON")}
-			if err := after.c.parents.Whole().GetIndexer().Add(undecodable); err != nil {
+			if err := after.c.caches.parents.Whole().GetIndexer().Add(undecodable); err != nil {
 				t.Fatal(err)
 			}
 			err := after.c.sync(t.Context(), "ns/p")

@@ -133,10 +133,10 @@ type childCache struct {
 
 // newChildCache returns the cache of a child resource, whose events go to h, each once creates
 // has noted it.
-func (c *Controller) newChildCache(gvr schema.GroupVersionResource, h cache.ResourceEventHandler, sharded bool) *childCache {
+func newChildCache(pool *informers.Pool, gvr schema.GroupVersionResource, h cache.ResourceEventHandler, sharded bool, clk clock.PassiveClock) *childCache {
 	cc := &childCache{}
-	noticed := noticing{ResourceEventHandler: h, creates: &cc.creates, clock: c.deps.Clock}
-	cc.Cache = informers.NewCache(c.deps.Pool, gvr, informers.ManagedSelector, informers.ByParentUID, noticed, sharded)
+	noticed := noticing{ResourceEventHandler: h, creates: &cc.creates, clock: clk}
+	cc.Cache = informers.NewCache(pool, gvr, informers.ManagedSelector, informers.ByParentUID, noticed, sharded)
 	return cc
 }
 

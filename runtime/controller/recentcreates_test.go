@@ -67,7 +67,7 @@ func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.events != nil {
-				rc := h.c.children[secretsGVR.String()]
+				rc := h.c.caches.children[secretsGVR.String()]
 				tc.events(noticing{ResourceEventHandler: cache.ResourceEventHandlerFuncs{}, creates: &rc.creates, clock: clock}, created[0])
 			}
 			clock.Step(tc.wait)
@@ -130,7 +130,7 @@ func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
 	labels := edited.GetLabels()
 	delete(labels, "metacel.dev/parent-uid")
 	edited.SetLabels(labels)
-	rc := h.c.children[secretsGVR.String()]
+	rc := h.c.caches.children[secretsGVR.String()]
 	if err := rc.Whole().GetIndexer().Add(edited); err != nil {
 		t.Fatal(err)
 	}

@@ -126,7 +126,7 @@ func (c *Controller) markRecreatesGoing() {
 		if res.Method != policy.Recreate {
 			continue
 		}
-		for _, obj := range c.children[gvr.String()].List() {
+		for _, obj := range c.caches.children[gvr.String()].List() {
 			m, err := informers.MetaOf(obj)
 			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
 				continue
@@ -144,7 +144,7 @@ func (c *Controller) markRecreatesGoing() {
 
 // stayingParent returns the key of the parent of a UID when it is cached and not being deleted.
 func (c *Controller) stayingParent(uid string) (string, bool) {
-	parents, _ := c.parents.ByIndex(informers.ByUID, uid)
+	parents, _ := c.caches.parents.ByIndex(informers.ByUID, uid)
 	for _, p := range parents {
 		if m, err := informers.MetaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
 			key, err := cache.MetaNamespaceKeyFunc(p)

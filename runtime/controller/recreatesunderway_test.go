@@ -31,7 +31,7 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: `+p+`-1, metacel.dev/child-id: copy},
   `+appliedByMetacel+`}, type: "old"}`)
 	}
-	children := h.c.children[secretsGVR.String()].Whole().GetIndexer()
+	children := h.c.caches.children[secretsGVR.String()].Whole().GetIndexer()
 	waiting := old("waiting")
 	if err := children.Add(waiting); err != nil {
 		t.Fatal(err)
@@ -104,7 +104,7 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
   `+appliedByMetacel+`}, type: "old"}`)
-	children := h.c.children[secretsGVR.String()].Whole().GetIndexer()
+	children := h.c.caches.children[secretsGVR.String()].Whole().GetIndexer()
 	if err := children.Add(going); err != nil {
 		t.Fatal(err)
 	}

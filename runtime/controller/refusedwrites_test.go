@@ -252,7 +252,7 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 	if st := h.c.parentStates.byKey["ns/p"]; st == nil || st.conditions == "" || len(st.refused) != 1 {
 		t.Fatalf("remembered of the parent %+v, want its conditions and one refusal", st)
 	}
-	if err := h.c.parents.Whole().GetIndexer().Delete(parent); err != nil {
+	if err := h.c.caches.parents.Whole().GetIndexer().Delete(parent); err != nil {
 		t.Fatal(err)
 	}
 	_ = h.c.sync(t.Context(), "ns/p")

@@ -44,7 +44,7 @@ func (c *Controller) SetShare(holds func(types.UID) bool) {
 		c.share.holds.Store(&holds)
 	}
 	c.parentStates.resetInputs()
-	if c.parents != nil {
+	if c.caches.parents != nil {
 		c.enqueueAll(c.queue.Add)
 	}
 }
@@ -148,10 +148,10 @@ func (c *Controller) SyncedParent(parent metav1.Object) bool {
 // allocates nothing per parent: the policy status counts every second.
 func (c *Controller) Counts() Counts {
 	var out Counts
-	if c.parents == nil {
+	if c.caches.parents == nil {
 		return out
 	}
-	objs := c.parents.List()
+	objs := c.caches.parents.List()
 	c.parentStates.mu.Lock()
 	defer c.parentStates.mu.Unlock()
 	for _, obj := range objs {
@@ -177,11 +177,11 @@ func (c *Controller) Counts() Counts {
 // HeldParents returns the metadata of the cached parents the controller syncs now (its share):
 // package compact decodes one.
 func (c *Controller) HeldParents() []metav1.Object {
-	if c.parents == nil {
+	if c.caches.parents == nil {
 		return nil
 	}
 	var out []metav1.Object
-	for _, obj := range c.parents.List() {
+	for _, obj := range c.caches.parents.List() {
 		if m, err := informers.MetaOf(obj); err == nil && c.holds(m.GetUID()) {
 			out = append(out, m)
 		}

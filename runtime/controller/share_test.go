@@ -114,7 +114,7 @@ func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, policy)
 			h.c.shardedBy(false)
-			h.c.narrowSlots(tt.slots)
+			h.c.sharding.narrowSlots(tt.slots)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`, resourceVersion: "2"}, data: {a: "new"}}`))
 			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
 				t.Errorf("writes %q, want %q", got, tt.wantWrites)
@@ -134,11 +134,11 @@ spec:
   childResources: [{apiVersion: v1, resource: secrets}]
 `+secretChild(`type: "x"`))
 	h.c.shardedBy(false)
-	h.c.narrowSlots(^hashslot.Set(0))
+	h.c.sharding.narrowSlots(^hashslot.Set(0))
 	h.c.syncing.RLock() // a sync under way
 	done := make(chan struct{})
 	go func() {
-		h.c.narrowSlots(0)
+		h.c.sharding.narrowSlots(0)
 		close(done)
 	}()
 	select {

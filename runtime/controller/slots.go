@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
@@ -28,14 +29,27 @@ import (
 // shardedBy makes the controller sync only the parents of the slots given by FollowSlots, from none;
 // serverSide says whether the API server honours shard selectors (New, Options.Sharded).
 func (c *Controller) shardedBy(serverSide bool) {
-	c.sharding = &sharding{serverSide: serverSide}
+	c.sharding = &sharding{serverSide: serverSide, caches: &c.caches, share: &c.share, syncing: &c.syncing, pool: c.deps.Pool, parentGVR: c.policy.Parent.GVR,
+		resync: func() {
+			c.parentStates.resetInputs()
+			c.enqueueAll(c.queue.Add)
+		}}
 	c.share.slots.Store(0)
 	c.share.sharded.Store(true)
 }
 
-// sharding is how a sharded controller watches its slots.
+// sharding is how a sharded controller watches its slots, and moves between them.
 type sharding struct {
 	serverSide bool
+	// caches are the controller's, share what it syncs, syncing held by each sync, and resync
+	// queues every parent again, its inputs forgotten
+	caches  *caches
+	share   *share
+	syncing *sync.RWMutex
+	resync  func()
+	pool    *informers.Pool
+	// parentGVR is the resource of the parents
+	parentGVR schema.GroupVersionResource
 	// mu serializes the moves between slots, and the release of the informers when the
 	// controller stops (stopped), after which it moves no more; want is the slots last given,
 	// watched the slots whose informers it has
@@ -59,32 +73,30 @@ func (c *Controller) FollowSlots(ctx context.Context, held func() hashslot.Set) 
 	if c.sharding.stopped {
 		return
 	}
-	c.setSlots(ctx, held())
+	c.sharding.setSlots(ctx, held())
 }
 
 // setSlots moves the controller from the slots it holds to slots: it lets go of the slots
 // given up now (their syncs under way end before it returns), and takes the slots gained once
 // their informers have synced, in the background, so that a replica's coordinator is never held
-// up by a list (its Lease must be renewed meanwhile). The caller holds c.sharding.mu.
-func (c *Controller) setSlots(ctx context.Context, slots hashslot.Set) {
-	sh := c.sharding
+// up by a list (its Lease must be renewed meanwhile). The caller holds sh.mu.
+func (sh *sharding) setSlots(ctx context.Context, slots hashslot.Set) {
 	sh.want = slots
-	c.narrowSlots(hashslot.Set(c.share.slots.Load()) & slots)
-	c.dropSlotInformers(members(sh.watched &^ slots))
+	sh.narrowSlots(hashslot.Set(sh.share.slots.Load()) & slots)
+	sh.dropSlotInformers(members(sh.watched &^ slots))
 	gained := slots &^ sh.watched
 	sh.watched = slots
 	if gained == 0 {
 		return
 	}
-	c.addSlotInformers(members(gained))
-	go c.takeWhenSynced(ctx, gained)
+	sh.addSlotInformers(members(gained))
+	go sh.takeWhenSynced(ctx, gained)
 }
 
 // takeWhenSynced starts syncing the parents of slots gained once their informers have synced,
 // those still wanted then: a slot given up meanwhile (its informer released, never to sync)
 // holds up none of the others.
-func (c *Controller) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
-	sh := c.sharding
+func (sh *sharding) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
 		sh.mu.Lock()
 		defer sh.mu.Unlock()
@@ -92,12 +104,11 @@ func (c *Controller) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
 			return true, nil
 		}
 		still := gained & sh.watched
-		if !c.slotsSynced(members(still)) {
+		if !sh.slotsSynced(members(still)) {
 			return false, nil
 		}
-		c.share.slots.Store(uint64((hashslot.Set(c.share.slots.Load()) | still) & sh.want))
-		c.parentStates.resetInputs()
-		c.enqueueAll(c.queue.Add)
+		sh.share.slots.Store(uint64((hashslot.Set(sh.share.slots.Load()) | still) & sh.want))
+		sh.resync()
 		return true, nil
 	})
 	if err != nil && ctx.Err() == nil {
@@ -105,18 +116,9 @@ func (c *Controller) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
 	}
 }
 
-// resourceCaches returns the caches of the parents and of the child resources.
-func (c *Controller) resourceCaches() []*informers.Cache {
-	out := []*informers.Cache{c.parents}
-	for _, rc := range c.children {
-		out = append(out, rc.Cache)
-	}
-	return out
-}
-
 // slotsSynced reports whether the informers of slots, of every resource, have synced.
-func (c *Controller) slotsSynced(slots []int) bool {
-	for _, rc := range c.resourceCaches() {
+func (sh *sharding) slotsSynced(slots []int) bool {
+	for _, rc := range sh.caches.all() {
 		if !rc.SlotsSynced(slots) {
 			return false
 		}
@@ -125,33 +127,33 @@ func (c *Controller) slotsSynced(slots []int) bool {
 }
 
 // narrowSlots stops syncing the parents of slots outside s, and waits for the syncs under way.
-func (c *Controller) narrowSlots(s hashslot.Set) {
-	c.share.slots.Store(uint64(s))
-	c.syncing.Lock()
-	c.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
+func (sh *sharding) narrowSlots(s hashslot.Set) {
+	sh.share.slots.Store(uint64(s))
+	sh.syncing.Lock()
+	sh.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
 }
 
-func (c *Controller) addSlotInformers(slots []int) {
-	if c.parents.Sharded() {
-		c.parents.AddSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-			return c.deps.Pool.AcquireSlot(c.policy.Parent.GVR, c.parents.Selector(), slot, true, c.parents.Index())
+func (sh *sharding) addSlotInformers(slots []int) {
+	if sh.caches.parents.Sharded() {
+		sh.caches.parents.AddSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
+			return sh.pool.AcquireSlot(sh.parentGVR, sh.caches.parents.Selector(), slot, true, sh.caches.parents.Index())
 		})
 	}
-	for _, rc := range c.children {
+	for _, rc := range sh.caches.children {
 		rc.AddSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-			return c.deps.Pool.Acquire(rc.GVR(), slotSelector(rc.Selector(), slot), rc.Index())
+			return sh.pool.Acquire(rc.GVR(), slotSelector(rc.Selector(), slot), rc.Index())
 		})
 	}
 }
 
-func (c *Controller) dropSlotInformers(slots []int) {
+func (sh *sharding) dropSlotInformers(slots []int) {
 	if len(slots) == 0 {
 		return
 	}
-	if c.parents.Sharded() {
-		c.parents.DropSlots(slots)
+	if sh.caches.parents.Sharded() {
+		sh.caches.parents.DropSlots(slots)
 	}
-	for _, rc := range c.children {
+	for _, rc := range sh.caches.children {
 		rc.dropSlots(slots)
 	}
 }

@@ -12,10 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
@@ -45,7 +43,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
 	}
 	// 3. Read its children from the cache; a removed policy only completes Recreates under way.
-	s := &parentSync{c: c, key: key, cached: cached, children: c.cachedChildren(cached.GetUID())}
+	s := &parentSync{c: c, key: key, cached: cached, children: c.caches.cachedChildren(cached.GetUID())}
 	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
 		return nil
 	}
@@ -129,7 +127,7 @@ func (s *parentSync) unchangedFromCache() bool {
 // the parent, and reads its related objects, with the budget every expression of the sync spends
 // together.
 func (s *parentSync) readInputs(ctx context.Context) (err error) {
-	s.observed = s.c.observedChildren(ctx, s.children)
+	s.observed = observedChildren(ctx, s.children)
 	if err := s.c.access.mayReadParentAndChildren(ctx, s.parent, s.observed); err != nil {
 		return err
 	}
@@ -259,7 +257,7 @@ func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Un
 // it), to be read, never modified; nil when it is gone, after letting go of a parent that left
 // with the cleanup finalizer and forgetting what was remembered of it.
 func (c *Controller) cachedParent(key string) (metav1.Object, error) {
-	obj, exists, err := c.parents.GetByKey(key)
+	obj, exists, err := c.caches.parents.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
@@ -270,41 +268,6 @@ func (c *Controller) cachedParent(key string) (metav1.Object, error) {
 	c.relIndex.forget(key)
 	c.wakeDrain()
 	return nil, nil
-}
-
-// cachedChildren returns the objects of the policy that the caches hold for a parent (through the
-// parent-uid index), whoever applied them, as their metadata: compact.Unstructured decodes one.
-func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
-	var out []metav1.Object
-	for _, rc := range c.children {
-		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
-		for _, obj := range objs {
-			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
-// observedChildren decodes the policy's objects cached for a parent (cachedChildren) into its
-// children, by child id. Only objects metacel applied are children: an object made by someone
-// else that merely carries a parent's labels is not (a child of its name is a conflict).
-func (c *Controller) observedChildren(ctx context.Context, cached []metav1.Object) map[string][]*unstructured.Unstructured {
-	out := map[string][]*unstructured.Unstructured{}
-	for _, m := range cached {
-		u, err := compact.Unstructured(m)
-		if err != nil {
-			utilruntime.HandleErrorWithContext(ctx, err, "Skipping a child the cache cannot decode", "child", klog.KObj(m))
-			continue
-		}
-		if !apply.AppliedBy(u) {
-			continue
-		}
-		id := u.GetLabels()[render.LabelChildID]
-		out[id] = append(out[id], u)
-	}
-	return out
 }
 
 // syncError is a failure to apply, with the reason reported on the parent.

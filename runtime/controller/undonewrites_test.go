@@ -201,7 +201,7 @@ func TestARecreatedChildIsNotCountedAsDisappearing(t *testing.T) {
     {manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:type": {}}},
     {manager: hpa, operation: Update, time: "2026-11-23T12:00:00Z", fieldsType: FieldsV1, fieldsV1: {"f:type": {}}}]},
   type: "changed"}`)
-			children := h.c.children[secretsGVR.String()].Whole().GetIndexer()
+			children := h.c.caches.children[secretsGVR.String()].Whole().GetIndexer()
 			var last error
 			if tc.changedBy != "" {
 				// the child as the policy's previous version left it: replaced first, as a change

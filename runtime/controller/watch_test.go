@@ -19,7 +19,7 @@ func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
     - {id: peers, apiVersion: v1, resource: secrets, selector: {matchLabels: {peer: "yes"}}}
 `)
 	h.c.deps.Pool = informers.NewPool(t.Context(), h.client, nil)
-	h.c.children = map[string]*childCache{}
+	h.c.caches.children = map[string]*childCache{}
 	if err := h.c.Watch(); err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
 		inf  cache.SharedIndexInformer
 		want []string
 	}{
-		"parents":         {h.c.parents.Whole(), []string{informers.ByUID}},
-		"children":        {h.c.children[secrets.String()].Whole(), []string{informers.ByParentUID}},
+		"parents":         {h.c.caches.parents.Whole(), []string{informers.ByUID}},
+		"children":        {h.c.caches.children[secrets.String()].Whole(), []string{informers.ByParentUID}},
 		"related objects": {h.c.related[secrets.String()], []string{cache.NamespaceIndex}},
 	} {
 		if got := indexesOf(tc.inf); !slices.Equal(got, tc.want) {
