@@ -189,7 +189,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 		// and give back the finalizer letGoOfParentsOutOfSelector removes
 		synced()
 	}
-	if c.wholeSet() {
+	if c.share.whole() {
 		c.pruneDropped(ctx)
 		c.letGoOfParentsOutOfSelector(ctx)
 	}
@@ -230,7 +230,7 @@ func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
 // labelSelector that still carry the finalizer.
 func (c *Controller) resync(ctx context.Context) {
 	c.enqueueAll(c.queue.Add)
-	if c.wholeSet() {
+	if c.share.whole() {
 		c.pruneDroppedAgain(ctx)
 		c.letGoOfParentsOutOfSelector(ctx)
 	}
@@ -415,7 +415,7 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 		AddFunc:    c.enqueueObject,
 		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
 		DeleteFunc: func(obj any) {
-			if m, err := informers.MetaOf(obj); err == nil && !c.holds(m.GetUID()) {
+			if m, err := informers.MetaOf(obj); err == nil && !c.share.has(m.GetUID()) {
 				return // the other version's, during a rollout
 			}
 			c.noteLeftWithFinalizer(obj)

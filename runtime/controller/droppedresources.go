@@ -83,7 +83,7 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !c.holds(types.UID(obj.GetLabels()[render.LabelParentUID])) {
+		if !c.share.has(types.UID(obj.GetLabels()[render.LabelParentUID])) {
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}

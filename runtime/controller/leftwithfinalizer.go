@@ -113,7 +113,7 @@ func (c *Controller) letGoOfParentsOutOfSelector(ctx context.Context) {
 		}
 		for i := range items {
 			p := &items[i]
-			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !c.holds(p.GetUID()) {
+			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !c.share.has(p.GetUID()) {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)

@@ -31,7 +31,7 @@ const (
 // Memoizable reports whether the controller's memory may be saved and recalled.
 func (c *Controller) Memoizable() bool {
 	return len(c.policy.Related) == 0 && len(c.policy.Confinement.ConsentLabels()) == 0 &&
-		c.wholeSet() && c.sharding == nil
+		c.share.whole() && c.sharding == nil
 }
 
 // MemoScope is what the controller's fingerprints do not cover, for its memo (memo.Scope): the

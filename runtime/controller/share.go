@@ -60,27 +60,27 @@ func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 	c.letGoOfParentsOutOfSelector(ctx)
 }
 
-// holds reports whether the parent of that UID is the controller's to sync.
-func (c *Controller) holds(uid types.UID) bool {
-	if c.share.sharded.Load() && !hashslot.Set(c.share.slots.Load()).Has(hashslot.Of(uid)) {
+// has reports whether the parent of that UID is in the share: the controller's to sync.
+func (s *share) has(uid types.UID) bool {
+	if s.sharded.Load() && !hashslot.Set(s.slots.Load()).Has(hashslot.Of(uid)) {
 		return false
 	}
-	f := c.share.holds.Load()
+	f := s.holds.Load()
 	return f == nil || (*f)(uid)
 }
 
 // writesFor returns ctx for the writes of a sync of the parent of that UID: with sharding, they
 // say the parent's slot, so that the replica's write fence lets them through only while the
 // replica holds it (hashslot.WithSlot), each of them, not only when the sync began.
-func (c *Controller) writesFor(ctx context.Context, uid types.UID) context.Context {
-	if !c.share.sharded.Load() {
+func (s *share) writesFor(ctx context.Context, uid types.UID) context.Context {
+	if !s.sharded.Load() {
 		return ctx
 	}
 	return hashslot.WithSlot(ctx, hashslot.Of(uid))
 }
 
-// wholeSet reports whether the controller syncs every parent (no share set).
-func (c *Controller) wholeSet() bool { return !c.share.partial.Load() }
+// whole reports whether the share is every parent (no share set).
+func (s *share) whole() bool { return !s.partial.Load() }
 
 // Counts are a controller's parents by their conditions, as its syncs last computed them.
 type Counts struct {
@@ -156,7 +156,7 @@ func (c *Controller) Counts() Counts {
 	defer c.parentStates.mu.Unlock()
 	for _, obj := range objs {
 		m, err := informers.MetaOf(obj)
-		if err != nil || !c.holds(m.GetUID()) {
+		if err != nil || !c.share.has(m.GetUID()) {
 			continue
 		}
 		out.Parents++
@@ -182,7 +182,7 @@ func (c *Controller) HeldParents() []metav1.Object {
 	}
 	var out []metav1.Object
 	for _, obj := range c.caches.parents.List() {
-		if m, err := informers.MetaOf(obj); err == nil && c.holds(m.GetUID()) {
+		if m, err := informers.MetaOf(obj); err == nil && c.share.has(m.GetUID()) {
 			out = append(out, m)
 		}
 	}

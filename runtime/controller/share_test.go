@@ -91,8 +91,8 @@ func TestAShareChangeForgetsUnchangedInputs(t *testing.T) {
 	if got := strings.Join(h.writes(), ","); got != "create secrets" {
 		t.Errorf("writes after a share change %q, want the sync done again (the cache holds no secret: create secrets)", got)
 	}
-	if h.c.Counts().Ready != 1 || h.c.wholeSet() {
-		t.Errorf("Counts %+v, whole set %v", h.c.Counts(), h.c.wholeSet())
+	if h.c.Counts().Ready != 1 || h.c.share.whole() {
+		t.Errorf("Counts %+v, whole set %v", h.c.Counts(), h.c.share.whole())
 	}
 }
 

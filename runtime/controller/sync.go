@@ -34,10 +34,10 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return c.syncGone(ctx, key)
 	}
 	// 2. Leave alone a parent another replica (sharding) or version (a rollout) holds.
-	if !c.holds(cached.GetUID()) {
+	if !c.share.has(cached.GetUID()) {
 		return nil
 	}
-	ctx = c.writesFor(ctx, cached.GetUID())
+	ctx = c.share.writesFor(ctx, cached.GetUID())
 	if c.deps.OnSync != nil {
 		start := c.deps.Clock.Now()
 		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
@@ -101,7 +101,7 @@ type parentSync struct {
 // is let go of; a deleted parent's owned children go with it (garbage collection).
 func (c *Controller) syncGone(ctx context.Context, key string) error {
 	if uid, ok := c.takeLeftWithFinalizer(key); ok {
-		return c.letGo(c.writesFor(ctx, uid), key, uid)
+		return c.letGo(c.share.writesFor(ctx, uid), key, uid)
 	}
 	return nil
 }
