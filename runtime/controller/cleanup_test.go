@@ -91,7 +91,7 @@ func TestADroppedResourcesChildrenAreRemovedAfterARestart(t *testing.T) {
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
 	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: gone, namespace: ns, uid: s-2,
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
-	h.c.pruneDropped(t.Context())
+	h.c.cleanup.pruneDropped(t.Context())
 	if w := strings.Join(h.writes(), ","); w != "patch secrets,delete secrets" && w != "delete secrets,patch secrets" {
 		t.Errorf("writes %s, want the Orphan child released and the other deleted", w)
 	}
@@ -99,14 +99,14 @@ func TestADroppedResourcesChildrenAreRemovedAfterARestart(t *testing.T) {
 	if err != nil || len(got) != 1 || got[0] != configmapsGVR {
 		t.Errorf("ledger %v (%v), want only configmaps once the dropped children are gone", got, err)
 	}
-	if h.c.dropped.Load() {
+	if h.c.cleanup.dropped.Load() {
 		t.Error("nothing is left to prune")
 	}
 }
 
 func TestAPolicyRecordsItsResourcesBeforeItsWorkersStart(t *testing.T) {
 	h := newHarness(t, copyPolicy)
-	h.c.pruneDropped(t.Context())
+	h.c.cleanup.pruneDropped(t.Context())
 	got, _ := h.c.deps.Ledger.ChildResources(t.Context(), "copy")
 	if len(got) != 1 || got[0] != secretsGVR {
 		t.Errorf("ledger %v, want secrets", got)
@@ -137,7 +137,7 @@ func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
 	parent("relabelled", `{role: other, tier: a}`, `[metacel.dev/cleanup]`)
 	parent("other-tier", `{role: parent, tier: c}`, `[metacel.dev/cleanup, example.com/keep]`)
 	parent("never-ours", `{role: other}`, `[]`)
-	h.c.letGoOfParentsOutOfSelector(t.Context())
+	h.c.cleanup.letGoOfParentsOutOfSelector(t.Context())
 	var patched []string
 	for _, a := range h.client.Actions() {
 		if a.GetVerb() == "patch" {

@@ -82,9 +82,9 @@ type Controller struct {
 	// parentStates is what the controller remembers of each parent between its syncs
 	// (parentstate.go)
 	parentStates parentStates
-	// writer writes the children (childwriter.go), finalizer cleans up after them (finalize.go)
-	writer    *childWriter
-	finalizer *finalizer
+	// writer writes the children (childwriter.go), cleanup cleans up after them (finalize.go)
+	writer  *childWriter
+	cleanup *cleanup
 
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (Options.Replaces; TakeAll
@@ -92,10 +92,6 @@ type Controller struct {
 	previous *policy.Compiled
 	// selector selects the parents (the policy's labelSelector, or everything)
 	selector labels.Selector
-	// leftWithFinalizer are parents that left the cache with the cleanup finalizer (leftwithfinalizer.go)
-	leftWithFinalizer parentsLeftWithFinalizer
-	// dropped is true while children of resources the policy no longer lists remain (droppedresources.go)
-	dropped atomic.Bool
 	// share is the parents the controller syncs, when not all (share.go)
 	share share
 	// draining is set when the policy was removed: Recreates under way (parentState.recreating)
@@ -141,7 +137,6 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		previous:  opts.Replaces,
 		opts:      opts,
 	}
-	c.leftWithFinalizer.uids = map[string]types.UID{}
 	c.access = actAs(p, &c.deps)
 	if opts.Share != nil {
 		c.SetShare(opts.Share)
@@ -151,11 +146,12 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 	}
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
 		children: c.caches.children, draining: &c.draining}
-	c.finalizer = &finalizer{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
+	c.cleanup = &cleanup{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
 			return observedChildren(ctx, c.caches.cachedChildren(uid))
 		},
-		namespaceLabels: c.namespaceLabels}
+		namespaceLabels: c.namespaceLabels, caches: &c.caches, share: &c.share, selector: &c.selector,
+		requeueAfter: func(key string, d time.Duration) { c.queue.AddAfter(key, d) }}
 	return c
 }
 
@@ -190,8 +186,8 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 		synced()
 	}
 	if c.share.whole() {
-		c.pruneDropped(ctx)
-		c.letGoOfParentsOutOfSelector(ctx)
+		c.cleanup.pruneDropped(ctx)
+		c.cleanup.letGoOfParentsOutOfSelector(ctx)
 	}
 	var wg sync.WaitGroup
 	for range workers {
@@ -231,8 +227,8 @@ func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
 func (c *Controller) resync(ctx context.Context) {
 	c.enqueueAll(c.queue.Add)
 	if c.share.whole() {
-		c.pruneDroppedAgain(ctx)
-		c.letGoOfParentsOutOfSelector(ctx)
+		c.cleanup.pruneDroppedAgain(ctx)
+		c.cleanup.letGoOfParentsOutOfSelector(ctx)
 	}
 }
 
@@ -418,7 +414,7 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 			if m, err := informers.MetaOf(obj); err == nil && !c.share.has(m.GetUID()) {
 				return // the other version's, during a rollout
 			}
-			c.noteLeftWithFinalizer(obj)
+			c.cleanup.left.note(obj)
 			c.enqueueObject(obj)
 		},
 	}

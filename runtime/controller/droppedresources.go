@@ -29,34 +29,34 @@ import (
 // pruneDropped removes the children of the resources recorded for the policy that it no longer
 // lists, then records what remains: the current resources, and the dropped ones whose children
 // could not all be removed (tried again on the next resync).
-func (c *Controller) pruneDropped(ctx context.Context) {
+func (f *cleanup) pruneDropped(ctx context.Context) {
 	logger := klog.FromContext(ctx)
-	recorded, err := c.deps.Ledger.ChildResources(ctx, c.Name())
+	recorded, err := f.deps.Ledger.ChildResources(ctx, f.policy.Name())
 	if err != nil {
 		logger.Error(err, "Cannot read which child resources the policy had; the children of resources it no longer lists may stay")
 	}
-	if c.previous != nil {
-		recorded = append(recorded, sortedResources(c.previous.ChildResources)...)
+	if f.previous() != nil {
+		recorded = append(recorded, sortedResources(f.previous().ChildResources)...)
 	}
-	keep := sortedResources(c.policy.ChildResources)
+	keep := sortedResources(f.policy.ChildResources)
 	for _, gvr := range recorded {
-		if _, listed := c.policy.ChildResources[gvr]; listed || slices.Contains(keep, gvr) {
+		if _, listed := f.policy.ChildResources[gvr]; listed || slices.Contains(keep, gvr) {
 			continue
 		}
-		if !c.pruneResource(ctx, gvr) {
+		if !f.pruneResource(ctx, gvr) {
 			keep = append(keep, gvr) // some remain: recorded until they are gone
 		}
 	}
-	c.dropped.Store(len(keep) > len(c.policy.ChildResources))
-	c.record(ctx, keep)
+	f.dropped.Store(len(keep) > len(f.policy.ChildResources))
+	f.record(ctx, keep)
 }
 
 // record writes the policy's child resources to the ledger, retrying for a while: a resource not
 // recorded before its children are created would be forgotten by a restart after it is dropped.
-func (c *Controller) record(ctx context.Context, gvrs []schema.GroupVersionResource) {
+func (f *cleanup) record(ctx context.Context, gvrs []schema.GroupVersionResource) {
 	var last error
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 100 * time.Millisecond, Factor: 2, Steps: 8}, func(ctx context.Context) (bool, error) {
-		last = c.deps.Ledger.RecordChildResources(ctx, c.Name(), gvrs)
+		last = f.deps.Ledger.RecordChildResources(ctx, f.policy.Name(), gvrs)
 		if apierrors.IsForbidden(last) {
 			return false, last // RBAC does not change by waiting
 		}
@@ -70,9 +70,9 @@ func (c *Controller) record(ctx context.Context, gvrs []schema.GroupVersionResou
 // pruneResource deletes, or releases by their recorded deletionPolicy, the policy's children of a
 // resource it no longer lists, read from the API server (no informer watches them); it reports
 // whether none is left.
-func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
+func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := c.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+c.Name())
+	items, err := f.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+f.policy.Name())
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false
@@ -83,11 +83,11 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !c.share.has(types.UID(obj.GetLabels()[render.LabelParentUID])) {
+		if !f.share.has(types.UID(obj.GetLabels()[render.LabelParentUID])) {
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}
-		if err := c.writer.removeChild(ctx, c.parentOf(obj), gvr, render.DeletionPolicyOf(obj, c.policy, c.previous), obj); err != nil {
+		if err := f.writer.removeChild(ctx, f.parentOf(obj), gvr, render.DeletionPolicyOf(obj, f.policy, f.previous()), obj); err != nil {
 			logger.Error(err, "Cannot remove a child of a resource the policy no longer lists; will retry", "child", klog.KObj(obj))
 			done = false
 		}
@@ -97,9 +97,9 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 
 // pruneDroppedAgain retries, at a resync, the dropped resources whose children could not all be
 // removed when the controller started.
-func (c *Controller) pruneDroppedAgain(ctx context.Context) {
-	if c.dropped.Load() {
-		c.pruneDropped(ctx)
+func (f *cleanup) pruneDroppedAgain(ctx context.Context) {
+	if f.dropped.Load() {
+		f.pruneDropped(ctx)
 	}
 }
 
@@ -113,8 +113,8 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 }
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
-func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := c.caches.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
+func (f *cleanup) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
+	objs, _ := f.caches.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

@@ -3,8 +3,11 @@ package controller
 import (
 	"context"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -14,12 +17,15 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// finalizer is what a parent's cleanup finalizer (render.Finalizer) does: it holds the finalizer
-// on a parent with children that garbage collection does not remove with it (cross-namespace,
-// cluster-scoped and Orphan ones), keeps the parent's record of those children, and, when the
-// parent is deleted, deletes or releases them and lets the parent go. What it removes is read
-// from the API server's objects and the parent's record, never only remembered.
-type finalizer struct {
+// cleanup removes what a policy's children leave behind that no sync would see again. It holds
+// the cleanup finalizer (render.Finalizer) on a parent with children that garbage collection does
+// not remove with it (cross-namespace, cluster-scoped and Orphan ones), keeps the parent's record
+// of those children, and, when the parent is deleted, deletes or releases them and lets the
+// parent go (finalize.go); it lets go of parents that left the policy's labelSelector
+// (leftwithfinalizer.go); it removes the children of resources the policy no longer lists
+// (droppedresources.go). What it removes is read from the API server's objects, the parent's
+// record and the ledger, never only remembered.
+type cleanup struct {
 	policy *policy.Compiled
 	// previous is the version of the policy the controller replaces (nil: none), whose entries
 	// say the deletion policy of a child that does not record its own
@@ -30,6 +36,17 @@ type finalizer struct {
 	children func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured
 	// namespaceLabels gives the labels of a namespace, for the policy's consent labels
 	namespaceLabels render.NamespaceLabels
+	// caches are the controller's, share the parents it syncs, selector the policy's parents
+	// (set by Watch)
+	caches   *caches
+	share    *share
+	selector *labels.Selector
+	// requeueAfter syncs a parent again after a while
+	requeueAfter func(key string, d time.Duration)
+	// left are the parents that left the cache with the cleanup finalizer
+	left parentsLeftWithFinalizer
+	// dropped is true while children of resources the policy no longer lists remain
+	dropped atomic.Bool
 }
 
 // ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
@@ -37,7 +54,7 @@ type finalizer struct {
 // they are created, and drops it once it has none left. Its children are those of kids, the
 // render's sort of what the sync observed; the objects it found foreign that carry the parent's
 // labels (out of its reach, or not in its record) are reported, and make no finalizer.
-func (f *finalizer) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
+func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
 	need := false
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
@@ -67,7 +84,7 @@ func (f *finalizer) ensureFinalizer(ctx context.Context, parent *unstructured.Un
 // not remove with it (render.ChildRecord), when it changed: those the sync found (kids) and those
 // it wrote (objects, as the API server returned them). A child deleted stays recorded until it
 // is gone, so that the finalizer waits for it.
-func (f *finalizer) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
+func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
 	all := append(append(allObjects(kids.ByID), kids.Undesired...), objects...)
 	value := render.RecordValue(parent, all)
 	if render.RecordOf(parent, true).Records(value) {
@@ -82,7 +99,7 @@ func (f *finalizer) recordChildren(ctx context.Context, parent *unstructured.Uns
 // finalize cleans up a deleted parent's children that garbage collection cannot reach (those
 // without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
 // so it is finalized once they are gone.
-func (f *finalizer) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
+func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	if !slices.Contains(parent.GetFinalizers(), render.Finalizer) {
 		return nil
 	}
@@ -121,7 +138,7 @@ func (f *finalizer) finalize(ctx context.Context, parent *unstructured.Unstructu
 // to write: an object elsewhere, or one metacel did not write for the parent, is no child of it;
 // cleaning it up would let anyone pin a parent (and its namespace) in Terminating with an object
 // of their own.
-func (f *finalizer) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
+func (f *cleanup) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
 	if render.HasOwnerReference(obj, parent) || !apply.AppliedBy(obj) {
 		return false
 	}
@@ -146,7 +163,7 @@ const ReasonChildNotRecorded = render.ReasonChildNotRecorded
 
 // ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
 // why): it is left alone. The event recorder folds repeats of one event into a series.
-func (f *finalizer) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
+func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
 	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels", "object", klog.KObj(obj), "kind", obj.GetKind(), "reason", reason, "why", why)
 	f.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
 		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
@@ -160,7 +177,7 @@ type ownership struct {
 	record render.ChildRecord
 }
 
-func (f *finalizer) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
+func (f *cleanup) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
 	return ownership{
 		reach: render.NewChildReach(ctx, f.policy, render.Input{
 			Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace,
@@ -172,7 +189,7 @@ func (f *finalizer) ownershipOf(ctx context.Context, parent *unstructured.Unstru
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (f *finalizer) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
+func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
 	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {

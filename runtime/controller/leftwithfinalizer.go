@@ -28,8 +28,8 @@ type parentsLeftWithFinalizer struct {
 	uids map[string]types.UID
 }
 
-// noteLeftWithFinalizer remembers a parent that left the cache, if it had the cleanup finalizer.
-func (c *Controller) noteLeftWithFinalizer(obj any) {
+// note remembers a parent that left the cache, if it had the cleanup finalizer.
+func (l *parentsLeftWithFinalizer) note(obj any) {
 	m, err := informers.MetaOf(obj)
 	if err != nil || !slices.Contains(m.GetFinalizers(), render.Finalizer) {
 		return
@@ -38,54 +38,59 @@ func (c *Controller) noteLeftWithFinalizer(obj any) {
 	if err != nil {
 		return
 	}
-	c.rememberLeftWithFinalizer(key, m.GetUID())
+	l.remember(key, m.GetUID())
 }
 
-func (c *Controller) rememberLeftWithFinalizer(key string, uid types.UID) {
-	c.leftWithFinalizer.Lock()
-	defer c.leftWithFinalizer.Unlock()
-	c.leftWithFinalizer.uids[key] = uid
+// remember remembers a parent that left the cache with the cleanup finalizer.
+func (l *parentsLeftWithFinalizer) remember(key string, uid types.UID) {
+	l.Lock()
+	defer l.Unlock()
+	if l.uids == nil {
+		l.uids = map[string]types.UID{}
+	}
+	l.uids[key] = uid
 }
 
-func (c *Controller) takeLeftWithFinalizer(key string) (types.UID, bool) {
-	c.leftWithFinalizer.Lock()
-	defer c.leftWithFinalizer.Unlock()
-	uid, ok := c.leftWithFinalizer.uids[key]
-	delete(c.leftWithFinalizer.uids, key)
+// take returns, and forgets, the UID of a parent that left the cache with the cleanup finalizer.
+func (l *parentsLeftWithFinalizer) take(key string) (types.UID, bool) {
+	l.Lock()
+	defer l.Unlock()
+	uid, ok := l.uids[key]
+	delete(l.uids, key)
 	return uid, ok
 }
 
 // letGo handles a parent that left the cache with the cleanup finalizer. Deleted, it is gone, or
 // being deleted: it is finalized. Out of the labelSelector, metacel lets go of it as when its
 // policy is removed: the finalizer goes and its children stay where they are.
-func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error {
+func (f *cleanup) letGo(ctx context.Context, key string, uid types.UID) error {
 	ns, name, _ := cache.SplitMetaNamespaceKey(key)
-	live, err := c.deps.Writer.Get(ctx, c.policy.Parent.GVR, ns, name)
+	live, err := f.deps.Writer.Get(ctx, f.policy.Parent.GVR, ns, name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil
 	case err != nil:
-		c.rememberLeftWithFinalizer(key, uid)
+		f.left.remember(key, uid)
 		return fmt.Errorf("read parent %q: %w", key, err)
-	case live.GetUID() != uid || c.selector.Matches(labels.Set(live.GetLabels())):
+	case live.GetUID() != uid || (*f.selector).Matches(labels.Set(live.GetLabels())):
 		return nil // another object of that name, or back in scope (the cache has it again)
 	case live.GetDeletionTimestamp() != nil:
-		if err := c.finalizer.finalize(ctx, live); err != nil {
-			c.rememberLeftWithFinalizer(key, uid)
+		if err := f.finalize(ctx, live); err != nil {
+			f.left.remember(key, uid)
 			return err
 		}
 		if slices.Contains(live.GetFinalizers(), render.Finalizer) { // children still going
-			c.rememberLeftWithFinalizer(key, uid)
-			c.queue.AddAfter(key, time.Second)
+			f.left.remember(key, uid)
+			f.requeueAfter(key, time.Second)
 		}
 		return nil
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, live, render.Finalizer, false); err != nil {
-		c.rememberLeftWithFinalizer(key, uid)
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, live, render.Finalizer, false); err != nil {
+		f.left.remember(key, uid)
 		return applyError("remove the finalizer of", live, err)
 	}
-	c.deps.Recorder.Eventf(live, nil, "Normal", "LeftPolicy", "Release",
-		"No longer matches the labelSelector of policy %q: metacel lets go of it; its children stay and are no longer cleaned up with it", c.Name())
+	f.deps.Recorder.Eventf(live, nil, "Normal", "LeftPolicy", "Release",
+		"No longer matches the labelSelector of policy %q: metacel lets go of it; its children stay and are no longer cleaned up with it", f.policy.Name())
 	return nil
 }
 
@@ -95,29 +100,29 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 // (it holds matching parents only), and memory does not survive a restart: the objects do. It
 // lists, for each requirement of the selector, the parents failing it, so that it reads only the
 // parents out of the selector, never all of them.
-func (c *Controller) letGoOfParentsOutOfSelector(ctx context.Context) {
-	if c.policy.ParentSelector == nil {
+func (f *cleanup) letGoOfParentsOutOfSelector(ctx context.Context) {
+	if f.policy.ParentSelector == nil {
 		return
 	}
 	logger := klog.FromContext(ctx)
-	reqs, _ := c.selector.Requirements()
+	reqs, _ := (*f.selector).Requirements()
 	for _, r := range reqs {
 		failing, ok := negated(r)
 		if !ok {
 			continue
 		}
-		items, err := c.deps.Writer.List(ctx, c.policy.Parent.GVR, failing.String())
+		items, err := f.deps.Writer.List(ctx, f.policy.Parent.GVR, failing.String())
 		if err != nil {
 			logger.Error(err, "Cannot look for parents that left the policy's labelSelector; will look again at the next start or resync")
 			return
 		}
 		for i := range items {
 			p := &items[i]
-			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !c.share.has(p.GetUID()) {
+			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !f.share.has(p.GetUID()) {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)
-			if err := c.letGo(ctx, key, p.GetUID()); err != nil {
+			if err := f.letGo(ctx, key, p.GetUID()); err != nil {
 				logger.Error(err, "Cannot let go of a parent that left the policy's labelSelector", "parent", klog.KObj(p))
 			}
 		}

@@ -56,8 +56,8 @@ func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
 	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
 	c.previous = previous
 	c.SetShare(nil)
-	c.pruneDropped(ctx)
-	c.letGoOfParentsOutOfSelector(ctx)
+	c.cleanup.pruneDropped(ctx)
+	c.cleanup.letGoOfParentsOutOfSelector(ctx)
 }
 
 // has reports whether the parent of that UID is in the share: the controller's to sync.

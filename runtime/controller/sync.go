@@ -56,7 +56,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("parent %q: %w", key, err)
 	}
 	if s.parent.GetDeletionTimestamp() != nil {
-		return c.finalizer.finalize(ctx, s.parent)
+		return c.cleanup.finalize(ctx, s.parent)
 	}
 	// 6. Decode its children and read its related objects, as its identity may.
 	if err := s.readInputs(ctx); err != nil {
@@ -100,8 +100,8 @@ type parentSync struct {
 // syncGone handles a parent the cache no longer holds: one that left with the cleanup finalizer
 // is let go of; a deleted parent's owned children go with it (garbage collection).
 func (c *Controller) syncGone(ctx context.Context, key string) error {
-	if uid, ok := c.takeLeftWithFinalizer(key); ok {
-		return c.letGo(c.share.writesFor(ctx, uid), key, uid)
+	if uid, ok := c.cleanup.left.take(key); ok {
+		return c.cleanup.letGo(c.share.writesFor(ctx, uid), key, uid)
 	}
 	return nil
 }
@@ -148,13 +148,13 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 	if err != nil {
 		return left{}, c.fail(ctx, parent, err)
 	}
-	if err := c.finalizer.ensureFinalizer(ctx, parent, out, kids); err != nil {
+	if err := c.cleanup.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
 	}
 	w, err := c.writer.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
 	c.parentStates.recordRecreating(key, w.recreating, err == nil)
 	c.wakeDrain()
-	if rerr := c.finalizer.recordChildren(ctx, parent, kids, w.objects); err == nil {
+	if rerr := c.cleanup.recordChildren(ctx, parent, kids, w.objects); err == nil {
 		err = rerr
 	}
 	if err != nil {
