@@ -82,9 +82,11 @@ type Controller struct {
 	// parentStates is what the controller remembers of each parent between its syncs
 	// (parentstate.go)
 	parentStates parentStates
-	// writer writes the children (childwriter.go), cleanup cleans up after them (finalize.go)
-	writer  *childWriter
-	cleanup *cleanup
+	// writer writes the children (childwriter.go), cleanup cleans up after them (finalize.go),
+	// reporter reports on the parents (status.go)
+	writer   *childWriter
+	cleanup  *cleanup
+	reporter *reporter
 
 	cleanups []func()
 	// previous is the version of the policy this controller replaces (Options.Replaces; TakeAll
@@ -146,6 +148,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 	}
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
 		children: c.caches.children, draining: &c.draining}
+	c.reporter = &reporter{policy: p, deps: &c.deps, states: &c.parentStates}
 	c.cleanup = &cleanup{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
 			return observedChildren(ctx, c.caches.cachedChildren(uid))

@@ -92,12 +92,12 @@ func (s *parentStates) memo() memo.Entries {
 	return out
 }
 
-// recalled reports whether the memo knew these inputs of a parent: it is then remembered, with
+// knewFromMemo reports whether the memo knew these inputs of a parent: it is then remembered, with
 // its conditions, as synced.
-func (c *Controller) recalled(key string, uid types.UID, inputs uint64) bool {
-	kept, ok := c.parentStates.takeRecalled(key, inputs)
+func (s *parentStates) knewFromMemo(key string, uid types.UID, inputs uint64) bool {
+	kept, ok := s.takeRecalled(key, inputs)
 	if ok {
-		c.parentStates.setMark(key, uid, parentMark{ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
+		s.setMark(key, uid, parentMark{ready: kept&memoReady != 0, failing: kept&memoFailing != 0})
 	}
 	return ok
 }

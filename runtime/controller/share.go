@@ -122,7 +122,7 @@ func (s *parentStates) markedUID(key string) (types.UID, bool) {
 }
 
 // markParent remembers the conditions a sync computed for a parent.
-func (c *Controller) markParent(key string, uid types.UID, conds []render.Condition) {
+func (s *parentStates) markParent(key string, uid types.UID, conds []render.Condition) {
 	var m parentMark
 	for _, cond := range conds {
 		switch {
@@ -132,7 +132,7 @@ func (c *Controller) markParent(key string, uid types.UID, conds []render.Condit
 			m.failing = true
 		}
 	}
-	c.parentStates.setMark(key, uid, m)
+	s.setMark(key, uid, m)
 }
 
 // SyncedParent reports whether this controller has synced that parent (its key and UID) since it

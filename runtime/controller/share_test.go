@@ -165,15 +165,15 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 		cached *unstructured.Unstructured
 		want   Counts
 	}{
-		{"the cached parent's own mark", func(c *Controller) { c.markParent("ns/p", "p-1", ready) }, parent("p-1"), Counts{Parents: 1, Ready: 1}},
-		{"a failing parent", func(c *Controller) { c.markParent("ns/p", "p-1", failing) }, parent("p-1"), Counts{Parents: 1, Failing: 1}},
-		{"the mark of an earlier parent of the same name", func(c *Controller) { c.markParent("ns/p", "p-1", ready) }, parent("p-2"), Counts{Parents: 1}},
+		{"the cached parent's own mark", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", ready) }, parent("p-1"), Counts{Parents: 1, Ready: 1}},
+		{"a failing parent", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", failing) }, parent("p-1"), Counts{Parents: 1, Failing: 1}},
+		{"the mark of an earlier parent of the same name", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", ready) }, parent("p-2"), Counts{Parents: 1}},
 		{"the new parent's mark replaces the old one's", func(c *Controller) {
-			c.markParent("ns/p", "p-1", ready)
-			c.markParent("ns/p", "p-2", failing)
+			c.parentStates.markParent("ns/p", "p-1", ready)
+			c.parentStates.markParent("ns/p", "p-2", failing)
 		}, parent("p-2"), Counts{Parents: 1, Failing: 1}},
 		{"a forgotten parent", func(c *Controller) {
-			c.markParent("ns/p", "p-1", ready)
+			c.parentStates.markParent("ns/p", "p-1", ready)
 			c.parentStates.forget("ns/p")
 		}, parent("p-1"), Counts{Parents: 1}},
 	}
@@ -188,8 +188,8 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 		})
 	}
 	h := newHarness(t, copyToSecret())
-	h.c.markParent("ns/p", "p-1", ready)
-	h.c.markParent("ns/p", "p-2", ready)
+	h.c.parentStates.markParent("ns/p", "p-1", ready)
+	h.c.parentStates.markParent("ns/p", "p-2", ready)
 	h.c.parentStates.forget("ns/p")
 	if len(h.c.parentStates.byKey) != 0 || len(h.c.parentStates.byMarkedUID) != 0 {
 		t.Errorf("after the parent is forgotten the parent states hold %v and %v, want nothing", h.c.parentStates.byKey, h.c.parentStates.byMarkedUID)
@@ -210,7 +210,7 @@ func BenchmarkCounts(b *testing.B) {
 		p.SetUID(types.UID(fmt.Sprintf("uid-%05d", i)))
 		h.cacheParent(b, p)
 		if i%10 != 0 {
-			h.c.markParent(parentKey(p), p.GetUID(), ready)
+			h.c.parentStates.markParent(parentKey(p), p.GetUID(), ready)
 		}
 	}
 	b.ReportAllocs()

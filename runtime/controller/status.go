@@ -2,16 +2,60 @@ package controller
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 
-	"encoding/json"
-
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
+
+// reporter reports what a sync concluded on its parent: the status and conditions (through the
+// status subresource; events for kinds without one), and a failure's condition and event.
+type reporter struct {
+	policy *policy.Compiled
+	deps   *Deps
+	states *parentStates
+}
+
+// fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
+// is new) and says whether to retry: render errors and invalid requests wait for an input to
+// change; API errors and conflicts are retried with backoff. A write the write fence refused is
+// not reported: this replica may no longer write for the parent, an event included (events carry
+// no slot, so the fence would let one through), and the replica that holds it reports.
+func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, err error) error {
+	if apierrors.ReasonForError(err) == reasonWriteFenced {
+		return err // this replica may no longer write for the parent: neither its status nor an event
+	}
+	var se *syncError
+	reason, retry := render.ReasonEvaluationError, false
+	switch {
+	case errors.As(err, &se):
+		reason, retry = se.reason, se.retry
+	case isRenderError(err):
+		reason = render.ErrorConditions(err, reason)[0].Reason
+	}
+	conds := render.FailureConditions(reason, err.Error())
+	_, changed, serr := r.updateStatus(ctx, parent, nil, conds)
+	if changed {
+		r.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
+	}
+	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
+	var perm *permanentError
+	switch {
+	case serr != nil && !errors.As(serr, &perm):
+		return errors.Join(err, serr)
+	case retry:
+		return err
+	}
+	return &permanentError{err: err}
+}
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and
 // says whether it did, with the parent's metadata as the write returned it (nil when unknown).
@@ -20,17 +64,17 @@ import (
 // server refuses for good (the schema rejects a field) is reported once and not sent again until
 // it changes. Parents without a status subresource (built-in kinds) get no status: their
 // conditions are events only.
-func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (written *metav1.ObjectMeta, changed bool, err error) {
-	c.markParent(parentKey(parent), parent.GetUID(), conds)
-	if !c.policy.Parent.HasStatus {
-		return nil, c.conditionsChanged(parent, conds), nil
+func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstructured, fields map[string]any, conds []render.Condition) (written *metav1.ObjectMeta, changed bool, err error) {
+	r.states.markParent(parentKey(parent), parent.GetUID(), conds)
+	if !r.policy.Parent.HasStatus {
+		return nil, r.states.conditionsChanged(parent, conds), nil
 	}
 	var owned map[string]any
 	if fields == nil {
 		owned = apply.OwnedStatus(parent)
 		fields = orEmpty(owned) // never another writer's fields
 	}
-	now := metav1.NewTime(c.deps.Clock.Now())
+	now := metav1.NewTime(r.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
 		return nil, false, &permanentError{err: fmt.Errorf("status: %w", err)}
@@ -44,10 +88,10 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 	if sameJSON(status, owned) {
 		return nil, false, nil
 	}
-	err = c.parentStates.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
-		if written, err = c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
+	err = r.states.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
+		if written, err = r.deps.Writer.ApplyStatus(ctx, r.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
-			c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
+			r.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
 			if isPermanent(err) {
 				return &permanentError{err: fmt.Errorf("write status: %w", err)}
 			}
@@ -112,8 +156,8 @@ func sameJSON(a, b any) bool {
 
 // conditionsChanged remembers the conditions of parents without a status subresource (built-in
 // kinds), so that their failures are reported as events once per change, not once per sync.
-func (c *Controller) conditionsChanged(parent *unstructured.Unstructured, conds []render.Condition) bool {
-	return c.parentStates.swapConditions(parentKey(parent), string(parent.GetUID())+fmt.Sprint(conds))
+func (s *parentStates) conditionsChanged(parent *unstructured.Unstructured, conds []render.Condition) bool {
+	return s.swapConditions(parentKey(parent), string(parent.GetUID())+fmt.Sprint(conds))
 }
 
 // swapConditions remembers the summary of a parent's conditions (parentState.conditions), and

@@ -8,11 +8,9 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
@@ -61,7 +59,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 	// 6. Decode its children and read its related objects, as its identity may.
 	if err := s.readInputs(ctx); err != nil {
 		c.parentStates.forgetInputs(key)
-		return c.fail(ctx, s.parent, err)
+		return c.reporter.fail(ctx, s.parent, err)
 	}
 	// 7. Skip it when these inputs, related objects included, are those of the last success.
 	inputs, known := fingerprint(cached, s.children, s.related)
@@ -116,7 +114,7 @@ func (s *parentSync) unchangedFromCache() bool {
 		return false
 	}
 	inputs, known := fingerprint(s.cached, s.children, nil)
-	if !known || !c.parentStates.sameInputs(s.key, inputs) && !c.recalled(s.key, s.cached.GetUID(), inputs) {
+	if !known || !c.parentStates.sameInputs(s.key, inputs) && !c.parentStates.knewFromMemo(s.key, s.cached.GetUID(), inputs) {
 		return false
 	}
 	c.parentStates.settleChildEvents(s.key)
@@ -146,7 +144,7 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(s.observed))
 	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
 	if err != nil {
-		return left{}, c.fail(ctx, parent, err)
+		return left{}, c.reporter.fail(ctx, parent, err)
 	}
 	if err := c.cleanup.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
@@ -158,7 +156,7 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 		err = rerr
 	}
 	if err != nil {
-		return left{}, c.fail(ctx, parent, err)
+		return left{}, c.reporter.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
 		c.parentStates.settleChildEvents(key) // the next child event is news, not an echo
@@ -169,7 +167,7 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 		c.queue.AddAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
 	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
-	status, _, err := c.updateStatus(ctx, parent, out.Status, out.Conditions())
+	status, _, err := c.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
 }
 
@@ -287,39 +285,6 @@ const (
 	// ReasonStatusFailed is the reason of the Warning event of a status write that failed.
 	ReasonStatusFailed = "StatusFailed"
 )
-
-// fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
-// is new) and says whether to retry: render errors and invalid requests wait for an input to
-// change; API errors and conflicts are retried with backoff. A write the write fence refused is
-// not reported: this replica may no longer write for the parent, an event included (events carry
-// no slot, so the fence would let one through), and the replica that holds it reports.
-func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured, err error) error {
-	if apierrors.ReasonForError(err) == reasonWriteFenced {
-		return err // this replica may no longer write for the parent: neither its status nor an event
-	}
-	var se *syncError
-	reason, retry := render.ReasonEvaluationError, false
-	switch {
-	case errors.As(err, &se):
-		reason, retry = se.reason, se.retry
-	case isRenderError(err):
-		reason = render.ErrorConditions(err, reason)[0].Reason
-	}
-	conds := render.FailureConditions(reason, err.Error())
-	_, changed, serr := c.updateStatus(ctx, parent, nil, conds)
-	if changed {
-		c.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
-	}
-	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
-	var perm *permanentError
-	switch {
-	case serr != nil && !errors.As(serr, &perm):
-		return errors.Join(err, serr)
-	case retry:
-		return err
-	}
-	return &permanentError{err: err}
-}
 
 func isRenderError(err error) bool {
 	var re *render.Error
