@@ -6,6 +6,24 @@
 // UID, so finding a parent's children never scans all objects; parents are indexed by their own
 // UID, to route a child's events.
 //
+// The types, each in its own file, and what they hold:
+//   - Controller (controller.go): the loop only, configured once through Options in New: the
+//     queue, its workers and the event handlers that route events to parents;
+//   - caches (caches.go): the caches of the parents and of the child resources, and the children
+//     created lately (recentcreates.go); sharding (slots.go) moves them between shard slots;
+//   - parentSync (sync.go): one sync of one parent, what it read and decoded, whose methods are
+//     its steps;
+//   - childWriter (childwriter.go): carries out decide's steps against the API server, with the
+//     guards around them (refused writes, fights, recent creates, Recreates under way, the pace
+//     of bookkeeping patches): creating, updating, recreating or removing one child reads there;
+//   - cleanup (finalize.go, leftwithfinalizer.go, droppedresources.go): the cleanup finalizer,
+//     the record of unowned children, parents that left the labelSelector, children of dropped
+//     resources;
+//   - reporter (status.go): the parent's status, conditions and failure events;
+//   - access (access.go): the checks of a policy's reads as the identity it acts as;
+//   - parentStates (parentstate.go and the files of each memory): what the controller remembers
+//     of each parent between syncs.
+//
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
 // object's through a reverse index of what each parent read in its last sync.
@@ -32,7 +50,7 @@
 // conditions, the writes refused or undone, the Recreates under way) is one record, parentState
 // (parentstate.go), forgotten with one delete when the parent is gone.
 //
-// With sharding (ShardedBy, slots.go), a controller syncs the parents of the slots its
+// With sharding (Options.Sharded, slots.go), a controller syncs the parents of the slots its
 // replica holds (package shard): one informer per slot for each child resource (the children's
 // metacel.dev/shard-slot label) and, when the API server selects shards, for the parents, read as
 // one cache; without, one informer holds every parent. Letting go of slots waits for their syncs under way; slots gained are synced once
