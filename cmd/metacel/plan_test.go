@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/plan"
 )
 
@@ -17,10 +18,10 @@ func aPlan() *plan.Plan {
 		Policy: "myapp", Running: "configmap/metacel-system/policy-myapp/myapp.yaml",
 		Parents: []plan.Parent{
 			{APIVersion: "demo.rtfm.co.ua/v1", Kind: "MyApp", Namespace: "default", Name: "a",
-				Children: []plan.Change{{Action: plan.Recreate, APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "a-pod", Disruptive: true,
+				Children: []plan.Change{{Action: decide.Recreate, APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "a-pod", Disruptive: true,
 					Why: "its resource's updateStrategy is Recreate: deleted, then created anew", Fields: []plan.FieldChange{{Path: "metadata.labels.version", New: "v2"}}}}},
 			{APIVersion: "demo.rtfm.co.ua/v1", Kind: "MyApp", Namespace: "default", Name: "b",
-				Children: []plan.Change{{Action: plan.Create, APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "b-pod", Why: "a new child",
+				Children: []plan.Change{{Action: decide.Create, APIVersion: "v1", Kind: "Pod", Namespace: "default", Name: "b-pod", Why: "a new child",
 					DryRunError: `Pod "b-pod" is invalid`}},
 				Error: `dry run of create v1 Pod default/b-pod: Pod "b-pod" is invalid`},
 		},
@@ -60,7 +61,7 @@ MyApp default/b:
 			if dec.More() {
 				t.Error("more than one JSON document")
 			}
-			if got.Totals != aPlan().Totals || len(got.Parents) != 2 || got.Parents[1].Error == "" || got.Parents[0].Children[0].Action != plan.Recreate {
+			if got.Totals != aPlan().Totals || len(got.Parents) != 2 || got.Parents[1].Error == "" || got.Parents[0].Children[0].Action != decide.Recreate {
 				t.Errorf("decoded %+v", got)
 			}
 		}},

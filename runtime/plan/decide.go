@@ -47,9 +47,9 @@ func childChanges(in Input, cand, running *preview.Result) []Change {
 		case decide.Create:
 			out = append(out, created(in, st.Child, desiredBy(running, st.Child.Object)))
 		case decide.Recreate:
-			out = append(out, changed(Recreate, st.Child, desiredBy(running, st.Child.Object), "its resource's updateStrategy is Recreate: deleted, then created anew"))
+			out = append(out, changed(decide.Recreate, st.Child, desiredBy(running, st.Child.Object), "its resource's updateStrategy is Recreate: deleted, then created anew"))
 		case decide.Update:
-			out = append(out, changed(Update, st.Child, desiredBy(running, st.Child.Object), st.Why))
+			out = append(out, changed(decide.Update, st.Child, desiredBy(running, st.Child.Object), st.Why))
 		case decide.UpdateBookkeeping:
 			out = append(out, bookkept(st))
 		case decide.Delete, decide.Release:
@@ -87,16 +87,16 @@ func created(in Input, child *render.Child, before *unstructured.Unstructured) C
 	case before != nil:
 		why = "missing, and the running version wants it too (deleted, or not created yet)"
 	}
-	c := newChange(Create, child.Object, why)
+	c := newChange(decide.Create, child.Object, why)
 	c.desired, c.gvr = child.Object, child.Resource.GVR
 	return c
 }
 
 // changed is the update or recreation of a child that differs, with the fields the candidate
 // changes of what the running version desires.
-func changed(action Action, child *render.Child, before *unstructured.Unstructured, why string) Change {
+func changed(action decide.Action, child *render.Child, before *unstructured.Unstructured, why string) Change {
 	c := newChange(action, child.Object, why)
-	c.desired, c.gvr, c.Disruptive = child.Object, child.Resource.GVR, action == Recreate
+	c.desired, c.gvr, c.Disruptive = child.Object, child.Resource.GVR, action == decide.Recreate
 	if before == nil {
 		c.Why += "; the running version does not desire it"
 		return c
@@ -110,7 +110,7 @@ func changed(action Action, child *render.Child, before *unstructured.Unstructur
 // bookkept is the patch of a child's bookkeeping alone (decide.UpdateBookkeeping), dry-run as
 // the runtime sends it.
 func bookkept(st decide.Step) Change {
-	c := newChange(UpdateBookkeeping, st.Observed, st.Why)
+	c := newChange(decide.UpdateBookkeeping, st.Observed, st.Why)
 	c.observed, c.patch, c.gvr = st.Observed, st.Bookkeeping.Patch(), st.Child.Resource.GVR
 	return c
 }
@@ -119,14 +119,14 @@ func bookkept(st decide.Step) Change {
 // the runtime decides it: what the child records, else its entry in the candidate, then in the
 // running version.
 func removed(in Input, obj *unstructured.Unstructured, why string) Change {
-	action := Delete
+	action := decide.Delete
 	if render.DeletionPolicyOf(obj, in.Candidate, in.Running) == policy.DeletionOrphan {
-		action, why = Release, why+", deletionPolicy Orphan"
+		action, why = decide.Release, why+", deletionPolicy Orphan"
 	}
 	return newChange(action, obj, why)
 }
 
-func newChange(action Action, obj *unstructured.Unstructured, why string) Change {
+func newChange(action decide.Action, obj *unstructured.Unstructured, why string) Change {
 	return Change{Action: action, APIVersion: obj.GetAPIVersion(), Kind: obj.GetKind(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Why: why}
 }
 

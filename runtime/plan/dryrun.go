@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -43,24 +44,24 @@ func dryRun(ctx context.Context, client dynamic.Interface, parent *unstructured.
 func sendDryRun(ctx context.Context, client dynamic.Interface, parent *unstructured.Unstructured, c *Change) error {
 	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 	defer cancel()
-	if c.Action == UpdateBookkeeping {
+	if c.Action == decide.UpdateBookkeeping {
 		return dryPatch(ctx, client.Resource(c.gvr).Namespace(c.observed.GetNamespace()), c.observed, c.patch)
 	}
 	res := client.Resource(c.gvr).Namespace(c.desired.GetNamespace())
 	switch c.Action {
-	case Create:
+	case decide.Create:
 		_, err := res.Create(ctx, c.desired, metav1.CreateOptions{DryRun: dryRunAll, FieldManager: apply.FieldManager})
 		if apierrors.IsAlreadyExists(err) {
 			return takeExisting(ctx, res, parent, c)
 		}
 		return err
-	case Recreate:
+	case decide.Recreate:
 		obj := c.desired.DeepCopy()
 		obj.SetGenerateName(obj.GetName())
 		obj.SetName("")
 		_, err := res.Create(ctx, obj, metav1.CreateOptions{DryRun: dryRunAll, FieldManager: apply.FieldManager})
 		return err
-	case Update:
+	case decide.Update:
 		return dryApply(ctx, res, c.desired)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -38,21 +39,6 @@ type Input struct {
 	// Workers is how many parents are planned at once; 0 means 8.
 	Workers int
 }
-
-// Action is what the runtime would do to one child.
-type Action string
-
-// The actions of a plan.
-const (
-	Create   Action = "create"
-	Update   Action = "update"
-	Recreate Action = "recreate"
-	Delete   Action = "delete"
-	Release  Action = "release"
-	// UpdateBookkeeping: only metacel's own labels, annotations or ownerReference of the child
-	// differ: its metadata is patched, the child is never recreated for it.
-	UpdateBookkeeping Action = "update-bookkeeping"
-)
 
 // Plan is what the candidate would change, parent by parent.
 type Plan struct {
@@ -88,11 +74,12 @@ func (p Parent) String() string { return p.Kind + " " + namespaced(p.Namespace, 
 
 // Change is what the runtime would do to one child.
 type Change struct {
-	Action     Action `json:"action"`
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
+	// Action is decide's: create, update, recreate, update-bookkeeping, delete or release
+	Action     decide.Action `json:"action"`
+	APIVersion string        `json:"apiVersion"`
+	Kind       string        `json:"kind"`
+	Namespace  string        `json:"namespace,omitempty"`
+	Name       string        `json:"name"`
 	// Disruptive marks a change that replaces a live object (a recreation).
 	Disruptive bool   `json:"disruptive,omitempty"`
 	Why        string `json:"why"`
@@ -106,7 +93,7 @@ type Change struct {
 	// resource
 	desired *unstructured.Unstructured
 	gvr     schema.GroupVersionResource
-	// observed and patch are the child and the patch of its metadata of an UpdateBookkeeping
+	// observed and patch are the child and the patch of its metadata of an UpdateBookkeeping step
 	observed *unstructured.Unstructured
 	patch    map[string]any
 }
@@ -182,17 +169,17 @@ func (t *Totals) add(p Parent) {
 	}
 	for _, c := range p.Children {
 		switch c.Action {
-		case Create:
+		case decide.Create:
 			t.Created++
-		case Update:
+		case decide.Update:
 			t.Updated++
-		case Recreate:
+		case decide.Recreate:
 			t.Recreated++
-		case UpdateBookkeeping:
+		case decide.UpdateBookkeeping:
 			t.Bookkeeping++
-		case Delete:
+		case decide.Delete:
 			t.Deleted++
-		case Release:
+		case decide.Release:
 			t.Released++
 		}
 	}

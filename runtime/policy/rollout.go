@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // defaultHealthDeadline is how long a rollout step's parents have to become healthy when the
@@ -66,9 +66,7 @@ func (r *CompiledRollout) Budget(moved int) int {
 // iff RolloutBucket(uid) < Share(s), so each step moves the parents of the previous steps and
 // more, in an order that does not depend on names or on the time they were created.
 func RolloutBucket(uid types.UID) int {
-	h := fnv.New64a()
-	_, _ = h.Write([]byte(uid)) // a hash never fails to write
-	return int(h.Sum64() % 100)
+	return int(hashslot.Hash(uid) % 100)
 }
 
 // Healthy reports whether a parent is healthy on the new version: the health rule, or without

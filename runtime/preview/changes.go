@@ -9,30 +9,10 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// Action is what a sync does to an observed object.
-type Action string
-
-// The actions a sync takes on observed objects, beyond applying the desired children.
-const (
-	// Delete: an observed child no longer desired is deleted.
-	Delete Action = "delete"
-	// Release: an observed child no longer desired, with deletionPolicy Orphan, is released.
-	Release Action = "release"
-	// Recreate: a child of a Recreate resource that differs from the desired one is deleted, then
-	// created anew.
-	Recreate Action = "recreate"
-	// Conflict: an object with a desired child's name is not the parent's: the sync fails with
-	// ChildConflict until it is gone.
-	Conflict Action = "conflict"
-	// UpdateBookkeeping: an observed child that holds what the policy wants, whose bookkeeping
-	// (metacel's own labels, annotations, the parent's ownerReference) differs: its metadata is
-	// patched, it is never recreated for it.
-	UpdateBookkeeping Action = "update-bookkeeping"
-)
-
 // Change is one action of a sync on an observed object.
 type Change struct {
-	Action Action
+	// Action is one of decide's: Delete, Release, Recreate, Conflict or UpdateBookkeeping
+	Action decide.Action
 	Object *unstructured.Unstructured
 	Why    string
 }
@@ -76,12 +56,11 @@ func rendered(obj *unstructured.Unstructured) bool {
 // observed objects besides applying the desired children: conflicts, recreations, bookkeeping
 // patches, deletions and releases, in the sync's order.
 func changesOf(steps []decide.Step) []Change {
-	actions := map[decide.Action]Action{decide.Recreate: Recreate, decide.Delete: Delete, decide.Release: Release, decide.Conflict: Conflict,
-		decide.UpdateBookkeeping: UpdateBookkeeping}
 	var changes []Change
 	for _, st := range steps {
-		if a, ok := actions[st.Action]; ok {
-			changes = append(changes, Change{Action: a, Object: st.Observed, Why: st.Why})
+		switch st.Action {
+		case decide.Recreate, decide.Delete, decide.Release, decide.Conflict, decide.UpdateBookkeeping:
+			changes = append(changes, Change{Action: st.Action, Object: st.Observed, Why: st.Why})
 		}
 	}
 	return changes

@@ -214,7 +214,7 @@ func statusErrors(c *policy.Compiled, err error) error {
 func ignored(changes []Change, foreign []render.ForeignObject) []string {
 	conflict := map[*unstructured.Unstructured]bool{}
 	for _, ch := range changes {
-		if ch.Action == Conflict {
+		if ch.Action == decide.Conflict {
 			conflict[ch.Object] = true
 		}
 	}

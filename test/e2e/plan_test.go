@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/plan"
 )
@@ -154,7 +155,7 @@ func readyMyApps(t testing.TB, ns string) (int, error) {
 }
 
 func isLabelRecreate(c plan.Change, pod string) bool {
-	return c.Action == plan.Recreate && c.Kind == "Pod" && c.Name == pod && c.Disruptive && c.DryRunError == "" &&
+	return c.Action == decide.Recreate && c.Kind == "Pod" && c.Name == pod && c.Disruptive && c.DryRunError == "" &&
 		len(c.Fields) == 1 && c.Fields[0].Path == "metadata.labels.version" && c.Fields[0].Old == nil && c.Fields[0].New == "v2"
 }
 
