@@ -36,8 +36,8 @@ type childWriter struct {
 	deps *Deps
 	// states is what the controller remembers of each parent
 	states *parentStates
-	// children are the caches of the child resources, whose recent creates the writer notes
-	children map[string]*childCache
+	// caches are the controller's: the writer notes its creates in them, and reads them back
+	caches *caches
 	// draining is set when the policy was removed: only Recreates under way complete
 	draining *atomic.Bool
 }
@@ -433,7 +433,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 
 // rememberCreated remembers a child the controller created, as the create returned it.
 func (cw *childWriter) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
-	if rc := cw.children[child.Resource.GVR.String()]; rc != nil && got != nil {
+	if rc := cw.caches.children[child.Resource.GVR.String()]; rc != nil && got != nil {
 		rc.creates.add(got, cw.deps.Clock.Now())
 	}
 }
@@ -445,7 +445,7 @@ func (cw *childWriter) rememberCreated(child *render.Child, got *unstructured.Un
 // create returned it. Either must say it is the parent's child, as takeExisting asks of an object
 // it takes.
 func (cw *childWriter) createdLately(parent *unstructured.Unstructured, child *render.Child) *unstructured.Unstructured {
-	rc := cw.children[child.Resource.GVR.String()]
+	rc := cw.caches.children[child.Resource.GVR.String()]
 	if rc == nil {
 		return nil
 	}

@@ -147,7 +147,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		c.shardedBy(opts.ServerSideShards)
 	}
 	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
-		children: c.caches.children, draining: &c.draining}
+		caches: &c.caches, draining: &c.draining}
 	c.reporter = &reporter{policy: p, deps: &c.deps, states: &c.parentStates}
 	c.cleanup = &cleanup{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
