@@ -9,9 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
@@ -22,7 +19,7 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var crds []string
-	var kubeconfig string
+	var cluster *clusterFlags
 	cmd := &cobra.Command{
 		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
 		Short: "Check policy files (or directories of them) with no cluster",
@@ -34,9 +31,9 @@ file:line: field.path: message. Child templates are checked against the schema o
 built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
 custom parent no --crd file defines is then an error too. --crd takes files or directories.
-With --kubeconfig, what the --crd files do not define is looked up in that cluster: its
-resources, and its CRDs' schemas (nothing is written). Exits 1 if any policy is invalid, or if
-there is none.`,
+With --kubeconfig (or --context, or any other cluster flag), what the --crd files do not define
+is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Exits 1
+if any policy is invalid, or if there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
@@ -44,8 +41,8 @@ there is none.`,
 				return err
 			}
 			v := validation{cat: cat, mapper: cat, withCRDs: len(crds) > 0}
-			if kubeconfig != "" {
-				if v.cluster, err = clusterMapper(kubeconfig); err != nil {
+			if cluster.given() {
+				if v.cluster, err = clusterMapper(cluster); err != nil {
 					return err
 				}
 				v.mapper = kinds.Chain{cat, v.cluster}
@@ -62,7 +59,7 @@ there is none.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
+	cluster = addClusterFlags(cmd.Flags(), "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
 	return cmd
 }
 
@@ -74,29 +71,20 @@ type validation struct {
 	// withCRDs says that CRD files were given: every custom parent must then be defined by one
 	// (or by the cluster)
 	withCRDs bool
-	// cluster is the cluster's mapper, nil without --kubeconfig
+	// cluster is the cluster's mapper, nil without a cluster flag
 	cluster kinds.Mapper
 }
 
-// clusterMapper returns the Mapper of the cluster of a kubeconfig: discovery, and its CRDs for
+// clusterMapper returns the Mapper of the cluster the flags name: discovery, and its CRDs for
 // schemas. It fails when the cluster cannot be reached, rather than let every resource look unknown.
-func clusterMapper(kubeconfig string) (kinds.Mapper, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+func clusterMapper(cluster *clusterFlags) (kinds.Mapper, error) {
+	cfg, err := cluster.restConfig("metacel-validate/" + version)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+		return nil, err
 	}
-	cfg.UserAgent = "metacel-validate/" + version
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, dyn, err := cluster.reach(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", kubeconfig, err)
+		return nil, err
 	}
 	return kinds.NewDiscovery(kube.Discovery(), dyn), nil
 }
@@ -210,7 +198,7 @@ func definesParent(cat *kinds.Catalog, c *policy.Compiled) bool {
 	return cat.DefinedByCRD(c.Parent.GVR.GroupResource()) || !c.Parent.Guessed || c.Parent.Schema != nil
 }
 
-// clusterDefines reports whether the cluster (--kubeconfig) serves a custom resource.
+// clusterDefines reports whether the cluster (of the cluster flags) serves a custom resource.
 func (v validation) clusterDefines(gvr schema.GroupVersionResource) bool {
 	if v.cluster == nil || gvr.Group == "" {
 		return false
