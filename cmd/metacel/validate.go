@@ -13,7 +13,6 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/rbac"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -149,7 +148,7 @@ func bindingWarnings(c *policy.Compiled) []string {
 	for i, child := range c.Policy.Spec.Children {
 		path := expr.IndexPath("spec.children", i)
 		kind, _ := child.Template["kind"].(string)
-		for _, r := range rbac.RoleRefs(c.Policy, child) {
+		for _, r := range policy.RoleRefs(c.Policy, child) {
 			switch {
 			case kind == "ClusterRoleBinding":
 				role := "the ClusterRole it names"
