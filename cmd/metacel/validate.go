@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
@@ -127,68 +126,12 @@ func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
 			}
 			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
 				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
-			for _, w := range bindingWarnings(c) {
-				fmt.Fprintf(errOut, "%s:%s\n", file, w)
+			for _, f := range policy.Lint(c) {
+				fmt.Fprintln(errOut, f)
 			}
 		}
 	}
 	return ok
-}
-
-// bindingWarnings warns of the binding children through which whoever may create a namespaced
-// parent grants more than the parent's namespace: a ClusterRoleBinding, which grants cluster-wide;
-// a binding whose ClusterRole the parent chooses (any the policy's ServiceAccount may bind:
-// cluster-admin, if it may bind every one); a crossNamespace RoleBinding to a ClusterRole that
-// writes (cluster-admin, admin, edit) in namespaces the policy's confinement does not bound.
-func bindingWarnings(c *policy.Compiled) []string {
-	if !c.Parent.Namespaced {
-		return nil // a cluster-scoped parent's author is cluster-wide already
-	}
-	var out []string
-	for i, child := range c.Policy.Spec.Children {
-		path := expr.IndexPath("spec.children", i)
-		kind, _ := child.Template["kind"].(string)
-		for _, r := range policy.RoleRefs(c.Policy, child) {
-			switch {
-			case kind == "ClusterRoleBinding":
-				role := "the ClusterRole it names"
-				if len(r.Names) == 1 {
-					role = "ClusterRole " + r.Names[0]
-				}
-				out = append(out, fmt.Sprintf("%d: %s: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants "+
-					"%s cluster-wide; bind in the parent's namespace with a RoleBinding instead", c.Source.LineOf(path+".template.kind"), path+".template.kind", role))
-			case r.Resource == "clusterroles" && r.Names == nil:
-				out = append(out, fmt.Sprintf("%d: %s: warning: whoever may create a parent chooses which ClusterRole this binding grants (any "+
-					"the policy's ServiceAccount may bind: cluster-admin, if it may bind every one); name the role literally, or bound the "+
-					"parent's field by an enum in parentSchema, which metacel rbac turns into the only names it may bind", c.Source.LineOf(path+".template.roleRef.name"), path+".template.roleRef.name"))
-			case r.Resource == "clusterroles" && child.CrossNamespace && !confinesChildren(c.Policy.Spec.Confinement) && slices.ContainsFunc(r.Names, writesEverything):
-				out = append(out, fmt.Sprintf("%d: %s: warning: a crossNamespace binding to ClusterRole %s with no confinement: whoever may create a parent "+
-					"grants %s in any namespace the parent names; bound the namespaces in spec.confinement.childNamespaces (names, an expression "+
-					"or a consentLabel), or bind in the parent's namespace (crossNamespace: false)", c.Source.LineOf(path+".template.roleRef.name"),
-					path+".template.roleRef.name", strings.Join(r.Names, ", "), strings.Join(r.Names, ", ")))
-			default:
-				continue
-			}
-			break
-		}
-	}
-	return out
-}
-
-// writesEverything reports whether a ClusterRole is one of Kubernetes' roles that write most of
-// a namespace (RoleBindings included, for admin and cluster-admin).
-func writesEverything(role string) bool {
-	return role == "cluster-admin" || role == "admin" || role == "edit"
-}
-
-// confinesChildren reports whether a confinement bounds the namespaces crossNamespace children are
-// written to: by names other than "*", an expression, or a consent label.
-func confinesChildren(c *policy.Confinement) bool {
-	if c == nil || c.ChildNamespaces == nil {
-		return false
-	}
-	r := c.ChildNamespaces
-	return r.Expression != "" || r.ConsentLabel != "" || (len(r.Names) > 0 && !slices.Contains(r.Names, "*"))
 }
 
 // definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,
