@@ -8,9 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/kinds"
@@ -21,7 +19,8 @@ import (
 )
 
 type planOptions struct {
-	kubeconfig, namespace, policyName, output string
+	cluster                       *clusterFlags
+	namespace, policyName, output string
 }
 
 func newPlanCommand() *cobra.Command {
@@ -55,7 +54,7 @@ every Secret the plan read are replaced by <redacted> wherever they appear.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	o.cluster = addClusterFlags(f, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVar(&o.namespace, "namespace", "metacel-system", "the policy namespace, whose labelled ConfigMaps hold the running policies")
 	f.StringVar(&o.policyName, "policy-name", "", "which policy of the file, when it holds several")
 	f.StringVarP(&o.output, "output", "o", "text", "text, or json: one document for CI")
@@ -65,16 +64,14 @@ every Secret the plan read are replaced by <redacted> wherever they appear.`,
 // run plans the file's policy and prints the plan; it returns errReported when a parent would
 // fail.
 func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file string) error {
-	cfg, err := o.config()
+	cfg, err := o.cluster.restConfig("metacel-plan/" + version)
 	if err != nil {
 		return err
 	}
-	kube, dyn, err := clientsOf(cfg, o.kubeconfig)
+	cfg.QPS, cfg.Burst = 50, 100
+	kube, dyn, err := o.cluster.reach(cfg)
 	if err != nil {
 		return err
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", o.kubeconfig, err)
 	}
 	mapper := kinds.NewDiscovery(kube.Discovery(), dyn)
 	candidate, err := preview.LoadPolicy(file, o.policyName, mapper)
@@ -109,31 +106,6 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 		return errReported
 	}
 	return nil
-}
-
-// config is the client configuration of the kubeconfig, as kubectl finds it.
-func (o *planOptions) config() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", o.kubeconfig, err)
-	}
-	cfg.UserAgent = "metacel-plan/" + version
-	cfg.QPS, cfg.Burst = 50, 100
-	return cfg, nil
-}
-
-func clientsOf(cfg *rest.Config, kubeconfig string) (kubernetes.Interface, dynamic.Interface, error) {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	return kube, dyn, nil
 }
 
 // actingAs is the client that reads and dry-runs for the candidate: as its ServiceAccount, which

@@ -15,7 +15,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/compact"
@@ -23,7 +22,7 @@ import (
 )
 
 type runOptions struct {
-	kubeconfig      string
+	cluster         *clusterFlags
 	policyDirs      []string
 	policyNamespace string
 	// runtimeNamespace is the namespace metacel runs in: its records live there when no other
@@ -64,7 +63,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	o.cluster = addClusterFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
 	f.StringArrayVar(&o.policyDirs, "policy-dir", nil, "policy file or directory, e.g. a mounted ConfigMap (repeatable)")
 	f.StringVar(&o.policyNamespace, "policy-namespace", defaultNamespace(), `namespace whose ConfigMaps labelled metacel.dev/policy=true hold policies ("" for none)`)
 	f.StringVar(&o.runtimeNamespace, "runtime-namespace", ownNamespace(os.Getenv), "namespace metacel runs in, which keeps its records (the ledger of each policy's child resources, rollout records, memos) when --policy-namespace is \"\" and there is no --leader-election-namespace (default: $POD_NAMESPACE, else the service account's namespace)")
@@ -121,14 +120,11 @@ func (o *runOptions) run(ctx context.Context) error {
 	case o.shards == "auto" && o.sharding.RenewDeadline >= o.sharding.LeaseDuration:
 		return fmt.Errorf("--shard-renew-deadline (%s) must be less than --shard-lease-duration (%s)", o.sharding.RenewDeadline, o.sharding.LeaseDuration)
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	cfg, err := o.cluster.restConfig("metacel/" + version)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: %w", err)
+		return err
 	}
 	cfg.QPS, cfg.Burst = o.qps, o.burst
-	cfg.UserAgent = "metacel/" + version
 	ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 	ctx = klog.NewContext(ctx, o.logger())

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/kinds"
@@ -21,7 +20,8 @@ import (
 )
 
 type treeOptions struct {
-	kubeconfig, namespace, policyNamespace, policyName, output string
+	cluster                                        *clusterFlags
+	namespace, policyNamespace, policyName, output string
 }
 
 func newTreeCommand() *cobra.Command {
@@ -55,7 +55,7 @@ objects, its events, and the policy ConfigMaps of --policy-namespace.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	o.cluster = addClusterFlags(f, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig context's, else default)")
 	f.StringVar(&o.policyNamespace, "policy-namespace", "metacel-system", "the namespace whose labelled ConfigMaps hold the running policies")
 	f.StringVar(&o.policyName, "policy", "", "the policy: alone, list its parents; with KIND/NAME, the policy that syncs it")
@@ -134,18 +134,14 @@ type treeClients struct {
 }
 
 func (o *treeOptions) clients() (*treeClients, error) {
-	p := &planOptions{kubeconfig: o.kubeconfig}
-	cfg, err := p.config()
+	cfg, err := o.cluster.restConfig("metacel-tree/" + version)
 	if err != nil {
 		return nil, err
 	}
-	cfg.UserAgent = "metacel-tree/" + version
-	kube, dyn, err := clientsOf(cfg, o.kubeconfig)
+	cfg.QPS, cfg.Burst = 50, 100
+	kube, dyn, err := o.cluster.reach(cfg)
 	if err != nil {
 		return nil, err
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", o.kubeconfig, err)
 	}
 	return &treeClients{kube: kube, dyn: dyn, mapper: kinds.NewDiscovery(kube.Discovery(), dyn)}, nil
 }
@@ -163,12 +159,7 @@ func (o *treeOptions) parentNamespace() string {
 	if o.namespace != "" {
 		return o.namespace
 	}
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.kubeconfig
-	if ns, _, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).Namespace(); err == nil && ns != "" {
-		return ns
-	}
-	return "default"
+	return o.cluster.namespace()
 }
 
 func (o *treeOptions) printTree(w io.Writer, t *tree.Tree) error {

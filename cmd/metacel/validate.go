@@ -9,20 +9,15 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
-	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/rbac"
 	"metacel.dev/metacel/runtime/source"
 )
 
 func newValidateCommand() *cobra.Command {
 	var crds []string
-	var kubeconfig string
+	var cluster *clusterFlags
 	cmd := &cobra.Command{
 		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
 		Short: "Check policy files (or directories of them) with no cluster",
@@ -34,9 +29,9 @@ file:line: field.path: message. Child templates are checked against the schema o
 built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
 custom parent no --crd file defines is then an error too. --crd takes files or directories.
-With --kubeconfig, what the --crd files do not define is looked up in that cluster: its
-resources, and its CRDs' schemas (nothing is written). Exits 1 if any policy is invalid, or if
-there is none.`,
+With --kubeconfig (or --context, or any other cluster flag), what the --crd files do not define
+is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Exits 1
+if any policy is invalid, or if there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
@@ -44,8 +39,8 @@ there is none.`,
 				return err
 			}
 			v := validation{cat: cat, mapper: cat, withCRDs: len(crds) > 0}
-			if kubeconfig != "" {
-				if v.cluster, err = clusterMapper(kubeconfig); err != nil {
+			if cluster.given() {
+				if v.cluster, err = clusterMapper(cluster); err != nil {
 					return err
 				}
 				v.mapper = kinds.Chain{cat, v.cluster}
@@ -62,7 +57,7 @@ there is none.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
-	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
+	cluster = addClusterFlags(cmd.Flags(), "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
 	return cmd
 }
 
@@ -74,29 +69,20 @@ type validation struct {
 	// withCRDs says that CRD files were given: every custom parent must then be defined by one
 	// (or by the cluster)
 	withCRDs bool
-	// cluster is the cluster's mapper, nil without --kubeconfig
+	// cluster is the cluster's mapper, nil without a cluster flag
 	cluster kinds.Mapper
 }
 
-// clusterMapper returns the Mapper of the cluster of a kubeconfig: discovery, and its CRDs for
+// clusterMapper returns the Mapper of the cluster the flags name: discovery, and its CRDs for
 // schemas. It fails when the cluster cannot be reached, rather than let every resource look unknown.
-func clusterMapper(kubeconfig string) (kinds.Mapper, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: kubeconfig}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+func clusterMapper(cluster *clusterFlags) (kinds.Mapper, error) {
+	cfg, err := cluster.restConfig("metacel-validate/" + version)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
+		return nil, err
 	}
-	cfg.UserAgent = "metacel-validate/" + version
-	kube, err := kubernetes.NewForConfig(cfg)
+	kube, dyn, err := cluster.reach(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	dyn, err := dynamic.NewForConfig(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", kubeconfig, err)
-	}
-	if _, err := kube.Discovery().ServerVersion(); err != nil {
-		return nil, fmt.Errorf("cannot reach the cluster of kubeconfig %q: %w", kubeconfig, err)
+		return nil, err
 	}
 	return kinds.NewDiscovery(kube.Discovery(), dyn), nil
 }
@@ -140,68 +126,12 @@ func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
 			}
 			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
 				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
-			for _, w := range bindingWarnings(c) {
-				fmt.Fprintf(errOut, "%s:%s\n", file, w)
+			for _, f := range policy.Lint(c) {
+				fmt.Fprintln(errOut, f)
 			}
 		}
 	}
 	return ok
-}
-
-// bindingWarnings warns of the binding children through which whoever may create a namespaced
-// parent grants more than the parent's namespace: a ClusterRoleBinding, which grants cluster-wide;
-// a binding whose ClusterRole the parent chooses (any the policy's ServiceAccount may bind:
-// cluster-admin, if it may bind every one); a crossNamespace RoleBinding to a ClusterRole that
-// writes (cluster-admin, admin, edit) in namespaces the policy's confinement does not bound.
-func bindingWarnings(c *policy.Compiled) []string {
-	if !c.Parent.Namespaced {
-		return nil // a cluster-scoped parent's author is cluster-wide already
-	}
-	var out []string
-	for i, child := range c.Policy.Spec.Children {
-		path := expr.IndexPath("spec.children", i)
-		kind, _ := child.Template["kind"].(string)
-		for _, r := range rbac.RoleRefs(c.Policy, child) {
-			switch {
-			case kind == "ClusterRoleBinding":
-				role := "the ClusterRole it names"
-				if len(r.Names) == 1 {
-					role = "ClusterRole " + r.Names[0]
-				}
-				out = append(out, fmt.Sprintf("%d: %s: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants "+
-					"%s cluster-wide; bind in the parent's namespace with a RoleBinding instead", c.Source.LineOf(path+".template.kind"), path+".template.kind", role))
-			case r.Resource == "clusterroles" && r.Names == nil:
-				out = append(out, fmt.Sprintf("%d: %s: warning: whoever may create a parent chooses which ClusterRole this binding grants (any "+
-					"the policy's ServiceAccount may bind: cluster-admin, if it may bind every one); name the role literally, or bound the "+
-					"parent's field by an enum in parentSchema, which metacel rbac turns into the only names it may bind", c.Source.LineOf(path+".template.roleRef.name"), path+".template.roleRef.name"))
-			case r.Resource == "clusterroles" && child.CrossNamespace && !confinesChildren(c.Policy.Spec.Confinement) && slices.ContainsFunc(r.Names, writesEverything):
-				out = append(out, fmt.Sprintf("%d: %s: warning: a crossNamespace binding to ClusterRole %s with no confinement: whoever may create a parent "+
-					"grants %s in any namespace the parent names; bound the namespaces in spec.confinement.childNamespaces (names, an expression "+
-					"or a consentLabel), or bind in the parent's namespace (crossNamespace: false)", c.Source.LineOf(path+".template.roleRef.name"),
-					path+".template.roleRef.name", strings.Join(r.Names, ", "), strings.Join(r.Names, ", ")))
-			default:
-				continue
-			}
-			break
-		}
-	}
-	return out
-}
-
-// writesEverything reports whether a ClusterRole is one of Kubernetes' roles that write most of
-// a namespace (RoleBindings included, for admin and cluster-admin).
-func writesEverything(role string) bool {
-	return role == "cluster-admin" || role == "admin" || role == "edit"
-}
-
-// confinesChildren reports whether a confinement bounds the namespaces crossNamespace children are
-// written to: by names other than "*", an expression, or a consent label.
-func confinesChildren(c *policy.Confinement) bool {
-	if c == nil || c.ChildNamespaces == nil {
-		return false
-	}
-	r := c.ChildNamespaces
-	return r.Expression != "" || r.ConsentLabel != "" || (len(r.Names) > 0 && !slices.Contains(r.Names, "*"))
 }
 
 // definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,
@@ -210,7 +140,7 @@ func definesParent(cat *kinds.Catalog, c *policy.Compiled) bool {
 	return cat.DefinedByCRD(c.Parent.GVR.GroupResource()) || !c.Parent.Guessed || c.Parent.Schema != nil
 }
 
-// clusterDefines reports whether the cluster (--kubeconfig) serves a custom resource.
+// clusterDefines reports whether the cluster (of the cluster flags) serves a custom resource.
 func (v validation) clusterDefines(gvr schema.GroupVersionResource) bool {
 	if v.cluster == nil || gvr.Group == "" {
 		return false

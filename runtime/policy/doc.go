@@ -48,6 +48,10 @@
 //     only, into a CompiledRollout, whose Healthy, Budget and Share, with RolloutBucket, are what
 //     the runtime rolls out with.
 //
+// Lint finds what a valid policy does that its author likely did not mean (lint.go): binding
+// children through which whoever may create a namespaced parent grants more than its namespace.
+// Its findings read "file:line: field.path: warning: message"; `metacel validate` prints them.
+//
 // YAML syntax errors read "file:line:column: invalid YAML: ..." at the mistake itself (package
 // manifest locates it: a tab, an indentation, an unclosed quote).
 //

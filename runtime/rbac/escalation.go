@@ -2,9 +2,7 @@ package rbac
 
 import (
 	"maps"
-	"regexp"
 	"slices"
-	"strings"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 
@@ -19,7 +17,7 @@ const rbacGroup = "rbac.authorization.k8s.io"
 
 // escalationRules returns the bind and escalate rules of the policies' RBAC children. A binding
 // whose roleRef is written literally in a template is bound by name, as is one whose name is a
-// parent's field bounded by an enum (RoleRefs); one whose name is otherwise templated needs bind
+// parent's field bounded by an enum (policy.RoleRefs); one whose name is otherwise templated needs bind
 // on every role of its kind; an expression child, on every role.
 func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 	bind := map[string]*refs{} // by role resource: roles, clusterroles
@@ -35,7 +33,7 @@ func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 			continue
 		}
 		for _, c := range p.Spec.Children {
-			for _, r := range RoleRefs(p, c) {
+			for _, r := range policy.RoleRefs(p, c) {
 				if r.Names == nil {
 					refsOf(bind, r.Resource).any = true
 				}
@@ -68,81 +66,6 @@ func childResources(p *policy.CompositePolicy) map[string]bool {
 		}
 	}
 	return out
-}
-
-// BoundRole is what a binding child may refer to: roles of a resource (roles, clusterroles),
-// Names of them, or any (nil Names) when the name is not known before render.
-type BoundRole struct {
-	Resource string
-	Names    []string
-}
-
-// RoleRefs reads the roles a child of p may bind: the literal roleRef of a binding template; one
-// whose name is exactly a field of the parent's spec that the policy's parentSchema bounds by an
-// enum, those names; any role of the kinds it may refer to when the kind or the name is
-// otherwise templated (a ClusterRoleBinding binds ClusterRoles only). An expression child may be
-// any binding.
-func RoleRefs(p *policy.CompositePolicy, c policy.Child) []BoundRole {
-	every := []BoundRole{{Resource: "roles"}, {Resource: "clusterroles"}}
-	if c.Template == nil {
-		return every
-	}
-	bindingKind, _ := c.Template["kind"].(string)
-	switch bindingKind {
-	case "RoleBinding":
-	case "ClusterRoleBinding":
-		every = every[1:]
-	default:
-		return nil
-	}
-	ref, _ := c.Template["roleRef"].(map[string]any)
-	kind, _ := ref["kind"].(string)
-	name, _ := ref["name"].(string)
-	if kind == "" || strings.Contains(kind, "${") {
-		return every
-	}
-	resource := strings.ToLower(kind) + "s"
-	if !strings.Contains(name, "${") {
-		return []BoundRole{{Resource: resource, Names: []string{name}}}
-	}
-	return []BoundRole{{Resource: resource, Names: specEnum(p, name)}}
-}
-
-// specField matches a template that is exactly one field of the parent's spec.
-var specField = regexp.MustCompile(`^\$\{\s*parent\.spec\.([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)\s*\}$`)
-
-// specEnum is the enum of string values the policy's parentSchema declares for the field of the
-// parent's spec that template is exactly, nil when it is not one or declares none.
-func specEnum(p *policy.CompositePolicy, template string) []string {
-	m := specField.FindStringSubmatch(template)
-	if m == nil || p.Spec.ParentSchema == nil {
-		return nil
-	}
-	fields := map[string]any(p.Spec.ParentSchema.Spec)
-	path := strings.Split(m[1], ".")
-	for i, name := range path {
-		field, _ := fields[name].(map[string]any)
-		if i < len(path)-1 {
-			fields, _ = field["properties"].(map[string]any)
-			if fields == nil {
-				if f, ok := field["properties"].(policy.Fields); ok {
-					fields = f
-				}
-			}
-			continue
-		}
-		var out []string
-		values, _ := field["enum"].([]any)
-		for _, v := range values {
-			str, ok := v.(string)
-			if !ok {
-				return nil
-			}
-			out = append(out, str)
-		}
-		return out
-	}
-	return nil
 }
 
 // refs are the names of the roles of one resource that bindings refer to; any is true when

@@ -1,0 +1,95 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"metacel.dev/metacel/runtime/expr"
+)
+
+// Finding is what Lint finds in a valid policy: not an error, since the policy loads and runs,
+// but a hazard its author likely did not mean, located as a FieldError is.
+type Finding struct {
+	File string
+	Line int
+	// Path is the field path inside the policy document, e.g. spec.children[0].template.kind.
+	Path string
+	Msg  string
+}
+
+// String reads file:line: field.path: warning: message.
+func (f Finding) String() string {
+	return fmt.Sprintf("%s:%d: %s: warning: %s", f.File, f.Line, f.Path, f.Msg)
+}
+
+// Lint returns the findings of a compiled policy, in the order of its fields. It finds the
+// binding children through which whoever may create a namespaced parent grants more than the
+// parent's namespace: a ClusterRoleBinding, which grants cluster-wide; a binding whose
+// ClusterRole the parent chooses (any the policy's ServiceAccount may bind: cluster-admin, if it
+// may bind every one); a crossNamespace RoleBinding to a ClusterRole that writes (cluster-admin,
+// admin, edit) in namespaces the policy's confinement does not bound.
+func Lint(c *Compiled) []Finding {
+	return bindingFindings(c)
+}
+
+// bindingFindings are the findings of Lint about binding children, one per child at most.
+func bindingFindings(c *Compiled) []Finding {
+	if !c.Parent.Namespaced {
+		return nil // a cluster-scoped parent's author is cluster-wide already
+	}
+	var out []Finding
+	for i, child := range c.Policy.Spec.Children {
+		path := expr.IndexPath("spec.children", i)
+		kind, _ := child.Template["kind"].(string)
+		for _, r := range RoleRefs(c.Policy, child) {
+			switch {
+			case kind == "ClusterRoleBinding":
+				role := "the ClusterRole it names"
+				if len(r.Names) == 1 {
+					role = "ClusterRole " + r.Names[0]
+				}
+				out = append(out, c.finding(path+".template.kind", "a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants "+
+					"%s cluster-wide; bind in the parent's namespace with a RoleBinding instead", role))
+			case r.Resource == "clusterroles" && r.Names == nil:
+				out = append(out, c.finding(path+".template.roleRef.name", "whoever may create a parent chooses which ClusterRole this binding grants (any "+
+					"the policy's ServiceAccount may bind: cluster-admin, if it may bind every one); name the role literally, or bound the "+
+					"parent's field by an enum in parentSchema, which metacel rbac turns into the only names it may bind"))
+			case r.Resource == "clusterroles" && child.CrossNamespace && !confinesChildren(c.Policy.Spec.Confinement) && slices.ContainsFunc(r.Names, writesEverything):
+				roles := strings.Join(r.Names, ", ")
+				out = append(out, c.finding(path+".template.roleRef.name", "a crossNamespace binding to ClusterRole %s with no confinement: whoever may create a parent "+
+					"grants %s in any namespace the parent names; bound the namespaces in spec.confinement.childNamespaces (names, an expression "+
+					"or a consentLabel), or bind in the parent's namespace (crossNamespace: false)", roles, roles))
+			default:
+				continue
+			}
+			break
+		}
+	}
+	return out
+}
+
+// finding is a Finding at path of the policy's source.
+func (c *Compiled) finding(path, format string, args ...any) Finding {
+	f := Finding{Path: path, Msg: fmt.Sprintf(format, args...)}
+	if c.Source != nil {
+		f.File, f.Line = c.Source.File, c.Source.LineOf(path)
+	}
+	return f
+}
+
+// writesEverything reports whether a ClusterRole is one of Kubernetes' roles that write most of
+// a namespace (RoleBindings included, for admin and cluster-admin).
+func writesEverything(role string) bool {
+	return role == "cluster-admin" || role == "admin" || role == "edit"
+}
+
+// confinesChildren reports whether a confinement bounds the namespaces crossNamespace children are
+// written to: by names other than "*", an expression, or a consent label.
+func confinesChildren(c *Confinement) bool {
+	if c == nil || c.ChildNamespaces == nil {
+		return false
+	}
+	r := c.ChildNamespaces
+	return r.Expression != "" || r.ConsentLabel != "" || (len(r.Names) > 0 && !slices.Contains(r.Names, "*"))
+}
