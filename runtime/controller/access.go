@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/identity"
 )
 
@@ -20,12 +21,6 @@ type Identity struct {
 	ServiceAccount identity.ServiceAccount
 	Reviewer       *identity.Reviewer
 }
-
-// Reasons of a read the policy's ServiceAccount may not make, and of a failure to find out.
-const (
-	ReasonForbidden       = "Forbidden"
-	ReasonAccessUnchecked = "AccessUnchecked"
-)
 
 // actAs takes the identity the policy acts as from deps: its Writer replaces the shared one in
 // this controller's copy of deps.
@@ -56,9 +51,9 @@ func (c *Controller) mayRead(ctx context.Context, read identity.Read) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &forbidden):
-		return &syncError{reason: ReasonForbidden, retry: true, err: err}
+		return &syncError{reason: contract.ReasonForbidden, retry: true, err: err}
 	}
-	return &syncError{reason: ReasonAccessUnchecked, retry: true, err: err}
+	return &syncError{reason: contract.ReasonAccessUnchecked, retry: true, err: err}
 }
 
 // mayReadParentAndChildren checks the reads of a parent and of its observed children.

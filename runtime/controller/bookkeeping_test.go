@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -41,7 +42,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 			}
 			old := out.Children[0].Object.DeepCopy()
 			labels := old.GetLabels()
-			delete(labels, render.LabelShardSlot)
+			delete(labels, contract.LabelShardSlot)
 			old.SetLabels(labels)
 			old.SetUID("s-1")
 			old.SetResourceVersion("3")
@@ -76,7 +77,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 				}
 				return
 			}
-			want := `application/merge-patch+json {"metadata":{"labels":{"metacel.dev/shard-slot":"` + out.Children[0].Object.GetLabels()[render.LabelShardSlot] + `"},"resourceVersion":"3"}}`
+			want := `application/merge-patch+json {"metadata":{"labels":{"metacel.dev/shard-slot":"` + out.Children[0].Object.GetLabels()[contract.LabelShardSlot] + `"},"resourceVersion":"3"}}`
 			if patch != want {
 				t.Errorf("patch %s, want %s", patch, want)
 			}
@@ -84,7 +85,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.GetUID() != "s-1" || got.GetLabels()[render.LabelShardSlot] == "" {
+			if got.GetUID() != "s-1" || got.GetLabels()[contract.LabelShardSlot] == "" {
 				t.Errorf("the Secret after the sync: %v", got.Object["metadata"])
 			}
 		})

@@ -15,6 +15,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -77,7 +78,7 @@ func (c *Controller) record(ctx context.Context, gvrs []schema.GroupVersionResou
 // whether none is left.
 func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := c.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+c.Name())
+	items, err := c.deps.Writer.List(ctx, gvr, contract.LabelChildPolicy+"="+c.Name())
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false
@@ -88,7 +89,7 @@ func (c *Controller) pruneResource(ctx context.Context, gvr schema.GroupVersionR
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !c.holds(types.UID(obj.GetLabels()[render.LabelParentUID])) {
+		if !c.holds(types.UID(obj.GetLabels()[contract.LabelParentUID])) {
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}
@@ -119,7 +120,7 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
 func (c *Controller) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := c.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
+	objs, _ := c.parents.ByIndex(informers.ByUID, child.GetLabels()[contract.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

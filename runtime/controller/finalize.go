@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -33,11 +34,11 @@ func (c *Controller) ensureFinalizer(ctx context.Context, parent *unstructured.U
 			c.ignoreForeign(ctx, parent, f.Object, f.Reason, f.Why)
 		}
 	}
-	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
+	has := slices.Contains(parent.GetFinalizers(), contract.Finalizer)
 	if need == has {
 		return nil
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
+	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, contract.Finalizer, need); err != nil {
 		return applyError("update finalizers of", parent, err)
 	}
 	return nil
@@ -53,7 +54,7 @@ func (c *Controller) recordChildren(ctx context.Context, parent *unstructured.Un
 	if render.RecordOf(parent, true).Records(value) {
 		return nil
 	}
-	if err := c.deps.Writer.SetAnnotation(ctx, c.policy.Parent.GVR, parent, render.AnnotationChildren, value); err != nil {
+	if err := c.deps.Writer.SetAnnotation(ctx, c.policy.Parent.GVR, parent, contract.AnnotationChildren, value); err != nil {
 		return applyError("record the children of", parent, err)
 	}
 	return nil
@@ -63,7 +64,7 @@ func (c *Controller) recordChildren(ctx context.Context, parent *unstructured.Un
 // without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
 // so it is finalized once they are gone.
 func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
-	if !slices.Contains(parent.GetFinalizers(), render.Finalizer) {
+	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
 	remaining := 0
@@ -87,7 +88,7 @@ func (c *Controller) finalize(ctx context.Context, parent *unstructured.Unstruct
 	if left, err := c.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
+	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
 	}
 	return nil
@@ -106,23 +107,15 @@ func (c *Controller) cleansUp(ctx context.Context, own ownership, parent, obj *u
 		return false
 	}
 	if why := own.reach.OutOfReach(obj); why != "" {
-		c.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
+		c.ignoreForeign(ctx, parent, obj, contract.ReasonChildOutOfReach, why)
 		return false
 	}
 	if why := own.record.NotRecordedReason(obj); why != "" {
-		c.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
+		c.ignoreForeign(ctx, parent, obj, contract.ReasonChildNotRecorded, why)
 		return false
 	}
 	return true
 }
-
-// ReasonChildOutOfReach is the reason of the Warning event of an object that carries a parent's
-// labels in a namespace the parent's children may not be in.
-const ReasonChildOutOfReach = render.ReasonChildOutOfReach
-
-// ReasonChildNotRecorded is the reason of the Warning event of an object that carries a parent's
-// labels, but that metacel did not write for it.
-const ReasonChildNotRecorded = render.ReasonChildNotRecorded
 
 // ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
 // why): it is left alone. The event recorder folds repeats of one event into a series.
@@ -153,7 +146,7 @@ func (c *Controller) ownershipOf(ctx context.Context, parent *unstructured.Unstr
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
 func (c *Controller) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
-	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + c.Name()
+	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + c.Name()
 	left := 0
 	for gvr := range c.policy.ChildResources {
 		items, err := c.deps.Writer.List(ctx, gvr, selector)

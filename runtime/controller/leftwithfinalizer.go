@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // A parent that stops matching the policy's labelSelector leaves the parent informer as if it were
@@ -31,7 +31,7 @@ type parentsLeftWithFinalizer struct {
 // noteLeftWithFinalizer remembers a parent that left the cache, if it had the cleanup finalizer.
 func (c *Controller) noteLeftWithFinalizer(obj any) {
 	m, err := informers.MetaOf(obj)
-	if err != nil || !slices.Contains(m.GetFinalizers(), render.Finalizer) {
+	if err != nil || !slices.Contains(m.GetFinalizers(), contract.Finalizer) {
 		return
 	}
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -74,13 +74,13 @@ func (c *Controller) letGo(ctx context.Context, key string, uid types.UID) error
 			c.rememberLeftWithFinalizer(key, uid)
 			return err
 		}
-		if slices.Contains(live.GetFinalizers(), render.Finalizer) { // children still going
+		if slices.Contains(live.GetFinalizers(), contract.Finalizer) { // children still going
 			c.rememberLeftWithFinalizer(key, uid)
 			c.queue.AddAfter(key, time.Second)
 		}
 		return nil
 	}
-	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, live, render.Finalizer, false); err != nil {
+	if err := c.deps.Writer.SetFinalizer(ctx, c.policy.Parent.GVR, live, contract.Finalizer, false); err != nil {
 		c.rememberLeftWithFinalizer(key, uid)
 		return applyError("remove the finalizer of", live, err)
 	}
@@ -113,7 +113,7 @@ func (c *Controller) letGoOfParentsOutOfSelector(ctx context.Context) {
 		}
 		for i := range items {
 			p := &items[i]
-			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !c.holds(p.GetUID()) {
+			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) || !c.holds(p.GetUID()) {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)

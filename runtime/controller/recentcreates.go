@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -83,7 +84,7 @@ func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time
 	case r.expired(now):
 		delete(rc.byName, namespace+"/"+name)
 		return nil
-	case r.obj.GetLabels()[render.LabelParentUID] != parentUID:
+	case r.obj.GetLabels()[contract.LabelParentUID] != parentUID:
 		return nil // an earlier parent's of the same name
 	}
 	return r.obj

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -47,7 +48,7 @@ func (c *Controller) updateStatus(ctx context.Context, parent *unstructured.Unst
 	err = c.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
 		if written, err = c.deps.Writer.ApplyStatus(ctx, c.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
-			c.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
+			c.deps.Recorder.Eventf(parent, nil, "Warning", contract.ReasonStatusFailed, "Sync", "write status: %v", err)
 			if isPermanent(err) {
 				return &permanentError{err: fmt.Errorf("write status: %w", err)}
 			}

@@ -17,6 +17,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/informers"
@@ -265,7 +266,7 @@ func (c *Controller) cachedChildren(uid types.UID) []metav1.Object {
 	for _, rc := range c.children {
 		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
 		for _, obj := range objs {
-			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == c.Name() {
+			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[contract.LabelChildPolicy] == c.Name() {
 				out = append(out, m)
 			}
 		}
@@ -287,7 +288,7 @@ func (c *Controller) observedChildren(ctx context.Context, cached []metav1.Objec
 		if !apply.AppliedBy(u) {
 			continue
 		}
-		id := u.GetLabels()[render.LabelChildID]
+		id := u.GetLabels()[contract.LabelChildID]
 		out[id] = append(out[id], u)
 	}
 	return out
@@ -303,14 +304,6 @@ type syncError struct {
 func (e *syncError) Error() string { return e.err.Error() }
 func (e *syncError) Unwrap() error { return e.err }
 
-// Reasons of failures after render.
-const (
-	ReasonApplyFailed   = "ApplyFailed"
-	ReasonChildConflict = "ChildConflict"
-	// ReasonStatusFailed is the reason of the Warning event of a status write that failed.
-	ReasonStatusFailed = "StatusFailed"
-)
-
 // fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
 // is new) and says whether to retry: render errors and invalid requests wait for an input to
 // change; API errors and conflicts are retried with backoff. A write the write fence refused is
@@ -321,7 +314,7 @@ func (c *Controller) fail(ctx context.Context, parent *unstructured.Unstructured
 		return err // this replica may no longer write for the parent: neither its status nor an event
 	}
 	var se *syncError
-	reason, retry := render.ReasonEvaluationError, false
+	reason, retry := contract.ReasonEvaluationError, false
 	switch {
 	case errors.As(err, &se):
 		reason, retry = se.reason, se.retry
