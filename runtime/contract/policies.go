@@ -15,7 +15,8 @@ const (
 
 // The labels and annotations in which the runtime shows the state of a ConfigMap's policies
 // (package policystatus): labels for `kubectl get -L`, summed up over the ConfigMap's policies,
-// and annotations for the detail. The runtime owns these and no others of the ConfigMap's keys.
+// and annotations for the detail. Its status reporter owns these and no others of the
+// ConfigMap's keys (AnnotationLoadedVersions is the rollout's, under a field manager of its own).
 const (
 	// LabelPolicyState is the most severe state of the ConfigMap's policies (policystatus.State:
 	// Running, RollingOut, Invalid, ...).
