@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/test/mdblocks"
 )
 
@@ -172,7 +172,7 @@ func checkPolicy(t *testing.T, ex example, examples []example) {
 		if err != nil {
 			t.Errorf("metacel render with the parent at %s: %v\n%s", parent.where, err, errOut)
 		}
-		if strings.Contains(out, render.ReasonReadyWhenFailed) {
+		if strings.Contains(out, contract.ReasonReadyWhenFailed) {
 			t.Errorf("with the parent at %s, a readyWhen fails on the children render created (it must read what they may not have yet, their status, with optionals: child.?status.?...):\n%s", parent.where, out)
 		}
 	}

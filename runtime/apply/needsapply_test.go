@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // The fixtures in testdata are real: each *-desired.yaml was server-side applied by the field
@@ -76,12 +78,9 @@ func put(v any, value any, path ...any) {
 
 func list(v any, path ...any) []any { return at(v, path...).([]any) }
 
-// desiredHash is render's annotation of the hash of a child as rendered (render.AnnotationDesiredHash).
-const desiredHash = "metacel.dev/desired-hash"
-
 // rehash gives desired another desired hash, as render does for a child the policy changed.
 func rehash(desired map[string]any) {
-	put(desired, "changed", "metadata", "annotations", desiredHash)
+	put(desired, "changed", "metadata", "annotations", contract.AnnotationDesiredHash)
 }
 
 func reversed(l []any) []any {
@@ -254,7 +253,7 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 				if annotations == nil {
 					annotations = map[string]string{}
 				}
-				annotations[desiredHash] = "converged"
+				annotations[contract.AnnotationDesiredHash] = "converged"
 				obj.SetAnnotations(annotations)
 			}
 			if tc.edit != nil {

@@ -3,10 +3,11 @@ package compact
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // A cache holds every object its informer lists and watches for the life of the process, and
@@ -60,7 +61,7 @@ func keptLabels(labels map[string]string) map[string]string {
 	}
 	out := map[string]string{}
 	for k, v := range labels {
-		if strings.HasPrefix(k, "metacel.dev/") || k == "app.kubernetes.io/managed-by" {
+		if contract.IsBookkeepingLabel(k) {
 			out[k] = v
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -21,12 +22,6 @@ type Identity struct {
 	ServiceAccount identity.ServiceAccount
 	Reviewer       *identity.Reviewer
 }
-
-// Reasons of a read the policy's ServiceAccount may not make, and of a failure to find out.
-const (
-	ReasonForbidden       = "Forbidden"
-	ReasonAccessUnchecked = "AccessUnchecked"
-)
 
 // access checks the reads of a policy's syncs as the identity it acts as: the objects a sync
 // reads come from caches the runtime fills with its own, wider, permissions.
@@ -68,9 +63,9 @@ func (a *access) mayRead(ctx context.Context, read identity.Read) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &forbidden):
-		return &syncError{reason: ReasonForbidden, retry: true, err: err}
+		return &syncError{reason: contract.ReasonForbidden, retry: true, err: err}
 	}
-	return &syncError{reason: ReasonAccessUnchecked, retry: true, err: err}
+	return &syncError{reason: contract.ReasonAccessUnchecked, retry: true, err: err}
 }
 
 // mayReadParentAndChildren checks the reads of a parent and of its observed children.

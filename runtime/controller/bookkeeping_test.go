@@ -11,6 +11,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -43,7 +44,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 			}
 			old := out.Children[0].Object.DeepCopy()
 			labels := old.GetLabels()
-			delete(labels, render.LabelShardSlot)
+			delete(labels, contract.LabelShardSlot)
 			old.SetLabels(labels)
 			old.SetUID("s-1")
 			old.SetResourceVersion("3")
@@ -78,7 +79,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 				}
 				return
 			}
-			want := `application/merge-patch+json {"metadata":{"labels":{"metacel.dev/shard-slot":"` + out.Children[0].Object.GetLabels()[render.LabelShardSlot] + `"},"resourceVersion":"3"}}`
+			want := `application/merge-patch+json {"metadata":{"labels":{"metacel.dev/shard-slot":"` + out.Children[0].Object.GetLabels()[contract.LabelShardSlot] + `"},"resourceVersion":"3"}}`
 			if patch != want {
 				t.Errorf("patch %s, want %s", patch, want)
 			}
@@ -86,7 +87,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.GetUID() != "s-1" || got.GetLabels()[render.LabelShardSlot] == "" {
+			if got.GetUID() != "s-1" || got.GetLabels()[contract.LabelShardSlot] == "" {
 				t.Errorf("the Secret after the sync: %v", got.Object["metadata"])
 			}
 		})
@@ -121,7 +122,7 @@ spec:
 	withoutLabel := func() *unstructured.Unstructured {
 		obj := out.Children[0].Object.DeepCopy()
 		labels := obj.GetLabels()
-		delete(labels, render.LabelManagedBy)
+		delete(labels, contract.LabelManagedBy)
 		obj.SetLabels(labels)
 		obj.SetUID("s-1")
 		meta := objectFrom(t, `{metadata: {`+appliedByMetacel+`}}`)

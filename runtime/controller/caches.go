@@ -14,8 +14,8 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // caches are a controller's caches of its parents and of its child resources (package
@@ -65,7 +65,7 @@ func (cs *caches) cachedChildren(uid types.UID) []metav1.Object {
 	for _, rc := range cs.children {
 		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
 		for _, obj := range objs {
-			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[render.LabelPolicy] == cs.policy {
+			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[contract.LabelChildPolicy] == cs.policy {
 				out = append(out, m)
 			}
 		}
@@ -87,7 +87,7 @@ func observedChildren(ctx context.Context, cached []metav1.Object) map[string][]
 		if !apply.AppliedBy(u) {
 			continue
 		}
-		id := u.GetLabels()[render.LabelChildID]
+		id := u.GetLabels()[contract.LabelChildID]
 		out[id] = append(out[id], u)
 	}
 	return out

@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"metacel.dev/metacel/runtime/apply"
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func TestChildOf(t *testing.T) {
@@ -27,21 +27,21 @@ func TestChildOf(t *testing.T) {
 		}
 		return o
 	}
-	ours := map[string]string{render.LabelPolicy: "p", render.LabelChildID: "cm"}
+	ours := map[string]string{contract.LabelChildPolicy: "p", contract.LabelChildID: "cm"}
 	tests := []struct {
 		name string
 		obj  *unstructured.Unstructured
 		want bool
 	}{
-		{"its parent-uid label names the parent", object(map[string]string{render.LabelParentUID: "p-1"}, "", true), true},
-		{"its parent-uid label names the parent but metacel never applied it", object(map[string]string{render.LabelParentUID: "p-1"}, "", false), false},
-		{"its parent-uid label names another parent", object(map[string]string{render.LabelParentUID: "p-2"}, "p-1", true), false},
+		{"its parent-uid label names the parent", object(map[string]string{contract.LabelParentUID: "p-1"}, "", true), true},
+		{"its parent-uid label names the parent but metacel never applied it", object(map[string]string{contract.LabelParentUID: "p-1"}, "", false), false},
+		{"its parent-uid label names another parent", object(map[string]string{contract.LabelParentUID: "p-2"}, "p-1", true), false},
 		{"label removed, controller ownerReference to the parent", object(nil, "p-1", true), true},
 		{"a controller ownerReference to the parent set by hand", object(nil, "p-1", false), false},
 		{"label removed, controller ownerReference to another", object(ours, "p-2", true), false},
 		{"label removed, no ownerReference, metacel's labels and managed fields", object(ours, "", true), true},
 		{"metacel's labels but applied by someone else", object(ours, "", false), false},
-		{"another child id", object(map[string]string{render.LabelPolicy: "p", render.LabelChildID: "other"}, "", true), false},
+		{"another child id", object(map[string]string{contract.LabelChildPolicy: "p", contract.LabelChildID: "other"}, "", true), false},
 		{"an unrelated object", object(nil, "", false), false},
 	}
 	for _, tc := range tests {
@@ -69,8 +69,8 @@ func TestAKnownConflictIsReadNotWritten(t *testing.T) {
 	}{
 		{"no conflict reported: created without a read", "Synced", false, "create secrets", false},
 		{"no conflict reported, the name taken: the create finds it", "Synced", true, "create secrets", true},
-		{"a conflict reported, still there: read, no write", ReasonChildConflict, true, "", true},
-		{"a conflict reported, gone: created", ReasonChildConflict, false, "create secrets", false},
+		{"a conflict reported, still there: read, no write", contract.ReasonChildConflict, true, "", true},
+		{"a conflict reported, gone: created", contract.ReasonChildConflict, false, "create secrets", false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

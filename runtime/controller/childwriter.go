@@ -17,6 +17,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -72,7 +73,7 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
-		return &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
+		return &syncError{reason: contract.ReasonApplyFailed, err: errors.New(s.Why)}
 	case decide.UpdateBookkeeping:
 		got, err := cw.patchBookkeeping(ctx, parent, s)
 		if err != nil {
@@ -218,8 +219,8 @@ func (cw *childWriter) create(ctx context.Context, parent *unstructured.Unstruct
 func conflictReported(parent *unstructured.Unstructured) bool {
 	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
 	for _, c := range conds {
-		if m, ok := c.(map[string]any); ok && m["type"] == render.ConditionSynced {
-			return m["reason"] == ReasonChildConflict
+		if m, ok := c.(map[string]any); ok && m["type"] == contract.ConditionSynced {
+			return m["reason"] == contract.ReasonChildConflict
 		}
 	}
 	return false
@@ -255,7 +256,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 	case s.Action == decide.UpdateBookkeeping:
 		return cw.patchBookkeeping(ctx, parent, s)
 	case s.Action == decide.Refuse:
-		return nil, &syncError{reason: ReasonApplyFailed, err: errors.New(s.Why)}
+		return nil, &syncError{reason: contract.ReasonApplyFailed, err: errors.New(s.Why)}
 	case s.Action == decide.Recreate:
 		got, _, err := cw.recreateChild(ctx, parent, child, existing)
 		return got, err
@@ -265,7 +266,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 
 // conflictError is a ChildConflict: an object someone else owns holds the child's name.
 func conflictError(parent *unstructured.Unstructured, child *render.Child, policyName string) error {
-	return &syncError{reason: ReasonChildConflict, retry: true, err: fmt.Errorf(
+	return &syncError{reason: contract.ReasonChildConflict, retry: true, err: fmt.Errorf(
 		"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
 }
@@ -280,7 +281,7 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 	if !apply.AppliedBy(obj) {
 		return false
 	}
-	switch uid := obj.GetLabels()[render.LabelParentUID]; uid {
+	switch uid := obj.GetLabels()[contract.LabelParentUID]; uid {
 	case string(parent.GetUID()):
 		return true
 	case "":
@@ -288,7 +289,7 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 			return ref.UID == parent.GetUID()
 		}
 		l := obj.GetLabels()
-		return l[render.LabelPolicy] == policyName && l[render.LabelChildID] == id
+		return l[contract.LabelChildPolicy] == policyName && l[contract.LabelChildID] == id
 	}
 	return false
 }
@@ -384,8 +385,8 @@ func (cw *childWriter) remove(ctx context.Context, parent *unstructured.Unstruct
 // its entry's deletionPolicy is Orphan. parent, when known, gets the event.
 func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
 	if dp == policy.DeletionOrphan {
-		annotations := []string{render.AnnotationDeletionPolicy}
-		if err := cw.deps.Writer.Release(ctx, gvr, obs, render.ChildLabels, annotations, types.UID(obs.GetLabels()[render.LabelParentUID])); err != nil {
+		annotations := []string{contract.AnnotationDeletionPolicy}
+		if err := cw.deps.Writer.Release(ctx, gvr, obs, contract.ChildLabels, annotations, types.UID(obs.GetLabels()[contract.LabelParentUID])); err != nil {
 			return applyError("release", obs, err)
 		}
 		cw.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
@@ -427,7 +428,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	if isTooLarge(err) {
 		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
 	}
-	return &syncError{reason: ReasonApplyFailed, retry: !isPermanent(err),
+	return &syncError{reason: contract.ReasonApplyFailed, retry: !isPermanent(err),
 		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
 }
 

@@ -27,11 +27,11 @@ import (
 	"k8s.io/utils/clock"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // Deps are what every controller shares.
@@ -443,10 +443,10 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// 1,000 converged parents.
 	enqueue := func(obj any, now bool) {
 		m, err := informers.MetaOf(obj)
-		if err != nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
+		if err != nil || m.GetLabels()[contract.LabelChildPolicy] != c.Name() {
 			return
 		}
-		parents, _ := c.caches.parents.ByIndex(informers.ByUID, m.GetLabels()[render.LabelParentUID])
+		parents, _ := c.caches.parents.ByIndex(informers.ByUID, m.GetLabels()[contract.LabelParentUID])
 		for _, p := range parents {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			if err != nil {
@@ -480,5 +480,5 @@ func routeHandler(route func(obj any, now bool)) cache.ResourceEventHandler {
 
 func isConflict(err error) bool {
 	var se *syncError
-	return errors.As(err, &se) && se.reason == ReasonChildConflict
+	return errors.As(err, &se) && se.reason == contract.ReasonChildConflict
 }

@@ -15,6 +15,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -72,7 +73,7 @@ func (f *cleanup) record(ctx context.Context, gvrs []schema.GroupVersionResource
 // whether none is left.
 func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := f.deps.Writer.List(ctx, gvr, render.LabelPolicy+"="+f.policy.Name())
+	items, err := f.deps.Writer.List(ctx, gvr, contract.LabelChildPolicy+"="+f.policy.Name())
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false
@@ -83,7 +84,7 @@ func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionReso
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !f.share.has(types.UID(obj.GetLabels()[render.LabelParentUID])) {
+		if !f.share.has(types.UID(obj.GetLabels()[contract.LabelParentUID])) {
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}
@@ -114,7 +115,7 @@ func sortedResources[V any](m map[schema.GroupVersionResource]V) []schema.GroupV
 
 // parentOf returns the cached parent a child's parent-uid label names, or nil.
 func (f *cleanup) parentOf(child *unstructured.Unstructured) *unstructured.Unstructured {
-	objs, _ := f.caches.parents.ByIndex(informers.ByUID, child.GetLabels()[render.LabelParentUID])
+	objs, _ := f.caches.parents.ByIndex(informers.ByUID, child.GetLabels()[contract.LabelParentUID])
 	if len(objs) == 0 {
 		return nil
 	}

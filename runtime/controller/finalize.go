@@ -12,13 +12,14 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
 // cleanup removes what a policy's children leave behind that no sync would see again. It holds
-// the cleanup finalizer (render.Finalizer) on a parent with children that garbage collection does
+// the cleanup finalizer (contract.Finalizer) on a parent with children that garbage collection does
 // not remove with it (cross-namespace, cluster-scoped and Orphan ones), keeps the parent's record
 // of those children, and, when the parent is deleted, deletes or releases them and lets the
 // parent go (finalize.go); it lets go of parents that left the policy's labelSelector
@@ -70,11 +71,11 @@ func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unst
 			f.ignoreForeign(ctx, parent, fo.Object, fo.Reason, fo.Why)
 		}
 	}
-	has := slices.Contains(parent.GetFinalizers(), render.Finalizer)
+	has := slices.Contains(parent.GetFinalizers(), contract.Finalizer)
 	if need == has {
 		return nil
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, render.Finalizer, need); err != nil {
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, need); err != nil {
 		return applyError("update finalizers of", parent, err)
 	}
 	return nil
@@ -90,7 +91,7 @@ func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstr
 	if render.RecordOf(parent, true).Records(value) {
 		return nil
 	}
-	if err := f.deps.Writer.SetAnnotation(ctx, f.policy.Parent.GVR, parent, render.AnnotationChildren, value); err != nil {
+	if err := f.deps.Writer.SetAnnotation(ctx, f.policy.Parent.GVR, parent, contract.AnnotationChildren, value); err != nil {
 		return applyError("record the children of", parent, err)
 	}
 	return nil
@@ -100,7 +101,7 @@ func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstr
 // without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
 // so it is finalized once they are gone.
 func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
-	if !slices.Contains(parent.GetFinalizers(), render.Finalizer) {
+	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
 	remaining := 0
@@ -124,7 +125,7 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 	if left, err := f.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, render.Finalizer, false); err != nil {
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
 	}
 	return nil
@@ -143,23 +144,15 @@ func (f *cleanup) cleansUp(ctx context.Context, own ownership, parent, obj *unst
 		return false
 	}
 	if why := own.reach.OutOfReach(obj); why != "" {
-		f.ignoreForeign(ctx, parent, obj, render.ReasonChildOutOfReach, why)
+		f.ignoreForeign(ctx, parent, obj, contract.ReasonChildOutOfReach, why)
 		return false
 	}
 	if why := own.record.NotRecordedReason(obj); why != "" {
-		f.ignoreForeign(ctx, parent, obj, render.ReasonChildNotRecorded, why)
+		f.ignoreForeign(ctx, parent, obj, contract.ReasonChildNotRecorded, why)
 		return false
 	}
 	return true
 }
-
-// ReasonChildOutOfReach is the reason of the Warning event of an object that carries a parent's
-// labels in a namespace the parent's children may not be in.
-const ReasonChildOutOfReach = render.ReasonChildOutOfReach
-
-// ReasonChildNotRecorded is the reason of the Warning event of an object that carries a parent's
-// labels, but that metacel did not write for it.
-const ReasonChildNotRecorded = render.ReasonChildNotRecorded
 
 // ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
 // why): it is left alone. The event recorder folds repeats of one event into a series.
@@ -190,7 +183,7 @@ func (f *cleanup) ownershipOf(ctx context.Context, parent *unstructured.Unstruct
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
 func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
-	selector := render.LabelParentUID + "=" + string(parent.GetUID()) + "," + render.LabelPolicy + "=" + f.policy.Name()
+	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {
 		items, err := f.deps.Writer.List(ctx, gvr, selector)

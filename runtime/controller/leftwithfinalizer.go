@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // A parent that stops matching the policy's labelSelector leaves the parent informer as if it were
@@ -31,7 +31,7 @@ type parentsLeftWithFinalizer struct {
 // note remembers a parent that left the cache, if it had the cleanup finalizer.
 func (l *parentsLeftWithFinalizer) note(obj any) {
 	m, err := informers.MetaOf(obj)
-	if err != nil || !slices.Contains(m.GetFinalizers(), render.Finalizer) {
+	if err != nil || !slices.Contains(m.GetFinalizers(), contract.Finalizer) {
 		return
 	}
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
@@ -79,13 +79,13 @@ func (f *cleanup) letGo(ctx context.Context, key string, uid types.UID) error {
 			f.left.remember(key, uid)
 			return err
 		}
-		if slices.Contains(live.GetFinalizers(), render.Finalizer) { // children still going
+		if slices.Contains(live.GetFinalizers(), contract.Finalizer) { // children still going
 			f.left.remember(key, uid)
 			f.requeueAfter(key, time.Second)
 		}
 		return nil
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, live, render.Finalizer, false); err != nil {
+	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, live, contract.Finalizer, false); err != nil {
 		f.left.remember(key, uid)
 		return applyError("remove the finalizer of", live, err)
 	}
@@ -118,7 +118,7 @@ func (f *cleanup) letGoOfParentsOutOfSelector(ctx context.Context) {
 		}
 		for i := range items {
 			p := &items[i]
-			if !slices.Contains(p.GetFinalizers(), render.Finalizer) || !f.share.has(p.GetUID()) {
+			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) || !f.share.has(p.GetUID()) {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -45,13 +46,13 @@ func TestAnObjectOutOfTheParentsReachOrRecordNeitherPinsItNorIsCleanedUp(t *test
 		want      string // the writes of one sync
 		reported  string // the reason of the event that says the object is ignored, if any
 	}{
-		{"an object in a namespace the parent may not reach gives it no finalizer and is not deleted", ``, "attacker", "", ReasonChildOutOfReach},
-		{"an object in reach that the parent's record does not name gives it no finalizer and is not deleted", ``, "far", "", ReasonChildNotRecorded},
+		{"an object in a namespace the parent may not reach gives it no finalizer and is not deleted", ``, "attacker", "", contract.ReasonChildOutOfReach},
+		{"an object in reach that the parent's record does not name gives it no finalizer and is not deleted", ``, "far", "", contract.ReasonChildNotRecorded},
 		{"an object in reach that the parent records is its child: the finalizer, then the object deleted", recorded, "far", "patch configmaps,delete secrets", ""},
-		{"an object recorded, but out of reach, is still no child", recorded, "attacker", "patch configmaps", ReasonChildOutOfReach},
-		{"a deleted parent is finalized past an object it may not reach", deleting, "attacker", "patch configmaps", ReasonChildOutOfReach},
-		{"a deleted parent is finalized past an object in the reserved namespace", deleting, "metacel-system", "patch configmaps", ReasonChildOutOfReach},
-		{"a deleted parent is finalized past an object in reach that its record does not name", deleting + recordsAnother, "far", "patch configmaps", ReasonChildNotRecorded},
+		{"an object recorded, but out of reach, is still no child", recorded, "attacker", "patch configmaps", contract.ReasonChildOutOfReach},
+		{"a deleted parent is finalized past an object it may not reach", deleting, "attacker", "patch configmaps", contract.ReasonChildOutOfReach},
+		{"a deleted parent is finalized past an object in the reserved namespace", deleting, "metacel-system", "patch configmaps", contract.ReasonChildOutOfReach},
+		{"a deleted parent is finalized past an object in reach that its record does not name", deleting + recordsAnother, "far", "patch configmaps", contract.ReasonChildNotRecorded},
 		{"a deleted parent deletes its recorded child in reach, and waits for it", deleting + recorded, "far", "delete secrets", ""},
 		{"a deleted parent with no record (synced before records) deletes its child in reach, and waits for it", deleting, "far", "delete secrets", ""},
 	}
@@ -110,7 +111,7 @@ func TestAChildWithoutAnOwnerReferenceIsRecordedOnItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if record := got.GetAnnotations()[render.AnnotationChildren]; record != "s-9" {
+	if record := got.GetAnnotations()[contract.AnnotationChildren]; record != "s-9" {
 		t.Errorf("record %q, want the child's UID s-9", record)
 	}
 	if !render.RecordOf(got, true).Records(render.RecordValue(got, []*unstructured.Unstructured{objectFrom(t, `{metadata: {uid: s-9}}`)})) {

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // A child that a sync creates reaches the child cache through a watch, some milliseconds after
@@ -82,7 +82,7 @@ func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time
 	case r.expired(now):
 		delete(rc.byName, namespace+"/"+name)
 		return nil
-	case r.obj.GetLabels()[render.LabelParentUID] != parentUID:
+	case r.obj.GetLabels()[contract.LabelParentUID] != parentUID:
 		return nil // an earlier parent's of the same name
 	}
 	return r.obj

@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -128,10 +129,10 @@ func (c *Controller) markRecreatesGoing() {
 		}
 		for _, obj := range c.caches.children[gvr.String()].List() {
 			m, err := informers.MetaOf(obj)
-			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[render.LabelPolicy] != c.Name() {
+			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[contract.LabelChildPolicy] != c.Name() {
 				continue
 			}
-			if key, ok := c.stayingParent(m.GetLabels()[render.LabelParentUID]); ok {
+			if key, ok := c.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {
 				id := render.Identity(&unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": res.GVK().GroupVersion().String(), "kind": res.Kind,
 					"metadata": map[string]any{"namespace": m.GetNamespace(), "name": m.GetName()}}})

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/jsonenc"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // Some writes the API server will never accept, however often they are sent: a child larger
@@ -100,7 +100,7 @@ func (s *parentStates) forgetRefusal(key, id string) {
 // bookkeeping aside, which is decided apart and never refused); any other object by a hash of its
 // JSON (map keys sorted).
 func contentHash(obj *unstructured.Unstructured) string {
-	if h, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", render.AnnotationContentHash); h != "" {
+	if h, _, _ := unstructured.NestedString(obj.Object, "metadata", "annotations", contract.AnnotationContentHash); h != "" {
 		return h
 	}
 	data, err := jsonenc.Marshal(obj.Object)

@@ -18,7 +18,7 @@ import (
 	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/util/workqueue"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // copyPolicy copies the parent's data into a Secret.
@@ -140,7 +140,7 @@ func TestAnObjectMadeByHandIsNeverTakenOver(t *testing.T) {
 			if err := h.client.Tracker().Create(secrets, byHand, "ns"); err != nil {
 				t.Fatal(err)
 			}
-			if byHand.GetLabels()[render.LabelManagedBy] != "" {
+			if byHand.GetLabels()[contract.LabelManagedBy] != "" {
 				h.cacheChild(t, byHand)
 			}
 			err := h.c.sync(t.Context(), "ns/p")
@@ -265,7 +265,7 @@ func TestContentHashIdentifiesWhatWouldBeSent(t *testing.T) {
 	object := func(annotation string, data map[string]any) *unstructured.Unstructured {
 		meta := map[string]any{"name": "s"}
 		if annotation != "" {
-			meta["annotations"] = map[string]any{render.AnnotationContentHash: annotation}
+			meta["annotations"] = map[string]any{contract.AnnotationContentHash: annotation}
 		}
 		return &unstructured.Unstructured{Object: map[string]any{"kind": "Secret", "metadata": meta, "data": data}}
 	}

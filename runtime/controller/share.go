@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
@@ -126,9 +127,9 @@ func (s *parentStates) markParent(key string, uid types.UID, conds []render.Cond
 	var m parentMark
 	for _, cond := range conds {
 		switch {
-		case cond.Type == render.ConditionReady && cond.Status == "True":
+		case cond.Type == contract.ConditionReady && cond.Status == "True":
 			m.ready = true
-		case cond.Type == render.ConditionSynced && cond.Status == "False":
+		case cond.Type == contract.ConditionSynced && cond.Status == "False":
 			m.failing = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -154,8 +155,8 @@ spec:
 // created again under its name is not ready until a sync of the new one says so, and a forgotten
 // parent takes its mark with it.
 func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
-	ready := []render.Condition{{Type: render.ConditionReady, Status: "True"}}
-	failing := []render.Condition{{Type: render.ConditionSynced, Status: "False"}}
+	ready := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
+	failing := []render.Condition{{Type: contract.ConditionSynced, Status: "False"}}
 	parent := func(uid string) *unstructured.Unstructured {
 		return objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`}}`)
 	}
@@ -200,7 +201,7 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 // status does every second.
 func BenchmarkCounts(b *testing.B) {
 	h := newHarness(b, copyToSecret())
-	ready := []render.Condition{{Type: render.ConditionReady, Status: "True"}}
+	ready := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
 	for i := range 10000 {
 		p := &unstructured.Unstructured{}
 		p.SetAPIVersion("v1")

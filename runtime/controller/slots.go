@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // Slots, with sharding: see package shard. A controller of a sharded replica syncs the parents of
@@ -23,7 +23,7 @@ import (
 // does not): informers filtering what arrives, one per slot, would each receive every parent's
 // events, as many times over as the replica holds slots. Its child informers hold each slot's
 // children only, whatever the API server, through the label
-// metacel.dev/shard-slot that every child carries (render.LabelShardSlot). Related objects are
+// metacel.dev/shard-slot that every child carries (contract.LabelShardSlot). Related objects are
 // not sharded: they are read by name or selector, whatever the parent.
 
 // shardedBy makes the controller sync only the parents of the slots given by FollowSlots, from none;
@@ -160,7 +160,7 @@ func (sh *sharding) dropSlotInformers(slots []int) {
 
 // slotSelector narrows a label selector of children to one slot's.
 func slotSelector(selector string, slot int) string {
-	return fmt.Sprintf("%s,%s=%d", selector, render.LabelShardSlot, slot)
+	return fmt.Sprintf("%s,%s=%d", selector, contract.LabelShardSlot, slot)
 }
 
 func members(s hashslot.Set) []int {

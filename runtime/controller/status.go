@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -34,7 +35,7 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 		return err // this replica may no longer write for the parent: neither its status nor an event
 	}
 	var se *syncError
-	reason, retry := render.ReasonEvaluationError, false
+	reason, retry := contract.ReasonEvaluationError, false
 	switch {
 	case errors.As(err, &se):
 		reason, retry = se.reason, se.retry
@@ -91,7 +92,7 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 	err = r.states.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
 		if written, err = r.deps.Writer.ApplyStatus(ctx, r.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
-			r.deps.Recorder.Eventf(parent, nil, "Warning", ReasonStatusFailed, "Sync", "write status: %v", err)
+			r.deps.Recorder.Eventf(parent, nil, "Warning", contract.ReasonStatusFailed, "Sync", "write status: %v", err)
 			if isPermanent(err) {
 				return &permanentError{err: fmt.Errorf("write status: %w", err)}
 			}

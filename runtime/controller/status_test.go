@@ -11,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 var widgetsGVR = schema.GroupVersionResource{Group: "e2e.metacel.dev", Version: "v1", Resource: "widgets"}
@@ -126,7 +128,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		}
 		events := 0
 		for len(h.recorder.Events) > 0 {
-			if strings.Contains(<-h.recorder.Events, ReasonStatusFailed) {
+			if strings.Contains(<-h.recorder.Events, contract.ReasonStatusFailed) {
 				events++
 			}
 		}

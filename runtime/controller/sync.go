@@ -278,14 +278,6 @@ type syncError struct {
 func (e *syncError) Error() string { return e.err.Error() }
 func (e *syncError) Unwrap() error { return e.err }
 
-// Reasons of failures after render.
-const (
-	ReasonApplyFailed   = "ApplyFailed"
-	ReasonChildConflict = "ChildConflict"
-	// ReasonStatusFailed is the reason of the Warning event of a status write that failed.
-	ReasonStatusFailed = "StatusFailed"
-)
-
 func isRenderError(err error) bool {
 	var re *render.Error
 	return errors.As(err, &re)

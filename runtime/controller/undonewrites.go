@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -23,12 +24,6 @@ const (
 	// fightLimit is how many of metacel's writes of one child may be undone within fightWindow.
 	fightLimit  = 5
 	fightWindow = 5 * time.Minute
-)
-
-// Reasons of a fight reported on the parent.
-const (
-	ReasonDriftConflict          = "DriftConflict"
-	ReasonChildKeepsDisappearing = "ChildKeepsDisappearing"
 )
 
 // childWrites is what metacel last wrote of one child, and when its writes were undone
@@ -110,11 +105,11 @@ func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, chil
 func fightError(child *render.Child, obs *unstructured.Unstructured, undone int) error {
 	name := child.Object.GetKind() + " " + render.NamespacedName(child.Object)
 	if obs == nil {
-		return &syncError{reason: ReasonChildKeepsDisappearing, retry: true, err: fmt.Errorf(
+		return &syncError{reason: contract.ReasonChildKeepsDisappearing, retry: true, err: fmt.Errorf(
 			"%s was deleted %d times within %s after metacel wrote it: metacel backs off; find what deletes it (the garbage collector deletes an object whose ownerReferences name an owner that does not exist; check admission and other controllers)",
 			name, undone, fightWindow)}
 	}
-	return &syncError{reason: ReasonDriftConflict, retry: true, err: fmt.Errorf(
+	return &syncError{reason: contract.ReasonDriftConflict, retry: true, err: fmt.Errorf(
 		"%s: field manager %q changed fields this policy sets %d times within %s, and metacel reverted them each time: metacel backs off; stop the other writer from changing them, or remove those fields from the policy",
 		name, otherManager(obs), undone, fightWindow)}
 }

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
@@ -18,8 +20,8 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 		wantReason string
 		wantSays   string
 	}{
-		{"another writer keeps changing a field", true, ReasonDriftConflict, `field manager "hpa"`},
-		{"something keeps deleting the child", false, ReasonChildKeepsDisappearing, "was deleted 5 times"},
+		{"another writer keeps changing a field", true, contract.ReasonDriftConflict, `field manager "hpa"`},
+		{"something keeps deleting the child", false, contract.ReasonChildKeepsDisappearing, "was deleted 5 times"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -183,8 +185,8 @@ func TestARecreatedChildIsNotCountedAsDisappearing(t *testing.T) {
 		wantDeletes int
 		wantReason  string
 	}{
-		{"someone changes a field after each recreation: a drift fight", "hpa", 1 + fightLimit, ReasonDriftConflict},
-		{"someone deletes the child after each creation", "", 0, ReasonChildKeepsDisappearing},
+		{"someone changes a field after each recreation: a drift fight", "hpa", 1 + fightLimit, contract.ReasonDriftConflict},
+		{"someone deletes the child after each creation", "", 0, contract.ReasonChildKeepsDisappearing},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -10,6 +10,8 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // Break is a stored parent that would not survive a new schema: what it would lose or what the
@@ -105,6 +107,6 @@ func BreakingMessage(crd string, breaks []Break, total int) string {
 		fmt.Fprintf(&b, "; and %d more", more)
 	}
 	fmt.Fprintf(&b, ". Keep the fields they use (add a field, with a default, rather than rename or narrow one), change the parents first, "+
-		"or annotate the policy %s: \"true\" to apply it anyway (the API server then drops the removed fields)", AllowBreakingAnnotation)
+		"or annotate the policy %s: \"true\" to apply it anyway (the API server then drops the removed fields)", contract.AnnotationAllowBreakingSchemaChange)
 	return b.String()
 }

@@ -11,18 +11,8 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-)
 
-// The marks the runtime reads off a CRD and a policy.
-const (
-	// InstalledByLabel on a CRD names the policy that installed it: only such a CRD is modified.
-	InstalledByLabel = "metacel.dev/installed-by"
-	// SchemaHashAnnotation on a CRD is the hash of what the runtime applied last: a CRD whose hash
-	// is the declaration's is up to date, and not written again.
-	SchemaHashAnnotation = "metacel.dev/parent-schema-hash"
-	// AllowBreakingAnnotation "true" on a policy lets a change that stored parents would not
-	// survive reach the CRD.
-	AllowBreakingAnnotation = "metacel.dev/allow-breaking-schema-change"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // Action is what the runtime does with a policy's CRD.
@@ -54,7 +44,7 @@ func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*uns
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
 	}
-	c.Labels[InstalledByLabel] = policy
+	c.Labels[contract.LabelInstalledBy] = policy
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(c)
 	if err != nil {
 		return nil, fmt.Errorf("convert the CRD %q: %w", crd.Name, err)
@@ -66,7 +56,7 @@ func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*uns
 	if err != nil {
 		return nil, err
 	}
-	u.SetAnnotations(map[string]string{SchemaHashAnnotation: hash})
+	u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: hash})
 	return u, nil
 }
 
@@ -88,15 +78,15 @@ func Decide(existing, desired *unstructured.Unstructured, running func(policy st
 	if existing == nil {
 		return Decision{Action: Create}
 	}
-	policy := desired.GetLabels()[InstalledByLabel]
-	installer, installed := existing.GetLabels()[InstalledByLabel]
+	policy := desired.GetLabels()[contract.LabelInstalledBy]
+	installer, installed := existing.GetLabels()[contract.LabelInstalledBy]
 	switch {
 	case !installed:
 		return Decision{Action: Refuse, Why: foreign(existing, policy)}
 	case installer != policy && running(installer):
 		return Decision{Action: Refuse, Why: fmt.Sprintf("the CRD %q is installed by policy %q, which runs: "+
 			"one parent resource has one policy; remove parentSchema.install from one of them", existing.GetName(), installer)}
-	case existing.GetAnnotations()[SchemaHashAnnotation] == desired.GetAnnotations()[SchemaHashAnnotation]:
+	case existing.GetAnnotations()[contract.AnnotationParentSchemaHash] == desired.GetAnnotations()[contract.AnnotationParentSchemaHash]:
 		return Decision{Action: Leave}
 	}
 	return Decision{Action: Update}
@@ -117,7 +107,7 @@ func foreign(crd *unstructured.Unstructured, policy string) string {
 	}
 	return fmt.Sprintf("the CRD %q was not installed by metacel (it is %s's) and is left as it is: "+
 		"remove parentSchema.install and keep the CRD up to date yourself (metacel crd prints it), "+
-		"or let metacel take it over: kubectl label crd %s %s=%s", crd.GetName(), owner, crd.GetName(), InstalledByLabel, policy)
+		"or let metacel take it over: kubectl label crd %s %s=%s", crd.GetName(), owner, crd.GetName(), contract.LabelInstalledBy, policy)
 }
 
 func quoteAll(names []string) string {

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func websiteCRD(props map[string]apiextensionsv1.JSONSchemaProps, required ...string) *apiextensionsv1.CustomResourceDefinition {
@@ -80,11 +82,11 @@ func TestDecide(t *testing.T) {
 func TestDesiredIsStable(t *testing.T) {
 	a := desired(t, websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "b": {Type: "string"}}), "website")
 	b := desired(t, websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"b": {Type: "string"}, "html": {Type: "string"}}), "website")
-	if a.GetAnnotations()[SchemaHashAnnotation] != b.GetAnnotations()[SchemaHashAnnotation] {
+	if a.GetAnnotations()[contract.AnnotationParentSchemaHash] != b.GetAnnotations()[contract.AnnotationParentSchemaHash] {
 		t.Errorf("one declaration, two hashes: %v, %v", a.GetAnnotations(), b.GetAnnotations())
 	}
-	if a.GetLabels()[InstalledByLabel] != "website" {
-		t.Errorf("labels = %v, want %s=website", a.GetLabels(), InstalledByLabel)
+	if a.GetLabels()[contract.LabelInstalledBy] != "website" {
+		t.Errorf("labels = %v, want %s=website", a.GetLabels(), contract.LabelInstalledBy)
 	}
 	if _, ok := a.Object["status"]; ok {
 		t.Errorf("the applied CRD holds a status: %v", a.Object["status"])
@@ -149,7 +151,7 @@ func TestBreaks(t *testing.T) {
 
 func TestBreakingMessageNamesParentsAndTheWayOut(t *testing.T) {
 	msg := BreakingMessage("websites.example.com", []Break{{Parent: "default/a", Problems: []string{".spec.title: would be removed"}}}, 3)
-	for _, want := range []string{"3 stored parent(s)", "default/a: .spec.title: would be removed", "and 2 more", AllowBreakingAnnotation, "keeps serving"} {
+	for _, want := range []string{"3 stored parent(s)", "default/a: .spec.title: would be removed", "and 2 more", contract.AnnotationAllowBreakingSchemaChange, "keeps serving"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}

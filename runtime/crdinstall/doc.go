@@ -13,7 +13,7 @@
 // that a change that breaks no parent goes through, and one that does names the parents and their
 // fields. The check uses the API server's own pruning and validation code
 // (k8s.io/apiextensions-apiserver), so that it judges as the API server would. The policy may
-// allow a breaking change (AllowBreakingAnnotation). A CRD is never deleted.
+// allow a breaking change (contract.AnnotationAllowBreakingSchemaChange). A CRD is never deleted.
 //
 // The writes themselves (server-side apply with field manager metacel, as the policy's
 // ServiceAccount) are the operator's: this package only decides.

@@ -8,6 +8,7 @@ import (
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -63,7 +64,7 @@ func ChildrenAfter(observed map[string][]*unstructured.Unstructured, written []*
 		now[id] = slices.Clone(objs)
 	}
 	for _, got := range written {
-		id := got.GetLabels()[render.LabelChildID]
+		id := got.GetLabels()[contract.LabelChildID]
 		now[id] = slices.DeleteFunc(now[id], func(o *unstructured.Unstructured) bool { return render.Identity(o) == render.Identity(got) })
 		now[id] = append(now[id], got)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -94,13 +95,13 @@ func (b *Bookkeeping) String() string {
 // it: render's LegacyHeld), and every field the policy sets has its value (drift is a change).
 // Bookkeeping is not compared.
 func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
-	want := child.Object.GetAnnotations()[render.AnnotationContentHash]
-	got := obs.GetAnnotations()[render.AnnotationContentHash]
+	want := child.Object.GetAnnotations()[contract.AnnotationContentHash]
+	got := obs.GetAnnotations()[contract.AnnotationContentHash]
 	if got != want && (got != "" || !child.LegacyHeld) {
 		return false
 	}
 	return !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
-		ContentNeedsApply(child.Object, obs, render.IsBookkeepingLabel, render.IsBookkeepingAnnotation)
+		ContentNeedsApply(child.Object, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
 }
 
 // bookkeepingOf is the patch that brings an observed child's bookkeeping to the desired child's,
@@ -111,8 +112,8 @@ func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 // what it holds. Keys this runtime does not know (a later runtime's) are left alone.
 func bookkeepingOf(child *render.Child, obs *unstructured.Unstructured, held bool) *Bookkeeping {
 	b := &Bookkeeping{
-		Labels:      keysPatch(child.Object.GetLabels(), obs.GetLabels(), render.ChildLabels, render.RetiredChildLabels, nil),
-		Annotations: keysPatch(child.Object.GetAnnotations(), obs.GetAnnotations(), render.ChildAnnotations, render.RetiredChildAnnotations, func(k string) bool { return !held && k == render.AnnotationContentHash }),
+		Labels:      keysPatch(child.Object.GetLabels(), obs.GetLabels(), contract.ChildLabels, contract.RetiredChildLabels, nil),
+		Annotations: keysPatch(child.Object.GetAnnotations(), obs.GetAnnotations(), contract.ChildAnnotations, contract.RetiredChildAnnotations, func(k string) bool { return !held && k == contract.AnnotationContentHash }),
 	}
 	b.OwnerReferences, b.Owners = ownersPatch(child, obs)
 	if len(b.Labels) == 0 && len(b.Annotations) == 0 && !b.Owners {
@@ -155,7 +156,7 @@ func keysPatch(desired, observed map[string]string, ours, retired []string, keep
 // ownersPatch is the observed child's owners with the parent's controller ownerReference as the
 // desired child has it or has it not; false when they are already so.
 func ownersPatch(child *render.Child, obs *unstructured.Unstructured) ([]metav1.OwnerReference, bool) {
-	parent := child.Object.GetLabels()[render.LabelParentUID]
+	parent := child.Object.GetLabels()[contract.LabelParentUID]
 	var want *metav1.OwnerReference
 	for _, r := range child.Object.GetOwnerReferences() {
 		if string(r.UID) == parent {

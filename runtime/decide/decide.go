@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -118,16 +119,12 @@ func changedStep(child *render.Child, obs *unstructured.Unstructured) Step {
 	return Step{Action: Update, Child: child, Observed: obs, Why: "differs from the live object: applied"}
 }
 
-// ReasonApplyFailed is the reason of the parent's Synced condition when the API server refuses a
-// write, or would: a Refuse step.
-const ReasonApplyFailed = "ApplyFailed"
-
 // Refusal returns the failure of the first Refuse step of a sync, as the parent's Synced
 // condition would show it; nil when the sync has none.
 func Refusal(steps []Step) error {
 	for _, s := range steps {
 		if s.Action == Refuse {
-			return &render.Error{Reason: ReasonApplyFailed, Err: errors.New(s.Why)}
+			return &render.Error{Reason: contract.ReasonApplyFailed, Err: errors.New(s.Why)}
 		}
 	}
 	return nil

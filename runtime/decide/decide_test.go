@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -196,16 +197,16 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 		patch string
 	}{
 		{"a label the runtime writes is missing (written before it had it)", true,
-			edit(func(m map[string]any) { delete(labels(m), render.LabelShardSlot) }),
+			edit(func(m map[string]any) { delete(labels(m), contract.LabelShardSlot) }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/shard-slot set"},
 		{"a label the runtime writes has another value (edited)", true,
-			edit(func(m map[string]any) { labels(m)[render.LabelChildID] = "other" }),
+			edit(func(m map[string]any) { labels(m)[contract.LabelChildID] = "other" }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/child-id set"},
 		{"a retired annotation is still there", true,
-			edit(func(m map[string]any) { annotations(m)[render.AnnotationDesiredHash] = "0123456789abcdef" }),
+			edit(func(m map[string]any) { annotations(m)[contract.AnnotationDesiredHash] = "0123456789abcdef" }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "annotation metacel.dev/desired-hash removed"},
 		{"the deletion policy of a child no longer Orphan is still there", true,
-			edit(func(m map[string]any) { annotations(m)[render.AnnotationDeletionPolicy] = "Orphan" }),
+			edit(func(m map[string]any) { annotations(m)[contract.AnnotationDeletionPolicy] = "Orphan" }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "annotation metacel.dev/deletion-policy removed"},
 		{"the parent's ownerReference is missing", true,
 			edit(func(m map[string]any) { delete(m, "ownerReferences") }),
@@ -217,7 +218,7 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 			}),
 			[3]string{"", "", ""}, ""},
 		{"content and bookkeeping both differ: the content decides, an OnDelete child keeps its content hash", false,
-			edit(func(m map[string]any) { delete(labels(m), render.LabelShardSlot) }),
+			edit(func(m map[string]any) { delete(labels(m), contract.LabelShardSlot) }),
 			[3]string{"update", "recreate", "update-bookkeeping"}, "label metacel.dev/shard-slot set"},
 	}
 	for _, tc := range tests {
@@ -225,7 +226,7 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 			t.Run(tc.name+"/"+method, func(t *testing.T) {
 				c := load(t, method)
 				obs := cronJob(t, c, tc.suspend, "")
-				hash := obs.GetAnnotations()[render.AnnotationContentHash]
+				hash := obs.GetAnnotations()[contract.AnnotationContentHash]
 				tc.edit(obs)
 				out, kids, err := render.RenderObserved(context.Background(), c, render.Input{Parent: object(t, parent)}, []*unstructured.Unstructured{obs})
 				if err != nil {
@@ -246,12 +247,12 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 					t.Errorf("patch %q, want %q", b, tc.patch)
 				}
 				after := decide.Written(steps)[0]
-				if after.GetUID() != "c-1" || after.GetLabels()[render.LabelShardSlot] == "" || after.GetLabels()[render.LabelChildID] != "job" ||
-					len(after.GetOwnerReferences()) != 1 || after.GetAnnotations()[render.AnnotationDesiredHash] != "" ||
-					after.GetAnnotations()[render.AnnotationDeletionPolicy] != "" {
+				if after.GetUID() != "c-1" || after.GetLabels()[contract.LabelShardSlot] == "" || after.GetLabels()[contract.LabelChildID] != "job" ||
+					len(after.GetOwnerReferences()) != 1 || after.GetAnnotations()[contract.AnnotationDesiredHash] != "" ||
+					after.GetAnnotations()[contract.AnnotationDeletionPolicy] != "" {
 					t.Errorf("after the patch: %v", after.Object["metadata"])
 				}
-				if got := after.GetAnnotations()[render.AnnotationContentHash]; got != hash {
+				if got := after.GetAnnotations()[contract.AnnotationContentHash]; got != hash {
 					t.Errorf("content hash after the patch %q, want the one the child held, %q", got, hash)
 				}
 				if next, ok := decide.StepFor(&out.Children[0], after); ok && tc.suspend {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -155,7 +156,7 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
 			// offline, the sync fails as the runtime's does: Synced=False, ApplyFailed
 			_, err = preview.Run(context.Background(), preview.Input{Policy: c, Parent: p, Mapper: catalog, Observed: []*unstructured.Unstructured{obs}})
 			var re *render.Error
-			if !errors.As(err, &re) || re.Reason != decide.ReasonApplyFailed || !strings.Contains(preview.ErrorText(err), "ApplyFailed: "+refusal.Error()) {
+			if !errors.As(err, &re) || re.Reason != contract.ReasonApplyFailed || !strings.Contains(preview.ErrorText(err), "ApplyFailed: "+refusal.Error()) {
 				t.Errorf("preview: %v, want ApplyFailed: %v", err, refusal)
 			}
 		})

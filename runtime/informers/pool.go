@@ -15,20 +15,20 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // Index names of every pooled informer.
 const (
-	// ByParentUID indexes children by the metacel.dev/parent-uid label.
-	ByParentUID = "metacel.dev/parent-uid"
+	// ByParentUID indexes children by their contract.LabelParentUID label, and is named after it.
+	ByParentUID = contract.LabelParentUID
 	// ByUID indexes objects by their own UID (parents, to route child events).
 	ByUID = "uid"
 )
 
 // ManagedSelector selects the objects metacel manages: children are watched through it.
-var ManagedSelector = render.LabelManagedBy + "=" + render.ManagedByValue
+var ManagedSelector = contract.LabelManagedBy + "=" + contract.ManagedByValue
 
 // indexFuncs are the indexes a pooled informer may keep. Each keeps only those its users look
 // objects up by (Acquire's indexes): client-go's index holds a set per value, and an index of
@@ -42,7 +42,7 @@ var indexFuncs = cache.Indexers{
 		if err != nil {
 			return nil, err
 		}
-		if uid := m.GetLabels()[render.LabelParentUID]; uid != "" {
+		if uid := m.GetLabels()[contract.LabelParentUID]; uid != "" {
 			return []string{uid}, nil
 		}
 		return nil, nil

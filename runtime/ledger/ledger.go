@@ -13,10 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/contract"
 )
-
-// AnnotationChildResources lists, on a policy's Lease, the child resources it has had children of.
-const AnnotationChildResources = "metacel.dev/child-resources"
 
 // requestTimeout bounds each request of the ledger.
 const requestTimeout = 30 * time.Second
@@ -53,7 +51,7 @@ func (l *Ledger) ChildResources(ctx context.Context, policy string) ([]schema.Gr
 	if lease == nil {
 		return nil, nil
 	}
-	return parseResources(lease.Annotations[AnnotationChildResources]), nil
+	return parseResources(lease.Annotations[contract.AnnotationChildResources]), nil
 }
 
 // RecordChildResources sets the child resources recorded for a policy.
@@ -69,14 +67,14 @@ func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs [
 	if err == nil {
 		fresh := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: LeaseName(policy), Namespace: l.namespace,
-			Labels:      map[string]string{"app.kubernetes.io/managed-by": "metacel"},
-			Annotations: map[string]string{AnnotationChildResources: value},
+			Labels:      map[string]string{contract.LabelManagedBy: contract.ManagedByValue},
+			Annotations: map[string]string{contract.AnnotationChildResources: value},
 		}}
 		_, err = apistore.Write(ctx, leases, FieldManager, lease, fresh, func(lease *coordinationv1.Lease) bool {
-			if lease.Annotations[AnnotationChildResources] == value {
+			if lease.Annotations[contract.AnnotationChildResources] == value {
 				return false
 			}
-			metav1.SetMetaDataAnnotation(&lease.ObjectMeta, AnnotationChildResources, value)
+			metav1.SetMetaDataAnnotation(&lease.ObjectMeta, contract.AnnotationChildResources, value)
 			return true
 		})
 	}

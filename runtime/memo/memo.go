@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // Entries are a controller's memory: a fingerprint of a parent's inputs, and a byte of the
@@ -32,8 +33,6 @@ const (
 	keyScope   = "scope"
 	keyEntries = "fingerprints"
 	entrySize  = 9
-	// LabelMemoOf names, on a memo's ConfigMap, the policy it is about.
-	LabelMemoOf = "metacel.dev/memo-of"
 	// FieldManager is the field manager of the memos: the runtime's own, not "metacel", the
 	// children's
 	FieldManager   = "metacel-memo"
@@ -134,7 +133,7 @@ func (s *Store) Save(ctx context.Context, policyName, scope string, entries Entr
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
-			WithLabels(map[string]string{LabelMemoOf: policyName}).
+			WithLabels(map[string]string{contract.LabelMemoOf: policyName}).
 			WithData(map[string]string{keyScope: scope}).
 			WithBinaryData(map[string][]byte{keyEntries: []byte(memo.entries)})
 		_, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 const ns = "metacel-system"
@@ -105,8 +107,8 @@ func TestAMemoIsNeverReadAsAPolicyAndNamesItsPolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cm.Labels) != 1 || cm.Labels[LabelMemoOf] != "myapp" {
-		t.Errorf("labels %v: want only %s=myapp (not a policy, not watched as a child of metacel's)", cm.Labels, LabelMemoOf)
+	if len(cm.Labels) != 1 || cm.Labels[contract.LabelMemoOf] != "myapp" {
+		t.Errorf("labels %v: want only %s=myapp (not a policy, not watched as a child of metacel's)", cm.Labels, contract.LabelMemoOf)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
@@ -99,7 +100,7 @@ func (s *policySet) installParentCRD(doc *policy.Document, crd *apiextensionsv1.
 	case crdinstall.Refuse:
 		return false, errors.New(decision.Why)
 	case crdinstall.Update:
-		if doc.Policy.Metadata.Annotations[crdinstall.AllowBreakingAnnotation] != "true" {
+		if doc.Policy.Metadata.Annotations[contract.AnnotationAllowBreakingSchemaChange] != "true" {
 			if err := s.checkStoredParents(existing, crd); err != nil {
 				return false, err
 			}

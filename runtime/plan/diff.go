@@ -8,7 +8,7 @@ import (
 	"slices"
 	"strings"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // FieldChange is one field whose value changes. Old or New is nil when the field is absent.
@@ -48,7 +48,7 @@ func diff(before, after any) []FieldChange {
 }
 
 func diffValue(path string, before, after any, out *[]FieldChange) {
-	if path == "metadata.annotations"+keyPath(render.AnnotationContentHash) || path == "metadata.annotations"+keyPath(render.AnnotationDesiredHash) {
+	if path == "metadata.annotations"+keyPath(contract.AnnotationContentHash) || path == "metadata.annotations"+keyPath(contract.AnnotationDesiredHash) {
 		return
 	}
 	bm, bIsMap := before.(map[string]any)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // dryRunAll is the dryRun value that has the API server run every stage of a write but storage.
@@ -76,7 +76,7 @@ func takeExisting(ctx context.Context, res dynamic.ResourceInterface, parent *un
 		return nil // gone meanwhile: the create would pass
 	case err != nil:
 		return fmt.Errorf("read the object of its name: %w", err)
-	case !apply.AppliedBy(existing) || existing.GetLabels()[render.LabelParentUID] != string(parent.GetUID()):
+	case !apply.AppliedBy(existing) || existing.GetLabels()[contract.LabelParentUID] != string(parent.GetUID()):
 		return fmt.Errorf("ChildConflict: %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent)",
 			describe(existing), parent.GetKind())
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
@@ -55,7 +56,7 @@ func FindRunning(ctx context.Context, kube kubernetes.Interface, namespace, name
 func PolicyUnits(ctx context.Context, kube kubernetes.Interface, namespace string) ([]source.Unit, error) {
 	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 	defer cancel()
-	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: source.PolicyLabel + "=true"})
+	list, err := kube.CoreV1().ConfigMaps(namespace).List(ctx, metav1.ListOptions{LabelSelector: contract.LabelPolicyConfigMap + "=true"})
 	if err != nil {
 		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %q: %w", namespace, err)
 	}

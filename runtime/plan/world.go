@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/pager"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
 	"metacel.dev/metacel/runtime/render"
@@ -117,7 +118,7 @@ func childResources(in Input) []schema.GroupVersionResource {
 // readChildren lists the policy's objects of a resource and keeps those metacel applied, by the
 // UID of their parent. A resource the cluster no longer serves holds none.
 func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResource) error {
-	selector := labels.Set{render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: w.in.Candidate.Name()}.String()
+	selector := labels.Set{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: w.in.Candidate.Name()}.String()
 	objs, err := List(ctx, w.in.Client, gvr, "", selector)
 	if apierrors.IsNotFound(err) {
 		return nil
@@ -127,7 +128,7 @@ func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResourc
 	}
 	w.secrets.note(objs...)
 	for _, obj := range objs {
-		uid := types.UID(obj.GetLabels()[render.LabelParentUID])
+		uid := types.UID(obj.GetLabels()[contract.LabelParentUID])
 		if uid != "" && apply.AppliedBy(obj) {
 			w.children[uid] = append(w.children[uid], obj)
 		}

@@ -2,8 +2,8 @@ package policy
 
 import (
 	"sort"
-	"strings"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 )
 
@@ -18,10 +18,11 @@ var (
 		"resourceVersion": "the API server assigns it (applied, it would be a precondition that fails)",
 		"managedFields":   "the API server keeps it",
 	}
-	// reservedLabelPrefix marks the labels and annotations that are metacel's own
-	reservedLabelPrefix = "metacel.dev/"
-	// managedByLabel is set to "metacel" on every child
-	managedByLabel = "app.kubernetes.io/managed-by"
+	// reservedKeys say which labels and annotations are metacel's own (package contract)
+	reservedKeys = []struct {
+		kind     string
+		reserved func(key string) bool
+	}{{"labels", contract.IsBookkeepingLabel}, {"annotations", contract.IsBookkeepingAnnotation}}
 )
 
 // checkReserved rejects a template that sets what the runtime owns: metadata.ownerReferences and
@@ -33,11 +34,11 @@ func (c *compiler) checkReserved(tmpl map[string]any, path string) {
 			c.errorf(path+".metadata."+f, "is set by the runtime, not by a template: %s; remove it", why)
 		}
 	}
-	for _, kind := range []string{"labels", "annotations"} {
-		m, _ := meta[kind].(map[string]any)
+	for _, r := range reservedKeys {
+		m, _ := meta[r.kind].(map[string]any)
 		for _, k := range sortedKeys(m) {
-			if strings.HasPrefix(k, reservedLabelPrefix) || kind == "labels" && k == managedByLabel {
-				c.errorf(expr.FieldPath(path+".metadata."+kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
+			if r.reserved(k) {
+				c.errorf(expr.FieldPath(path+".metadata."+r.kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
 			}
 		}
 	}

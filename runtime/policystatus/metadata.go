@@ -12,23 +12,16 @@ import (
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
-// The labels and annotations a Reporter writes on a policy ConfigMap; it owns these and no others.
-const (
-	LabelState          = "metacel.dev/state"
-	LabelVersion        = "metacel.dev/version"
-	LabelParents        = "metacel.dev/parents"
-	LabelReady          = "metacel.dev/ready"
-	LabelFailing        = "metacel.dev/failing"
-	LabelRollout        = "metacel.dev/rollout"
-	AnnotationLastError = "metacel.dev/last-error"
-	AnnotationStatus    = "metacel.dev/status"
-)
-
+// labelKeys and annotationKeys are the labels and annotations a Reporter writes on a policy
+// ConfigMap; it owns these and no others.
 var (
-	labelKeys      = []string{LabelState, LabelVersion, LabelParents, LabelReady, LabelFailing, LabelRollout}
-	annotationKeys = []string{AnnotationLastError, AnnotationStatus}
+	labelKeys = []string{contract.LabelPolicyState, contract.LabelPolicyVersion, contract.LabelPolicyParents,
+		contract.LabelPolicyReady, contract.LabelPolicyFailing, contract.LabelPolicyRollout}
+	annotationKeys = []string{contract.AnnotationPolicyLastError, contract.AnnotationPolicyStatus}
 )
 
 // maxErrorLength bounds an error in the annotations, in characters.
@@ -72,18 +65,18 @@ func desiredMetadata(statuses map[string]Status) metadata {
 	for _, s := range statuses {
 		parents, ready, failing = parents+s.Parents, ready+s.Ready, failing+s.Failing
 	}
-	m.labels[LabelState] = labelValue(string(mostSevere(statuses)))
-	m.labels[LabelVersion] = labelValue(version(names, statuses))
-	m.labels[LabelParents] = strconv.Itoa(parents)
-	m.labels[LabelReady] = strconv.Itoa(ready)
-	m.labels[LabelFailing] = strconv.Itoa(failing)
+	m.labels[contract.LabelPolicyState] = labelValue(string(mostSevere(statuses)))
+	m.labels[contract.LabelPolicyVersion] = labelValue(version(names, statuses))
+	m.labels[contract.LabelPolicyParents] = strconv.Itoa(parents)
+	m.labels[contract.LabelPolicyReady] = strconv.Itoa(ready)
+	m.labels[contract.LabelPolicyFailing] = strconv.Itoa(failing)
 	if rollout := rollout(names, statuses); rollout != "" {
-		m.labels[LabelRollout] = rollout
+		m.labels[contract.LabelPolicyRollout] = rollout
 	}
 	if msg := lastError(names, statuses); msg != "" {
-		m.annotations[AnnotationLastError] = msg
+		m.annotations[contract.AnnotationPolicyLastError] = msg
 	}
-	m.annotations[AnnotationStatus] = statusJSON(statuses)
+	m.annotations[contract.AnnotationPolicyStatus] = statusJSON(statuses)
 	return m
 }
 

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 const (
@@ -25,8 +27,8 @@ func TestAConfigMapsLabelsSumUpItsPolicies(t *testing.T) {
 		{
 			name:     "one running policy shows its version and counts, no rollout",
 			statuses: map[string]Status{"web": {State: Running, Version: hashA, Parents: 3, Ready: 2, Failing: 1}},
-			wantLabels: map[string]string{LabelState: "Running", LabelVersion: "0123456789ab",
-				LabelParents: "3", LabelReady: "2", LabelFailing: "1"},
+			wantLabels: map[string]string{contract.LabelPolicyState: "Running", contract.LabelPolicyVersion: "0123456789ab",
+				contract.LabelPolicyParents: "3", contract.LabelPolicyReady: "2", contract.LabelPolicyFailing: "1"},
 		},
 		{
 			name: "several policies: the most severe state, sums, a hash of their versions",
@@ -35,26 +37,26 @@ func TestAConfigMapsLabelsSumUpItsPolicies(t *testing.T) {
 				"b": {State: Invalid, Version: hashB, Parents: 2, Ready: 1, Failing: 1, LastError: "b.yaml:3: bad"},
 				"c": {State: RollingOut, Version: hashA, Parents: 4, Ready: 4, Step: 1, Steps: 2},
 			},
-			wantLabels: map[string]string{LabelState: "Invalid", LabelVersion: version([]string{"a", "b", "c"}, map[string]Status{
+			wantLabels: map[string]string{contract.LabelPolicyState: "Invalid", contract.LabelPolicyVersion: version([]string{"a", "b", "c"}, map[string]Status{
 				"a": {Version: hashA}, "b": {Version: hashB}, "c": {Version: hashA},
-			}), LabelParents: "7", LabelReady: "6", LabelFailing: "1", LabelRollout: "1-of-2"},
+			}), contract.LabelPolicyParents: "7", contract.LabelPolicyReady: "6", contract.LabelPolicyFailing: "1", contract.LabelPolicyRollout: "1-of-2"},
 			wantError: "b: b.yaml:3: bad",
 		},
 		{
 			name:       "a rollout shows its step",
 			statuses:   map[string]Status{"web": {State: RollingOut, Version: "abc", Step: 2, Steps: 3}},
-			wantLabels: map[string]string{LabelState: "RollingOut", LabelVersion: "abc", LabelParents: "0", LabelReady: "0", LabelFailing: "0", LabelRollout: "2-of-3"},
+			wantLabels: map[string]string{contract.LabelPolicyState: "RollingOut", contract.LabelPolicyVersion: "abc", contract.LabelPolicyParents: "0", contract.LabelPolicyReady: "0", contract.LabelPolicyFailing: "0", contract.LabelPolicyRollout: "2-of-3"},
 		},
 		{
 			name:       "a single policy's error is shown as it is",
 			statuses:   map[string]Status{"web": {State: Waiting, LastError: "waits for gadgets.example.com/v1"}},
-			wantLabels: map[string]string{LabelState: "Waiting", LabelVersion: "", LabelParents: "0", LabelReady: "0", LabelFailing: "0"},
+			wantLabels: map[string]string{contract.LabelPolicyState: "Waiting", contract.LabelPolicyVersion: "", contract.LabelPolicyParents: "0", contract.LabelPolicyReady: "0", contract.LabelPolicyFailing: "0"},
 			wantError:  "waits for gadgets.example.com/v1",
 		},
 		{
 			name:       "a long error is trimmed to 1000 characters",
 			statuses:   map[string]Status{"web": {State: Invalid, LastError: long}},
-			wantLabels: map[string]string{LabelState: "Invalid", LabelVersion: "", LabelParents: "0", LabelReady: "0", LabelFailing: "0"},
+			wantLabels: map[string]string{contract.LabelPolicyState: "Invalid", contract.LabelPolicyVersion: "", contract.LabelPolicyParents: "0", contract.LabelPolicyReady: "0", contract.LabelPolicyFailing: "0"},
 			wantError:  strings.Repeat("é", 999) + "…",
 		},
 		{
@@ -68,10 +70,10 @@ func TestAConfigMapsLabelsSumUpItsPolicies(t *testing.T) {
 			if !maps.Equal(m.labels, tc.wantLabels) {
 				t.Errorf("labels %v, want %v", m.labels, tc.wantLabels)
 			}
-			if got := m.annotations[AnnotationLastError]; got != tc.wantError {
+			if got := m.annotations[contract.AnnotationPolicyLastError]; got != tc.wantError {
 				t.Errorf("last error %q, want %q", got, tc.wantError)
 			}
-			if _, ok := m.annotations[AnnotationLastError]; ok && tc.wantError == "" {
+			if _, ok := m.annotations[contract.AnnotationPolicyLastError]; ok && tc.wantError == "" {
 				t.Error("the last-error annotation must be absent when there is none")
 			}
 			checkStatusAnnotation(t, m, tc.statuses)
@@ -82,7 +84,7 @@ func TestAConfigMapsLabelsSumUpItsPolicies(t *testing.T) {
 // checkStatusAnnotation checks that the status annotation holds each policy's Status.
 func checkStatusAnnotation(t *testing.T, m metadata, statuses map[string]Status) {
 	t.Helper()
-	text, ok := m.annotations[AnnotationStatus]
+	text, ok := m.annotations[contract.AnnotationPolicyStatus]
 	if len(statuses) == 0 {
 		if ok {
 			t.Error("no policy, yet a status annotation")

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // FieldManager is the field manager of the status writes: it owns the labels and annotations
@@ -310,6 +312,6 @@ func (r *Reporter) apply(ctx context.Context, name string, uid types.UID, m meta
 	if _, err := r.client.CoreV1().ConfigMaps(r.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 		return fmt.Errorf("apply the status labels of ConfigMap %s/%s: %w", r.namespace, name, err)
 	}
-	klog.FromContext(ctx).V(4).Info("Wrote policy status", "configMap", klog.KRef(r.namespace, name), "state", m.labels[LabelState])
+	klog.FromContext(ctx).V(4).Info("Wrote policy status", "configMap", klog.KRef(r.namespace, name), "state", m.labels[contract.LabelPolicyState])
 	return nil
 }

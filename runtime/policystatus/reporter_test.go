@@ -18,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 const ns = "metacel-system"
@@ -119,7 +121,7 @@ func TestManySetsMakeOneWritePerInterval(t *testing.T) {
 	}
 	h.flush()
 	h.wantWrites(1)
-	if got := h.configMap("web").Labels[LabelParents]; got != "49" {
+	if got := h.configMap("web").Labels[contract.LabelPolicyParents]; got != "49" {
 		t.Errorf("parents %q, want the last status's 49", got)
 	}
 
@@ -180,7 +182,7 @@ func TestForgottenPoliciesLeaveTheConfigMap(t *testing.T) {
 	h.r.Set("pair", "a", running)
 	h.r.Set("pair", "b", Status{State: RollingOut, Version: hashB, Parents: 1, Step: 1, Steps: 3, LastError: "slow"})
 	h.flush()
-	if l := h.configMap("pair").Labels; l[LabelState] != "RollingOut" || l[LabelParents] != "3" || l[LabelRollout] != "1-of-3" {
+	if l := h.configMap("pair").Labels; l[contract.LabelPolicyState] != "RollingOut" || l[contract.LabelPolicyParents] != "3" || l[contract.LabelPolicyRollout] != "1-of-3" {
 		t.Fatalf("labels %v", l)
 	}
 
@@ -189,13 +191,13 @@ func TestForgottenPoliciesLeaveTheConfigMap(t *testing.T) {
 		h.clock.Step(time.Second)
 		h.flush()
 		cm := h.configMap("pair")
-		if l := cm.Labels; l[LabelState] != "Running" || l[LabelParents] != "2" || l[LabelVersion] != "0123456789ab" {
+		if l := cm.Labels; l[contract.LabelPolicyState] != "Running" || l[contract.LabelPolicyParents] != "2" || l[contract.LabelPolicyVersion] != "0123456789ab" {
 			t.Errorf("labels %v", l)
 		}
-		if _, ok := cm.Labels[LabelRollout]; ok {
+		if _, ok := cm.Labels[contract.LabelPolicyRollout]; ok {
 			t.Error("the rollout label remains")
 		}
-		if _, ok := cm.Annotations[AnnotationLastError]; ok {
+		if _, ok := cm.Annotations[contract.AnnotationPolicyLastError]; ok {
 			t.Error("the last error remains")
 		}
 	})
@@ -267,7 +269,7 @@ func TestAConfigMapReplacedUnderTheSameNameGetsItsStatus(t *testing.T) {
 		h.clock.Step(maxBackoff)
 		h.flush()
 	}
-	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+	if got := h.configMap("web").Labels[contract.LabelPolicyState]; got != "Running" {
 		t.Errorf("state %q on the new ConfigMap, want Running", got)
 	}
 }
@@ -294,7 +296,7 @@ func TestFailedWritesAreRetriedWithBackoff(t *testing.T) {
 	h.clock.Step(4 * time.Second)
 	h.flush()
 	h.wantWrites(3)
-	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+	if got := h.configMap("web").Labels[contract.LabelPolicyState]; got != "Running" {
 		t.Errorf("state %q after the retries, want Running", got)
 	}
 }
@@ -308,7 +310,7 @@ func TestLabelsRemovedBySomeoneElseAreRestoredAtResync(t *testing.T) {
 	}
 	h.clock.Step(resync)
 	h.flush()
-	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+	if got := h.configMap("web").Labels[contract.LabelPolicyState]; got != "Running" {
 		t.Errorf("state %q after a resync, want Running", got)
 	}
 }
@@ -329,14 +331,14 @@ func TestAUsersServerSideApplyKeepsTheStatus(t *testing.T) {
 	if err := userApply("kind: CompositePolicy # v2"); err != nil {
 		t.Fatalf("the user's apply conflicts: %v", err)
 	}
-	if got := h.configMap("web").Labels[LabelState]; got != "Running" {
+	if got := h.configMap("web").Labels[contract.LabelPolicyState]; got != "Running" {
 		t.Errorf("state %q after the user's apply, want Running", got)
 	}
 	h.r.Set("web", "web", Status{State: Invalid, LastError: "boom"})
 	h.clock.Step(time.Second)
 	h.flush()
 	cm := h.configMap("web")
-	if cm.Labels[LabelState] != "Invalid" || cm.Data["policy.yaml"] != "kind: CompositePolicy # v2" {
+	if cm.Labels[contract.LabelPolicyState] != "Invalid" || cm.Data["policy.yaml"] != "kind: CompositePolicy # v2" {
 		t.Errorf("labels %v, data %v", cm.Labels, cm.Data)
 	}
 }
@@ -362,7 +364,7 @@ func (h *harness) state(name string) string {
 	if err != nil {
 		return ""
 	}
-	return cm.Labels[LabelState]
+	return cm.Labels[contract.LabelPolicyState]
 }
 
 // eventually polls cond until it holds, failing the test after a deadline.

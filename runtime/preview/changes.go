@@ -5,6 +5,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -39,7 +40,7 @@ func withoutHandWritten(steps []decide.Step) (kept []decide.Step, notes []string
 		}
 		if st.Action == decide.Recreate {
 			notes = append(notes, fmt.Sprintf("not compared: observed %s %s has no %s annotation (it was not rendered): give it as render prints it to see whether it would be recreated",
-				st.Observed.GetKind(), render.NamespacedName(st.Observed), render.AnnotationContentHash))
+				st.Observed.GetKind(), render.NamespacedName(st.Observed), contract.AnnotationContentHash))
 		}
 	}
 	return kept, notes
@@ -49,7 +50,7 @@ func withoutHandWritten(steps []decide.Step) (kept []decide.Step, notes []string
 // computed, the content hash or the desired-hash of runtimes before it.
 func rendered(obj *unstructured.Unstructured) bool {
 	a := obj.GetAnnotations()
-	return a[render.AnnotationContentHash] != "" || a[render.AnnotationDesiredHash] != ""
+	return a[contract.AnnotationContentHash] != "" || a[contract.AnnotationDesiredHash] != ""
 }
 
 // changesOf lists what a sync's steps (decide.Writes, as the runtime decides them) do to the

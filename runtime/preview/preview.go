@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
@@ -99,7 +100,7 @@ func failed(parent *unstructured.Unstructured, res *Result, err error) (*Result,
 	if !errors.As(err, &re) {
 		return nil, err
 	}
-	status, serr := render.NewStatus(parent, nil, render.ErrorConditions(err, render.ReasonEvaluationError), nil)
+	status, serr := render.NewStatus(parent, nil, render.ErrorConditions(err, contract.ReasonEvaluationError), nil)
 	if serr != nil {
 		return nil, errors.Join(err, serr)
 	}
@@ -232,7 +233,7 @@ func ignored(changes []Change, foreign []render.ForeignObject) []string {
 func ErrorText(err error) string {
 	var re *render.Error
 	if errors.As(err, &re) {
-		return render.ErrorConditions(err, render.ReasonEvaluationError)[0].Reason + ": " + err.Error()
+		return render.ErrorConditions(err, contract.ReasonEvaluationError)[0].Reason + ": " + err.Error()
 	}
 	return err.Error()
 }

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
@@ -51,8 +52,8 @@ func TestAPreviewPlacesNoChildInTheReservedNamespace(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("preview: %v, want none", err)
-			case tc.want != "" && (!errors.As(err, &re) || re.Reason != render.ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("preview: %v, want %s saying %q", err, render.ReasonNamespaceNotAllowed, tc.want)
+			case tc.want != "" && (!errors.As(err, &re) || re.Reason != contract.ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("preview: %v, want %s saying %q", err, contract.ReasonNamespaceNotAllowed, tc.want)
 			}
 		})
 	}

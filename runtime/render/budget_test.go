@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 )
@@ -72,8 +73,8 @@ func TestAnExpressionThatWouldBuildGigabytesFailsTheSync(t *testing.T) {
 				_, err = Render(t.Context(), c, Input{Parent: parentWithSpec(tc.spec), Mapper: kinds.NewCatalog()})
 			})
 			var re *Error
-			if !errors.As(err, &re) || re.Reason != ReasonEvaluationError || re.Path != tc.path || !strings.Contains(err.Error(), tc.msg) {
-				t.Fatalf("got %v, want an %s at %s saying %q", err, ReasonEvaluationError, tc.path, tc.msg)
+			if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != tc.path || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("got %v, want an %s at %s saying %q", err, contract.ReasonEvaluationError, tc.path, tc.msg)
 			}
 			if !strings.Contains(err.Error(), "of the cost budget of 10000000 per sync") {
 				t.Errorf("the message must name the budget: %v", err)
@@ -121,7 +122,7 @@ func TestRelatedExpressionsSpendTheSyncBudget(t *testing.T) {
 	in.Budget = budget
 	_, err = Render(t.Context(), c, in)
 	var re *Error
-	if !errors.As(err, &re) || re.Reason != ReasonEvaluationError || re.Path != "spec.status" ||
+	if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != "spec.status" ||
 		!strings.Contains(err.Error(), "of the cost budget of 10000000 per sync") {
 		t.Fatalf("got %v, want the status to run out of the sync's budget", err)
 	}
@@ -133,7 +134,7 @@ func TestRelatedStopsAtTheBudget(t *testing.T) {
 `)
 	_, err := Related(t.Context(), c, parentWithSpec(map[string]any{"s": strings.Repeat("a", 30_000)}), expr.NewBudget())
 	var re *Error
-	if !errors.As(err, &re) || re.Reason != ReasonEvaluationError || re.Path != "spec.related[0].name" || !strings.Contains(err.Error(), "replace() would cost") {
-		t.Fatalf("got %v, want an %s at spec.related[0].name", err, ReasonEvaluationError)
+	if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != "spec.related[0].name" || !strings.Contains(err.Error(), "replace() would cost") {
+		t.Fatalf("got %v, want an %s at spec.related[0].name", err, contract.ReasonEvaluationError)
 	}
 }

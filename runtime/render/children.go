@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/jsonenc"
@@ -153,12 +154,12 @@ func reserved(ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
 		return childError(ch.Path, "%s %q sets metadata.ownerReferences, which metacel sets itself (an owner of the policy's choosing has the garbage collector delete the child): remove it", obj.GetKind(), obj.GetName())
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj.GetLabels())) {
-		if IsBookkeepingLabel(k) {
+		if contract.IsBookkeepingLabel(k) {
 			return childError(ch.Path, "%s %q sets the label %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
 		}
 	}
 	for _, k := range slices.Sorted(maps.Keys(obj.GetAnnotations())) {
-		if IsBookkeepingAnnotation(k) {
+		if contract.IsBookkeepingAnnotation(k) {
 			return childError(ch.Path, "%s %q sets the annotation %q, which is metacel's own: remove it", obj.GetKind(), obj.GetName(), k)
 		}
 	}
@@ -229,19 +230,19 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 		labels = make(map[string]any, 4)
 		meta["labels"] = labels
 	}
-	labels[LabelManagedBy] = ManagedByValue
-	labels[LabelPolicy] = r.c.Name()
-	labels[LabelParentUID] = string(r.in.Parent.GetUID())
-	labels[LabelChildID] = ch.ID
-	labels[LabelShardSlot] = strconv.Itoa(hashslot.Of(r.in.Parent.GetUID()))
+	labels[contract.LabelManagedBy] = contract.ManagedByValue
+	labels[contract.LabelChildPolicy] = r.c.Name()
+	labels[contract.LabelParentUID] = string(r.in.Parent.GetUID())
+	labels[contract.LabelChildID] = ch.ID
+	labels[contract.LabelShardSlot] = strconv.Itoa(hashslot.Of(r.in.Parent.GetUID()))
 	if ch.DeletionPolicy == policy.DeletionOrphan {
-		annotate(meta, AnnotationDeletionPolicy, string(policy.DeletionOrphan))
+		annotate(meta, contract.AnnotationDeletionPolicy, string(policy.DeletionOrphan))
 	}
 	if owned {
 		refs, _ := meta["ownerReferences"].([]any)
 		meta["ownerReferences"] = append(refs, r.ownerRef())
 	}
-	annotate(meta, AnnotationContentHash, hash)
+	annotate(meta, contract.AnnotationContentHash, hash)
 }
 
 // annotate sets an annotation in an object's metadata map.

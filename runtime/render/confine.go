@@ -8,13 +8,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
 )
-
-// ReasonNamespaceNotAllowed is the reason of a sync that would read or write in a namespace the
-// policy's confinement does not let the parent reach.
-const ReasonNamespaceNotAllowed = "NamespaceNotAllowed"
 
 // NamespaceLabels returns the labels of a namespace; ok is false when it is not known.
 type NamespaceLabels func(name string) (labels map[string]string, ok bool)
@@ -35,7 +32,7 @@ func CheckRelatedReach(ctx context.Context, c *policy.Compiled, parent *unstruct
 			return err
 		}
 		if why != "" {
-			return &Error{Reason: ReasonNamespaceNotAllowed, Path: "spec.related." + ref.ID, Err: fmt.Errorf(
+			return &Error{Reason: contract.ReasonNamespaceNotAllowed, Path: "spec.related." + ref.ID, Err: fmt.Errorf(
 				"reads %s in namespace %q, which this %s may not reach: %s", ref.Resource.Resource, ref.Namespace, parent.GetKind(), why)}
 		}
 	}
@@ -49,7 +46,7 @@ func (r *run) checkChildReach(ctx context.Context, ch *policy.CompiledChild, obj
 		return err
 	}
 	if why != "" {
-		return &Error{Reason: ReasonNamespaceNotAllowed, Path: ch.Path, Err: fmt.Errorf(
+		return &Error{Reason: contract.ReasonNamespaceNotAllowed, Path: ch.Path, Err: fmt.Errorf(
 			"%s %s is in a namespace this %s may not reach: %s", obj.GetKind(), NamespacedName(obj), r.in.Parent.GetKind(), why)}
 	}
 	return nil
@@ -108,7 +105,7 @@ func (r *run) checkNotReserved(ch *policy.CompiledChild, obj *unstructured.Unstr
 	if ns == "" || ns != r.in.ReservedNamespace {
 		return nil
 	}
-	return &Error{Reason: ReasonNamespaceNotAllowed, Path: ch.Path, Err: fmt.Errorf(
+	return &Error{Reason: contract.ReasonNamespaceNotAllowed, Path: ch.Path, Err: fmt.Errorf(
 		"child %q: %s %s is in namespace %q, which holds the runtime's own records (its policies, rollout records and memos) and never a child: give the child another namespace",
 		ch.ID, obj.GetKind(), NamespacedName(obj), ns)}
 }

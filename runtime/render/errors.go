@@ -1,6 +1,10 @@
 package render
 
-import "fmt"
+import (
+	"fmt"
+
+	"metacel.dev/metacel/runtime/contract"
+)
 
 // Error is a render failure: its Reason becomes the reason of the parent's Synced condition and
 // its message the condition's message.
@@ -21,9 +25,9 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 func evalError(path string, err error) *Error {
-	return &Error{Reason: ReasonEvaluationError, Path: path, Err: err}
+	return &Error{Reason: contract.ReasonEvaluationError, Path: path, Err: err}
 }
 
 func childError(path string, format string, args ...any) *Error {
-	return &Error{Reason: ReasonInvalidChild, Path: path, Err: fmt.Errorf(format, args...)}
+	return &Error{Reason: contract.ReasonInvalidChild, Path: path, Err: fmt.Errorf(format, args...)}
 }

@@ -5,6 +5,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // legacyHeld reports whether the observed child of obj's identity was written by a runtime from
@@ -17,10 +19,10 @@ func (r *run) legacyHeld(obj *unstructured.Unstructured) bool {
 		return false
 	}
 	observed := r.observedByIdentity()[Identity(obj)]
-	if observed == nil || annotation(observed.Object, AnnotationContentHash) != "" {
+	if observed == nil || annotation(observed.Object, contract.AnnotationContentHash) != "" {
 		return false
 	}
-	want := annotation(observed.Object, AnnotationDesiredHash)
+	want := annotation(observed.Object, contract.AnnotationDesiredHash)
 	return want != "" && objectHash(withLegacyBookkeeping(obj, observed, r.in.Parent)) == want
 }
 
@@ -37,18 +39,18 @@ func withLegacyBookkeeping(content, observed, parent *unstructured.Unstructured)
 		labels = map[string]any{}
 	}
 	for k, v := range observed.GetLabels() {
-		if IsBookkeepingLabel(k) {
+		if contract.IsBookkeepingLabel(k) {
 			labels[k] = v
 		}
 	}
 	meta["labels"] = labels
-	if dp := annotation(observed.Object, AnnotationDeletionPolicy); dp != "" {
+	if dp := annotation(observed.Object, contract.AnnotationDeletionPolicy); dp != "" {
 		annotations, _ := meta["annotations"].(map[string]any)
 		annotations = maps.Clone(annotations)
 		if annotations == nil {
 			annotations = map[string]any{}
 		}
-		annotations[AnnotationDeletionPolicy] = dp
+		annotations[contract.AnnotationDeletionPolicy] = dp
 		meta["annotations"] = annotations
 	}
 	if ref := metav1.GetControllerOfNoCopy(observed); ref != nil && ref.UID == parent.GetUID() {

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -31,18 +32,9 @@ type ForeignObject struct {
 	Object *unstructured.Unstructured
 	Why    string
 	// Reason is set for an object that carries the parent's labels and is ignored anyway:
-	// ReasonChildOutOfReach or ReasonChildNotRecorded.
+	// contract.ReasonChildOutOfReach or contract.ReasonChildNotRecorded.
 	Reason string
 }
-
-// The reasons an object that carries a parent's labels is not its child.
-const (
-	// ReasonChildOutOfReach: it is in a namespace the parent's children may not be in (ChildReach).
-	ReasonChildOutOfReach = "ChildOutOfReach"
-	// ReasonChildNotRecorded: it has no ownerReference to the parent, is no desired child, and the
-	// parent's record does not name it (ChildRecord).
-	ReasonChildNotRecorded = "ChildNotRecorded"
-)
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
 // is: `children.<id>` and readyWhen see an object only when it has the group, kind, namespace and
@@ -93,7 +85,7 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 // them, on the word of labels anyone may set. A desired child's object stays bound: metacel
 // applies it (it applied it before, its managed fields say) and records it.
 func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	return split(undesired, foreign, ReasonChildNotRecorded, r.NotRecordedReason)
+	return split(undesired, foreign, contract.ReasonChildNotRecorded, r.NotRecordedReason)
 }
 
 // notChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
@@ -114,12 +106,12 @@ func notChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kin
 		return fmt.Sprintf("policy %q has no child resource %s", c.Name(), gr)
 	}
 	labels := obj.GetLabels()
-	if p := labels[LabelPolicy]; p != "" && p != c.Name() {
-		return fmt.Sprintf("its %s label names policy %q", LabelPolicy, p)
+	if p := labels[contract.LabelChildPolicy]; p != "" && p != c.Name() {
+		return fmt.Sprintf("its %s label names policy %q", contract.LabelChildPolicy, p)
 	}
-	if uid := labels[LabelParentUID]; uid != "" {
+	if uid := labels[contract.LabelParentUID]; uid != "" {
 		if uid != string(parent.GetUID()) {
-			return fmt.Sprintf("its %s label names another parent (%s)", LabelParentUID, uid)
+			return fmt.Sprintf("its %s label names another parent (%s)", contract.LabelParentUID, uid)
 		}
 		return ""
 	}
@@ -146,7 +138,7 @@ func splitOwned(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.M
 // splitReached moves the objects in namespaces the parent's children may not be in (ChildReach)
 // from owned to foreign: their labels are anyone's to set.
 func splitReached(reach *ChildReach, owned []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	return split(owned, foreign, ReasonChildOutOfReach, reach.OutOfReach)
+	return split(owned, foreign, contract.ReasonChildOutOfReach, reach.OutOfReach)
 }
 
 // split keeps the objects for which why says nothing, and adds the others to foreign with why's
@@ -168,7 +160,7 @@ func split(objs []*unstructured.Unstructured, foreign []ForeignObject, reason st
 func byChildIDLabel(objs []*unstructured.Unstructured) map[string][]*unstructured.Unstructured {
 	out := map[string][]*unstructured.Unstructured{}
 	for _, obj := range objs {
-		if id := obj.GetLabels()[LabelChildID]; id != "" {
+		if id := obj.GetLabels()[contract.LabelChildID]; id != "" {
 			out[id] = append(out[id], obj)
 		}
 	}
@@ -224,10 +216,10 @@ func sameBinding(a, b map[string][]*unstructured.Unstructured) bool {
 // entry said Orphan when it was applied); else what its entry says in the first of versions (a
 // policy, then the one it replaces; nil ones are skipped) that has it; else it is deleted.
 func DeletionPolicyOf(obj *unstructured.Unstructured, versions ...*policy.Compiled) policy.DeletionPolicy {
-	if obj.GetAnnotations()[AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
+	if obj.GetAnnotations()[contract.AnnotationDeletionPolicy] == string(policy.DeletionOrphan) {
 		return policy.DeletionOrphan
 	}
-	id := obj.GetLabels()[LabelChildID]
+	id := obj.GetLabels()[contract.LabelChildID]
 	for _, p := range versions {
 		if p == nil {
 			continue

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -52,8 +53,8 @@ func TestAChildIsNeverPlacedInTheReservedNamespace(t *testing.T) {
 			case tc.want == "" && err != nil:
 				t.Errorf("render: %v, want the child", err)
 			case tc.want == "":
-			case !errors.As(err, &re) || re.Reason != ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want):
-				t.Errorf("render: %v (output %v), want %s saying %q", err, out, ReasonNamespaceNotAllowed, tc.want)
+			case !errors.As(err, &re) || re.Reason != contract.ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want):
+				t.Errorf("render: %v (output %v), want %s saying %q", err, out, contract.ReasonNamespaceNotAllowed, tc.want)
 			}
 		})
 	}

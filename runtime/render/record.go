@@ -7,6 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // A child that has an ownerReference to its parent is the parent's by that reference: garbage
@@ -37,7 +39,7 @@ type ChildRecord struct {
 // RecordOf reads a parent's record; checked says whether it decides (ChildRecord.Checked).
 func RecordOf(parent *unstructured.Unstructured, checked bool) ChildRecord {
 	r := ChildRecord{Checked: checked, parent: parent}
-	value, ok := parent.GetAnnotations()[AnnotationChildren]
+	value, ok := parent.GetAnnotations()[contract.AnnotationChildren]
 	if !ok {
 		return r
 	}
@@ -58,10 +60,10 @@ func (r ChildRecord) NotRecordedReason(obj *unstructured.Unstructured) string {
 		return ""
 	case r.known && r.uids[obj.GetUID()]:
 		return ""
-	case !r.known && slices.Contains(r.parent.GetFinalizers(), Finalizer):
+	case !r.known && slices.Contains(r.parent.GetFinalizers(), contract.Finalizer):
 		return "" // synced before records: recorded by this sync
 	}
-	return fmt.Sprintf("metacel did not write it for this %s (its UID is not in the parent's %s annotation)", r.parent.GetKind(), AnnotationChildren)
+	return fmt.Sprintf("metacel did not write it for this %s (its UID is not in the parent's %s annotation)", r.parent.GetKind(), contract.AnnotationChildren)
 }
 
 // HasOwnerReference reports whether obj has an ownerReference to parent: garbage collection
@@ -94,5 +96,5 @@ func (r ChildRecord) Records(value string) bool {
 	if !r.known {
 		return value == ""
 	}
-	return r.parent.GetAnnotations()[AnnotationChildren] == value
+	return r.parent.GetAnnotations()[contract.AnnotationChildren] == value
 }

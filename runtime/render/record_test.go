@@ -6,6 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func TestAParentsRecordDecidesWhichObjectsWithoutAnOwnerReferenceAreItsChildren(t *testing.T) {
@@ -33,13 +35,13 @@ func TestAParentsRecordDecidesWhichObjectsWithoutAnOwnerReferenceAreItsChildren(
 		child   bool
 	}{
 		{"offline files: every object", parentWith(nil), false, object("s-1", ""), true},
-		{"an object owned by the parent: garbage collection's", parentWith(map[string]string{AnnotationChildren: ""}), true, object("s-1", "p-1"), true},
-		{"recorded", parentWith(map[string]string{AnnotationChildren: "s-0, s-1"}), true, object("s-1", ""), true},
-		{"not recorded", parentWith(map[string]string{AnnotationChildren: "s-0"}), true, object("s-1", ""), false},
-		{"an empty record names nothing", parentWith(map[string]string{AnnotationChildren: ""}, Finalizer), true, object("s-1", ""), false},
-		{"no record, the finalizer: synced before records", parentWith(nil, Finalizer), true, object("s-1", ""), true},
+		{"an object owned by the parent: garbage collection's", parentWith(map[string]string{contract.AnnotationChildren: ""}), true, object("s-1", "p-1"), true},
+		{"recorded", parentWith(map[string]string{contract.AnnotationChildren: "s-0, s-1"}), true, object("s-1", ""), true},
+		{"not recorded", parentWith(map[string]string{contract.AnnotationChildren: "s-0"}), true, object("s-1", ""), false},
+		{"an empty record names nothing", parentWith(map[string]string{contract.AnnotationChildren: ""}, contract.Finalizer), true, object("s-1", ""), false},
+		{"no record, the finalizer: synced before records", parentWith(nil, contract.Finalizer), true, object("s-1", ""), true},
 		{"no record, no finalizer: metacel wrote no such child", parentWith(nil), true, object("s-1", ""), false},
-		{"owned by another parent, not recorded", parentWith(map[string]string{AnnotationChildren: ""}), true, object("s-1", "p-2"), false},
+		{"owned by another parent, not recorded", parentWith(map[string]string{contract.AnnotationChildren: ""}), true, object("s-1", "p-2"), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -56,7 +57,7 @@ type Child struct {
 	// Ready is the child's readiness: it exists and passes readyWhen.
 	Ready bool
 	// LegacyHeld: the observed child was written by a runtime from before the content hash
-	// (render.AnnotationDesiredHash) and holds this child's content: only its bookkeeping
+	// (contract.AnnotationDesiredHash) and holds this child's content: only its bookkeeping
 	// differs.
 	LegacyHeld bool
 
@@ -225,7 +226,7 @@ func (r *run) validate() error {
 		failed = append(failed, msg)
 	}
 	if len(failed) > 0 {
-		return &Error{Reason: ReasonValidationFailed, Err: errors.New(strings.Join(failed, "; "))}
+		return &Error{Reason: contract.ReasonValidationFailed, Err: errors.New(strings.Join(failed, "; "))}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -97,7 +98,7 @@ func TestRender(t *testing.T) {
 			var got []string
 			for _, c := range out.Children {
 				got = append(got, c.Object.GetNamespace()+"/"+c.Object.GetName())
-				if c.Object.GetLabels()[LabelParentUID] != "u-1" || c.Object.GetLabels()[LabelChildID] != "cm" {
+				if c.Object.GetLabels()[contract.LabelParentUID] != "u-1" || c.Object.GetLabels()[contract.LabelChildID] != "cm" {
 					t.Errorf("labels missing on %s: %v", c.Object.GetName(), c.Object.GetLabels())
 				}
 				if owned := len(c.Object.GetOwnerReferences()) == 1; owned != c.Owned || owned != (c.Object.GetNamespace() == "ns") {
@@ -149,36 +150,36 @@ func TestRenderErrors(t *testing.T) {
     - id: cm
       forEach: "parent.spec.count"
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
-`, ReasonEvaluationError, `spec.children[0].forEach: evaluate "parent.spec.count": must return a list, got int`},
+`, contract.ReasonEvaluationError, `spec.children[0].forEach: evaluate "parent.spec.count": must return a list, got int`},
 		{"missing field names the expression", `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.spec.missing}"}}
-`, ReasonEvaluationError, `spec.children[0].template: evaluate "parent.spec.missing": no such key: missing`},
+`, contract.ReasonEvaluationError, `spec.children[0].template: evaluate "parent.spec.missing": no such key: missing`},
 		{"another namespace needs crossNamespace", `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
-`, ReasonInvalidChild, `set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer), and allow namespace "other" in spec.confinement.childNamespaces, or the sync fails with NamespaceNotAllowed`},
+`, contract.ReasonInvalidChild, `set crossNamespace: true to allow it (it is then cleaned up by the parent's finalizer), and allow namespace "other" in spec.confinement.childNamespaces, or the sync fails with NamespaceNotAllowed`},
 		{"a kind outside childResources", `  children:
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'x'}}"
-`, ReasonInvalidChild, `v1 Secret (resource "secrets") is not listed in spec.childResources`},
+`, contract.ReasonInvalidChild, `v1 Secret (resource "secrets") is not listed in spec.childResources`},
 		{"an expression's object cannot name its owner", `  children:
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'ownerReferences': [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'o', 'uid': 'u'}]}}"
-`, ReasonInvalidChild, `ConfigMap "x" sets metadata.ownerReferences, which metacel sets itself`},
+`, contract.ReasonInvalidChild, `ConfigMap "x" sets metadata.ownerReferences, which metacel sets itself`},
 		{"an expression's object cannot set metacel's labels", `  children:
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'labels': {'metacel.dev/parent-uid': 'other'}}}"
-`, ReasonInvalidChild, `sets the label "metacel.dev/parent-uid", which is metacel's own`},
+`, contract.ReasonInvalidChild, `sets the label "metacel.dev/parent-uid", which is metacel's own`},
 		{"two children with one name", `  children:
     - id: cm
       forEach: "['x', 'x']"
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${each}"}}
-`, ReasonInvalidChild, "two children are the same object ConfigMap ns/x"},
+`, contract.ReasonInvalidChild, "two children are the same object ConfigMap ns/x"},
 		{"a failed validation gives its message", `  validations:
     - expression: "parent.spec.count > 5"
       messageExpression: "'count ' + string(parent.spec.count) + ' is too small'"
-`, ReasonValidationFailed, "count 2 is too small"},
+`, contract.ReasonValidationFailed, "count 2 is too small"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -316,8 +317,8 @@ func TestConfinement(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("render: %v, want the child", err)
-			case tc.want != "" && (!errors.As(err, &re) || re.Reason != ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("render: %v, want %s saying %q", err, ReasonNamespaceNotAllowed, tc.want)
+			case tc.want != "" && (!errors.As(err, &re) || re.Reason != contract.ReasonNamespaceNotAllowed || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("render: %v, want %s saying %q", err, contract.ReasonNamespaceNotAllowed, tc.want)
 			}
 		})
 	}

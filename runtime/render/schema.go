@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -50,8 +51,8 @@ func (r *run) heldAsRendered(obj *unstructured.Unstructured) bool {
 	if !ok {
 		return false
 	}
-	hash := annotation(obj.Object, AnnotationContentHash)
-	return hash != "" && annotation(observed.Object, AnnotationContentHash) == hash
+	hash := annotation(obj.Object, contract.AnnotationContentHash)
+	return hash != "" && annotation(observed.Object, contract.AnnotationContentHash) == hash
 }
 
 // observedByIdentity indexes the observed children by Identity, once per render.

@@ -8,6 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -80,8 +81,8 @@ func TestRenderedChildrenFitTheirSchema(t *testing.T) {
 			switch {
 			case tc.want == "" && err != nil:
 				t.Fatalf("render: %v", err)
-			case tc.want != "" && (!errors.As(err, &re) || re.Reason != ReasonInvalidChild || !strings.Contains(err.Error(), tc.want)):
-				t.Fatalf("render: %v, want %s containing %q", err, ReasonInvalidChild, tc.want)
+			case tc.want != "" && (!errors.As(err, &re) || re.Reason != contract.ReasonInvalidChild || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("render: %v, want %s containing %q", err, contract.ReasonInvalidChild, tc.want)
 			}
 		})
 	}
@@ -122,7 +123,7 @@ func TestChildHeldAsRenderedIsNotCheckedAgain(t *testing.T) {
 		t.Errorf("the observed child carries the rendered hash: want no check, got %v", err)
 	}
 	changed := out.Children[0].Object.DeepCopy()
-	changed.SetAnnotations(map[string]string{AnnotationDesiredHash: "other"})
+	changed.SetAnnotations(map[string]string{contract.AnnotationDesiredHash: "other"})
 	in.Observed = map[string][]*unstructured.Unstructured{"d": {changed}}
 	if _, err := Render(t.Context(), c, in); err == nil {
 		t.Error("the observed child carries another hash: want the check, and its error")

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // Condition is a parent condition before it is timed: NewStatus adds the transition time and
@@ -19,7 +21,7 @@ type Condition struct {
 // Conditions are the Synced and Ready conditions of a successful sync.
 func (o *Output) Conditions() []Condition {
 	return []Condition{
-		{Type: ConditionSynced, Status: "True", Reason: ReasonSynced, Message: fmt.Sprintf("%s applied", count(len(o.Children)))},
+		{Type: contract.ConditionSynced, Status: "True", Reason: contract.ReasonSynced, Message: fmt.Sprintf("%s applied", count(len(o.Children)))},
 		o.readyCondition(),
 	}
 }
@@ -29,15 +31,15 @@ func (o *Output) Conditions() []Condition {
 func (o *Output) readyCondition() Condition {
 	switch {
 	case o.Ready():
-		return Condition{Type: ConditionReady, Status: "True", Reason: ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
+		return Condition{Type: contract.ConditionReady, Status: "True", Reason: contract.ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
 	case len(o.ReadyWhenErrors) > 0:
 		msg := fmt.Sprintf("waiting for %s; readyWhen failed for %s", summarize(o.NotReady), o.ReadyWhenErrors[0])
 		if more := len(o.ReadyWhenErrors) - 1; more > 0 {
 			msg += fmt.Sprintf(" (and %d more readyWhen errors)", more)
 		}
-		return Condition{Type: ConditionReady, Status: "False", Reason: ReasonReadyWhenFailed, Message: msg}
+		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonReadyWhenFailed, Message: msg}
 	default:
-		return Condition{Type: ConditionReady, Status: "False", Reason: ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
+		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
 	}
 }
 
@@ -72,8 +74,8 @@ func childName(obj *unstructured.Unstructured) string {
 // FailureConditions are the Synced and Ready conditions of a failed sync.
 func FailureConditions(reason, message string) []Condition {
 	return []Condition{
-		{Type: ConditionSynced, Status: "False", Reason: reason, Message: message},
-		{Type: ConditionReady, Status: "False", Reason: reason, Message: "not synced: " + message},
+		{Type: contract.ConditionSynced, Status: "False", Reason: reason, Message: message},
+		{Type: contract.ConditionReady, Status: "False", Reason: reason, Message: "not synced: " + message},
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -36,14 +37,14 @@ func TestAReadyWhenThatFailsMakesItsChildNotReady(t *testing.T) {
 	}{
 		{"a child without the field its readyWhen reads is not ready, and the error says why",
 			observed(""),
-			Condition{Type: ConditionReady, Status: "False", Reason: ReasonReadyWhenFailed,
+			Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonReadyWhenFailed,
 				Message: `waiting for ConfigMap ns/x; readyWhen failed for ConfigMap ns/x: spec.children[0].readyWhen: evaluate "child.data.ready == 'yes'": no such key: data`}},
 		{"the same child with the field is judged by its readyWhen",
 			observed(", data: {ready: 'yes'}"),
-			Condition{Type: ConditionReady, Status: "True", Reason: ReasonReady, Message: "2 children ready"}},
+			Condition{Type: contract.ConditionReady, Status: "True", Reason: contract.ReasonReady, Message: "2 children ready"}},
 		{"a child that does not exist yet is waited for, with no error",
 			nil,
-			Condition{Type: ConditionReady, Status: "False", Reason: ReasonNotReady, Message: "waiting for ConfigMap ns/x, ConfigMap ns/w"}},
+			Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonNotReady, Message: "waiting for ConfigMap ns/x, ConfigMap ns/w"}},
 	}
 	c := load(t, children)
 	for _, tc := range tests {
@@ -72,7 +73,7 @@ func TestAReadyWhenThatFailsMakesItsChildNotReady(t *testing.T) {
 func checkReadyWhenOutcome(t *testing.T, what string, out *Output, ready Condition) {
 	t.Helper()
 	conds := out.Conditions()
-	if want := (Condition{Type: ConditionSynced, Status: "True", Reason: ReasonSynced, Message: "2 children applied"}); conds[0] != want {
+	if want := (Condition{Type: contract.ConditionSynced, Status: "True", Reason: contract.ReasonSynced, Message: "2 children applied"}); conds[0] != want {
 		t.Errorf("%s: Synced: %+v, want %+v", what, conds[0], want)
 	}
 	if conds[1] != ready {
@@ -98,7 +99,7 @@ func TestAReadyWhenOverTheBudgetFailsTheSync(t *testing.T) {
 	}
 	_, err := Render(t.Context(), c, in)
 	var re *Error
-	if !errors.As(err, &re) || re.Reason != ReasonEvaluationError || re.Path != "spec.children[0].readyWhen" ||
+	if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != "spec.children[0].readyWhen" ||
 		!strings.Contains(err.Error(), "of the cost budget of 10000000 per sync") {
 		t.Fatalf("got %v, want the readyWhen to run out of the sync's budget", err)
 	}
@@ -121,8 +122,8 @@ func TestReadyConditionSummarizesReadyWhenErrors(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := tc.out.Conditions()[1]
-			if got.Status != "False" || got.Reason != ReasonReadyWhenFailed || got.Message != tc.want {
-				t.Errorf("got %+v, want False, %s, %q", got, ReasonReadyWhenFailed, tc.want)
+			if got.Status != "False" || got.Reason != contract.ReasonReadyWhenFailed || got.Message != tc.want {
+				t.Errorf("got %+v, want False, %s, %q", got, contract.ReasonReadyWhenFailed, tc.want)
 			}
 		})
 	}

@@ -10,12 +10,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-)
 
-// AnnotationLoadedVersions is, on a policy ConfigMap, the versions of its policies that the
-// runtime loaded from it: a JSON object of lists of versions (hashes, never text) by policy
-// name, oldest first, at most MaxLoadedVersions each besides those in use.
-const AnnotationLoadedVersions = "metacel.dev/loaded-versions"
+	"metacel.dev/metacel/runtime/contract"
+)
 
 // NoteLoaded remembers, in this process, that version of a policy was loaded from its labelled
 // ConfigMap (or is the stable version of a record it trusted); inUse are the versions the policy
@@ -45,7 +42,7 @@ func (s *Store) Loaded(ctx context.Context, ref *corev1.ObjectReference, policyN
 	if err != nil {
 		return out, fmt.Errorf("read the versions of policy %q loaded from ConfigMap %s/%s: %w", policyName, ref.Namespace, ref.Name, err)
 	}
-	listed := parseLoaded(cm.Annotations[AnnotationLoadedVersions])[policyName]
+	listed := parseLoaded(cm.Annotations[contract.AnnotationLoadedVersions])[policyName]
 	s.markAnchored(cm.UID, policyName, listed)
 	return append(out, listed...), nil
 }
@@ -71,7 +68,7 @@ func (s *Store) Anchor(ctx context.Context, ref *corev1.ObjectReference, policyN
 		if err != nil {
 			return err
 		}
-		all := parseLoaded(cm.Annotations[AnnotationLoadedVersions])
+		all := parseLoaded(cm.Annotations[contract.AnnotationLoadedVersions])
 		list := all[policyName]
 		for _, v := range missing {
 			list = Remember(list, v, versions...)
@@ -106,7 +103,7 @@ func loadedPatch(cm *corev1.ConfigMap, all map[string][]string) ([]byte, error) 
 	}
 	return json.Marshal(map[string]any{"metadata": map[string]any{
 		"uid": cm.UID, "resourceVersion": cm.ResourceVersion,
-		"annotations": map[string]string{AnnotationLoadedVersions: string(value)},
+		"annotations": map[string]string{contract.AnnotationLoadedVersions: string(value)},
 	}})
 }
 

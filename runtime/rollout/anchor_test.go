@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // policyConfigMap is a labelled policy ConfigMap, with an annotation of its authors.
@@ -31,8 +33,8 @@ func annotationOf(t *testing.T, client *fake.Clientset) map[string][]string {
 		t.Errorf("anchoring changed what it does not own: %v, %v", cm.Annotations, cm.Data)
 	}
 	var out map[string][]string
-	if err := json.Unmarshal([]byte(cm.Annotations[AnnotationLoadedVersions]), &out); err != nil {
-		t.Fatalf("annotation %q: %v", cm.Annotations[AnnotationLoadedVersions], err)
+	if err := json.Unmarshal([]byte(cm.Annotations[contract.AnnotationLoadedVersions]), &out); err != nil {
+		t.Fatalf("annotation %q: %v", cm.Annotations[contract.AnnotationLoadedVersions], err)
 	}
 	return out
 }
@@ -130,7 +132,7 @@ func TestAPolicyFromAFileIsTrustedForWhatThisProcessLoadedOnly(t *testing.T) {
 
 func TestAnAnnotationThatIsNotTheRuntimesTrustsNothing(t *testing.T) {
 	cm, ref := policyConfigMap()
-	cm.Annotations[AnnotationLoadedVersions] = "s,t"
+	cm.Annotations[contract.AnnotationLoadedVersions] = "s,t"
 	loaded, err := NewStore(fake.NewClientset(cm), "metacel-system").Loaded(t.Context(), ref, "myapp")
 	if err != nil || len(loaded) != 0 {
 		t.Errorf("Loaded = %v, %v; want none", loaded, err)

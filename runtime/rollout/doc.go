@@ -29,9 +29,9 @@
 // The loaded versions must outlive the process, since a runtime restarted mid-rollout resumes
 // from a record naming a version only its predecessor loaded. They are kept where the record's
 // writer cannot write them: on the labelled ConfigMap itself, in the annotation
-// AnnotationLoadedVersions (a JSON object, by policy name, of at most MaxLoadedVersions hashes,
-// oldest first, the versions in use never dropped), written (Anchor) before any record naming
-// them, by the runtime's own field manager, FieldManager. The admission policy that guards the
+// contract.AnnotationLoadedVersions (a JSON object, by policy name, of at most MaxLoadedVersions
+// hashes, oldest first, the versions in use never dropped), written (Anchor) before any record
+// naming them, by the runtime's own field manager, FieldManager. The admission policy that guards the
 // policy guards the annotation with it; without it, whoever may write the record may write the
 // policy, and no anchor would help. A coordination.k8s.io Lease (the ledger's, or one of its own)
 // is no such place: the built-in edit role may write Leases (system:aggregate-to-edit grants

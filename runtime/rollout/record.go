@@ -15,6 +15,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -64,8 +65,6 @@ func Version(p *policy.Compiled) string {
 const (
 	keyRecord = "record.json"
 	keySource = "stable.yaml"
-	// LabelRolloutOf names, on a record's ConfigMap, the policy it is about.
-	LabelRolloutOf = "metacel.dev/rollout-of"
 	// FieldManager is the field manager of the records and of the loaded versions on the
 	// policies' ConfigMaps: the runtime's own, not "metacel", the children's
 	FieldManager   = "metacel-rollout"
@@ -153,7 +152,7 @@ func (s *Store) Put(ctx context.Context, policyName string, rec Record) error {
 		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 		defer cancel()
 		cm := corev1ac.ConfigMap(ConfigMapName(policyName), s.namespace).
-			WithLabels(map[string]string{LabelRolloutOf: policyName, "app.kubernetes.io/managed-by": "metacel"}).
+			WithLabels(map[string]string{contract.LabelRolloutOf: policyName, contract.LabelManagedBy: contract.ManagedByValue}).
 			WithData(map[string]string{keyRecord: string(body), keySource: rec.StableSource})
 		if _, err := s.client.CoreV1().ConfigMaps(s.namespace).Apply(ctx, cm, metav1.ApplyOptions{FieldManager: FieldManager, Force: true}); err != nil {
 			return fmt.Errorf("write the rollout record of policy %q: %w", policyName, err)

@@ -7,6 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func TestStore(t *testing.T) {
@@ -25,7 +27,7 @@ func TestStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cm.Labels["metacel.dev/policy"] != "" || cm.Labels[LabelRolloutOf] != "myapp" {
+	if cm.Labels["metacel.dev/policy"] != "" || cm.Labels[contract.LabelRolloutOf] != "myapp" {
 		t.Errorf("labels %v: a record is never read as a policy, and names its policy", cm.Labels)
 	}
 

@@ -16,20 +16,15 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 )
 
-// Names and labels in the API server.
+// Names in the API server (the labels and annotations are package contract's).
 const (
-	// LabelMember marks the Leases of the replicas.
-	LabelMember = "metacel.dev/shard-member"
-	// AnnotationSlots shows, on a replica's Lease, the slots it syncs now (e.g. "0-20").
-	AnnotationSlots = "metacel.dev/shard-slots"
-	// AnnotationReport holds, on a replica's Lease, what Options.Report gave at its last renewal.
-	AnnotationReport = "metacel.dev/shard-report"
-	// TableName is the ConfigMap holding the owner of each slot, labelled LabelTable.
+	// TableName is the ConfigMap holding the owner of each slot, labelled
+	// contract.LabelShardTable.
 	TableName    = "metacel-shards"
-	LabelTable   = "metacel.dev/shard-table"
 	keyOwners    = "owners"
 	leasePrefix  = "metacel-shard-"
 	fieldManager = "metacel-shards"
@@ -143,9 +138,9 @@ func (c *Coordinator) Run(ctx context.Context) error {
 // watch starts the informers of the members' Leases and of the table.
 func (c *Coordinator) watch(ctx context.Context) error {
 	leases := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(c.o.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelMember + "=true" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelShardMember + "=true" }))
 	tables := informers.NewSharedInformerFactoryWithOptions(c.client, 0, informers.WithNamespace(c.o.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = LabelTable + "=true" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = contract.LabelShardTable + "=true" }))
 	li, ti := leases.Coordination().V1().Leases().Informer(), tables.Core().V1().ConfigMaps().Informer()
 	seen := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { c.seeLease(obj, false) },

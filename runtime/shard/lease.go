@@ -14,12 +14,13 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 )
 
 // This replica's own Lease: renewed every RenewInterval on a goroutine of its own, so that no
 // sync, hand-over or lock holds a renewal up. Each renewal says which slots the replica syncs
-// (AnnotationSlots), and a slot is said there before it is synced (claim) and until its syncs
+// (contract.AnnotationShardSlots), and a slot is said there before it is synced (claim) and until its syncs
 // have stopped, so that the Leases tell who holds what when the table cannot.
 //
 // The deadline is checked before each renewal: a replica whose last successful renewal was sent
@@ -99,15 +100,15 @@ func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slot
 	leases := c.client.CoordinationV1().Leases(c.o.Namespace)
 	fresh := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: LeaseName(c.o.Identity), Namespace: c.o.Namespace,
-			Labels: map[string]string{LabelMember: "true", "app.kubernetes.io/managed-by": "metacel"}},
+			Labels: map[string]string{contract.LabelShardMember: "true", contract.LabelManagedBy: contract.ManagedByValue}},
 		Spec: coordinationv1.LeaseSpec{AcquireTime: &now},
 	}
 	renew := func(lease *coordinationv1.Lease) bool {
 		seconds := int32(c.o.LeaseDuration / time.Second)
 		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &c.o.Identity, &seconds, &now
-		metav1.SetMetaDataAnnotation(&lease.ObjectMeta, AnnotationSlots, slots.String())
+		metav1.SetMetaDataAnnotation(&lease.ObjectMeta, contract.AnnotationShardSlots, slots.String())
 		if c.o.Report != nil {
-			lease.Annotations[AnnotationReport] = c.o.Report()
+			lease.Annotations[contract.AnnotationShardReport] = c.o.Report()
 		}
 		return true
 	}

@@ -8,6 +8,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 )
 
@@ -34,7 +35,7 @@ type sighting struct {
 	changed  time.Time
 	duration time.Duration
 	version  string       // the Lease's resourceVersion, for a deletion on that version only
-	slots    hashslot.Set // the slots the replica said it syncs (AnnotationSlots)
+	slots    hashslot.Set // the slots the replica said it syncs (contract.AnnotationShardSlots)
 	report   string
 	gone     bool // the Lease was deleted since
 }
@@ -49,7 +50,7 @@ func (p *peers) see(l *coordinationv1.Lease) {
 		return
 	}
 	id, record := *l.Spec.HolderIdentity, recordOf(l)
-	slots, _ := hashslot.ParseSet(l.Annotations[AnnotationSlots])
+	slots, _ := hashslot.ParseSet(l.Annotations[contract.AnnotationShardSlots])
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s, ok := p.by[id]
@@ -57,7 +58,7 @@ func (p *peers) see(l *coordinationv1.Lease) {
 		s = &sighting{record: record, changed: p.clock.Now()}
 		p.by[id] = s
 	}
-	s.duration, s.slots, s.report, s.version = advertised(l), slots, l.Annotations[AnnotationReport], l.ResourceVersion
+	s.duration, s.slots, s.report, s.version = advertised(l), slots, l.Annotations[contract.AnnotationShardReport], l.ResourceVersion
 }
 
 // vanished records that a replica's Lease is gone from the API server: it expires as it would

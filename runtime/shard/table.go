@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apistore"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // The slot table: one owner per slot, in the ConfigMap TableName, changed only by
@@ -200,7 +201,7 @@ func (c *Coordinator) writeTable(ctx context.Context, t *ownersTable) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	fresh := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: TableName, Namespace: c.o.Namespace,
-		Labels: map[string]string{LabelTable: "true", "app.kubernetes.io/managed-by": "metacel"}}}
+		Labels: map[string]string{contract.LabelShardTable: "true", contract.LabelManagedBy: contract.ManagedByValue}}}
 	written, err := apistore.Write(ctx, c.client.CoreV1().ConfigMaps(c.o.Namespace), fieldManager, t.cm, fresh, func(cm *corev1.ConfigMap) bool {
 		if cm.Data == nil {
 			cm.Data = map[string]string{}

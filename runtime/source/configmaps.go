@@ -13,16 +13,16 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
-// PolicyLabel marks the ConfigMaps that hold policies.
-const PolicyLabel = "metacel.dev/policy"
-
-// policySelector selects the ConfigMaps that hold policies: labelled metacel.dev/policy=true, and
-// not a child of a policy. A child carries app.kubernetes.io/managed-by=metacel and its policy's
-// name under metacel.dev/policy, so a policy named "true" labels its children as policies: none of
+// policySelector selects the ConfigMaps that hold policies: labelled metacel.dev/policy=true
+// (contract.LabelPolicyConfigMap), and not a child of a policy. A child carries
+// app.kubernetes.io/managed-by=metacel and its policy's name under the same key
+// (contract.LabelChildPolicy), so a policy named "true" labels its children as policies: none of
 // them is ever read as one.
-const policySelector = PolicyLabel + "=true,app.kubernetes.io/managed-by!=metacel"
+const policySelector = contract.LabelPolicyConfigMap + "=true," + contract.LabelManagedBy + "!=" + contract.ManagedByValue
 
 // WatchConfigMaps watches the ConfigMaps labelled metacel.dev/policy=true in one namespace (the
 // only one trusted: labelled ConfigMaps elsewhere are never read), but the children of policies
@@ -95,7 +95,7 @@ func configMapUnits(cms []*corev1.ConfigMap) []Unit {
 
 // noDataProblem says why a labelled ConfigMap holds no policy, and how to fix it.
 func noDataProblem(cm *corev1.ConfigMap) string {
-	const fix = "put each policy under data (kubectl create configmap NAME --from-file=policy.yaml), or remove the label " + PolicyLabel
+	const fix = "put each policy under data (kubectl create configmap NAME --from-file=policy.yaml), or remove the label " + contract.LabelPolicyConfigMap
 	if len(cm.BinaryData) > 0 {
 		keys := make([]string, 0, len(cm.BinaryData))
 		for k := range cm.BinaryData {
@@ -103,7 +103,7 @@ func noDataProblem(cm *corev1.ConfigMap) string {
 		}
 		sort.Strings(keys)
 		return fmt.Sprintf("ConfigMap %s/%s is labelled %s=true but holds its content under binaryData (%s), which is never read: %s",
-			cm.Namespace, cm.Name, PolicyLabel, strings.Join(keys, ", "), fix)
+			cm.Namespace, cm.Name, contract.LabelPolicyConfigMap, strings.Join(keys, ", "), fix)
 	}
-	return fmt.Sprintf("ConfigMap %s/%s is labelled %s=true but has no data key: %s", cm.Namespace, cm.Name, PolicyLabel, fix)
+	return fmt.Sprintf("ConfigMap %s/%s is labelled %s=true but has no data key: %s", cm.Namespace, cm.Name, contract.LabelPolicyConfigMap, fix)
 }

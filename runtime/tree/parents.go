@@ -8,9 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // Parents are a policy's parents with their conditions, the failing ones first.
@@ -53,9 +53,9 @@ func ListParents(ctx context.Context, client dynamic.Interface, c *policy.Compil
 		st := ParentState{Object: objectOf(p)}
 		for _, cond := range conditionsOf(p) {
 			switch cond.Type {
-			case render.ConditionSynced:
+			case contract.ConditionSynced:
 				st.Synced = cond
-			case render.ConditionReady:
+			case contract.ConditionReady:
 				st.Ready = cond
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/plan"
@@ -111,7 +112,7 @@ func Build(ctx context.Context, in Input) (*Tree, error) {
 		Parent: objectOf(in.Parent), Policy: in.Policy.Name(), Source: in.Source,
 		Version: policystatus.ShortVersion(rollout.Version(in.Policy)), Conditions: conditionsOf(in.Parent),
 	}
-	t.Ready = conditionIs(t.Conditions, render.ConditionReady, "True")
+	t.Ready = conditionIs(t.Conditions, contract.ConditionReady, "True")
 	observed, err := readChildren(ctx, in)
 	if err != nil {
 		return nil, err
@@ -132,7 +133,7 @@ func Build(ctx context.Context, in Input) (*Tree, error) {
 
 // readChildren lists the objects of each child resource that carry the parent's labels.
 func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
-	selector := render.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + render.LabelPolicy + "=" + in.Policy.Name()
+	selector := contract.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + in.Policy.Name()
 	var out []*unstructured.Unstructured
 	for gvr := range in.Policy.ChildResources {
 		list, err := plan.List(ctx, in.Client, gvr, "", selector)

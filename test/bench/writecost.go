@@ -20,6 +20,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -95,9 +96,9 @@ func writeKinds() []writeKind {
 			return err
 		}},
 		{"POST pods as JSON: metacel's labels and desired-hash annotation, owner reference", "metacel", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
-			labels := map[string]string{"app": app.GetName(), render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: "myapp",
-				render.LabelParentUID: string(app.GetUID()), render.LabelChildID: "pod", render.LabelShardSlot: "23"}
-			pod, err := asUnstructured(benchPod(app, labels, map[string]string{"metacel.dev/desired-hash": "a67155f2274bd6d0"}))
+			labels := map[string]string{"app": app.GetName(), contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "myapp",
+				contract.LabelParentUID: string(app.GetUID()), contract.LabelChildID: "pod", contract.LabelShardSlot: "23"}
+			pod, err := asUnstructured(benchPod(app, labels, map[string]string{contract.AnnotationDesiredHash: "a67155f2274bd6d0"}))
 			if err != nil {
 				return err
 			}
@@ -122,14 +123,14 @@ func writeKinds() []writeKind {
 func metacelStatus(app *unstructured.Unstructured) (map[string]any, error) {
 	now := metav1.Now()
 	return render.NewStatus(app, map[string]any{"podName": app.GetName() + "-pod"}, []render.Condition{
-		{Type: render.ConditionSynced, Status: "True", Reason: render.ReasonSynced, Message: "1 child applied"},
-		{Type: render.ConditionReady, Status: "True", Reason: render.ReasonReady, Message: "1 child ready"},
+		{Type: contract.ConditionSynced, Status: "True", Reason: contract.ReasonSynced, Message: "1 child applied"},
+		{Type: contract.ConditionReady, Status: "True", Reason: contract.ReasonReady, Message: "1 child ready"},
 	}, &now)
 }
 
 // handwrittenPod is the hand-written controller's Pod of app.
 func handwrittenPod(app *unstructured.Unstructured) *corev1.Pod {
-	return benchPod(app, map[string]string{"app": app.GetName(), render.LabelManagedBy: "myapp-handwritten"}, nil)
+	return benchPod(app, map[string]string{"app": app.GetName(), contract.LabelManagedBy: "myapp-handwritten"}, nil)
 }
 
 // asUnstructured is pod as the dynamic client sends it.

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/ledger"
 )
 
@@ -127,7 +128,7 @@ func waitLedger(t *testing.T, ns, policy, resources string) {
 		if err != nil {
 			return err
 		}
-		if got := lease.Annotations[ledger.AnnotationChildResources]; got != resources {
+		if got := lease.Annotations[contract.AnnotationChildResources]; got != resources {
 			return fmt.Errorf("ledger %q", got)
 		}
 		return nil

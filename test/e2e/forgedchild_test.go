@@ -17,8 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // targetAnnotation names the namespace the widgets of these tests write their far child into.
@@ -96,7 +96,7 @@ spec:
 		// what a policy named "true" (which no longer loads) could leave there: a child, labelled as a policy
 		planted := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "left-behind", Namespace: policyNS, Labels: map[string]string{
-				render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: "true", render.LabelChildID: "plant",
+				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "true", contract.LabelChildID: "plant",
 			}},
 			Data: map[string]string{"policy.yaml": plantedPolicy("planted", "e2e.metacel.dev/v1", "blobs")},
 		}
@@ -106,7 +106,7 @@ spec:
 		// a policy put there after it: once it runs, the policy ConfigMaps the runtime saw with it
 		// (its watch delivers them in order) have loaded too
 		control := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "control", Namespace: policyNS, Labels: map[string]string{render.LabelPolicy: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "control", Namespace: policyNS, Labels: map[string]string{contract.LabelChildPolicy: "true"}},
 			Data:       map[string]string{"policy.yaml": plantedPolicy("control", "demo.rtfm.co.ua/v1", "myapps")},
 		}
 		if _, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Create(t.Context(), control, metav1.CreateOptions{}); err != nil {
@@ -174,10 +174,10 @@ spec:
 		forgedIn  string // the forged object's namespace
 		reason    string // of the event that says it is ignored
 	}{
-		{"a parent with children in its namespace only, forged out of its reach", "", false, attackerNS, controllerReasonChildOutOfReach},
-		{"a parent with a child in another namespace, which it may reach, forged out of its reach", farNS, true, attackerNS, controllerReasonChildOutOfReach},
-		{"a parent with children in its namespace only, forged in its reach", "", false, farNS, controllerReasonChildNotRecorded},
-		{"a parent with a child in another namespace, forged beside it", farNS, true, farNS, controllerReasonChildNotRecorded},
+		{"a parent with children in its namespace only, forged out of its reach", "", false, attackerNS, contract.ReasonChildOutOfReach},
+		{"a parent with a child in another namespace, which it may reach, forged out of its reach", farNS, true, attackerNS, contract.ReasonChildOutOfReach},
+		{"a parent with children in its namespace only, forged in its reach", "", false, farNS, contract.ReasonChildNotRecorded},
+		{"a parent with a child in another namespace, forged beside it", farNS, true, farNS, contract.ReasonChildNotRecorded},
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,7 +198,7 @@ spec:
 				}
 				return nil
 			})
-			if got := slices.Contains(victim.GetFinalizers(), render.Finalizer); got != tc.finalizer {
+			if got := slices.Contains(victim.GetFinalizers(), contract.Finalizer); got != tc.finalizer {
 				t.Errorf("the victim's parent carries the cleanup finalizer: %v, want %v (finalizers %v)", got, tc.finalizer, victim.GetFinalizers())
 			}
 
@@ -211,25 +211,18 @@ spec:
 			switch {
 			case err != nil:
 				t.Errorf("the forged object: %v, want it left alone", err)
-			case left.GetDeletionTimestamp() != nil || left.GetLabels()[render.LabelParentUID] != string(victim.GetUID()):
+			case left.GetDeletionTimestamp() != nil || left.GetLabels()[contract.LabelParentUID] != string(victim.GetUID()):
 				t.Errorf("the forged object was deleted or released: deletionTimestamp %v, labels %v", left.GetDeletionTimestamp(), left.GetLabels())
 			}
 			// the victim's syncs saw it, and said so
 			note := waitEvent(t, victimNS, name, tc.reason)
-			why := map[string]string{controllerReasonChildOutOfReach: "where this Widget's children may not be", controllerReasonChildNotRecorded: "metacel did not write it for this Widget"}[tc.reason]
+			why := map[string]string{contract.ReasonChildOutOfReach: "where this Widget's children may not be", contract.ReasonChildNotRecorded: "metacel did not write it for this Widget"}[tc.reason]
 			if !strings.Contains(note, `ConfigMap `+tc.forgedIn+`/`+forged) || !strings.Contains(note, why) {
 				t.Errorf("event %q does not name the forged object and why it is ignored", note)
 			}
 		})
 	}
 }
-
-// controllerReasonChildOutOfReach is controller.ReasonChildOutOfReach, and
-// controllerReasonChildNotRecorded controller.ReasonChildNotRecorded.
-const (
-	controllerReasonChildOutOfReach  = "ChildOutOfReach"
-	controllerReasonChildNotRecorded = "ChildNotRecorded"
-)
 
 // forgeChild applies, as any client may, with metacel's field manager, a ConfigMap in ns that
 // carries a parent's labels and a finalizer of its own (removed when the test ends), and returns
@@ -241,8 +234,8 @@ func forgeChild(t *testing.T, ns, name string, parent *unstructured.Unstructured
 		"metadata": map[string]any{
 			"name": name, "namespace": ns, "finalizers": []any{"example.com/keep"},
 			"labels": map[string]any{
-				render.LabelManagedBy: render.ManagedByValue, render.LabelPolicy: "guarded",
-				render.LabelParentUID: string(parent.GetUID()), render.LabelChildID: "config",
+				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "guarded",
+				contract.LabelParentUID: string(parent.GetUID()), contract.LabelChildID: "config",
 			},
 		},
 		"data": map[string]any{"color": "forged"},

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
@@ -74,7 +75,7 @@ func TestAForgedRolloutRecordDoesNothingButReport(t *testing.T) {
 			if err := inState(policystatus.Running, "rollout record")(cm); err != nil {
 				return err
 			}
-			if got := cm.Labels[policystatus.LabelVersion]; got != policystatus.ShortVersion(v2.Stable) {
+			if got := cm.Labels[contract.LabelPolicyVersion]; got != policystatus.ShortVersion(v2.Stable) {
 				return fmt.Errorf("version %q, want v2's %q", got, policystatus.ShortVersion(v2.Stable))
 			}
 			return nil

@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/yaml"
 
-	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -88,7 +88,7 @@ func TestOnePolicyApplyIsOneOperator(t *testing.T) {
 	expectEqual(t, "child data", str(child, "data", "color"), "red")
 	waitFor(t, gizmos, parentNS, "a", wait, hasCondition("Ready", "True", "", ""))
 	crd := waitFor(t, crdsGVR, "", crdName, wait, established)
-	expectEqual(t, "installed-by label", crd.GetLabels()[crdinstall.InstalledByLabel], "gizmo-"+group[:8])
+	expectEqual(t, "installed-by label", crd.GetLabels()[contract.LabelInstalledBy], "gizmo-"+group[:8])
 	if !slices.ContainsFunc(crd.GetManagedFields(), func(m metav1.ManagedFieldsEntry) bool {
 		return m.Manager == "metacel" && m.Operation == metav1.ManagedFieldsOperationApply
 	}) {
@@ -113,7 +113,7 @@ func TestOnePolicyApplyIsOneOperator(t *testing.T) {
 		applyConfigMap(t, installPolicyConfigMap("policy-gizmo", policyNS, v3))
 		note := waitEventHolding(t, policyNS, "policy-gizmo", "PolicyInvalid", parentNS+"/a")
 		t.Logf("PolicyInvalid: %s", note)
-		for _, want := range []string{"spec.color", "would be removed", crdinstall.AllowBreakingAnnotation} {
+		for _, want := range []string{"spec.color", "would be removed", contract.AnnotationAllowBreakingSchemaChange} {
 			if !strings.Contains(note, want) {
 				t.Errorf("PolicyInvalid %q lacks %q", note, want)
 			}
@@ -125,7 +125,7 @@ func TestOnePolicyApplyIsOneOperator(t *testing.T) {
 	})
 
 	t.Run("with the policy's opt-in, a breaking change goes through", func(t *testing.T) {
-		v4 := gizmoPolicy(group, "  annotations: {"+crdinstall.AllowBreakingAnnotation+`: "true"}`+"\n",
+		v4 := gizmoPolicy(group, "  annotations: {"+contract.AnnotationAllowBreakingSchemaChange+`: "true"}`+"\n",
 			[]string{"shape: {type: string, default: round}"}, []string{`shape: "${parent.spec.shape}"`})
 		applyConfigMap(t, installPolicyConfigMap("policy-gizmo", policyNS, v4))
 		waitFor(t, crdsGVR, "", crdName, wait, declares("color", false))
@@ -160,7 +160,7 @@ func TestOnePolicyApplyIsOneOperator(t *testing.T) {
 			t.Fatal(err)
 		}
 		expectEqual(t, "the CRD's generation", now.GetGeneration(), made.GetGeneration())
-		if _, ok := now.GetLabels()[crdinstall.InstalledByLabel]; ok {
+		if _, ok := now.GetLabels()[contract.LabelInstalledBy]; ok {
 			t.Errorf("the CRD was labelled: %v", now.GetLabels())
 		}
 	})

@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/ledger"
 )
 
@@ -100,7 +101,7 @@ func TestCleanupSurvivesKill9(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if got := lease.Annotations[ledger.AnnotationChildResources]; got != "/v1/configmaps" {
+			if got := lease.Annotations[contract.AnnotationChildResources]; got != "/v1/configmaps" {
 				return fmt.Errorf("ledger %q", got)
 			}
 			return nil

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // TestOrphanChildOutlivesItsParent: a child with deletionPolicy Orphan in the parent's namespace
@@ -36,7 +36,7 @@ func TestOrphanChildOutlivesItsParent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the Orphan child must outlive its parent: %v", err)
 	}
-	if l := cm.GetLabels(); l[render.LabelParentUID] != "" || l[render.LabelManagedBy] != "" {
+	if l := cm.GetLabels(); l[contract.LabelParentUID] != "" || l[contract.LabelManagedBy] != "" {
 		t.Errorf("the released child must lose metacel's labels: %v", l)
 	}
 }

@@ -12,14 +12,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policystatus"
 )
 
 // statusColumns are the labels `kubectl get configmaps -L` shows of a policy's status.
 var statusColumns = []string{
-	policystatus.LabelState, policystatus.LabelVersion, policystatus.LabelParents,
-	policystatus.LabelReady, policystatus.LabelFailing, policystatus.LabelRollout,
+	contract.LabelPolicyState, contract.LabelPolicyVersion, contract.LabelPolicyParents,
+	contract.LabelPolicyReady, contract.LabelPolicyFailing, contract.LabelPolicyRollout,
 }
 
 // kubectlStatus returns the status columns of a policy ConfigMap as kubectl prints them, by
@@ -60,10 +61,10 @@ func waitStatus(t *testing.T, ns, name, what string, check func(cm *corev1.Confi
 // inState checks a policy ConfigMap's state label, and that its last error holds lastError.
 func inState(state policystatus.State, lastError string) func(*corev1.ConfigMap) error {
 	return func(cm *corev1.ConfigMap) error {
-		if got := cm.Labels[policystatus.LabelState]; got != string(state) {
+		if got := cm.Labels[contract.LabelPolicyState]; got != string(state) {
 			return fmt.Errorf("state %q, labels %v", got, cm.Labels)
 		}
-		if got := cm.Annotations[policystatus.AnnotationLastError]; !strings.Contains(got, lastError) {
+		if got := cm.Annotations[contract.AnnotationPolicyLastError]; !strings.Contains(got, lastError) {
 			return fmt.Errorf("last error %q, want %q in it", got, lastError)
 		}
 		return nil
@@ -109,8 +110,8 @@ func TestPolicyStatusOnItsConfigMap(t *testing.T) {
 		good := waitStatus(t, policyNS, cm.Name, "Running", inState(policystatus.Running, ""))
 		applyConfigMap(t, withPolicy(cm, func(p string) string { return strings.Replace(p, "parent.spec.image", "parent.spec.imag", 1) }))
 		bad := waitStatus(t, policyNS, cm.Name, "Invalid", inState(policystatus.Invalid, "imag"))
-		expectEqual(t, "the version of the version that runs on", bad.Labels[policystatus.LabelVersion], good.Labels[policystatus.LabelVersion])
-		expectEqual(t, "parents still counted", bad.Labels[policystatus.LabelParents], "3")
+		expectEqual(t, "the version of the version that runs on", bad.Labels[contract.LabelPolicyVersion], good.Labels[contract.LabelPolicyVersion])
+		expectEqual(t, "parents still counted", bad.Labels[contract.LabelPolicyParents], "3")
 		applyConfigMap(t, cm)
 		waitStatus(t, policyNS, cm.Name, "Running again", inState(policystatus.Running, ""))
 	})

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
 )
 
@@ -74,7 +74,7 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 		})
 		defer wg.Wait()
 		defer close(stop)
-		waitFor(t, myAppsGVR, ns, "app-00", 90*time.Second, hasCondition("Synced", "False", controller.ReasonChildKeepsDisappearing, ""))
+		waitFor(t, myAppsGVR, ns, "app-00", 90*time.Second, hasCondition("Synced", "False", contract.ReasonChildKeepsDisappearing, ""))
 	})
 
 	t.Run("removing the policy during a Recreate loses no child", func(t *testing.T) {
@@ -197,7 +197,7 @@ func watchChildKeepsDisappearing(t *testing.T, ns string) *childKeepsDisappearin
 			list, err := cluster.dynamic.Resource(myAppsGVR).Namespace(ns).List(t.Context(), metav1.ListOptions{})
 			if err == nil {
 				for _, app := range list.Items {
-					if c := condition(&app, "Synced"); c != nil && c["reason"] == controller.ReasonChildKeepsDisappearing {
+					if c := condition(&app, "Synced"); c != nil && c["reason"] == contract.ReasonChildKeepsDisappearing {
 						k.mu.Lock()
 						k.parents[app.GetName()] = true
 						k.mu.Unlock()
@@ -207,7 +207,7 @@ func watchChildKeepsDisappearing(t *testing.T, ns string) *childKeepsDisappearin
 			events, err := cluster.kube.EventsV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 			if err == nil {
 				for _, e := range events.Items {
-					if e.Reason == controller.ReasonChildKeepsDisappearing {
+					if e.Reason == contract.ReasonChildKeepsDisappearing {
 						k.mu.Lock()
 						k.parents[e.Regarding.Name] = true
 						k.mu.Unlock()

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
@@ -214,8 +215,8 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 		sawRollingOut := ""
 		eventually(t, time.Duration(deadline)*time.Second+wait, "the rollout rolled back", func() error {
 			if cm, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(t.Context(), base.Name, metav1.GetOptions{}); err == nil &&
-				cm.Labels[policystatus.LabelState] == string(policystatus.RollingOut) {
-				sawRollingOut = cm.Labels[policystatus.LabelRollout]
+				cm.Labels[contract.LabelPolicyState] == string(policystatus.RollingOut) {
+				sawRollingOut = cm.Labels[contract.LabelPolicyRollout]
 			}
 			for name, p := range myAppPods(t, ns) {
 				if p.pending && !first[name] {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 func peer(ns, name string) *unstructured.Unstructured {
@@ -67,7 +67,7 @@ func TestEditsThatRemoveAnObjectFromView(t *testing.T) {
 		waitFor(t, widgetsGVR, ns, "w", wait, hasPeers(1))
 	})
 
-	for _, label := range []string{render.LabelParentUID, render.LabelManagedBy} {
+	for _, label := range []string{contract.LabelParentUID, contract.LabelManagedBy} {
 		t.Run("a child whose label "+label+" is removed gets it back", func(t *testing.T) {
 			patch(t, configMapsGVR, ns, "w-p1", fmt.Sprintf(`{"metadata":{"labels":{%q:null}}}`, label))
 			waitFor(t, configMapsGVR, ns, "w-p1", wait, func(cm *unstructured.Unstructured) error {

@@ -11,7 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // goldWidgetPolicy serves the Widgets labelled tier=gold, with a ConfigMap in the namespace their
@@ -71,7 +71,7 @@ func TestParentLeavingTheSelector(t *testing.T) {
 
 func hasFinalizer(want bool) func(*unstructured.Unstructured) error {
 	return func(obj *unstructured.Unstructured) error {
-		if has := slices.Contains(obj.GetFinalizers(), render.Finalizer); has != want {
+		if has := slices.Contains(obj.GetFinalizers(), contract.Finalizer); has != want {
 			return fmt.Errorf("finalizers %v", obj.GetFinalizers())
 		}
 		return nil

@@ -22,9 +22,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/operator"
-	"metacel.dev/metacel/runtime/shard"
 )
 
 // testSharding keeps the tests short: a replica's slots move 6 s after it stops renewing.
@@ -243,14 +243,14 @@ func TestShardedReplicas(t *testing.T) {
 // shardLeases returns the slots each live replica's Lease says it syncs, by identity.
 func shardLeases(t *testing.T, kube kubernetes.Interface, ns string) map[string]string {
 	t.Helper()
-	list, err := kube.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: shard.LabelMember + "=true"})
+	list, err := kube.CoordinationV1().Leases(ns).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelShardMember + "=true"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
 	for _, l := range list.Items {
 		if l.Spec.RenewTime != nil && time.Since(l.Spec.RenewTime.Time) < 6*time.Second {
-			out[*l.Spec.HolderIdentity] = l.Annotations[shard.AnnotationSlots]
+			out[*l.Spec.HolderIdentity] = l.Annotations[contract.AnnotationShardSlots]
 		}
 	}
 	return out

@@ -19,8 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
-	"metacel.dev/metacel/runtime/render"
 )
 
 // previousVersion is the commit of the runtime that TestUpgradingTheRuntimeReplacesNoChild
@@ -64,15 +64,17 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 	waitFor(t, cmSyncsGVR, ns, "example-sync", wait, hasCondition("Ready", "True", "", ""))
 	old.stop()
 	before := childrenOf(t, ns, dst)
-	if n := countWith(before, func(c *unstructured.Unstructured) bool { return c.GetAnnotations()[render.AnnotationDesiredHash] != "" }); n != len(before) {
-		t.Fatalf("%d of the previous runtime's %d children carry %s: not the runtime this test upgrades from", n, len(before), render.AnnotationDesiredHash)
+	if n := countWith(before, func(c *unstructured.Unstructured) bool {
+		return c.GetAnnotations()[contract.AnnotationDesiredHash] != ""
+	}); n != len(before) {
+		t.Fatalf("%d of the previous runtime's %d children carry %s: not the runtime this test upgrades from", n, len(before), contract.AnnotationDesiredHash)
 	}
 
 	opts := operator.Options{PolicyNamespace: policyNS, BookkeepingPatchesPerSecond: upgradePace}
 	upgraded := startRuntimeWith(t, opts)
 	waitChildren(t, ns, dst, "every child's bookkeeping brought up to date", func(c *unstructured.Unstructured) bool {
 		a := c.GetAnnotations()
-		return a[render.AnnotationContentHash] != "" && a[render.AnnotationDesiredHash] == ""
+		return a[contract.AnnotationContentHash] != "" && a[contract.AnnotationDesiredHash] == ""
 	})
 	settled(t, 5*time.Second, time.Minute, quiet(upgraded, ns, dst))
 	sameChildren(t, before, childrenOf(t, ns, dst))
@@ -89,7 +91,7 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 	editAsALaterRuntime(t, childrenOf(t, ns, dst))
 	again := startRuntimeWith(t, opts)
 	waitChildren(t, ns, dst, "the shard-slot label restored, the later runtime's key left", func(c *unstructured.Unstructured) bool {
-		return c.GetLabels()[render.LabelShardSlot] != "" && c.GetLabels()["metacel.dev/later"] == "kept"
+		return c.GetLabels()[contract.LabelShardSlot] != "" && c.GetLabels()["metacel.dev/later"] == "kept"
 	})
 	settled(t, 5*time.Second, time.Minute, quiet(again, ns, dst))
 	sameChildren(t, before, childrenOf(t, ns, dst))
@@ -160,7 +162,7 @@ func childrenOf(t *testing.T, namespaces ...string) []*unstructured.Unstructured
 	var out []*unstructured.Unstructured
 	for _, ns := range namespaces {
 		for _, gvr := range childResources {
-			list, err := cluster.dynamic.Resource(gvr).Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: render.LabelManagedBy + "=" + render.ManagedByValue})
+			list, err := cluster.dynamic.Resource(gvr).Namespace(ns).List(t.Context(), metav1.ListOptions{LabelSelector: contract.LabelManagedBy + "=" + contract.ManagedByValue})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +269,7 @@ func inNamespaces(path string, namespaces []string) bool {
 // (a key it no longer writes), with a key this one does not know.
 func editAsALaterRuntime(t *testing.T, children []*unstructured.Unstructured) {
 	t.Helper()
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{render.LabelShardSlot: nil, "metacel.dev/later": "kept"}}})
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]any{contract.LabelShardSlot: nil, "metacel.dev/later": "kept"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

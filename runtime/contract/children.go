@@ -1,24 +1,37 @@
-package render
+package contract
 
 import "strings"
 
-// The marks metacel puts on what it manages: its contract with the cluster.
+// The labels metacel writes on every child.
 const (
-	// LabelManagedBy marks every child; its value is ManagedByValue.
+	// LabelManagedBy marks every child with ManagedByValue: the runtime watches children through
+	// it, and it tells people and other tools that metacel manages the object. The runtime's
+	// rollout records, ledger Leases, shard Leases and shard table carry it too.
 	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// ManagedByValue is the value of LabelManagedBy on the objects metacel manages.
 	ManagedByValue = "metacel"
-	// LabelPolicy holds the name of the policy a child belongs to.
-	LabelPolicy = "metacel.dev/policy"
-	// LabelParentUID holds the UID of the child's parent.
+	// LabelChildPolicy holds, on a child, the name of the policy it belongs to.
+	//
+	// Its key is LabelPolicyConfigMap's, which means something else on a ConfigMap: that it holds
+	// policies (value "true"). The policy source tells them apart by LabelManagedBy (a child of a
+	// policy is never read as a policy ConfigMap), and no policy may be named "true". Giving the
+	// child's label a key of its own is a later change: it needs a migration of existing
+	// children, which carry this key.
+	LabelChildPolicy = "metacel.dev/policy"
+	// LabelParentUID holds the UID of the child's parent: children are indexed by it.
 	LabelParentUID = "metacel.dev/parent-uid"
 	// LabelChildID holds the id of the policy's child entry that produced the child.
 	LabelChildID = "metacel.dev/child-id"
-	// LabelShardSlot holds the slot of the parent's UID hash (package shard): replicas that shard
-	// the parents watch each slot's children through it.
+	// LabelShardSlot holds the slot of the parent's UID hash (package hashslot): replicas that
+	// shard the parents watch each slot's children through it.
 	LabelShardSlot = "metacel.dev/shard-slot"
-	// AnnotationDeletionPolicy records on a child its entry's deletionPolicy when it is Orphan, so
-	// that what becomes of the child is read from the child itself, even once its entry, or its
-	// whole resource, is gone from the policy.
+)
+
+// The annotations metacel writes on children, where they apply.
+const (
+	// AnnotationDeletionPolicy records on a child its entry's deletionPolicy when it is Orphan,
+	// so that what becomes of the child is read from the child itself, even once its entry, or
+	// its whole resource, is gone from the policy.
 	AnnotationDeletionPolicy = "metacel.dev/deletion-policy"
 	// AnnotationContentHash holds a hash of the child's content: the object as the policy
 	// rendered it, before metacel added its bookkeeping (its labels and annotations, the parent's
@@ -30,23 +43,16 @@ const (
 	AnnotationContentHash = "metacel.dev/content-hash"
 	// AnnotationDesiredHash is retired: runtimes before the content hash wrote it, a hash of the
 	// whole child as rendered, bookkeeping included. A child that still carries it is compared
-	// with what such a runtime would have rendered (LegacyHeld), and loses it in the patch that
-	// brings its bookkeeping up to date.
+	// with what such a runtime would have rendered (render.LegacyHeld), and loses it in the patch
+	// that brings its bookkeeping up to date.
 	AnnotationDesiredHash = "metacel.dev/desired-hash"
-	// AnnotationChildren lists, on a parent, the UIDs of its children that garbage collection
-	// does not remove with it (no ownerReference to it: cross-namespace, cluster-scoped and
-	// Orphan ones), comma-separated: the children metacel wrote for it (ChildRecord).
-	AnnotationChildren = "metacel.dev/children"
-	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
-	// cluster-scoped), so that they are removed when the parent is deleted.
-	Finalizer = "metacel.dev/cleanup"
 )
 
 // ChildLabels and ChildAnnotations are the keys this runtime writes on children for itself (its
 // bookkeeping): the labels on every child, the annotations where they apply (the deletion policy
 // of an Orphan child, the content hash of a rendered one).
 var (
-	ChildLabels      = []string{LabelManagedBy, LabelPolicy, LabelParentUID, LabelChildID, LabelShardSlot}
+	ChildLabels      = []string{LabelManagedBy, LabelChildPolicy, LabelParentUID, LabelChildID, LabelShardSlot}
 	ChildAnnotations = []string{AnnotationDeletionPolicy, AnnotationContentHash}
 )
 
@@ -70,17 +76,3 @@ func IsBookkeepingAnnotation(key string) bool { return strings.HasPrefix(key, re
 
 // reservedPrefix is the prefix of metacel's own labels and annotations.
 const reservedPrefix = "metacel.dev/"
-
-// Condition types and reasons written on parents.
-const (
-	ConditionSynced = "Synced"
-	ConditionReady  = "Ready"
-
-	ReasonSynced           = "Synced"
-	ReasonReady            = "ChildrenReady"
-	ReasonNotReady         = "ChildrenNotReady"
-	ReasonReadyWhenFailed  = "ReadyWhenFailed" // a child's readyWhen failed to evaluate: Ready only
-	ReasonValidationFailed = "ValidationFailed"
-	ReasonEvaluationError  = "EvaluationError"
-	ReasonInvalidChild     = "InvalidChild"
-)
