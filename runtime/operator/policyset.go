@@ -313,7 +313,7 @@ func (s *policySet) load(st *unitState) {
 // while its last good version keeps running. A unit whose running version's CRD was written
 // anew (it was deleted) compiles, and waits as any policy whose resources are not served.
 func (s *policySet) installParentCRDsOf(st *unitState) bool {
-	res := s.installParentCRDs(st)
+	res := s.installer.installParentCRDs(s.ctx, st.unit)
 	if res.err != nil {
 		st.failed, st.crds = true, crdsNamed(st.unit)
 		st.installFailures++
@@ -733,6 +733,14 @@ func (s *policySet) ready() bool {
 		}
 	}
 	return true
+}
+
+// runs reports whether a policy of that name runs (for the CRD installer).
+func (s *policySet) runs(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.running[name]
+	return ok
 }
 
 // Running returns the names of the running policies and their generations.
