@@ -28,9 +28,15 @@ import (
 	"metacel.dev/metacel/runtime/source"
 )
 
-// policySet keeps the running controllers in line with the policies the sources hold. It is
-// driven by one goroutine (update and retry are never concurrent); only ready and Running are
-// called from others.
+// policySet keeps the running controllers in line with the policies the sources hold: it loads
+// the sources' units, picks the policies to run (one per name and parent resource), and starts,
+// swaps, hands over and stops their controllers; it reports their state. What is not the set is
+// apart: the rollout driver (rolloutDriver, rollout.go) moves a policy that declares spec.rollout
+// to a new version step by step, and the CRD installer (crdInstaller, crdinstall.go) installs the
+// parents' CRDs. It is driven by one goroutine (update and retry are never concurrent); only
+// ready and Running are called from others, and setSlots and shardReport from the shard
+// coordinator's. mu guards running and removing, which goroutines of their own change too (a
+// rollout's driver, a removed policy's last Recreates).
 type policySet struct {
 	ctx      context.Context
 	deps     controller.Deps
@@ -39,8 +45,8 @@ type policySet struct {
 	workers  int
 	recorder events.EventRecorder
 	metrics  *policyMetrics
-	// records keep the policies' versions and rollouts in the API server (nil: in memory only)
-	records *rollout.Store
+	// rollouts drives the rollouts of the policies that declare spec.rollout (rollout.go)
+	rollouts *rolloutDriver
 	// memos keep what the controllers knew of their converged parents across restarts (nil: off)
 	memos *memo.Store
 	clock clock.WithTicker
@@ -161,7 +167,7 @@ func (r *running) isSynced() bool {
 }
 
 func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), workers int, recorder events.EventRecorder, reg prometheus.Registerer) *policySet {
-	return &policySet{
+	s := &policySet{
 		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, workers: workers, recorder: recorder,
 		metrics:   newPolicyMetrics(reg),
 		clock:     clock.RealClock{},
@@ -170,6 +176,11 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 		running:   map[string]*running{},
 		removing:  map[string]*running{},
 	}
+	s.rollouts = &rolloutDriver{
+		ctx: ctx, clock: s.clock, mapper: s.mapper, mu: &s.mu, running: s.running, set: s,
+		shards: func() *shards { return s.shards }, metrics: s.metrics,
+	}
+	return s
 }
 
 // update takes a source's new snapshot and reconciles.
@@ -495,7 +506,7 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 
 // runLocked starts a policy's controller, or swaps the running one when the policy changed (or
 // restart asks for it). A policy that rolls out its new versions step by step is started as its
-// rollout record says (rollout.go). The new controller takes its informers before the old one
+// rollout record says (the rollout driver, rollout.go). The new controller takes its informers before the old one
 // lets go of them, so shared informers keep running (no re-list); the new one then re-syncs its
 // parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
@@ -504,8 +515,8 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		s.startOverRemovedLocked(p, st)
 		return
 	}
-	old = s.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
-	if s.runRolloutLocked(p, st, old, restart) {
+	old = s.rollouts.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
+	if s.rollouts.runRolloutLocked(p, st, old, restart) {
 		return
 	}
 	if sameCompiled(old.policy, p) && !restart {
@@ -513,7 +524,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		return
 	}
 	if r := s.startLocked(p, st.unit, old, nil); r != nil {
-		s.recordStableLocked(r)
+		s.rollouts.recordStableLocked(r)
 	}
 }
 
@@ -526,7 +537,7 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 		s.stopRemoved(p.Name(), removed)
 		removed = nil
 	}
-	if removed == nil && s.runRolloutLocked(p, st, nil, false) {
+	if removed == nil && s.rollouts.runRolloutLocked(p, st, nil, false) {
 		return
 	}
 	r := s.startLocked(p, st.unit, removed, nil)
@@ -536,7 +547,7 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 		}
 		return
 	}
-	s.recordStableLocked(r)
+	s.rollouts.recordStableLocked(r)
 }
 
 // startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
