@@ -34,9 +34,9 @@ import (
 // apart: the rollout driver (rolloutDriver, rollout.go) moves a policy that declares spec.rollout
 // to a new version step by step, and the CRD installer (crdInstaller, crdinstall.go) installs the
 // parents' CRDs. It is driven by one goroutine (update and retry are never concurrent); only
-// ready and Running are called from others, and setSlots and shardReport from the shard
-// coordinator's. mu guards running and removing, which goroutines of their own change too (a
-// rollout's driver, a removed policy's last Recreates).
+// ready and Running are called from others, and setSlots from the shard coordinator's. mu guards
+// running and removing, which goroutines of their own change too (a rollout's driver, a removed
+// policy's last Recreates).
 type policySet struct {
 	ctx      context.Context
 	deps     controller.Deps
@@ -156,6 +156,18 @@ func (r *running) takePredecessor() *running {
 	return p
 }
 
+// handOver returns the controller that keeps syncing until a replacement of r has synced its
+// caches: r itself, or, when r never synced (it was replaced again at once), the one it was
+// waiting to replace; r is then stopped now.
+func (r *running) handOver() *running {
+	if r.isSynced() {
+		return r
+	}
+	r.cancel()
+	<-r.done
+	return r.takePredecessor() // nil if r synced meanwhile, and stopped it
+}
+
 // isSynced reports whether the controller's caches have synced.
 func (r *running) isSynced() bool {
 	select {
@@ -177,7 +189,7 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 		removing:  map[string]*running{},
 	}
 	s.rollouts = &rolloutDriver{
-		ctx: ctx, clock: s.clock, mapper: s.mapper, mu: &s.mu, running: s.running, set: s,
+		ctx: ctx, clock: s.clock, mapper: s.mapper, recorder: recorder, mu: &s.mu, running: s.running, set: s,
 		shards: func() *shards { return s.shards }, metrics: s.metrics,
 	}
 	return s
@@ -391,7 +403,7 @@ func (s *policySet) report(st *unitState, reason, msg string, log func(logger kl
 	}
 	st.reported = reason + ": " + msg
 	log(klog.FromContext(s.ctx).WithValues("source", st.unit.Name), msg)
-	s.event(st.unit, "Warning", reason, msg)
+	unitEvent(s.recorder, st.unit, "Warning", reason, msg)
 }
 
 func anyMissing(ps []*policy.Compiled) bool {
@@ -492,7 +504,7 @@ func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, report
 	}
 	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)
 	s.metrics.loadError(st.unit.Name, []string{p.Name()})
-	s.event(st.unit, "Warning", "PolicyConflict", msg)
+	unitEvent(s.recorder, st.unit, "Warning", "PolicyConflict", msg)
 }
 
 func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
@@ -564,7 +576,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 	}
 	var predecessor *running
 	if old != nil {
-		predecessor = s.handOver(old)
+		predecessor = old.handOver()
 	}
 	r := s.goRun(p, ctrl, unit, predecessor, notSynced)
 	if old != nil {
@@ -577,7 +589,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 		verb = "reloaded"
 	}
 	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", unit.Name, "generation", r.generation)
-	s.event(unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
+	unitEvent(s.recorder, unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
 	return r
 }
 
@@ -589,7 +601,7 @@ func (s *policySet) newController(p *policy.Compiled, unit source.Unit, replaces
 	opts := controller.Options{Replaces: replaces, Share: share, Version: policystatus.ShortVersion(rollout.Version(p)),
 		OnNotSynced: func(msg string) {
 			notSynced.Store(&msg)
-			s.event(unit, "Warning", "PolicyNotSynced", msg)
+			unitEvent(s.recorder, unit, "Warning", "PolicyNotSynced", msg)
 		}}
 	if s.shards != nil {
 		opts.Sharded, opts.ServerSideShards = true, s.shards.serverSide
@@ -620,24 +632,12 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		if s.shards != nil {
 			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them
 		}
-		s.recallMemo(ctx, ctrl) // while the informers list
+		recallMemo(ctx, s.memos, ctrl) // while the informers list
 		if err := ctrl.Run(ctx, s.workers, started); err != nil {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
 		}
 	}()
 	return r
-}
-
-// handOver returns the controller that keeps syncing until a replacement of old has synced its
-// caches: old itself, or, when old never synced (it was replaced again at once), the one it was
-// waiting to replace; old is then stopped now.
-func (s *policySet) handOver(old *running) *running {
-	if old.isSynced() {
-		return old
-	}
-	old.cancel()
-	<-old.done
-	return old.takePredecessor() // nil if old synced meanwhile, and stopped it
 }
 
 // recreateGrace bounds how long a removed policy's controller lets its Recreates under way
@@ -695,20 +695,20 @@ func (s *policySet) stopAll() {
 	defer s.mu.Unlock()
 	for name, r := range s.running {
 		s.stopLocked(name, r)
-		s.saveMemo(r.ctrl)
+		saveMemo(s.ctx, s.memos, r.ctrl)
 	}
 	for name := range s.removing {
 		s.takeRemoving(name).stop()
 	}
 }
 
-// recallMemo gives a controller about to run the memo its policy's controller saved when it
-// last stopped, if it may use one.
-func (s *policySet) recallMemo(ctx context.Context, ctrl *controller.Controller) {
-	if s.memos == nil || !ctrl.Memoizable() {
+// recallMemo gives a controller about to run the memo its policy's controller saved in memos
+// (nil: none) when it last stopped, if it may use one.
+func recallMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
+	if memos == nil || !ctrl.Memoizable() {
 		return
 	}
-	entries, err := s.memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
+	entries, err := memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Every parent is synced in full: the memo cannot be read", "policy", ctrl.Name())
 		return
@@ -716,14 +716,15 @@ func (s *policySet) recallMemo(ctx context.Context, ctrl *controller.Controller)
 	ctrl.Recall(entries)
 }
 
-// saveMemo saves what a stopped controller knew of its converged parents, for the next start.
-func (s *policySet) saveMemo(ctrl *controller.Controller) {
-	if s.memos == nil || !ctrl.Memoizable() {
+// saveMemo saves in memos (nil: none) what a stopped controller knew of its converged parents,
+// for the next start; it writes even once ctx is done (the runtime stops), within memoSaveTimeout.
+func saveMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
+	if memos == nil || !ctrl.Memoizable() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), memoSaveTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoSaveTimeout)
 	defer cancel()
-	if err := s.memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
+	if err := memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
 		klog.FromContext(ctx).Error(err, "The next start syncs every parent in full: the memo cannot be written", "policy", ctrl.Name())
 	}
 }
@@ -771,15 +772,16 @@ func sameCompiled(a, b *policy.Compiled) bool {
 	return reflect.DeepEqual(a.Policy, b.Policy) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
 }
 
-// event records an event on the ConfigMap a unit comes from; units from files have none.
-func (s *policySet) event(u source.Unit, typ, reason, note string) {
-	if u.ConfigMap == nil || s.recorder == nil {
+// unitEvent records an event with recorder (nil: none) on the ConfigMap a unit comes from; units
+// from files have none.
+func unitEvent(recorder events.EventRecorder, u source.Unit, typ, reason, note string) {
+	if u.ConfigMap == nil || recorder == nil {
 		return
 	}
 	if len(note) > 1000 {
 		note = note[:1000] + "..."
 	}
-	s.recorder.Eventf(u.ConfigMap, nil, typ, reason, "Load", "%s", note)
+	recorder.Eventf(u.ConfigMap, nil, typ, reason, "Load", "%s", note)
 }
 
 func names(ps []*policy.Compiled) []string {

@@ -227,16 +227,15 @@ func stopped(r *running) bool {
 }
 
 func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
-	s := &policySet{}
 	v1 := fakeRunning(true)
 	v2 := fakeRunning(false)
-	v2.predecessor = s.handOver(v1)
+	v2.predecessor = v1.handOver()
 	if v2.predecessor != v1 || stopped(v1) {
 		t.Fatal("v1 must keep running while v2's caches sync")
 	}
 	// v3 replaces v2 before v2 synced: v2 stops now, v1 still runs, until v3 has synced
 	v3 := fakeRunning(false)
-	v3.predecessor = s.handOver(v2)
+	v3.predecessor = v2.handOver()
 	if !stopped(v2) || stopped(v1) || v3.predecessor != v1 {
 		t.Fatalf("v2 stopped %v (want true), v1 stopped %v (want false), v3 replaces v1: %v", stopped(v2), stopped(v1), v3.predecessor == v1)
 	}

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -53,6 +54,8 @@ type rolloutDriver struct {
 	mapper kinds.Mapper
 	// records keep the policies' versions and rollouts in the API server (nil: in memory only)
 	records *rollout.Store
+	// recorder records the rollouts' events on the policies' ConfigMaps (nil: none)
+	recorder events.EventRecorder
 	// mu is the policy set's lock (policySet.mu), and running its running versions by policy name,
 	// which mu guards: the version a rollout completes to takes its stable version's place
 	mu      *sync.Mutex
@@ -68,14 +71,12 @@ type rolloutDriver struct {
 
 // versionRunner is what the rollout driver asks of the policy set (policySet) to run a policy's
 // versions: to start a version as the policy's running one, or stop it (with the set's lock
-// held), to run a version's controller beside the running one on some of the parents, and to
-// record an event on the ConfigMap of the unit a version comes from.
+// held), and to run a version's controller beside the running one, on some of the parents.
 type versionRunner interface {
 	startLocked(p *policy.Compiled, unit source.Unit, old *running, share func(types.UID) bool) *running
 	stopLocked(name string, r *running)
 	newController(p *policy.Compiled, unit source.Unit, replaces *policy.Compiled, share func(types.UID) bool) (*controller.Controller, *atomic.Pointer[string])
 	goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit, predecessor *running, notSynced *atomic.Pointer[string]) *running
-	event(u source.Unit, typ, reason, note string)
 }
 
 // rolloutRun is a new version of a policy rolling out beside its running version.
@@ -412,6 +413,6 @@ func (d *rolloutDriver) rolloutEventOf(r *running, typ, reason, note string) {
 
 func (d *rolloutDriver) rolloutEvent(unit source.Unit, typ, reason, note string) {
 	if d.shards().drives() {
-		d.set.event(unit, typ, reason, note)
+		unitEvent(d.recorder, unit, typ, reason, note)
 	}
 }
