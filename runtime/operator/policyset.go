@@ -518,9 +518,9 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 
 // runLocked starts a policy's controller, or swaps the running one when the policy changed (or
 // restart asks for it). A policy that rolls out its new versions step by step is started as its
-// rollout record says (the rollout driver, rollout.go). The new controller takes its informers before the old one
-// lets go of them, so shared informers keep running (no re-list); the new one then re-syncs its
-// parents (every parent is an event to it).
+// rollout record says (the rollout driver, rollout.go). The new controller takes its informers
+// before the old one lets go of them, so shared informers keep running (no re-list); the new one
+// then re-syncs its parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	old := s.running[p.Name()]
 	if old == nil {

@@ -249,3 +249,26 @@ func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
 		t.Error("v3 must stop")
 	}
 }
+
+// The rollout driver acts on the set's own running versions under the set's own lock, and sees
+// the shards the set is given after it is made (startSharding): only the replica that drives the
+// rollouts writes their records.
+func TestTheRolloutDriverActsOnTheSetsVersions(t *testing.T) {
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
+	d := s.rollouts
+	if d.mu != &s.mu {
+		t.Error("the driver must take the set's lock")
+	}
+	r := fakeRunning(true)
+	d.running["p"] = r
+	if s.running["p"] != r {
+		t.Error("the driver must see and change the set's running versions")
+	}
+	if d.shards() != nil {
+		t.Error("no sharding: the driver must see none")
+	}
+	s.shards = &shards{}
+	if d.shards() != s.shards {
+		t.Error("the driver must see the shards the set is given after it is made")
+	}
+}
