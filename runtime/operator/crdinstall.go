@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -18,16 +19,26 @@ import (
 	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
 )
 
 // crdInstaller installs the parents' CRDs of the policies that ask for it
 // (spec.parentSchema.install), as package crdinstall decides: it reads as the runtime and writes
-// as the policy.
+// as the policy. It is a type of its own, apart from the policy set, because installing a CRD is
+// a conversation with the API server about one document (the CRD there, the parents it stores,
+// the identity that may write it) that knows nothing of the set but which policies run; the set
+// decides what a unit does with the result (policySet.installParentCRDsOf) and when to try again
+// (policySet.retryInstalls).
 type crdInstaller struct {
-	// client lists the stored parents, as the runtime (the CRD is read with the runtime's writer)
+	// client lists the stored parents, as the runtime
 	client dynamic.Interface
+	// runtime reads the CRDs, as the runtime (the runtime's writer)
+	runtime *apply.Writer
 	// writer is the writer of a policy acting as its ServiceAccount, an error when it may not
 	writer func(policy, serviceAccount string) (*apply.Writer, error)
+	// runs reports whether a policy of that name runs (policySet.runs): a CRD installed for a
+	// policy that runs is that policy's (crdinstall.Decide)
+	runs func(policy string) bool
 }
 
 // maxNamedBreaks bounds the parents a refused change names.
@@ -49,12 +60,13 @@ type installResult struct {
 }
 
 // installParentCRDs makes the CRDs of the unit's installing policies what their parentSchema
-// declares. Documents that do not parse or validate are left to compile, which reports them.
-func (s *policySet) installParentCRDs(st *unitState) installResult {
-	if s.installer == nil || st.unit.Problem != "" {
+// declares; a nil installer installs none. Documents that do not parse or validate are left to
+// compile, which reports them.
+func (in *crdInstaller) installParentCRDs(ctx context.Context, u source.Unit) installResult {
+	if in == nil || u.Problem != "" {
 		return installResult{}
 	}
-	docs, err := policy.Parse(st.unit.Name, st.unit.Data)
+	docs, err := policy.Parse(u.Name, u.Data)
 	if err != nil {
 		return installResult{}
 	}
@@ -69,7 +81,7 @@ func (s *policySet) installParentCRDs(st *unitState) installResult {
 		if err != nil {
 			continue
 		}
-		wrote, err := s.installParentCRD(doc, crd)
+		wrote, err := in.installParentCRD(ctx, doc, crd)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("policy %q: spec.parentSchema.install: %w", doc.Policy.Metadata.Name, err))
 		}
@@ -83,17 +95,17 @@ func (s *policySet) installParentCRDs(st *unitState) installResult {
 
 // installParentCRD creates or updates one policy's CRD when crdinstall says so; it reports whether
 // it wrote it.
-func (s *policySet) installParentCRD(doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
 	name := doc.Policy.Metadata.Name
 	desired, err := crdinstall.Desired(crd, name)
 	if err != nil {
 		return false, err
 	}
-	existing, err := s.observedCRD(crd.Name)
+	existing, err := in.observedCRD(ctx, crd.Name)
 	if err != nil {
 		return false, err
 	}
-	decision := crdinstall.Decide(existing, desired, func(other string) bool { return s.runs(other) })
+	decision := crdinstall.Decide(existing, desired, in.runs)
 	switch decision.Action {
 	case crdinstall.Leave:
 		return false, nil
@@ -101,25 +113,25 @@ func (s *policySet) installParentCRD(doc *policy.Document, crd *apiextensionsv1.
 		return false, errors.New(decision.Why)
 	case crdinstall.Update:
 		if doc.Policy.Metadata.Annotations[contract.AnnotationAllowBreakingSchemaChange] != "true" {
-			if err := s.checkStoredParents(existing, crd); err != nil {
+			if err := in.checkStoredParents(ctx, existing, crd); err != nil {
 				return false, err
 			}
 		}
 	}
-	w, err := s.installer.writer(name, doc.Policy.Spec.ServiceAccountName)
+	w, err := in.writer(name, doc.Policy.Spec.ServiceAccountName)
 	if err != nil {
 		return false, err
 	}
-	if _, err := w.Apply(s.ctx, crdGVR, desired); err != nil {
+	if _, err := w.Apply(ctx, crdGVR, desired); err != nil {
 		return false, fmt.Errorf("%s the CRD %q: %w", strings.ToLower(string(decision.Action)), crd.Name, err)
 	}
-	klog.FromContext(s.ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
+	klog.FromContext(ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
 	return true, nil
 }
 
 // observedCRD reads a CRD from the API server; nil when there is none.
-func (s *policySet) observedCRD(name string) (*unstructured.Unstructured, error) {
-	obj, err := s.deps.Writer.Get(s.ctx, crdGVR, "", name)
+func (in *crdInstaller) observedCRD(ctx context.Context, name string) (*unstructured.Unstructured, error) {
+	obj, err := in.runtime.Get(ctx, crdGVR, "", name)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil
@@ -130,12 +142,12 @@ func (s *policySet) observedCRD(name string) (*unstructured.Unstructured, error)
 }
 
 // checkStoredParents refuses a new CRD that a stored parent would not survive, naming them.
-func (s *policySet) checkStoredParents(existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) error {
+func (in *crdInstaller) checkStoredParents(ctx context.Context, existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) error {
 	gvr, ok := servedVersion(existing, crd)
 	if !ok {
 		return nil // nothing is served: nothing is stored
 	}
-	parents, err := s.listParents(gvr)
+	parents, err := in.listParents(ctx, gvr)
 	if err != nil {
 		return fmt.Errorf("list the stored parents (%s) to check the change: %w", resourceName(gvr), err)
 	}
@@ -168,21 +180,13 @@ func servedVersion(existing *unstructured.Unstructured, crd *apiextensionsv1.Cus
 }
 
 // listParents lists a resource's objects in every namespace, a page at a time (plan.List).
-func (s *policySet) listParents(gvr schema.GroupVersionResource) ([]map[string]any, error) {
-	items, err := plan.List(s.ctx, s.installer.client, gvr, "", "")
+func (in *crdInstaller) listParents(ctx context.Context, gvr schema.GroupVersionResource) ([]map[string]any, error) {
+	items, err := plan.List(ctx, in.client, gvr, "", "")
 	out := make([]map[string]any, len(items))
 	for i, u := range items {
 		out[i] = u.Object
 	}
 	return out, err
-}
-
-// runs reports whether a policy of that name runs.
-func (s *policySet) runs(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.running[name]
-	return ok
 }
 
 // installRetryAfter is the wait before the next attempt after n failed ones in a row.

@@ -15,10 +15,12 @@
 // (crds.go): its informers are retired, so that the policies using it, compiled again against the
 // new schema, restart on caches listed with it.
 //
-// A policy that declares spec.rollout is not swapped at once (rollout.go): its new version runs
-// beside the previous one, each controller on its share of the parents, and a driver moves the
-// shares step by step, or back, as package rollout decides from the moved parents' health; the
-// rollout record in the API server lets a restarted runtime go on where it was. Every second the
+// A policy that declares spec.rollout is not swapped at once: its new version runs beside the
+// previous one, each controller on its share of the parents, and the rollout driver
+// (rolloutDriver, rollout.go) moves the shares step by step, or back, as package rollout decides
+// from the moved parents' health; the rollout record in the API server lets a restarted runtime go
+// on where it was. A policy that installs its parent's CRD (spec.parentSchema.install) has it
+// installed by the CRD installer (crdInstaller, crdinstall.go) before it compiles. Every second the
 // policy set tells package policystatus each policy's state, which the leader writes as labels of
 // the policy's ConfigMap (status.go). When the runtime stops, each controller's memory of its
 // converged parents is saved as a memo (package memo), and a controller starting recalls it: a

@@ -219,8 +219,8 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids
-	set.installer = &crdInstaller{client: r.clients.dynamic, writer: ids.writerNamed}
-	set.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
+	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs}
+	set.rollouts.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
 		if err := startSharding(ctx, *o.Sharding, o.Config, r.fence, set, r.reg); err != nil {

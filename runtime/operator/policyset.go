@@ -28,9 +28,15 @@ import (
 	"metacel.dev/metacel/runtime/source"
 )
 
-// policySet keeps the running controllers in line with the policies the sources hold. It is
-// driven by one goroutine (update and retry are never concurrent); only ready and Running are
-// called from others.
+// policySet keeps the running controllers in line with the policies the sources hold: it loads
+// the sources' units, picks the policies to run (one per name and parent resource), and starts,
+// swaps, hands over and stops their controllers; it reports their state. What is not the set is
+// apart: the rollout driver (rolloutDriver, rollout.go) moves a policy that declares spec.rollout
+// to a new version step by step, and the CRD installer (crdInstaller, crdinstall.go) installs the
+// parents' CRDs. It is driven by one goroutine (update and retry are never concurrent); only
+// ready and Running are called from others, and setSlots from the shard coordinator's. mu guards
+// running and removing, which goroutines of their own change too (a rollout's driver, a removed
+// policy's last Recreates).
 type policySet struct {
 	ctx      context.Context
 	deps     controller.Deps
@@ -39,8 +45,8 @@ type policySet struct {
 	workers  int
 	recorder events.EventRecorder
 	metrics  *policyMetrics
-	// records keep the policies' versions and rollouts in the API server (nil: in memory only)
-	records *rollout.Store
+	// rollouts drives the rollouts of the policies that declare spec.rollout (rollout.go)
+	rollouts *rolloutDriver
 	// memos keep what the controllers knew of their converged parents across restarts (nil: off)
 	memos *memo.Store
 	clock clock.WithTicker
@@ -150,6 +156,18 @@ func (r *running) takePredecessor() *running {
 	return p
 }
 
+// handOver returns the controller that keeps syncing until a replacement of r has synced its
+// caches: r itself, or, when r never synced (it was replaced again at once), the one it was
+// waiting to replace; r is then stopped now.
+func (r *running) handOver() *running {
+	if r.isSynced() {
+		return r
+	}
+	r.cancel()
+	<-r.done
+	return r.takePredecessor() // nil if r synced meanwhile, and stopped it
+}
+
 // isSynced reports whether the controller's caches have synced.
 func (r *running) isSynced() bool {
 	select {
@@ -161,7 +179,7 @@ func (r *running) isSynced() bool {
 }
 
 func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), workers int, recorder events.EventRecorder, reg prometheus.Registerer) *policySet {
-	return &policySet{
+	s := &policySet{
 		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, workers: workers, recorder: recorder,
 		metrics:   newPolicyMetrics(reg),
 		clock:     clock.RealClock{},
@@ -170,6 +188,11 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 		running:   map[string]*running{},
 		removing:  map[string]*running{},
 	}
+	s.rollouts = &rolloutDriver{
+		ctx: ctx, clock: s.clock, mapper: s.mapper, recorder: recorder, mu: &s.mu, running: s.running, set: s,
+		shards: func() *shards { return s.shards }, metrics: s.metrics,
+	}
+	return s
 }
 
 // update takes a source's new snapshot and reconciles.
@@ -313,7 +336,7 @@ func (s *policySet) load(st *unitState) {
 // while its last good version keeps running. A unit whose running version's CRD was written
 // anew (it was deleted) compiles, and waits as any policy whose resources are not served.
 func (s *policySet) installParentCRDsOf(st *unitState) bool {
-	res := s.installParentCRDs(st)
+	res := s.installer.installParentCRDs(s.ctx, st.unit)
 	if res.err != nil {
 		st.failed, st.crds = true, crdsNamed(st.unit)
 		st.installFailures++
@@ -380,7 +403,7 @@ func (s *policySet) report(st *unitState, reason, msg string, log func(logger kl
 	}
 	st.reported = reason + ": " + msg
 	log(klog.FromContext(s.ctx).WithValues("source", st.unit.Name), msg)
-	s.event(st.unit, "Warning", reason, msg)
+	unitEvent(s.recorder, st.unit, "Warning", reason, msg)
 }
 
 func anyMissing(ps []*policy.Compiled) bool {
@@ -481,7 +504,7 @@ func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, report
 	}
 	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)
 	s.metrics.loadError(st.unit.Name, []string{p.Name()})
-	s.event(st.unit, "Warning", "PolicyConflict", msg)
+	unitEvent(s.recorder, st.unit, "Warning", "PolicyConflict", msg)
 }
 
 func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
@@ -495,17 +518,17 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 
 // runLocked starts a policy's controller, or swaps the running one when the policy changed (or
 // restart asks for it). A policy that rolls out its new versions step by step is started as its
-// rollout record says (rollout.go). The new controller takes its informers before the old one
-// lets go of them, so shared informers keep running (no re-list); the new one then re-syncs its
-// parents (every parent is an event to it).
+// rollout record says (the rollout driver, rollout.go). The new controller takes its informers
+// before the old one lets go of them, so shared informers keep running (no re-list); the new one
+// then re-syncs its parents (every parent is an event to it).
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	old := s.running[p.Name()]
 	if old == nil {
 		s.startOverRemovedLocked(p, st)
 		return
 	}
-	old = s.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
-	if s.runRolloutLocked(p, st, old, restart) {
+	old = s.rollouts.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
+	if s.rollouts.runRolloutLocked(p, st, old, restart) {
 		return
 	}
 	if sameCompiled(old.policy, p) && !restart {
@@ -513,7 +536,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 		return
 	}
 	if r := s.startLocked(p, st.unit, old, nil); r != nil {
-		s.recordStableLocked(r)
+		s.rollouts.recordStableLocked(r)
 	}
 }
 
@@ -526,7 +549,7 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 		s.stopRemoved(p.Name(), removed)
 		removed = nil
 	}
-	if removed == nil && s.runRolloutLocked(p, st, nil, false) {
+	if removed == nil && s.rollouts.runRolloutLocked(p, st, nil, false) {
 		return
 	}
 	r := s.startLocked(p, st.unit, removed, nil)
@@ -536,7 +559,7 @@ func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
 		}
 		return
 	}
-	s.recordStableLocked(r)
+	s.rollouts.recordStableLocked(r)
 }
 
 // startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
@@ -553,7 +576,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 	}
 	var predecessor *running
 	if old != nil {
-		predecessor = s.handOver(old)
+		predecessor = old.handOver()
 	}
 	r := s.goRun(p, ctrl, unit, predecessor, notSynced)
 	if old != nil {
@@ -566,7 +589,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 		verb = "reloaded"
 	}
 	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", unit.Name, "generation", r.generation)
-	s.event(unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
+	unitEvent(s.recorder, unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
 	return r
 }
 
@@ -578,7 +601,7 @@ func (s *policySet) newController(p *policy.Compiled, unit source.Unit, replaces
 	opts := controller.Options{Replaces: replaces, Share: share, Version: policystatus.ShortVersion(rollout.Version(p)),
 		OnNotSynced: func(msg string) {
 			notSynced.Store(&msg)
-			s.event(unit, "Warning", "PolicyNotSynced", msg)
+			unitEvent(s.recorder, unit, "Warning", "PolicyNotSynced", msg)
 		}}
 	if s.shards != nil {
 		opts.Sharded, opts.ServerSideShards = true, s.shards.serverSide
@@ -609,24 +632,12 @@ func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit 
 		if s.shards != nil {
 			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them
 		}
-		s.recallMemo(ctx, ctrl) // while the informers list
+		recallMemo(ctx, s.memos, ctrl) // while the informers list
 		if err := ctrl.Run(ctx, s.workers, started); err != nil {
 			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
 		}
 	}()
 	return r
-}
-
-// handOver returns the controller that keeps syncing until a replacement of old has synced its
-// caches: old itself, or, when old never synced (it was replaced again at once), the one it was
-// waiting to replace; old is then stopped now.
-func (s *policySet) handOver(old *running) *running {
-	if old.isSynced() {
-		return old
-	}
-	old.cancel()
-	<-old.done
-	return old.takePredecessor() // nil if old synced meanwhile, and stopped it
 }
 
 // recreateGrace bounds how long a removed policy's controller lets its Recreates under way
@@ -684,20 +695,20 @@ func (s *policySet) stopAll() {
 	defer s.mu.Unlock()
 	for name, r := range s.running {
 		s.stopLocked(name, r)
-		s.saveMemo(r.ctrl)
+		saveMemo(s.ctx, s.memos, r.ctrl)
 	}
 	for name := range s.removing {
 		s.takeRemoving(name).stop()
 	}
 }
 
-// recallMemo gives a controller about to run the memo its policy's controller saved when it
-// last stopped, if it may use one.
-func (s *policySet) recallMemo(ctx context.Context, ctrl *controller.Controller) {
-	if s.memos == nil || !ctrl.Memoizable() {
+// recallMemo gives a controller about to run the memo its policy's controller saved in memos
+// (nil: none) when it last stopped, if it may use one.
+func recallMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
+	if memos == nil || !ctrl.Memoizable() {
 		return
 	}
-	entries, err := s.memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
+	entries, err := memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Every parent is synced in full: the memo cannot be read", "policy", ctrl.Name())
 		return
@@ -705,14 +716,15 @@ func (s *policySet) recallMemo(ctx context.Context, ctrl *controller.Controller)
 	ctrl.Recall(entries)
 }
 
-// saveMemo saves what a stopped controller knew of its converged parents, for the next start.
-func (s *policySet) saveMemo(ctrl *controller.Controller) {
-	if s.memos == nil || !ctrl.Memoizable() {
+// saveMemo saves in memos (nil: none) what a stopped controller knew of its converged parents,
+// for the next start; it writes even once ctx is done (the runtime stops), within memoSaveTimeout.
+func saveMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
+	if memos == nil || !ctrl.Memoizable() {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), memoSaveTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoSaveTimeout)
 	defer cancel()
-	if err := s.memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
+	if err := memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
 		klog.FromContext(ctx).Error(err, "The next start syncs every parent in full: the memo cannot be written", "policy", ctrl.Name())
 	}
 }
@@ -735,6 +747,14 @@ func (s *policySet) ready() bool {
 	return true
 }
 
+// runs reports whether a policy of that name runs (for the CRD installer).
+func (s *policySet) runs(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.running[name]
+	return ok
+}
+
 // Running returns the names of the running policies and their generations.
 func (s *policySet) Running() map[string]int {
 	s.mu.Lock()
@@ -752,15 +772,16 @@ func sameCompiled(a, b *policy.Compiled) bool {
 	return reflect.DeepEqual(a.Policy, b.Policy) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
 }
 
-// event records an event on the ConfigMap a unit comes from; units from files have none.
-func (s *policySet) event(u source.Unit, typ, reason, note string) {
-	if u.ConfigMap == nil || s.recorder == nil {
+// unitEvent records an event with recorder (nil: none) on the ConfigMap a unit comes from; units
+// from files have none.
+func unitEvent(recorder events.EventRecorder, u source.Unit, typ, reason, note string) {
+	if u.ConfigMap == nil || recorder == nil {
 		return
 	}
 	if len(note) > 1000 {
 		note = note[:1000] + "..."
 	}
-	s.recorder.Eventf(u.ConfigMap, nil, typ, reason, "Load", "%s", note)
+	recorder.Eventf(u.ConfigMap, nil, typ, reason, "Load", "%s", note)
 }
 
 func names(ps []*policy.Compiled) []string {

@@ -227,16 +227,15 @@ func stopped(r *running) bool {
 }
 
 func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
-	s := &policySet{}
 	v1 := fakeRunning(true)
 	v2 := fakeRunning(false)
-	v2.predecessor = s.handOver(v1)
+	v2.predecessor = v1.handOver()
 	if v2.predecessor != v1 || stopped(v1) {
 		t.Fatal("v1 must keep running while v2's caches sync")
 	}
 	// v3 replaces v2 before v2 synced: v2 stops now, v1 still runs, until v3 has synced
 	v3 := fakeRunning(false)
-	v3.predecessor = s.handOver(v2)
+	v3.predecessor = v2.handOver()
 	if !stopped(v2) || stopped(v1) || v3.predecessor != v1 {
 		t.Fatalf("v2 stopped %v (want true), v1 stopped %v (want false), v3 replaces v1: %v", stopped(v2), stopped(v1), v3.predecessor == v1)
 	}
@@ -248,5 +247,28 @@ func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
 	v3.stop()
 	if !stopped(v3) {
 		t.Error("v3 must stop")
+	}
+}
+
+// The rollout driver acts on the set's own running versions under the set's own lock, and sees
+// the shards the set is given after it is made (startSharding): only the replica that drives the
+// rollouts writes their records.
+func TestTheRolloutDriverActsOnTheSetsVersions(t *testing.T) {
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
+	d := s.rollouts
+	if d.mu != &s.mu {
+		t.Error("the driver must take the set's lock")
+	}
+	r := fakeRunning(true)
+	d.running["p"] = r
+	if s.running["p"] != r {
+		t.Error("the driver must see and change the set's running versions")
+	}
+	if d.shards() != nil {
+		t.Error("no sharding: the driver must see none")
+	}
+	s.shards = &shards{}
+	if d.shards() != s.shards {
+		t.Error("the driver must see the shards the set is given after it is made")
 	}
 }

@@ -15,9 +15,9 @@ import (
 // may write, and the stable version it keeps is compiled and run as the policy. So a record is
 // used only when rollout.Trust says so: the versions it names were loaded from the policy's
 // labelled ConfigMap, by this process (rollout.Store.NoteLoaded) or by an earlier one, which
-// listed them on that ConfigMap (rollout.Store.Anchor, putRecordLocked) before it wrote a record
-// naming them. A record that is not trusted is reported, and the labelled version serves every
-// parent.
+// listed them on that ConfigMap (rollout.Store.Anchor, rolloutDriver.putRecordLocked) before it
+// wrote a record naming them. A record that is not trusted is reported, and the labelled version
+// serves every parent.
 
 // PolicyRolloutRecordRejected is the reason of the Warning event, on a policy's ConfigMap, that
 // says its rollout record was not used.
@@ -36,10 +36,10 @@ func inUse(r *running) []string {
 
 // trustedStableLocked compiles the stable version a record keeps, for p loaded from st: nil when
 // the record is not trusted (reported) or its source no longer compiles, and p then starts at once.
-func (s *policySet) trustedStableLocked(p *policy.Compiled, st *unitState, rec *rollout.Record) *policy.Compiled {
+func (d *rolloutDriver) trustedStableLocked(p *policy.Compiled, st *unitState, rec *rollout.Record) *policy.Compiled {
 	name := p.Name()
-	logger := klog.FromContext(s.ctx).WithValues("policy", name, "record", s.records.Ref(name))
-	loaded, err := s.records.Loaded(s.ctx, st.unit.ConfigMap, name)
+	logger := klog.FromContext(d.ctx).WithValues("policy", name, "record", d.records.Ref(name))
+	loaded, err := d.records.Loaded(d.ctx, st.unit.ConfigMap, name)
 	if err != nil {
 		logger.Error(err, "Cannot check the rollout record; the newest version starts at once")
 		return nil
@@ -47,7 +47,7 @@ func (s *policySet) trustedStableLocked(p *policy.Compiled, st *unitState, rec *
 	var stable *policy.Compiled
 	err = rollout.Trust(*rec, loaded, func() (string, error) {
 		var err error
-		stable, err = s.compileRecorded(name, rec)
+		stable, err = d.compileRecorded(name, rec)
 		if err != nil {
 			return "", err
 		}
@@ -55,20 +55,20 @@ func (s *policySet) trustedStableLocked(p *policy.Compiled, st *unitState, rec *
 	})
 	switch {
 	case errors.Is(err, rollout.ErrUntrusted):
-		s.reportUntrustedRecord(logger, p, st, err)
+		d.reportUntrustedRecord(logger, p, st, err)
 		return nil
 	case err != nil:
 		logger.Error(err, "Cannot compile the stable version of the rollout record; the newest version starts at once", "version", policystatus.ShortVersion(rec.Stable))
 		return nil
 	}
-	s.records.NoteLoaded(name, rec.Stable, rec.Stable, rec.Target, rollout.Version(p))
+	d.records.NoteLoaded(name, rec.Stable, rec.Stable, rec.Target, rollout.Version(p))
 	return stable
 }
 
 // compileRecorded compiles the stable version a record keeps; an error when it no longer
 // compiles (the cluster changed) or no longer defines the policy.
-func (s *policySet) compileRecorded(name string, rec *rollout.Record) (*policy.Compiled, error) {
-	compiled, err := policy.Load(rec.StableUnit, []byte(rec.StableSource), s.mapper)
+func (d *rolloutDriver) compileRecorded(name string, rec *rollout.Record) (*policy.Compiled, error) {
+	compiled, err := policy.Load(rec.StableUnit, []byte(rec.StableSource), d.mapper)
 	if err != nil {
 		return nil, err
 	}
@@ -84,10 +84,10 @@ func (s *policySet) compileRecorded(name string, rec *rollout.Record) (*policy.C
 // and a Warning event on the policy's ConfigMap. It is reported when the policy starts; the
 // labelled version that then starts writes its own record over it (with sharding, the replica
 // that drives the rollouts does), so it is not found again.
-func (s *policySet) reportUntrustedRecord(logger klog.Logger, p *policy.Compiled, st *unitState, why error) {
+func (d *rolloutDriver) reportUntrustedRecord(logger klog.Logger, p *policy.Compiled, st *unitState, why error) {
 	v := policystatus.ShortVersion(rollout.Version(p))
 	logger.Error(why, "Rollout record not used; the version of the policy's ConfigMap serves every parent", "version", v)
-	st.recordRejected = fmt.Sprintf("rollout record %s not used: %v", s.records.Ref(p.Name()), why)
-	s.rolloutEvent(st.unit, "Warning", PolicyRolloutRecordRejected, fmt.Sprintf("policy %q: rollout record %s not used, version %s of this ConfigMap serves every parent: %v",
-		p.Name(), s.records.Ref(p.Name()), v, why))
+	st.recordRejected = fmt.Sprintf("rollout record %s not used: %v", d.records.Ref(p.Name()), why)
+	d.rolloutEvent(st.unit, "Warning", PolicyRolloutRecordRejected, fmt.Sprintf("policy %q: rollout record %s not used, version %s of this ConfigMap serves every parent: %v",
+		p.Name(), d.records.Ref(p.Name()), v, why))
 }

@@ -42,13 +42,13 @@ func DefaultSharding(namespace string) Sharding {
 type shards struct {
 	serverSide bool
 	identity   string
-	// reports gives what each live replica last reported (shardReport), by identity; allows
+	// reports gives what each live replica last reported (report), by identity; allows
 	// whether this replica may write for a parent of a slot now
 	reports func() map[string]string
 	allows  func(slot int) bool
 	mu      sync.Mutex
 	slots   hashslot.Set
-	// counts and rollouts are what this replica reports next (shardReport)
+	// counts and rollouts are what this replica reports next (report)
 	counts   map[string]controller.Counts
 	rollouts map[string]rolloutReport
 	metrics  *shardMetrics
@@ -95,7 +95,7 @@ func startSharding(ctx context.Context, sh Sharding, cfg *rest.Config, fence *wr
 	coord := shard.New(kube, shard.Options{
 		Namespace: sh.Namespace, Identity: sh.Identity,
 		LeaseDuration: sh.LeaseDuration, RenewDeadline: sh.RenewDeadline, RenewInterval: sh.RenewInterval,
-		Report: set.shardReport, Renewed: fence.renewedAt,
+		Report: set.shards.report, Renewed: fence.renewedAt,
 	}, set.setSlots)
 	fence.setSlots(coord.Allows)
 	set.shards.reports, set.shards.allows = coord.Reports, coord.Allows
@@ -130,15 +130,15 @@ func (s *policySet) setSlots(ctx context.Context, slots hashslot.Set) {
 	wg.Wait()
 }
 
-// shardReport is what this replica tells the others at each renewal: the counts of the parents
-// it holds, by policy, and where its rollouts stand (shardrollout.go). The replica that holds slot
-// 0 writes the policies' status with the sum, and drives the rollouts. It reads what the policy
-// set's goroutine and the rollout drivers last left, without the policy set's lock: a renewal
-// waits for nothing.
-func (s *policySet) shardReport() string {
-	s.shards.mu.Lock()
-	defer s.shards.mu.Unlock()
-	b, _ := json.Marshal(shardReportBody{Counts: s.shards.counts, Rollouts: s.shards.rollouts})
+// report is what this replica tells the others at each renewal: the counts of the parents it
+// holds, by policy, and where its rollouts stand (shardrollout.go). The replica that holds slot 0
+// writes the policies' status with the sum, and drives the rollouts. It reads what the policy
+// set's goroutine and the rollout drivers last left (setCounts, setRollout), without the policy
+// set's lock: a renewal waits for nothing.
+func (s *shards) report() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b, _ := json.Marshal(shardReportBody{Counts: s.counts, Rollouts: s.rollouts})
 	return string(b)
 }
 

@@ -78,32 +78,32 @@ func (s *shards) withOthers(name string, rec rollout.Record, h rollout.Health) r
 
 // follow moves a rollout where its record says (rollout.Follow), on a replica that does not
 // drive it; it returns false once the rollout has ended here.
-func (s *policySet) follow(ctx context.Context, name string, ro *rolloutRun) bool {
-	rec, err := s.records.Get(ctx, name)
+func (d *rolloutDriver) follow(ctx context.Context, name string, ro *rolloutRun) bool {
+	rec, err := d.records.Get(ctx, name)
 	if err != nil {
 		klog.FromContext(ctx).V(2).Info("Cannot read the rollout record; following it next tick", "err", err)
 		return true
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	stable := s.running[name]
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	stable := d.running[name]
 	if stable == nil || stable.rollout != ro {
 		return false // stopped or replaced meanwhile
 	}
-	return !s.followLocked(ctx, name, stable, ro, rec)
+	return !d.followLocked(ctx, name, stable, ro, rec)
 }
 
 // followLocked moves a rollout where rec, its record, says (rollout.Follow); it reports whether
 // the rollout ended here (completed or rolled back).
-func (s *policySet) followLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, rec *rollout.Record) bool {
+func (d *rolloutDriver) followLocked(ctx context.Context, name string, stable *running, ro *rolloutRun, rec *rollout.Record) bool {
 	switch rollout.Follow(rec, ro.progress.Record, len(ro.plan.Steps)) {
 	case rollout.Advance:
-		s.moveToStepLocked(ctx, stable, ro, rec.Step, rec.StepStarted)
+		d.moveToStepLocked(ctx, stable, ro, rec.Step, rec.StepStarted)
 	case rollout.Fail:
-		s.rollBackLocked(ctx, name, stable, ro, rec.Message)
+		d.rollBackLocked(ctx, name, stable, ro, rec.Message)
 		return true
 	case rollout.Complete:
-		s.completeLocked(ctx, name, stable, ro)
+		d.completeLocked(ctx, name, stable, ro)
 		return true
 	}
 	return false
@@ -113,15 +113,15 @@ func (s *policySet) followLocked(ctx context.Context, name string, stable *runni
 // newer version replaces it, on a replica that does not drive the rollouts: the driver may have
 // completed it since this replica's last tick, and the new version then rolls out from the
 // version the driver made stable, not from the one before. It returns the running version.
-func (s *policySet) catchUpLocked(name string, old *running) *running {
-	if old == nil || old.rollout == nil || s.shards == nil || s.shards.drives() {
+func (d *rolloutDriver) catchUpLocked(name string, old *running) *running {
+	if shards := d.shards(); old == nil || old.rollout == nil || shards == nil || shards.drives() {
 		return old
 	}
-	rec, err := s.records.Get(s.ctx, name)
+	rec, err := d.records.Get(d.ctx, name)
 	if err != nil {
-		klog.FromContext(s.ctx).Error(err, "Cannot read the rollout record; the rollout under way is replaced as this replica has it", "policy", name)
+		klog.FromContext(d.ctx).Error(err, "Cannot read the rollout record; the rollout under way is replaced as this replica has it", "policy", name)
 		return old
 	}
-	s.followLocked(s.ctx, name, old, old.rollout, rec)
-	return s.running[name]
+	d.followLocked(d.ctx, name, old, old.rollout, rec)
+	return d.running[name]
 }

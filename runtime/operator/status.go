@@ -14,7 +14,7 @@ import (
 // state, so a write it causes (a snapshot of the same ConfigMap) changes nothing.
 func (s *policySet) publishStatus() {
 	counts := s.localCounts()
-	s.recordParents(counts)
+	s.metrics.setParents(counts)
 	if s.shards != nil {
 		s.shards.setCounts(counts)
 	}
@@ -32,7 +32,7 @@ func (s *policySet) publishStatus() {
 		if st.unit.ConfigMap == nil {
 			continue
 		}
-		for _, name := range s.policiesOf(st) {
+		for _, name := range st.policies() {
 			key := [2]string{st.unit.ConfigMap.Name, name}
 			now[key] = true
 			s.status.Set(key[0], key[1], s.statusOf(st, name, counts[name]))
@@ -62,16 +62,16 @@ func (s *policySet) localCounts() map[string]controller.Counts {
 	return out
 }
 
-// recordParents sets metacel_policy_parents: the parents each policy's controllers sync here.
-func (s *policySet) recordParents(counts map[string]controller.Counts) {
+// setParents sets metacel_policy_parents: the parents each policy's controllers sync here.
+func (m *policyMetrics) setParents(counts map[string]controller.Counts) {
 	for name, c := range counts {
-		s.metrics.parents.WithLabelValues(name).Set(float64(c.Parents))
+		m.parents.WithLabelValues(name).Set(float64(c.Parents))
 	}
 }
 
-// policiesOf names the policies of a unit: those of its last good version, else the unit's own
+// policies names the policies of a unit: those of its last good version, else the unit's own
 // name (a unit that never loaded).
-func (s *policySet) policiesOf(st *unitState) []string {
+func (st *unitState) policies() []string {
 	if len(st.good) == 0 {
 		return []string{unitKey(st.unit.Name)}
 	}
