@@ -6,8 +6,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
 
 	"metacel.dev/metacel/runtime/render"
 )
@@ -88,5 +90,67 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 				t.Errorf("the Secret after the sync: %v", got.Object["metadata"])
 			}
 		})
+	}
+}
+
+// A sync that wrote does not leave its inputs from before its writes to skip the next sync: the
+// world can come back to them when someone undoes the writes. Here a child out of the caches (its
+// app.kubernetes.io/managed-by label removed) is patched back, then loses the label again: the
+// caches look as before the first sync, and the next sync must patch again. Before, it was
+// skipped as unchanged, and the label stayed away (the e2e test TestEditsThatRemoveAnObjectFromView
+// failed so under load, once bookkeeping was patched instead of applied).
+func TestASyncAfterItsWritesWereUndoneIsNotSkipped(t *testing.T) {
+	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources:
+    - {apiVersion: v1, resource: secrets}
+  related:
+    - {id: peers, apiVersion: v1, resource: configmaps, selector: {matchLabels: {peer: "yes"}}}
+`+secretChild(`type: "${parent.data.a}"`))
+	h.c.related[secretsGVR.GroupVersion().WithResource("configmaps").String()] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "opaque"}}`)
+	h.cacheParent(t, parent)
+	out, err := render.Render(t.Context(), h.c.policy, render.Input{Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withoutLabel := func() *unstructured.Unstructured {
+		obj := out.Children[0].Object.DeepCopy()
+		labels := obj.GetLabels()
+		delete(labels, render.LabelManagedBy)
+		obj.SetLabels(labels)
+		obj.SetUID("s-1")
+		meta := objectFrom(t, `{metadata: {`+appliedByMetacel+`}}`)
+		obj.Object["metadata"].(map[string]any)["managedFields"] = meta.Object["metadata"].(map[string]any)["managedFields"]
+		return obj
+	}
+	h.store(t, secretsGVR, withoutLabel()) // not cached: the caches select the label
+	patches := func() int {
+		n := 0
+		for _, w := range h.writes() {
+			if w == "patch secrets" {
+				n++
+			}
+		}
+		return n
+	}
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches(); n != 1 {
+		t.Fatalf("first sync: %d patches of the Secret, want 1 (writes %v)", n, h.writes())
+	}
+	if err := h.client.Tracker().Update(secretsGVR, withoutLabel(), "ns"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	if n := patches(); n != 2 {
+		t.Errorf("after the label was removed again: %d patches of the Secret, want 2 (writes %v)", n, h.writes())
 	}
 }

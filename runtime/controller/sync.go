@@ -80,7 +80,9 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return err
 	}
 	if known && left.deferred == 0 {
-		c.parentStates.rememberInputs(key, c.inputsLeft(inputs, cached, children, parent, left))
+		if after, ok := c.inputsLeft(inputs, cached, children, parent, left); ok {
+			c.parentStates.rememberInputs(key, after)
+		}
 	}
 	return nil
 }
@@ -172,24 +174,26 @@ type left struct {
 	statusBeforeWrites bool
 }
 
-// inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged):
-// its own when it wrote nothing. After writes, when they changed nothing a render reads but the
-// objects written (the parent's status, which the policy's expressions do not read, and children
-// created or applied), the inputs as the writes returned them: the events of the sync's own
-// writes then cause no render. Otherwise (a deletion, a policy that reads the parent's status, a
-// parent that changed meanwhile, a status rendered without the children written) the inputs
-// before the writes, which those events never match.
-func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []metav1.Object, parent *unstructured.Unstructured, l left) uint64 {
+// inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged),
+// and false when it leaves none: its own when it wrote nothing. After writes, when they changed
+// nothing a render reads but the objects written (the parent's status, which the policy's
+// expressions do not read, and children created or applied), the inputs as the writes returned
+// them: the events of the sync's own writes then cause no render. Otherwise (a deletion, a policy
+// that reads the parent's status or related objects, a parent that changed meanwhile, a status
+// rendered without the children written) none: not the inputs before the writes, which the
+// world can come back to when someone undoes them (a child taken out of the caches, patched back,
+// then out again), and a sync must then write again.
+func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []metav1.Object, parent *unstructured.Unstructured, l left) (uint64, bool) {
 	if l.writes == 0 && l.parent == nil {
-		return before
+		return before, true
 	}
 	if l.deletes > 0 || l.writes != len(l.objects) || len(c.policy.Related) > 0 || l.statusBeforeWrites {
-		return before
+		return 0, false
 	}
 	after := cached
 	if l.parent != nil {
 		if c.policy.ReadsParentStatus || !onlyStatusChanged(parent, l.parent) {
-			return before
+			return 0, false
 		}
 		after = l.parent
 	}
@@ -204,11 +208,7 @@ func (c *Controller) inputsLeft(before uint64, cached metav1.Object, children []
 			kids = append(kids, m)
 		}
 	}
-	sum, ok := fingerprint(after, kids, nil)
-	if !ok {
-		return before
-	}
-	return sum
+	return fingerprint(after, kids, nil)
 }
 
 // onlyStatusChanged reports whether a parent as a status write returned it is the parent a sync
