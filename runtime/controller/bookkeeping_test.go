@@ -101,16 +101,9 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 // skipped as unchanged, and the label stayed away (the e2e test TestEditsThatRemoveAnObjectFromView
 // failed so under load, once bookkeeping was patched instead of applied).
 func TestASyncAfterItsWritesWereUndoneIsNotSkipped(t *testing.T) {
-	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  related:
+	h := newHarness(t, secretsPolicy(`  related:
     - {id: peers, apiVersion: v1, resource: configmaps, selector: {matchLabels: {peer: "yes"}}}
-`+secretChild(`type: "${parent.data.a}"`))
+`+secretChild(`type: "${parent.data.a}"`)))
 	h.c.related[secretsGVR.GroupVersion().WithResource("configmaps").String()] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "opaque"}}`)
