@@ -79,7 +79,7 @@ func loadForRBAC(paths []string, notes io.Writer) ([]*policy.CompositePolicy, fu
 		return nil, nil, err
 	}
 	catalog := kinds.NewCatalog()
-	compiled, err := source.Load(policyFiles(files, true, notes), catalog)
+	compiled, err := policy.LoadFiles(policyFiles(files, true, notes), catalog)
 	if err != nil {
 		return nil, nil, err
 	}

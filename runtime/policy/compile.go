@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -18,6 +19,26 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 )
+
+// LoadFiles reads, parses, validates and compiles every policy of the files; the errors of all
+// files are returned together.
+func LoadFiles(files []string, m kinds.Mapper) ([]*Compiled, error) {
+	var out []*Compiled
+	var errs ErrorList
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			errs = append(errs, &FieldError{File: f, Msg: err.Error()})
+			continue
+		}
+		compiled, err := Load(f, data, m)
+		if err != nil {
+			errs = append(errs, Errors(err)...)
+		}
+		out = append(out, compiled...)
+	}
+	return out, errs.Err()
+}
 
 // Load parses, validates and compiles every policy in data. The mapper resolves resources and
 // gives the parent's schema when it is known; pass kinds.NewCatalog() for built-ins only.

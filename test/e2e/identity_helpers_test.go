@@ -35,7 +35,7 @@ func grantPoliciesOn(t testing.TB, kube kubernetes.Interface, namespace string, 
 		t.Fatal(err)
 	}
 	catalog := kinds.NewCatalog()
-	compiled, err := source.Load(files, catalog)
+	compiled, err := policy.LoadFiles(files, catalog)
 	if err != nil {
 		t.Fatal(err)
 	}

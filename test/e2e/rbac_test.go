@@ -102,7 +102,7 @@ func computedRole(t *testing.T, dir, name string) *rbacv1.ClusterRole {
 		t.Fatal(err)
 	}
 	catalog := kinds.NewCatalog()
-	compiled, err := source.Load(files, catalog)
+	compiled, err := policy.LoadFiles(files, catalog)
 	if err != nil {
 		t.Fatal(err)
 	}
