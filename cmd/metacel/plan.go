@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
@@ -78,7 +79,7 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 	if err != nil {
 		return err
 	}
-	running, err := plan.FindRunning(ctx, kube, o.namespace, candidate.Name(), mapper)
+	running, err := clusterread.FindRunning(ctx, kube, o.namespace, candidate.Name(), mapper)
 	if err != nil {
 		return err
 	}

@@ -14,8 +14,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/tree"
 )
 
@@ -147,7 +147,7 @@ func (o *treeOptions) clients() (*treeClients, error) {
 }
 
 // findPolicy is the policy --policy names, else the one whose parent resource is kind.
-func (o *treeOptions) findPolicy(ctx context.Context, cl *treeClients, kind string) (*plan.Running, error) {
+func (o *treeOptions) findPolicy(ctx context.Context, cl *treeClients, kind string) (*clusterread.Running, error) {
 	if o.policyName != "" {
 		return tree.FindPolicy(ctx, cl.kube, o.policyNamespace, o.policyName, cl.mapper)
 	}

@@ -15,9 +15,9 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/crdinstall"
-	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -179,9 +179,9 @@ func servedVersion(existing *unstructured.Unstructured, crd *apiextensionsv1.Cus
 	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: found, Resource: crd.Spec.Names.Plural}, found != ""
 }
 
-// listParents lists a resource's objects in every namespace, a page at a time (plan.List).
+// listParents lists a resource's objects in every namespace, a page at a time (clusterread.List).
 func (in *crdInstaller) listParents(ctx context.Context, gvr schema.GroupVersionResource) ([]map[string]any, error) {
-	items, err := plan.List(ctx, in.client, gvr, "", "")
+	items, err := clusterread.List(ctx, in.client, gvr, "", "")
 	out := make([]map[string]any, len(items))
 	for i, u := range items {
 		out[i] = u.Object

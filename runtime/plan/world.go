@@ -9,13 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/tools/pager"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
@@ -59,7 +57,7 @@ func readWorld(ctx context.Context, in Input) (*world, error) {
 		if in.Namespaces != nil {
 			namespaces.Client = in.Namespaces
 		}
-		if w.namespaces, err = List(ctx, namespaces.Client, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
+		if w.namespaces, err = clusterread.List(ctx, namespaces.Client, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", ""); err != nil {
 			return nil, err
 		}
 	}
@@ -77,7 +75,7 @@ func listParents(ctx context.Context, in Input) ([]*unstructured.Unstructured, e
 			return nil, fmt.Errorf("policy %q: spec.parentResource.labelSelector: %w", c.Name(), err)
 		}
 	}
-	all, err := List(ctx, in.Client, c.Parent.GVR, "", selector.String())
+	all, err := clusterread.List(ctx, in.Client, c.Parent.GVR, "", selector.String())
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +117,7 @@ func childResources(in Input) []schema.GroupVersionResource {
 // UID of their parent. A resource the cluster no longer serves holds none.
 func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResource) error {
 	selector := labels.Set{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: w.in.Candidate.Name()}.String()
-	objs, err := List(ctx, w.in.Client, gvr, "", selector)
+	objs, err := clusterread.List(ctx, w.in.Client, gvr, "", selector)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -139,27 +137,6 @@ func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResourc
 // needsNamespaces reports whether a version's confinement reads namespaces' consent labels.
 func needsNamespaces(c *policy.Compiled) bool {
 	return c != nil && len(c.Confinement.ConsentLabels()) > 0
-}
-
-// List lists the objects of a resource in a namespace ("": all) that selector selects, page by
-// page: what plan and `metacel tree` read of the cluster.
-func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
-	var out []*unstructured.Unstructured
-	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
-	})
-	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {
-		u, ok := obj.(*unstructured.Unstructured)
-		if !ok {
-			return fmt.Errorf("list %s: unexpected item %T", gvr.GroupResource(), obj)
-		}
-		out = append(out, u)
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
-	}
-	return out, nil
 }
 
 // sync runs one offline sync of a parent under version c, with the related objects it reads and
@@ -203,7 +180,7 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	if ok {
 		return objs, nil
 	}
-	objs, err := ReadRelated(ctx, w.in.Client, ref)
+	objs, err := clusterread.ReadRelated(ctx, w.in.Client, ref)
 	if err != nil {
 		return nil, err
 	}
@@ -212,22 +189,4 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	w.reads[key] = objs
 	w.mu.Unlock()
 	return objs, nil
-}
-
-// ReadRelated reads one related reference from the API server: the named object (none when it
-// does not exist), or the objects its selector selects.
-func ReadRelated(ctx context.Context, client dynamic.Interface, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
-	if ref.Selector != nil {
-		return List(ctx, client, ref.Resource, ref.Namespace, ref.Selector.String())
-	}
-	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
-	defer cancel()
-	obj, err := client.Resource(ref.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
-	switch {
-	case apierrors.IsNotFound(err):
-		return nil, nil
-	case err != nil:
-		return nil, err
-	}
-	return []*unstructured.Unstructured{obj}, nil
 }

@@ -9,8 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
 
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -18,7 +18,7 @@ import (
 // runtime reads them) whose parent resource is kind: a resource (myapps), a kind (MyApp, myapp),
 // either with its group (myapps.demo.rtfm.co.ua). Several policies of one resource are told
 // apart by name, which the error lists.
-func FindPolicyOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) (*plan.Running, error) {
+func FindPolicyOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) (*clusterread.Running, error) {
 	names, err := policiesOf(ctx, kube, namespace, kind, m)
 	if err != nil {
 		return nil, err
@@ -27,14 +27,14 @@ func FindPolicyOf(ctx context.Context, kube kubernetes.Interface, namespace, kin
 	case 0:
 		return nil, fmt.Errorf("no policy in namespace %q has %q as its parent resource: give the parent's kind or resource (kubectl api-resources), or --policy-namespace", namespace, kind)
 	case 1:
-		return plan.FindRunning(ctx, kube, namespace, names[0], m)
+		return clusterread.FindRunning(ctx, kube, namespace, names[0], m)
 	}
 	return nil, fmt.Errorf("policies %s all have %q as their parent resource: name one with --policy", strings.Join(names, ", "), kind)
 }
 
 // FindPolicy finds the running policy named name.
-func FindPolicy(ctx context.Context, kube kubernetes.Interface, namespace, name string, m kinds.Mapper) (*plan.Running, error) {
-	r, err := plan.FindRunning(ctx, kube, namespace, name, m)
+func FindPolicy(ctx context.Context, kube kubernetes.Interface, namespace, name string, m kinds.Mapper) (*clusterread.Running, error) {
+	r, err := clusterread.FindRunning(ctx, kube, namespace, name, m)
 	if err == nil && r == nil {
 		err = fmt.Errorf("no policy named %q in the labelled ConfigMaps of namespace %q", name, namespace)
 	}
@@ -43,7 +43,7 @@ func FindPolicy(ctx context.Context, kube kubernetes.Interface, namespace, name 
 
 // policiesOf returns the names of the running policies whose parent resource is kind.
 func policiesOf(ctx context.Context, kube kubernetes.Interface, namespace, kind string, m kinds.Mapper) ([]string, error) {
-	units, err := plan.PolicyUnits(ctx, kube, namespace)
+	units, err := clusterread.PolicyUnits(ctx, kube, namespace)
 	if err != nil {
 		return nil, err
 	}

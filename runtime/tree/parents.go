@@ -8,8 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -44,7 +44,7 @@ func ListParents(ctx context.Context, client dynamic.Interface, c *policy.Compil
 		}
 		selector = s.String()
 	}
-	list, err := plan.List(ctx, client, c.Parent.GVR, "", selector)
+	list, err := clusterread.List(ctx, client, c.Parent.GVR, "", selector)
 	if err != nil {
 		return nil, fmt.Errorf("list the %s of policy %q: %w", c.Parent.GVR.Resource, c.Name(), err)
 	}

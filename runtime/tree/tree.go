@@ -14,10 +14,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/preview"
@@ -136,7 +136,7 @@ func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, 
 	selector := contract.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + in.Policy.Name()
 	var out []*unstructured.Unstructured
 	for gvr := range in.Policy.ChildResources {
-		list, err := plan.List(ctx, in.Client, gvr, "", selector)
+		list, err := clusterread.List(ctx, in.Client, gvr, "", selector)
 		if err != nil {
 			return nil, fmt.Errorf("list the %s of %s: %w", gvr.Resource, objectOf(in.Parent), err)
 		}
@@ -158,7 +158,7 @@ func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, [
 	var objs []*unstructured.Unstructured
 	var out []Related
 	for _, ref := range refs {
-		got, err := plan.ReadRelated(ctx, in.Client, ref)
+		got, err := clusterread.ReadRelated(ctx, in.Client, ref)
 		r := Related{ID: ref.ID, Object: Object{APIVersion: ref.Resource.GroupVersion().String(), Kind: ref.Resource.Resource, Namespace: ref.Namespace, Name: ref.Name}, Found: len(got)}
 		if ref.Selector != nil {
 			r.Selector = ref.Selector.String()

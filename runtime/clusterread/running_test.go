@@ -1,6 +1,8 @@
-package plan
+package clusterread
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -8,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
+
+	"metacel.dev/metacel/runtime/kinds"
 )
 
 func policyConfigMap(namespace, name string, labelled bool, data map[string]string) *corev1.ConfigMap {
@@ -19,6 +23,11 @@ func policyConfigMap(namespace, name string, labelled bool, data map[string]stri
 }
 
 func TestFindRunning(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "gadget.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gadget := string(data)
 	other := strings.Replace(gadget, "name: gadget", "name: other", 1)
 	broken := strings.Replace(gadget, "${parent.spec.image}", "${parent.spec.imgae}", 1)
 	tests := []struct {
@@ -63,4 +72,13 @@ func TestFindRunning(t *testing.T) {
 			}
 		})
 	}
+}
+
+func catalog(t *testing.T) *kinds.Catalog {
+	t.Helper()
+	cat, err := kinds.LoadCRDFiles([]string{filepath.Join("..", "..", "crds", "myapp.yaml")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cat
 }

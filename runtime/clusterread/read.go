@@ -1,0 +1,56 @@
+package clusterread
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/pager"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// List lists the objects of a resource in a namespace ("": all) that selector selects, page by
+// page: what plan, `metacel tree` and the CRD installer read of the cluster.
+func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
+	})
+	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {
+		u, ok := obj.(*unstructured.Unstructured)
+		if !ok {
+			return fmt.Errorf("list %s: unexpected item %T", gvr.GroupResource(), obj)
+		}
+		out = append(out, u)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
+	}
+	return out, nil
+}
+
+// ReadRelated reads one related reference from the API server: the named object (none when it
+// does not exist), or the objects its selector selects.
+func ReadRelated(ctx context.Context, client dynamic.Interface, ref render.RelatedRef) ([]*unstructured.Unstructured, error) {
+	if ref.Selector != nil {
+		return List(ctx, client, ref.Resource, ref.Namespace, ref.Selector.String())
+	}
+	ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+	defer cancel()
+	obj, err := client.Resource(ref.Resource).Namespace(ref.Namespace).Get(ctx, ref.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return []*unstructured.Unstructured{obj}, nil
+}
