@@ -95,8 +95,8 @@ func (b *Bookkeeping) String() string {
 // it: render's LegacyHeld), and every field the policy sets has its value (drift is a change).
 // Bookkeeping is not compared.
 func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
-	want := child.Object.GetAnnotations()[contract.AnnotationContentHash]
-	got := obs.GetAnnotations()[contract.AnnotationContentHash]
+	want, _ := metaStrings(child.Object, "annotations")[contract.AnnotationContentHash].(string)
+	got, _ := metaStrings(obs, "annotations")[contract.AnnotationContentHash].(string)
 	if got != want && (got != "" || !child.LegacyHeld) {
 		return false
 	}
@@ -109,48 +109,92 @@ func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 // child should not have it (the deletion policy of a child no longer Orphan); retired keys
 // removed; the parent's controller ownerReference added or removed. The content hash is only
 // set when the child holds the content (held): an OnDelete child that differs keeps the hash of
-// what it holds. Keys this runtime does not know (a later runtime's) are left alone.
+// what it holds. Keys this runtime does not know (a later runtime's) are left alone. It reads
+// both objects in place, and allocates only for a patch.
 func bookkeepingOf(child *render.Child, obs *unstructured.Unstructured, held bool) *Bookkeeping {
-	b := &Bookkeeping{
-		Labels:      keysPatch(child.Object.GetLabels(), obs.GetLabels(), contract.ChildLabels, contract.RetiredChildLabels, nil),
-		Annotations: keysPatch(child.Object.GetAnnotations(), obs.GetAnnotations(), contract.ChildAnnotations, contract.RetiredChildAnnotations, func(k string) bool { return !held && k == contract.AnnotationContentHash }),
+	keep := ""
+	if !held {
+		keep = contract.AnnotationContentHash
 	}
-	b.OwnerReferences, b.Owners = ownersPatch(child, obs)
-	if len(b.Labels) == 0 && len(b.Annotations) == 0 && !b.Owners {
+	labels := keysPatch(metaStrings(child.Object, "labels"), metaStrings(obs, "labels"), contract.ChildLabels, contract.RetiredChildLabels, "")
+	annotations := keysPatch(metaStrings(child.Object, "annotations"), metaStrings(obs, "annotations"), contract.ChildAnnotations, contract.RetiredChildAnnotations, keep)
+	var refs []metav1.OwnerReference
+	owners := false
+	if !sameOwners(child.Object, obs) {
+		refs, owners = ownersPatch(child, obs)
+	}
+	if len(labels) == 0 && len(annotations) == 0 && !owners {
 		return nil
 	}
-	return b
+	return &Bookkeeping{Labels: labels, Annotations: annotations, OwnerReferences: refs, Owners: owners}
+}
+
+// metaStrings reads a map of strings of an object's metadata (labels, annotations) in place,
+// without the copy unstructured's getters make: it must not be modified.
+func metaStrings(obj *unstructured.Unstructured, field string) map[string]any {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	m, _ := meta[field].(map[string]any)
+	return m
 }
 
 // keysPatch is the patch of one map of strings: each of ours set as desired has it, or removed
-// when desired has it not; each retired key removed; keep says which of ours to leave as they are.
-func keysPatch(desired, observed map[string]string, ours, retired []string, keep func(string) bool) map[string]*string {
+// when desired has it not; each retired key removed; keep ("": none) is one of ours to leave as
+// it is.
+func keysPatch(desired, observed map[string]any, ours, retired []string, keep string) map[string]*string {
 	var patch map[string]*string
-	put := func(k string, v *string) {
-		if patch == nil {
-			patch = map[string]*string{}
-		}
-		patch[k] = v
-	}
 	for _, k := range ours {
-		if keep != nil && keep(k) {
+		if k == keep {
 			continue
 		}
-		want, wanted := desired[k]
-		got, has := observed[k]
+		want, wanted := desired[k].(string)
+		got, has := observed[k].(string)
 		switch {
 		case wanted && (!has || got != want):
-			put(k, &want)
+			patch = withKey(patch, k, &[]string{want}[0])
 		case !wanted && has:
-			put(k, nil)
+			patch = withKey(patch, k, nil)
 		}
 	}
 	for _, k := range retired {
 		if _, has := observed[k]; has {
-			put(k, nil)
+			patch = withKey(patch, k, nil)
 		}
 	}
 	return patch
+}
+
+// withKey adds a key to a patch, made when nil.
+func withKey(patch map[string]*string, k string, v *string) map[string]*string {
+	if patch == nil {
+		patch = map[string]*string{}
+	}
+	patch[k] = v
+	return patch
+}
+
+// sameOwners reports, reading both objects in place, whether the observed child has the parent's
+// controller ownerReference exactly when the desired child has it, as the desired child has it.
+func sameOwners(desired, observed *unstructured.Unstructured) bool {
+	parent, _ := metaStrings(desired, "labels")[contract.LabelParentUID].(string)
+	want := ownerRefOf(desired, parent)
+	got := ownerRefOf(observed, parent)
+	if want == nil || got == nil {
+		return want == nil && got == nil
+	}
+	return want["apiVersion"] == got["apiVersion"] && want["kind"] == got["kind"] && want["name"] == got["name"] &&
+		want["controller"] == got["controller"] && want["blockOwnerDeletion"] == got["blockOwnerDeletion"]
+}
+
+// ownerRefOf returns, in place, an object's ownerReference to the owner of that UID, or nil.
+func ownerRefOf(obj *unstructured.Unstructured, uid string) map[string]any {
+	meta, _ := obj.Object["metadata"].(map[string]any)
+	refs, _ := meta["ownerReferences"].([]any)
+	for _, r := range refs {
+		if ref, ok := r.(map[string]any); ok && ref["uid"] == uid {
+			return ref
+		}
+	}
+	return nil
 }
 
 // ownersPatch is the observed child's owners with the parent's controller ownerReference as the
