@@ -36,7 +36,7 @@ const (
 	// AnnotationContentHash holds a hash of the child's content: the object as the policy
 	// rendered it, before metacel added its bookkeeping (its labels and annotations, the parent's
 	// ownerReference). Any change of what the policy wants changes it, so that the no-op check
-	// (apply.Schema.NeedsApply) sees it where the child's fields alone cannot tell: a field, list
+	// (noop.Schema.NeedsApply) sees it where the child's fields alone cannot tell: a field, list
 	// item or set value removed from the child, which the check does not look for. A change of
 	// bookkeeping alone (a runtime that adds or renames a key) leaves it as it is, so that such a
 	// child is patched in place, never recreated (package decide).

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -100,7 +100,7 @@ func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 	if got != want && (got != "" || !child.LegacyHeld) {
 		return false
 	}
-	return !apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
+	return !noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
 		ContentNeedsApply(child.Object, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
 }
 

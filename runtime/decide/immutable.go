@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -93,7 +93,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 	if len(fields) == 0 {
 		return ""
 	}
-	s := apply.SchemaFor(child.Resource.GVK(), child.Resource.Schema)
+	s := noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema)
 	for _, f := range fields {
 		path := strings.Split(f, ".")
 		v, found, err := unstructured.NestedFieldNoCopy(child.Object.Object, path...)

@@ -10,7 +10,7 @@
 // version and of the policy's ledger entry). One sync runs the version running now (found in the
 // labelled ConfigMaps of the policy namespace), the other the candidate. What the runtime would
 // write is decided by package decide, as the runtime decides it: a missing child is created; a
-// child the no-op check (apply.Schema.NeedsApply) finds different is updated, or recreated under
+// child the no-op check (noop.Schema.NeedsApply) finds different is updated, or recreated under
 // the Recreate strategy (preview's Changes); an OnDelete child is left alone; a child no longer
 // desired, or of a resource the candidate dropped, is deleted or released by its deletionPolicy.
 // Changed fields are listed as the difference between what the two versions desire, so that a

@@ -9,7 +9,7 @@ import (
 
 // storedForm rewrites a child of a built-in kind as the API server stores it, where the two
 // differ by more than defaults: a write-only field, an alias, a value the server rewrites. The
-// no-op check (apply.Schema.NeedsApply) compares the desired child with the stored one and cannot tell
+// no-op check (noop.Schema.NeedsApply) compares the desired child with the stored one and cannot tell
 // that `stringData: {a: x}` is `data: {a: eA==}`: unrewritten, such a child would be applied
 // again at every sync (recreated, with the Recreate method) and never be up to date. And what is
 // sent is then what is stored, so a field metacel applied is a field it owns: a key dropped from

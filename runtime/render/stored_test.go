@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -76,14 +76,14 @@ func TestWhatRenderGivesIsUpToDateOnceStored(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			rendered := renderOne(t, tc.Resource, runtime.DeepCopyJSON(tc.Child))
 			stored := withMetadataOf(tc.Stored, rendered)
-			if apply.SchemaFor(rendered.GroupVersionKind(), nil).NeedsApply(rendered, stored) {
+			if noop.SchemaFor(rendered.GroupVersionKind(), nil).NeedsApply(rendered, stored) {
 				t.Errorf("the rendered child is not up to date once stored:\nrendered %v\nstored   %v", rendered.Object, stored.Object)
 			}
 			if _, ok := rendered.Object["stringData"]; ok {
 				t.Errorf("the rendered child keeps stringData, which the API server never returns: %v", rendered.Object)
 			}
 			asWritten := withMetadataOf(tc.Child, rendered)
-			if stale := apply.SchemaFor(asWritten.GroupVersionKind(), nil).NeedsApply(asWritten, stored); stale != tc.Stale {
+			if stale := noop.SchemaFor(asWritten.GroupVersionKind(), nil).NeedsApply(asWritten, stored); stale != tc.Stale {
 				t.Errorf("the child as written judged stale: %v, want %v", stale, tc.Stale)
 			}
 		})

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policy"
@@ -152,7 +153,7 @@ func TestWhatRenderGivesIsUpToDateOnceStored(t *testing.T) {
 					Apply(t.Context(), child.GetName(), child, metav1.ApplyOptions{FieldManager: apply.FieldManager, Force: true})
 				return err
 			})
-			if apply.SchemaFor(child.GroupVersionKind(), nil).NeedsApply(child, answer) {
+			if noop.SchemaFor(child.GroupVersionKind(), nil).NeedsApply(child, answer) {
 				t.Errorf("the rendered child is not up to date with what the API server stored:\nrendered %v\nstored   %v", child.Object, answer.Object)
 			}
 			unmanaged := answer.DeepCopy()
@@ -160,7 +161,7 @@ func TestWhatRenderGivesIsUpToDateOnceStored(t *testing.T) {
 			want := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(tc.Stored)}
 			want.SetAPIVersion(child.GetAPIVersion())
 			want.SetKind(child.GetKind())
-			if apply.SchemaFor(want.GroupVersionKind(), nil).NeedsApply(want, unmanaged) {
+			if noop.SchemaFor(want.GroupVersionKind(), nil).NeedsApply(want, unmanaged) {
 				t.Errorf("the API server stored otherwise than the case says:\ncase   %v\nstored %v", tc.Stored, answer.Object)
 			}
 		})
@@ -235,7 +236,7 @@ func TestAChangedServiceAccountReachesThePodTemplate(t *testing.T) {
 		if got := str(stored, "spec", "template", "spec", "serviceAccountName"); got != account {
 			t.Errorf("serviceAccount %s applied: the stored template's serviceAccountName is %q", account, got)
 		}
-		if apply.SchemaFor(child.GroupVersionKind(), nil).NeedsApply(child, stored) {
+		if noop.SchemaFor(child.GroupVersionKind(), nil).NeedsApply(child, stored) {
 			t.Errorf("serviceAccount %s applied: the child is not up to date", account)
 		}
 	}

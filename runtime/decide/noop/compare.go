@@ -1,4 +1,4 @@
-package apply
+package noop
 
 import (
 	"encoding/json"
@@ -10,8 +10,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/apply"
 )
 
 // NeedsApply reports whether applying desired would change observed, an object of s's kind: a
@@ -23,7 +24,7 @@ func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 	if s != nil {
 		root = s.root
 	}
-	return !satisfied(desired.Object, observed.Object, root, managedBy(observed, FieldManager))
+	return !satisfied(desired.Object, observed.Object, root, apply.ManagedBy(observed, apply.FieldManager))
 }
 
 // ContentNeedsApply is NeedsApply for what the policy computes alone: the labels and annotations
@@ -35,7 +36,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 	if s != nil {
 		root = s.root
 	}
-	managed := managedBy(observed, FieldManager)
+	managed := apply.ManagedBy(observed, apply.FieldManager)
 	for k, dv := range desired.Object {
 		ov, ok := observed.Object[k]
 		sub := subtree(managed, k)
@@ -110,72 +111,6 @@ func subtree(managed map[string]any, k string) map[string]any {
 	}
 	sub, _ := managed["f:"+k].(map[string]any)
 	return sub
-}
-
-// AppliedBy reports whether metacel has applied or created obj (it has metacel's entry in its
-// managed fields): a copy of a child that only carries metacel's labels is not metacel's to delete.
-func AppliedBy(obj *unstructured.Unstructured) bool {
-	_, applied := managedByOp(obj, FieldManager, metav1.ManagedFieldsOperationApply)
-	_, created := managedByOp(obj, FieldManager, metav1.ManagedFieldsOperationUpdate)
-	return applied || created
-}
-
-// managedBy returns the fields a manager applied to obj, as the fieldsV1 tree ("f:spec": {...}):
-// nil for an object it created (POST) and has not applied since, whose Update entry also holds
-// the fields the API server defaulted. It reads them in place when obj holds them as decoded JSON (as informers and clients give
-// objects), without a copy: the tree must not be changed.
-func managedBy(obj *unstructured.Unstructured, manager string) map[string]any {
-	tree, _ := managedByOp(obj, manager, metav1.ManagedFieldsOperationApply)
-	return tree
-}
-
-// managedByOp returns the fields a manager set on obj by one operation, and whether it has an
-// entry for it.
-func managedByOp(obj *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType) (map[string]any, bool) {
-	meta, _ := obj.Object["metadata"].(map[string]any)
-	entries, ok := meta["managedFields"].([]any)
-	if !ok {
-		return decodeManagedBy(obj, manager, op)
-	}
-	for _, e := range entries {
-		mf, _ := e.(map[string]any)
-		if mf["manager"] != manager || mf["operation"] != string(op) {
-			continue
-		}
-		if sub, _ := mf["subresource"].(string); sub != "" {
-			continue
-		}
-		switch tree := mf["fieldsV1"].(type) {
-		case nil:
-		case map[string]any:
-			return tree, true
-		default:
-			return decodeManagedBy(obj, manager, op)
-		}
-	}
-	return nil, false
-}
-
-// decodeManagedBy is managedByOp for an object whose managed fields are not plain JSON values.
-func decodeManagedBy(obj *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType) (map[string]any, bool) {
-	for _, mf := range obj.GetManagedFields() {
-		if mf.Manager == manager && mf.Operation == op && mf.Subresource == "" && mf.FieldsV1 != nil {
-			var tree map[string]any
-			if json.Unmarshal(mf.FieldsV1.GetRawBytes(), &tree) == nil {
-				return tree, true
-			}
-		}
-	}
-	return nil, false
-}
-
-// CreatedNotApplied reports whether metacel created obj (POST) and has not applied it since: its
-// fields are in an Update entry, which a server-side apply would not take over, so that a field
-// the policy stops setting would never be removed. UpgradeToApply moves them first.
-func CreatedNotApplied(obj *unstructured.Unstructured) bool {
-	_, applied := managedByOp(obj, FieldManager, metav1.ManagedFieldsOperationApply)
-	_, created := managedByOp(obj, FieldManager, metav1.ManagedFieldsOperationUpdate)
-	return created && !applied
 }
 
 // satisfied reports whether observed already holds every field of desired, as the API server
