@@ -1,7 +1,7 @@
 package controller
 
 import (
-	goruntime "runtime"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -46,9 +46,7 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
 
 	done := make(chan struct{})
 	go func() { h.c.FinishRecreates(t.Context(), 10*time.Second); close(done) }()
-	for !h.c.draining.Load() {
-		goruntime.Gosched() // FinishRecreates marks the controller removed first
-	}
+	eventually(t, "FinishRecreates to mark the controller removed", draining(h))
 	// a sync before the cache shows the old Secret going sends its deletion again, and keeps
 	// waiting; one once it is gone creates the new Secret
 	for _, key := range []string{"ns/new", "ns/changed", "ns/waiting"} {
@@ -78,10 +76,18 @@ func finishing(t *testing.T, h *harness) <-chan struct{} {
 	t.Helper()
 	done := make(chan struct{})
 	go func() { h.c.FinishRecreates(t.Context(), 10*time.Second); close(done) }()
-	for !h.c.draining.Load() {
-		goruntime.Gosched()
-	}
+	eventually(t, "FinishRecreates to mark the controller removed", draining(h))
 	return done
+}
+
+// draining returns an error unless the controller is marked removed.
+func draining(h *harness) func() error {
+	return func() error {
+		if !h.c.draining.Load() {
+			return errors.New("not marked removed")
+		}
+		return nil
+	}
 }
 
 func waitDone(t *testing.T, done <-chan struct{}) {
@@ -116,12 +122,13 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
 		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy(), nil
 	})
 	done := finishing(t, h)
-	for deadline := time.Now().Add(10 * time.Second); !h.c.parentStates.recreatingAny("ns/p"); {
-		if time.Now().After(deadline) {
-			t.Fatal("the Recreate the cache shows was not marked under way")
+	// FinishRecreates marks it once draining is set
+	eventually(t, "the Recreate the cache shows to be marked under way", func() error {
+		if !h.c.parentStates.recreatingAny("ns/p") {
+			return errors.New("no Recreate of ns/p under way")
 		}
-		goruntime.Gosched() // FinishRecreates marks it once draining is set
-	}
+		return nil
+	})
 	if err := children.Delete(going); err != nil { // gone
 		t.Fatal(err)
 	}

@@ -1,11 +1,11 @@
 package controller
 
 import (
-	"context"
+	"errors"
+	"fmt"
 	"testing"
 	"time"
 
-	"k8s.io/apimachinery/pkg/util/wait"
 	testingclock "k8s.io/utils/clock/testing"
 )
 
@@ -21,19 +21,20 @@ func TestTheFirstResyncComesAPeriodAfterTheStart(t *testing.T) {
 	h.c.deps.Clock = clock
 	go h.c.resyncEvery(t.Context(), period)
 
-	waitFor(t, "the resync to wait for its timer", clock.HasWaiters)
+	eventually(t, "the resync to wait for its timer", func() error {
+		if !clock.HasWaiters() {
+			return errors.New("nothing waits on the clock")
+		}
+		return nil
+	})
 	if n := h.c.queue.Len(); n != 0 {
 		t.Fatalf("queued at the start: %d parents, want none before a period has passed", n)
 	}
 	clock.Step(period + period/10) // the longest the jitter makes it
-	waitFor(t, "the parent to be queued a period after the start", func() bool { return h.c.queue.Len() == 1 })
-}
-
-// waitFor polls cond until it holds, failing the test after 10 seconds.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, 10*time.Second, true,
-		func(context.Context) (bool, error) { return cond(), nil }); err != nil {
-		t.Fatalf("waiting for %s: %v", what, err)
-	}
+	eventually(t, "the parent to be queued a period after the start", func() error {
+		if n := h.c.queue.Len(); n != 1 {
+			return fmt.Errorf("%d parents queued, want 1", n)
+		}
+		return nil
+	})
 }

@@ -145,7 +145,7 @@ spec:
 	select {
 	case <-done:
 		t.Fatal("narrowSlots returned while a sync was under way")
-	case <-time.After(50 * time.Millisecond):
+	case <-time.After(50 * time.Millisecond): // not a poll: a window in which it must not return
 	}
 	h.c.syncing.RUnlock()
 	<-done

@@ -1,8 +1,8 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
-	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
@@ -30,11 +30,10 @@ func TestSlotsGivenUpBeforeTheyListDoNotHoldUpTheOthers(t *testing.T) {
 	h.c.FollowSlots(t.Context(), func() hashslot.Set { return all })
 	h.c.FollowSlots(t.Context(), func() hashslot.Set { return kept })
 	close(lists)
-	deadline := time.Now().Add(10 * time.Second)
-	for hashslot.Set(h.c.share.slots.Load()) != kept {
-		if time.Now().After(deadline) {
-			t.Fatalf("syncs the parents of slots %s, want %s", hashslot.Set(h.c.share.slots.Load()).String(), kept.String())
+	eventually(t, "the controller to sync the parents of the slots kept only", func() error {
+		if got := hashslot.Set(h.c.share.slots.Load()); got != kept {
+			return fmt.Errorf("syncs the parents of slots %s, want %s", got.String(), kept.String())
 		}
-		time.Sleep(10 * time.Millisecond) // polling, with a deadline
-	}
+		return nil
+	})
 }

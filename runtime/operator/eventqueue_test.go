@@ -62,10 +62,12 @@ func TestABurstOfEventsIsBoundedAndWarningsGoFirst(t *testing.T) {
 	}
 
 	go q.run(t.Context(), flowcontrol.NewFakeAlwaysRateLimiter())
-	deadline := time.Now().Add(10 * time.Second)
-	for len(next.events()) < 4 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond) // polling the fake recorder, with a deadline
-	}
+	eventually(t, 10*time.Second, "the queue to send its 4 events", func() error {
+		if got := next.events(); len(got) < 4 {
+			return fmt.Errorf("sent %d events: %s", len(got), strings.Join(got, ","))
+		}
+		return nil
+	})
 	want := "Warning ApplyFailed: failed,Normal Created: Created Pod 0,Normal Created: Created Pod 1,Normal Created: Created Pod 2"
 	if got := strings.Join(next.events(), ","); got != want {
 		t.Errorf("sent %s\nwant %s", got, want)

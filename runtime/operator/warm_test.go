@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -54,12 +55,12 @@ func TestTheInformersOfAChangedUnitStartBeforeItCompiles(t *testing.T) {
 				t.Errorf("%d informers started when the unit compiled, want %d", got, tc.want)
 			}
 			s.stopAll()
-			for deadline := time.Now().Add(10 * time.Second); pool.Len() > 0 && time.Now().Before(deadline); {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if got := pool.Len(); got != 0 {
-				t.Errorf("%d informers left once the controllers stopped", got)
-			}
+			eventually(t, 10*time.Second, "the informers to stop with the controllers", func() error {
+				if got := pool.Len(); got != 0 {
+					return fmt.Errorf("%d informers left once the controllers stopped", got)
+				}
+				return nil
+			})
 		})
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apimachinery/pkg/util/wait"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
@@ -350,11 +351,16 @@ func TestRunWritesUntilStopped(t *testing.T) {
 	go func() { defer close(done); h.r.Run(ctx) }()
 
 	h.r.Set("web", "web", Status{State: Waiting})
-	h.eventually("the first status is written at once", func() bool { return h.state("web") == "Waiting" })
+	h.eventually("the first status is written at once", h.stateIs("web", "Waiting"))
 	h.r.Set("web", "web", running)
-	h.eventually("Run waits for the interval", h.clock.HasWaiters)
+	h.eventually("Run waits for the interval", func() error {
+		if !h.clock.HasWaiters() {
+			return errors.New("nothing waits on the clock")
+		}
+		return nil
+	})
 	h.clock.Step(time.Second)
-	h.eventually("the next status is written after the interval", func() bool { return h.state("web") == "Running" })
+	h.eventually("the next status is written after the interval", h.stateIs("web", "Running"))
 	cancel()
 	<-done
 }
@@ -367,15 +373,26 @@ func (h *harness) state(name string) string {
 	return cm.Labels[contract.LabelPolicyState]
 }
 
-// eventually polls cond until it holds, failing the test after a deadline.
-func (h *harness) eventually(what string, cond func() bool) {
-	h.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			h.t.Fatalf("timed out: %s", what)
+// stateIs returns an error naming the state of the ConfigMap unless it is want.
+func (h *harness) stateIs(name, want string) func() error {
+	return func() error {
+		if got := h.state(name); got != want {
+			return fmt.Errorf("state %q, want %q", got, want)
 		}
-		time.Sleep(time.Millisecond)
+		return nil
+	}
+}
+
+// eventually polls f until it succeeds, failing the test after 10 seconds with what it waited
+// for and f's last error.
+func (h *harness) eventually(what string, f func() error) {
+	h.t.Helper()
+	var last error
+	if err := wait.PollUntilContextTimeout(h.t.Context(), time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		last = f()
+		return last == nil, nil
+	}); err != nil {
+		h.t.Fatalf("waiting for %s: %v (last: %v)", what, err, last)
 	}
 }
 

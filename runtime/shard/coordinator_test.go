@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 	testingclock "k8s.io/utils/clock/testing"
@@ -197,41 +198,32 @@ func (r *replicas) advance(ctx context.Context, d time.Duration, live ...string)
 // last wrote: the fake clocks run far ahead of the informers otherwise.
 func (r *replicas) leasesSeen(live []string) {
 	r.t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for _, observer := range r.all {
-		for _, member := range live {
-			want := r.all[member].lease
-			for want != nil {
+	eventually(r.t, 5*time.Second, "every replica to see the live replicas' Leases", func() error {
+		for _, observer := range r.all {
+			for _, member := range live {
+				want := r.all[member].lease
+				if want == nil {
+					continue
+				}
 				obj, ok, _ := observer.leases.GetByKey(testNS + "/" + LeaseName(member))
-				if ok && recordOf(obj.(*coordinationv1.Lease)) == recordOf(want) {
-					break
+				if !ok || recordOf(obj.(*coordinationv1.Lease)) != recordOf(want) {
+					return fmt.Errorf("%s does not see %s's Lease", observer.o.Identity, member)
 				}
-				if time.Now().After(deadline) {
-					r.t.Fatalf("%s does not see %s's Lease", observer.o.Identity, member)
-				}
-				time.Sleep(time.Millisecond)
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // settle runs the live replicas (no time passing) until want holds, polling the informers' view.
 func (r *replicas) settle(ctx context.Context, live []string, want func(map[string]hashslot.Set) error) {
 	r.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	eventually(r.t, 10*time.Second, "the replicas to settle", func() error {
 		r.run(ctx, live...)
 		r.mu.Lock()
-		err := want(r.holds)
-		r.mu.Unlock()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("not settled: %v", err)
-		}
-		time.Sleep(5 * time.Millisecond) // let the informers see the writes (polling, with a deadline)
-	}
+		defer r.mu.Unlock()
+		return want(r.holds)
+	})
 }
 
 // partition checks that the live replicas hold every slot, about evenly.
@@ -285,7 +277,7 @@ func TestAReplicaThatCannotRenewStopsSyncingBeforeItsLeaseExpires(t *testing.T) 
 	if got := writable(a); got != 0 {
 		t.Errorf("may write %s after failing to renew for 11s, want nothing", got.String())
 	}
-	eventually(t, func() error {
+	eventually(t, 5*time.Second, "the replica to hold no slot", func() error {
 		if got := a.Held(); got != 0 {
 			return fmt.Errorf("holds %s after failing to renew for 11s, want nothing", got.String())
 		}
@@ -446,7 +438,7 @@ func TestADeletedLeaseIsNotADeadReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.all["b"].lease = nil // b renews anew: it reads its Lease, finds none, and creates it
-	eventually(t, func() error {
+	eventually(t, 5*time.Second, "a to see b's Lease deleted", func() error {
 		if _, ok, _ := r.all["a"].leases.GetByKey(testNS + "/" + LeaseName("b")); ok {
 			return errors.New("a still sees b's Lease")
 		}
@@ -514,18 +506,15 @@ func TestAssign(t *testing.T) {
 	}
 }
 
-// eventually polls f until it succeeds, for at most 5 s.
-func eventually(t *testing.T, f func() error) {
+// eventually polls f until it succeeds, failing the test after timeout with what it waited for
+// and f's last error.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		err := f()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var last error
+	if err := wait.PollUntilContextTimeout(t.Context(), time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = f()
+		return last == nil, nil
+	}); err != nil {
+		t.Fatalf("waiting %s for %s: %v (last: %v)", timeout, what, err, last)
 	}
 }
