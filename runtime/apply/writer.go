@@ -271,21 +271,25 @@ func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, ob
 func (w *Writer) PatchMetadata(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, meta map[string]any) (*unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
-	meta = maps.Clone(meta)
-	meta["resourceVersion"] = obj.GetResourceVersion()
-	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	patch, err := MetadataPatch(obj, meta)
 	if err != nil {
 		return nil, err
 	}
 	return w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
 }
 
+// MetadataPatch is the JSON merge patch of obj's metadata that PatchMetadata sends: meta, with
+// obj's resourceVersion as a precondition.
+func MetadataPatch(obj *unstructured.Unstructured, meta map[string]any) ([]byte, error) {
+	meta = maps.Clone(meta)
+	meta["resourceVersion"] = obj.GetResourceVersion()
+	return json.Marshal(map[string]any{"metadata": meta})
+}
+
 // Release lets go of a child that is no longer desired but must be kept (deletionPolicy: Orphan):
 // it removes metacel's labels and annotations and the ownerReference to the parent, so that
 // neither metacel nor the garbage collector touches it again.
 func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, labels, annotations []string, parentUID types.UID) error {
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	defer cancel()
 	patchLabels := map[string]any{}
 	for _, l := range labels {
 		patchLabels[l] = nil
@@ -300,13 +304,7 @@ func (w *Writer) Release(ctx context.Context, gvr schema.GroupVersionResource, o
 	for _, a := range annotations {
 		patchAnnotations[a] = nil
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
-		"labels": patchLabels, "annotations": patchAnnotations, "ownerReferences": refs, "resourceVersion": obj.GetResourceVersion(),
-	}})
-	if err != nil {
-		return err
-	}
-	_, err = w.resource(gvr, obj.GetNamespace()).Patch(ctx, obj.GetName(), types.MergePatchType, patch, metav1.PatchOptions{FieldManager: FieldManager})
+	_, err := w.PatchMetadata(ctx, gvr, obj, map[string]any{"labels": patchLabels, "annotations": patchAnnotations, "ownerReferences": refs})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

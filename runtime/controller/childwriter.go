@@ -108,6 +108,9 @@ func (cw *childWriter) paceBookkeeping(parent *unstructured.Unstructured, steps 
 			n++
 		}
 	}
+	if n == 0 {
+		return steps, 0 // no key to make on the syncs of every converged parent
+	}
 	if ok, wait := cw.deps.Pace.admit(cw.policy+"/"+parentKey(parent), n, cw.deps.Clock.Now()); !ok {
 		return slices.DeleteFunc(slices.Clone(steps), func(s decide.Step) bool { return s.Action == decide.UpdateBookkeeping }), wait
 	}

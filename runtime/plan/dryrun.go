@@ -2,9 +2,7 @@ package plan
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"maps"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -92,9 +90,7 @@ func dryApply(ctx context.Context, res dynamic.ResourceInterface, obj *unstructu
 
 // dryPatch sends the patch of a child's bookkeeping as the runtime sends it (apply.Writer.PatchMetadata), as a dry run.
 func dryPatch(ctx context.Context, res dynamic.ResourceInterface, observed *unstructured.Unstructured, meta map[string]any) error {
-	meta = maps.Clone(meta)
-	meta["resourceVersion"] = observed.GetResourceVersion()
-	patch, err := json.Marshal(map[string]any{"metadata": meta})
+	patch, err := apply.MetadataPatch(observed, meta)
 	if err != nil {
 		return err
 	}
