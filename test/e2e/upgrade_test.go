@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,6 +23,7 @@ import (
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // previousVersion is the commit of the runtime that TestUpgradingTheRuntimeReplacesNoChild
@@ -37,7 +40,8 @@ const upgradeParents = 500
 // upgradePace is the bookkeeping patches a second the upgraded runtime may send (and in a burst).
 const upgradePace = 50
 
-// TestUpgradingTheRuntimeReplacesNoChild converges the five seeds and 500 MyApps with the
+// TestUpgradingTheRuntimeReplacesNoChild converges the five seeds, 500 MyApps and a Secret written
+// with stringData (a Recreate resource) with the
 // runtime of previousVersion (built from git), then starts this one over them: every child's
 // bookkeeping is brought up to date by a merge patch of its metadata, paced, and none is deleted,
 // recreated or applied (their UIDs are those the previous runtime created; the runtime sent no
@@ -54,9 +58,14 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 		applyConfigMap(t, policyConfigMap(t, name, policyNS))
 	}
 	ns, dst := newNamespace(t, "upgrade"), newNamespace(t, "upgrade-copy")
+	applyConfigMap(t, stringDataSecretPolicy(t, ns, policyNS))
 	old := startProcess(t, previous, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0")
 	createSeedsAndMyApps(t, ns, dst, upgradeParents)
+	w := widget(ns, "w")
+	w.SetLabels(map[string]string{"e2e.metacel.dev/test": ns})
+	create(t, widgetsGVR, w)
+	waitFor(t, widgetsGVR, ns, "w", wait, hasCondition("Synced", "True", "", ""))
 	waitAllReady(t, ns, upgradeParents+1)
 	waitFor(t, memcachedsGVR, ns, "memcached-sample", wait, hasCondition("Synced", "True", "", ""))
 	waitFor(t, whaleSaysGVR, ns, "example-whalesay", wait, hasCondition("Ready", "True", "", ""))
@@ -153,8 +162,25 @@ func createSeedsAndMyApps(t *testing.T, ns, dst string, n int) {
 	wg.Wait()
 }
 
-// childResources are the resources of the seeds' children.
-var childResources = []schema.GroupVersionResource{podsGVR, deploymentsGVR, jobsGVR, configMapsGVR, lbGVR}
+// childResources are the resources of the seeds' children, and of the Secret written with
+// stringData.
+var childResources = []schema.GroupVersionResource{podsGVR, deploymentsGVR, jobsGVR, configMapsGVR, lbGVR, secretsGVR}
+
+// stringDataSecretPolicy is the policy ConfigMap, in policyNS, of a Secret written with stringData
+// for the labelled Widgets of ns, of a Recreate resource (the case of issue 45: the API server
+// stores stringData as data, and the hash of an earlier runtime was taken before), with its
+// ServiceAccount and RBAC.
+func stringDataSecretPolicy(t *testing.T, ns, policyNS string) *corev1.ConfigMap {
+	t.Helper()
+	text := fmt.Sprintf(secretPolicy, "upgrade-secret", ns, policy.Recreate)
+	file := filepath.Join(t.TempDir(), "secret.yaml")
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	grantPolicies(t, policyNS, file)
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "policy-upgrade-secret", Namespace: policyNS,
+		Labels: map[string]string{contract.LabelPolicyConfigMap: "true"}}, Data: map[string]string{"secret.yaml": text}}
+}
 
 // childrenOf lists the objects metacel manages in the namespaces.
 func childrenOf(t *testing.T, namespaces ...string) []*unstructured.Unstructured {
