@@ -144,6 +144,8 @@ type FileArrows struct {
 	Files       int    `json:"files"`
 	Arrows      int    `json:"arrows"`
 	MutualPairs int    `json:"mutualPairs"`
+	// Mutual names each mutual pair, "a.go <-> b.go", in order.
+	Mutual []string `json:"mutual,omitempty"`
 }
 
 // LargestStruct is the struct type with the most fields.
@@ -480,13 +482,14 @@ func (h *house) fileArrows(rel string) (FileArrows, error) {
 			return true
 		})
 	}
-	mutual := 0
+	var mutual []string
 	for a := range arrows {
 		if a.from < a.to && arrows[filePair{a.to, a.from}] {
-			mutual++
+			mutual = append(mutual, filepath.Base(a.from)+" <-> "+filepath.Base(a.to))
 		}
 	}
-	return FileArrows{Package: p.rel, Files: len(p.syntax), Arrows: len(arrows), MutualPairs: mutual}, nil
+	slices.Sort(mutual)
+	return FileArrows{Package: p.rel, Files: len(p.syntax), Arrows: len(arrows), MutualPairs: len(mutual), Mutual: mutual}, nil
 }
 
 // topLevelFile is the file of package p that declares obj at its top level, if it does: a
