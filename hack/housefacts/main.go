@@ -4,7 +4,7 @@
 //
 // Usage (from the module, or with -C a directory inside it):
 //
-//	go run ./hack/housefacts [-C dir] [-pkg runtime/controller] [-from 'runtime/controller.(*Controller).sync'] [-json] [-walk]
+//	go run ./hack/housefacts [-C dir] [-pkg runtime/controller] [-from 'runtime/controller.(*syncer).sync'] [-type runtime/controller.Controller] [-json] [-walk]
 //
 // # What is measured
 //
@@ -35,7 +35,9 @@
 //   - largest struct: among the package-level named types whose underlying type is a struct, the
 //     one with the most fields (an embedded field counts one, as does a blank one); ties go to
 //     more methods, then to the name. Its methods: those declared with receiver T or *T
-//     (methods promoted from embedded fields not counted).
+//     (methods promoted from embedded fields not counted). The struct with the most methods:
+//     the same, ordered by methods first. The struct -type names (pkg.T): its fields and methods,
+//     counted alike.
 //   - walk (-from: pkg.Func, pkg.T.Method or pkg.(*T).Method, pkg relative to the module root):
 //     a depth-first walk from that function over the calls in its body, then in the bodies of
 //     the functions it reaches. A call is followed when its callee is a function or a method of
@@ -84,6 +86,7 @@ type options struct {
 	dir  string // a directory inside the module to measure
 	pkg  string // the package whose file arrows are counted, relative to the module root
 	from string // the function the walk starts from
+	typ  string // the struct whose fields and methods are counted, pkg.T
 }
 
 func main() {
@@ -91,7 +94,8 @@ func main() {
 	var asJSON, showWalk bool
 	flag.StringVar(&opts.dir, "C", ".", "a directory inside the module to measure")
 	flag.StringVar(&opts.pkg, "pkg", "runtime/controller", "the package whose file arrows are counted, relative to the module root")
-	flag.StringVar(&opts.from, "from", "runtime/controller.(*Controller).sync", "the function the walk starts from: pkg.Func, pkg.T.Method or pkg.(*T).Method")
+	flag.StringVar(&opts.from, "from", "runtime/controller.(*syncer).sync", "the function the walk starts from: pkg.Func, pkg.T.Method or pkg.(*T).Method")
+	flag.StringVar(&opts.typ, "type", "runtime/controller.Controller", "the struct whose fields and methods are counted: pkg.T, pkg relative to the module root")
 	flag.BoolVar(&asJSON, "json", false, "print JSON")
 	flag.BoolVar(&showWalk, "walk", false, "print the walk's tree too")
 	flag.Parse()
@@ -128,6 +132,8 @@ type Facts struct {
 	ImportArrows  int           `json:"importArrows"`
 	FileArrows    FileArrows    `json:"fileArrows"`
 	LargestStruct LargestStruct `json:"largestStruct"`
+	MostMethods   LargestStruct `json:"mostMethods"`
+	Struct        LargestStruct `json:"struct"`
 	Walk          Walk          `json:"walk"`
 }
 
@@ -187,12 +193,18 @@ func measure(ctx context.Context, opts options) (Facts, error) {
 	if err != nil {
 		return Facts{}, err
 	}
+	named, err := h.namedStruct(opts.typ)
+	if err != nil {
+		return Facts{}, err
+	}
 	return Facts{
 		Module:        h.module,
 		Packages:      h.countPackages(),
 		ImportArrows:  h.importArrows(),
 		FileArrows:    arrows,
-		LargestStruct: h.largestStruct(),
+		LargestStruct: h.largestStruct(larger),
+		MostMethods:   h.largestStruct(moreMethods),
+		Struct:        named,
 		Walk:          walk,
 	}, nil
 }
@@ -205,6 +217,9 @@ func printTable(w io.Writer, f Facts) error {
 	fmt.Fprintf(tw, "import arrows between own packages\t%d\n", f.ImportArrows)
 	fmt.Fprintf(tw, "file arrows in %s\t%d between %d files, %d mutual pairs\n", fa.Package, fa.Arrows, fa.Files, fa.MutualPairs)
 	fmt.Fprintf(tw, "largest struct\t%s: %d fields, %d methods (%s)\n", ls.Name, ls.Fields, ls.Methods, ls.File)
+	mm, st := f.MostMethods, f.Struct
+	fmt.Fprintf(tw, "struct with the most methods\t%s: %d fields, %d methods (%s)\n", mm.Name, mm.Fields, mm.Methods, mm.File)
+	fmt.Fprintf(tw, "struct %s\t%d fields, %d methods (%s)\n", st.Name, st.Fields, st.Methods, st.File)
 	fmt.Fprintf(tw, "walk from %s\t\n", wk.From)
 	fmt.Fprintf(tw, "  functions entered\t%d\n", wk.Functions)
 	fmt.Fprintf(tw, "  files visited\t%d\n", wk.Files)
@@ -522,7 +537,7 @@ func (h *house) importPath(rel string) string {
 	return h.module + "/" + strings.Trim(rel, "/")
 }
 
-func (h *house) largestStruct() LargestStruct {
+func (h *house) largestStruct(larger func(a, b LargestStruct) bool) LargestStruct {
 	var best LargestStruct
 	for _, path := range h.ownPaths() {
 		p := h.own[path]
@@ -568,6 +583,36 @@ func larger(a, b LargestStruct) bool {
 		return a.Methods > b.Methods
 	}
 	return a.Name < b.Name
+}
+
+// moreMethods orders structs by methods, then fields, then name (the first in name order wins).
+func moreMethods(a, b LargestStruct) bool {
+	switch {
+	case b.Name == "":
+		return true
+	case a.Methods != b.Methods:
+		return a.Methods > b.Methods
+	case a.Fields != b.Fields:
+		return a.Fields > b.Fields
+	}
+	return a.Name < b.Name
+}
+
+// namedStruct is the facts of the struct a -type value names (pkg.T).
+func (h *house) namedStruct(ref string) (LargestStruct, error) {
+	i := strings.LastIndex(ref, ".")
+	if i < 0 {
+		return LargestStruct{}, fmt.Errorf("-type %s: want pkg.T", ref)
+	}
+	p, ok := h.own[h.importPath(ref[:i])]
+	if !ok {
+		return LargestStruct{}, fmt.Errorf("-type %s: no production package %s", ref, ref[:i])
+	}
+	s, ok := h.structFacts(p, p.types.Scope().Lookup(ref[i+1:]))
+	if !ok {
+		return LargestStruct{}, fmt.Errorf("-type %s: no struct type %s there", ref, ref[i+1:])
+	}
+	return s, nil
 }
 
 // funcRef is a -from value taken apart.

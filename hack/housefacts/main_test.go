@@ -50,7 +50,7 @@ func TestMeasureFixture(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := measure(context.Background(), options{dir: "testdata/house", pkg: tc.pkg, from: tc.from})
+			got, err := measure(context.Background(), options{dir: "testdata/house", pkg: tc.pkg, from: tc.from, typ: "runtime/b.Twin"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,6 +75,9 @@ func checkCounts(t *testing.T, got, want Facts) {
 		{"import arrows", got.ImportArrows, 2},
 		{"largest struct's fields", got.LargestStruct.Fields, 4},
 		{"largest struct's methods", got.LargestStruct.Methods, 3},
+		{"most methods", got.MostMethods.Methods, 3},
+		{"-type's fields", got.Struct.Fields, 4},
+		{"-type's methods", got.Struct.Methods, 0},
 		{"files of -pkg", got.FileArrows.Files, want.FileArrows.Files},
 		{"file arrows", got.FileArrows.Arrows, want.FileArrows.Arrows},
 		{"mutual file pairs", got.FileArrows.MutualPairs, want.FileArrows.MutualPairs},
@@ -91,6 +94,9 @@ func checkCounts(t *testing.T, got, want Facts) {
 	}
 	if got.LargestStruct.Name != "runtime/b.Store" {
 		t.Errorf("largest struct %s, want runtime/b.Store (Twin ties on fields, has fewer methods)", got.LargestStruct.Name)
+	}
+	if got.MostMethods.Name != "runtime/b.Store" || got.Struct.Name != "runtime/b.Twin" {
+		t.Errorf("most methods %s, -type %s: want runtime/b.Store, runtime/b.Twin", got.MostMethods.Name, got.Struct.Name)
 	}
 	if got.FileArrows.Package != want.FileArrows.Package {
 		t.Errorf("-pkg %s, want %s", got.FileArrows.Package, want.FileArrows.Package)
@@ -111,7 +117,7 @@ func TestParseFuncRef(t *testing.T) {
 		want funcRef
 		bad  bool
 	}{
-		{in: "runtime/controller.(*Controller).sync", want: funcRef{pkg: "runtime/controller", recv: "Controller", name: "sync"}},
+		{in: "runtime/controller.(*syncer).sync", want: funcRef{pkg: "runtime/controller", recv: "syncer", name: "sync"}},
 		{in: "runtime/b.Store.Len", want: funcRef{pkg: "runtime/b", recv: "Store", name: "Len"}},
 		{in: "runtime/b.Save", want: funcRef{pkg: "runtime/b", name: "Save"}},
 		{in: "example.com/house/runtime/b.Save", want: funcRef{pkg: "example.com/house/runtime/b", name: "Save"}},

@@ -7,21 +7,10 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/identity"
 	"metacel.dev/metacel/runtime/policy"
 )
-
-// Identity is who a policy acts as: its ServiceAccount (package identity). Every write of the
-// policy goes through Writer, which impersonates it; every object a sync reads for the policy from
-// the runtime's shared caches is first checked with Reviewer. A zero ServiceAccount is the
-// runtime's own identity: its reads are not checked.
-type Identity struct {
-	Writer         *apply.Writer
-	ServiceAccount identity.ServiceAccount
-	Reviewer       *identity.Reviewer
-}
 
 // access checks the reads of a policy's syncs as the identity it acts as: the objects a sync
 // reads come from caches the runtime fills with its own, wider, permissions.
@@ -63,9 +52,9 @@ func (a *access) mayRead(ctx context.Context, read identity.Read) error {
 	case err == nil:
 		return nil
 	case errors.As(err, &forbidden):
-		return &syncError{reason: contract.ReasonForbidden, retry: true, err: err}
+		return &syncError{reason: contract.ReasonForbidden, err: err}
 	}
-	return &syncError{reason: contract.ReasonAccessUnchecked, retry: true, err: err}
+	return &syncError{reason: contract.ReasonAccessUnchecked, err: err}
 }
 
 // mayReadParentAndChildren checks the reads of a parent and of its observed children.

@@ -58,7 +58,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 				patch = string(p.GetPatchType()) + " " + string(p.GetPatch())
 				return false, nil, nil
 			})
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			var children []string
@@ -71,7 +71,7 @@ func TestAChildWhoseBookkeepingAloneDiffersIsPatchedNotRecreated(t *testing.T) {
 				t.Fatalf("writes to children %q, want %q", got, tc.want)
 			}
 			if tc.paceSpent {
-				if p := h.c.parentStates.byKey["ns/p"]; p != nil && p.knowsInputs || h.c.queue.Len() != 0 {
+				if p := h.c.states.byKey["ns/p"]; p != nil && p.knowsInputs || h.c.queue.Len() != 0 {
 					t.Errorf("the deferred sync was taken as done, or its parent queued at once")
 				}
 				if ok, wait := h.c.deps.Pace.admit(h.c.Name()+"/ns/p", 1, h.c.deps.Clock.Now()); ok || wait <= 0 || wait > time.Second {
@@ -104,7 +104,7 @@ func TestASyncAfterItsWritesWereUndoneIsNotSkipped(t *testing.T) {
 	h := newHarness(t, secretsPolicy(`  related:
     - {id: peers, apiVersion: v1, resource: configmaps, selector: {matchLabels: {peer: "yes"}}}
 `+secretChild(`type: "${parent.data.a}"`)))
-	h.c.related[secretsGVR.GroupVersion().WithResource("configmaps").String()] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
+	h.c.related.informers[secretsGVR.GroupVersion().WithResource("configmaps").String()] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
 		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
 	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "opaque"}}`)
 	h.cacheParent(t, parent)
@@ -132,7 +132,7 @@ func TestASyncAfterItsWritesWereUndoneIsNotSkipped(t *testing.T) {
 		}
 		return n
 	}
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if n := patches(); n != 1 {
@@ -141,7 +141,7 @@ func TestASyncAfterItsWritesWereUndoneIsNotSkipped(t *testing.T) {
 	if err := h.client.Tracker().Update(secretsGVR, withoutLabel(), "ns"); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if n := patches(); n != 2 {

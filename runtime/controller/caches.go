@@ -92,3 +92,12 @@ func observedChildren(ctx context.Context, cached []metav1.Object) map[string][]
 	}
 	return out
 }
+
+// allObjects flattens objects by child id.
+func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, objs := range byID {
+		out = append(out, objs...)
+	}
+	return out
+}

@@ -3,12 +3,15 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/informers"
 )
 
 // Delays of the reports of caches that do not sync: the first after notSyncedFirst, then every
@@ -18,15 +21,16 @@ const (
 	notSyncedEvery = time.Minute
 )
 
-// waitForCaches waits until the controller's informers have synced, and reports false if ctx
-// ends first. While they have not, it says which resources are missing and why (their last list
-// error: a resource the runtime may not list, say), in the log and through Options.OnNotSynced: a policy
-// whose caches never sync never runs, and must not look healthy.
-func (c *Controller) waitForCaches(ctx context.Context) bool {
+// waitForCaches waits until the checks are done (the controller's informers have synced), and
+// reports false if ctx ends first. While they have not, it says which resources are missing and
+// why (their last list error: a resource the runtime may not list, say), in the log and through
+// report (Options.OnNotSynced, when set): a policy whose caches never sync never runs, and must
+// not look healthy.
+func waitForCaches(ctx context.Context, policyName string, checks []cache.DoneChecker, byName func() map[string]cache.SharedIndexInformer, pool *informers.Pool, report func(msg string)) bool {
 	wait := notSyncedFirst
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		synced := cache.WaitFor(waitCtx, "", c.hasSynced()...)
+		synced := cache.WaitFor(waitCtx, "", checks...)
 		cancel()
 		switch {
 		case synced:
@@ -34,39 +38,59 @@ func (c *Controller) waitForCaches(ctx context.Context) bool {
 		case ctx.Err() != nil:
 			return false
 		}
-		msg := c.notSynced()
+		msg := notSynced(policyName, byName(), pool)
 		klog.FromContext(ctx).Error(nil, "Policy waits for its caches", "missing", msg)
-		if c.opts.OnNotSynced != nil {
-			c.opts.OnNotSynced(msg)
+		if report != nil {
+			report(msg)
 		}
 		wait = notSyncedEvery
 	}
 }
 
-// hasSynced returns what tells when the informers have synced and delivered what they listed to
-// the controller's handlers, every parent queued: the workers start as soon as that is so (no
+// doneCheckers returns what tells when the informers have synced and delivered what they listed
+// to the controller's handlers, every parent queued: the workers start as soon as that is so (no
 // polling: cache.WaitForCacheSync checks every 100 ms), on a queue where each parent is once.
-func (c *Controller) hasSynced() []cache.DoneChecker {
+// delivered are those of the informers acquired besides the caches'.
+func doneCheckers(cs *caches, delivered []cache.DoneChecker) []cache.DoneChecker {
 	var out []cache.DoneChecker
-	for _, rc := range c.caches.all() {
+	for _, rc := range cs.all() {
 		out = append(out, rc.Delivered()...)
 	}
-	return append(out, c.delivered...)
+	return append(out, delivered...)
+}
+
+// informersByName returns a controller's informers by resource (and slot, with sharding).
+func informersByName(cs *caches, related *relatedWatch) map[string]cache.SharedIndexInformer {
+	out := map[string]cache.SharedIndexInformer{}
+	for _, rc := range cs.all() {
+		for i, inf := range rc.Informers() {
+			name := rc.GVR().String()
+			if rc.Sharded() {
+				name = fmt.Sprintf("%s (slot informer %d)", name, i)
+			}
+			out[name] = inf
+		}
+	}
+	maps.Copy(out, related.informers)
+	if related.namespaces != nil {
+		out[namespacesGVR.String()] = related.namespaces
+	}
+	return out
 }
 
 // notSynced names the resources whose caches have not synced, with their last list error.
-func (c *Controller) notSynced() string {
+func notSynced(policyName string, byName map[string]cache.SharedIndexInformer, pool *informers.Pool) string {
 	var parts []string
-	for gvr, inf := range c.informers() {
+	for gvr, inf := range byName {
 		if inf.HasSynced() {
 			continue
 		}
 		why := "not listed yet"
-		if err := c.deps.Pool.WatchError(inf); err != nil {
+		if err := pool.WatchError(inf); err != nil {
 			why = err.Error()
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)", gvr, why))
 	}
 	slices.Sort(parts)
-	return fmt.Sprintf("policy %q does not run: the caches of %s have not synced", c.Name(), strings.Join(parts, "; "))
+	return fmt.Sprintf("policy %q does not run: the caches of %s have not synced", policyName, strings.Join(parts, "; "))
 }

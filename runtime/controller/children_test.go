@@ -81,7 +81,7 @@ func TestAKnownConflictIsReadNotWritten(t *testing.T) {
 				h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
   managedFields: [{manager: kubectl, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:type": {}}}]}, type: "mine"}`))
 			}
-			err := h.c.sync(t.Context(), "ns/p")
+			err := h.c.syncer.sync(t.Context(), "ns/p")
 			if got := strings.Join(h.writes(), ","); got != tc.wantWrites {
 				t.Errorf("writes %q, want %q", got, tc.wantWrites)
 			}

@@ -73,7 +73,7 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
-		return &syncError{reason: contract.ReasonApplyFailed, err: errors.New(s.Why)}
+		return &syncError{reason: contract.ReasonApplyFailed, terminal: true, err: errors.New(s.Why)}
 	case decide.UpdateBookkeeping:
 		got, err := cw.patchBookkeeping(ctx, parent, s)
 		if err != nil {
@@ -259,7 +259,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 	case s.Action == decide.UpdateBookkeeping:
 		return cw.patchBookkeeping(ctx, parent, s)
 	case s.Action == decide.Refuse:
-		return nil, &syncError{reason: contract.ReasonApplyFailed, err: errors.New(s.Why)}
+		return nil, &syncError{reason: contract.ReasonApplyFailed, terminal: true, err: errors.New(s.Why)}
 	case s.Action == decide.Recreate:
 		got, _, err := cw.recreateChild(ctx, parent, child, existing)
 		return got, err
@@ -269,7 +269,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 
 // conflictError is a ChildConflict: an object someone else owns holds the child's name.
 func conflictError(parent *unstructured.Unstructured, child *render.Child, policyName string) error {
-	return &syncError{reason: contract.ReasonChildConflict, retry: true, err: fmt.Errorf(
+	return &syncError{reason: contract.ReasonChildConflict, err: fmt.Errorf(
 		"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
 		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
 }
@@ -431,7 +431,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	if isTooLarge(err) {
 		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
 	}
-	return &syncError{reason: contract.ReasonApplyFailed, retry: !isPermanent(err),
+	return &syncError{reason: contract.ReasonApplyFailed, terminal: isPermanent(err),
 		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
 }
 

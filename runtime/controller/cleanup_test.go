@@ -60,7 +60,7 @@ func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
 			h.store(t, secretsGVR, child)
 			h.cacheChild(t, child)
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if w := h.writes(); !slices.Contains(w, tc.want) || len(w) != 1 {
@@ -179,7 +179,7 @@ func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 	h.store(t, secretsGVR, child)
 	h.cacheChild(t, child)
 
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if w := strings.Join(h.writes(), ","); w != "delete secrets" {
@@ -190,7 +190,7 @@ func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.client.ClearActions()
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if w := strings.Join(h.writes(), ","); w != "patch configmaps" {

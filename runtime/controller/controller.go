@@ -7,9 +7,7 @@ import (
 	"maps"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,87 +19,51 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/clock"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/kinds"
-	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/runtime/policy"
 )
 
-// Deps are what every controller shares.
-type Deps struct {
-	Pool *informers.Pool
-	// Ledger keeps what the controller must know across restarts (nil: off)
-	Ledger *ledger.Ledger
-	Writer *apply.Writer
-	// ReservedNamespace is the namespace of the runtime's own records (its policies, rollout
-	// records, memos, ledger): no child is ever written there ("": none)
-	ReservedNamespace string
-	Mapper            kinds.Mapper
-	Recorder          events.EventRecorder
-	Metrics           *Metrics
-	Clock             clock.Clock
-	// OnSync, when set, is told of every sync of a parent this controller holds, with when it
-	// began and ended (tests record them, to check that no two replicas sync one parent at once)
-	OnSync func(policy, key string, start, end time.Time)
-	// Pace bounds the bookkeeping patches of all controllers (nil: unbounded)
-	Pace *BookkeepingPace
-	// ActAs, when set, gives the identity each policy acts as (its ServiceAccount): its writes go
-	// through the identity's Writer instead of Writer, its reads are checked (access.go)
-	ActAs func(*policy.Compiled) (Identity, error)
-}
-
-// Controller reconciles the parents of one policy.
+// Controller reconciles the parents of one policy: it is the loop (the queue, its workers, the
+// informers' event handlers), configured once by New. What it runs lives beside it, each a type
+// of its own that knows nothing of the loop: the caches (caches.go, slots.go), each sync
+// (syncer, sync.go), the child writer (childwriter.go), cleanup (finalize.go), the reports on
+// parents (status.go), the related objects (related.go), the per-parent memory
+// (parentstate.go), the share it syncs (share.go) and the Recreates a removal completes
+// (recreatesunderway.go).
 type Controller struct {
 	policy *policy.Compiled
 	deps   Deps
+	opts   Options
 	queue  workqueue.TypedRateLimitingInterface[string]
 
-	// caches hold the parents and children (caches.go)
+	// caches hold the parents and children, related the related objects and namespaces
 	caches  caches
-	related map[string]cache.SharedIndexInformer // by GroupVersionResource string
+	related *relatedWatch
 	// sharding, when not nil, makes the controller hold the parents of some slots only
 	// (slots.go); syncing is held (read) by each sync, so that a replica letting go of
-	// slots can wait for the syncs under way
+	// slots, or a removal, can wait for the syncs under way
 	sharding *sharding
 	syncing  sync.RWMutex
-	// namespaces is the namespaces' informer, when the policy's confinement asks for consent
-	namespaces cache.SharedIndexInformer
-	// delivered are done once the related objects' and namespaces' informers have synced and
-	// delivered their events so far to the controller's handlers
-	delivered []cache.DoneChecker
-	// relIndex is what each parent read of the related objects, looked up by related object to
-	// route its events (related.go): not in parentStates, which is looked up by parent
-	relIndex *relatedIndex
-	// parentStates is what the controller remembers of each parent between its syncs
-	// (parentstate.go)
-	parentStates parentStates
-	// writer writes the children (childwriter.go), cleanup cleans up after them (finalize.go),
-	// reporter reports on the parents (status.go)
-	writer   *childWriter
-	cleanup  *cleanup
-	reporter *reporter
-
-	cleanups []func()
-	// previous is the version of the policy this controller replaces (Options.Replaces; TakeAll
-	// changes it), or nil
-	previous *policy.Compiled
-	// selector selects the parents (the policy's labelSelector, or everything)
-	selector labels.Selector
 	// share is the parents the controller syncs, when not all (share.go)
 	share share
-	// draining is set when the policy was removed: Recreates under way (parentState.recreating)
-	// complete, no new one starts (recreatesunderway.go); drainNews wakes the wait for them
-	draining  atomic.Bool
-	drainNews chan struct{}
-	// opts are the controller's options, as New was given them
-	opts Options
+	// states is what the controller remembers of each parent between its syncs (parentstate.go)
+	states parentStates
+	// syncer syncs one parent (sync.go), cleanup cleans up after the children (finalize.go),
+	// drain completes the Recreates under way of a removed policy (recreatesunderway.go)
+	syncer  *syncer
+	cleanup *cleanup
+	drain   *drain
+	// selector selects the parents (the policy's labelSelector, or everything), set by Watch
+	selector labels.Selector
+	// cleanups release the informers Watch acquired; delivered are done once the informers
+	// acquired besides the caches' have synced and delivered their events so far
+	cleanups  []func()
+	delivered []cache.DoneChecker
 	// access checks the policy's reads as the identity it acts as (access.go)
 	access *access
 }
@@ -130,31 +92,33 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 	c := &Controller{
 		policy: p,
 		deps:   deps,
+		opts:   opts,
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
-		caches:    caches{policy: p.Name(), children: map[string]*childCache{}},
-		related:   map[string]cache.SharedIndexInformer{},
-		relIndex:  newRelatedIndex(),
-		drainNews: make(chan struct{}, 1),
-		previous:  opts.Replaces,
-		opts:      opts,
+		caches: caches{policy: p.Name(), children: map[string]*childCache{}},
 	}
 	c.access = actAs(p, &c.deps)
+	c.related = newRelatedWatch(p, c.access, c.queue.Add, c.resyncAll)
 	if opts.Share != nil {
 		c.SetShare(opts.Share)
 	}
 	if opts.Sharded {
-		c.shardedBy(opts.ServerSideShards)
+		c.sharding = newSharding(opts.ServerSideShards, &c.caches, &c.share, &c.syncing, c.deps.Pool, p.Parent.GVR, c.resyncAll)
 	}
-	c.writer = &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.parentStates,
-		caches: &c.caches, draining: &c.draining}
-	c.reporter = &reporter{policy: p, deps: &c.deps, states: &c.parentStates}
-	c.cleanup = &cleanup{policy: p, previous: func() *policy.Compiled { return c.previous }, deps: &c.deps, writer: c.writer,
+	c.drain = &drain{policy: p, caches: &c.caches, states: &c.states, syncing: &c.syncing, enqueue: c.queue.Add, news: make(chan struct{}, 1)}
+	writer := &childWriter{policy: p.Name(), resources: p.ChildResources, deps: &c.deps, states: &c.states,
+		caches: &c.caches, draining: &c.drain.draining}
+	c.syncer = &syncer{policy: p, deps: &c.deps, caches: &c.caches, share: &c.share, states: &c.states, related: c.related,
+		access: c.access, writer: writer, drain: c.drain, requeueAfter: c.queue.AddAfter,
+		reporter: &reporter{policy: p, deps: &c.deps, states: &c.states}}
+	c.syncer.previous.Store(opts.Replaces)
+	c.cleanup = &cleanup{policy: p, previous: c.syncer.previous.Load, deps: &c.deps, writer: writer,
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
 			return observedChildren(ctx, c.caches.cachedChildren(uid))
 		},
-		namespaceLabels: c.namespaceLabels, caches: &c.caches, share: &c.share, selector: &c.selector,
-		requeueAfter: func(key string, d time.Duration) { c.queue.AddAfter(key, d) }}
+		namespaceLabels: c.related.namespaceLabels, caches: &c.caches, share: &c.share, selector: &c.selector,
+		requeueAfter: c.queue.AddAfter}
+	c.syncer.cleanup = c.cleanup
 	return c
 }
 
@@ -235,25 +199,6 @@ func (c *Controller) resync(ctx context.Context) {
 	}
 }
 
-// informers returns the controller's informers by resource (and slot, with sharding).
-func (c *Controller) informers() map[string]cache.SharedIndexInformer {
-	out := map[string]cache.SharedIndexInformer{}
-	for _, rc := range c.caches.all() {
-		for i, inf := range rc.Informers() {
-			name := rc.GVR().String()
-			if rc.Sharded() {
-				name = fmt.Sprintf("%s (slot informer %d)", name, i)
-			}
-			out[name] = inf
-		}
-	}
-	maps.Copy(out, c.related)
-	if c.namespaces != nil {
-		out[namespacesGVR.String()] = c.namespaces
-	}
-	return out
-}
-
 // release removes the event handlers and releases the informers.
 func (c *Controller) release() {
 	c.queue.ShutDown()
@@ -262,21 +207,19 @@ func (c *Controller) release() {
 	}
 	c.cleanups = nil
 	if c.sharding != nil {
-		c.sharding.mu.Lock()
-		defer c.sharding.mu.Unlock()
-		c.sharding.stopped = true
+		c.sharding.stop()
 	}
 	c.caches.releaseAll()
-	c.drainQueue()
+	drainQueue(c.queue)
 }
 
 // drainQueue empties a queue that was shut down: its successor (the same policy's next version)
 // reports under the same name, and workqueue_depth would keep what this one left.
-func (c *Controller) drainQueue() {
-	for c.queue.Len() > 0 {
-		key, _ := c.queue.Get()
-		c.queue.Forget(key)
-		c.queue.Done(key)
+func drainQueue(q workqueue.TypedRateLimitingInterface[string]) {
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		q.Forget(key)
+		q.Done(key)
 	}
 }
 
@@ -284,30 +227,32 @@ func (c *Controller) drainQueue() {
 // events to the queue. A reload calls it on the new controller before stopping the old one, so
 // that the informers they share keep running (no re-list).
 func (c *Controller) Watch() error {
-	if err := c.setSelector(); err != nil {
+	sel, err := parentSelector(c.policy)
+	if err != nil {
 		return err
 	}
+	c.selector = sel
 	selector := ""
 	if c.policy.ParentSelector != nil {
 		selector = c.selector.String()
 	}
 	c.caches.watch(c.deps.Pool, c.policy.Parent.GVR, selector, c.parentHandler(), slices.Collect(maps.Keys(c.policy.ChildResources)), c.childHandler(),
 		c.sharding != nil, c.sharding != nil && c.sharding.serverSide, c.deps.Clock)
-	c.watchRelated()
+	c.related.watch(c.acquire)
 	return nil
 }
 
-// setSelector sets the selector of the parents: the policy's labelSelector, or everything.
-func (c *Controller) setSelector() error {
-	c.selector = labels.Everything()
-	if s := c.policy.ParentSelector; s != nil {
-		sel, err := metav1.LabelSelectorAsSelector(s)
-		if err != nil {
-			return fmt.Errorf("policy %q: parent selector: %w", c.Name(), err)
-		}
-		c.selector = sel
+// parentSelector is the selector of a policy's parents: its labelSelector, or everything.
+func parentSelector(p *policy.Compiled) (labels.Selector, error) {
+	s := p.ParentSelector
+	if s == nil {
+		return labels.Everything(), nil
 	}
-	return nil
+	sel, err := metav1.LabelSelectorAsSelector(s)
+	if err != nil {
+		return nil, fmt.Errorf("policy %q: parent selector: %w", p.Name(), err)
+	}
+	return sel, nil
 }
 
 func (c *Controller) acquire(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, indexes ...string) cache.SharedIndexInformer {
@@ -344,11 +289,10 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 		return false
 	}
 	c.deps.Metrics.observe(c.Name(), start, c.deps.Clock.Now(), err)
-	var perm *permanentError
 	switch {
 	case err == nil:
 		c.queue.Forget(key)
-	case errors.As(err, &perm):
+	case isTerminal(err):
 		c.queue.Forget(key)
 		logger.V(2).Info("Sync failed; waiting for an input to change", "err", err)
 	case isConflict(err):
@@ -376,36 +320,22 @@ func (c *Controller) syncRecovering(ctx context.Context, key string) (err error)
 			klog.FromContext(ctx).Error(err, "Sync panicked; will retry", "stack", string(debug.Stack()))
 		}
 	}()
-	return c.sync(ctx, key)
-}
-
-// reasonWriteFenced is the reason of a write that the write fence refused (package operator):
-// no error of the sync's own.
-const reasonWriteFenced = "WriteFenced"
-
-// permanentError is a failure that retrying the same inputs cannot fix.
-type permanentError struct{ err error }
-
-func (e *permanentError) Error() string { return e.err.Error() }
-func (e *permanentError) Unwrap() error { return e.err }
-
-// isPermanent classifies an API error: a request the server rejects as invalid, or as larger
-// than it can ever store, is rejected again when sent again.
-func isPermanent(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)
-}
-
-// isTooLarge reports whether the API server refused an object for its size: the request body
-// limit (413), or etcd's request limit, which comes back as an internal error (500).
-func isTooLarge(err error) bool {
-	return apierrors.IsRequestEntityTooLargeError(err) ||
-		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "request is too large")
+	return c.syncer.sync(ctx, key)
 }
 
 // enqueueAll asks for a sync of every parent.
 func (c *Controller) enqueueAll(add func(string)) {
 	for _, key := range c.caches.parents.ListKeys() {
 		add(key)
+	}
+}
+
+// resyncAll asks for a sync of every parent with its inputs forgotten: something the
+// fingerprints do not cover changed (the share, the slots held, a namespace's consent).
+func (c *Controller) resyncAll() {
+	c.states.resetInputs()
+	if c.caches.parents != nil {
+		c.enqueueAll(c.queue.Add)
 	}
 }
 
@@ -452,33 +382,69 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			if err != nil {
 				continue
 			}
-			if d := c.parentStates.childEventDelay(key); now || d == 0 {
+			if d := c.states.childEventDelay(key); now || d == 0 {
 				c.queue.Add(key)
 			} else {
 				c.queue.AddAfter(key, d)
 			}
 		}
 		if now {
-			c.wakeDrain()
+			c.drain.wake()
 		}
 	}
 	return routeHandler(enqueue)
 }
 
-// routeHandler calls route with every object an event concerns: an update's old and new; now
-// says whether the event is an add of the informer's first list or a deletion.
-func routeHandler(route func(obj any, now bool)) cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: route,
-		UpdateFunc: func(old, obj any) {
-			route(old, false)
-			route(obj, false)
-		},
-		DeleteFunc: func(obj any) { route(obj, true) },
+// SetShare makes the controller sync only the parents for which holds is true (nil: every
+// parent), from now on: every parent is queued again, so that those it gained are synced at
+// once. Called before Run, the controller starts on that share, and skips the cleanups that need
+// every parent until TakeAll.
+func (c *Controller) SetShare(holds func(types.UID) bool) {
+	c.share.set(holds)
+	c.resyncAll()
+}
+
+// TakeAll makes the controller sync every parent again, after a share; previous is the other
+// version that held the rest, whose children of resources this version does not list are removed
+// now, as when a controller replaces a version (Options.Replaces).
+func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
+	c.syncer.previous.Store(previous)
+	c.SetShare(nil)
+	c.cleanup.pruneDropped(ctx)
+	c.cleanup.letGoOfParentsOutOfSelector(ctx)
+}
+
+// FollowSlots makes a sharded controller sync the parents of the slots held() gives (slots.go);
+// a controller that is not sharded, or has stopped, follows nothing.
+func (c *Controller) FollowSlots(ctx context.Context, held func() hashslot.Set) {
+	if c.sharding != nil {
+		c.sharding.follow(ctx, held)
 	}
 }
 
-func isConflict(err error) bool {
-	var se *syncError
-	return errors.As(err, &se) && se.reason == contract.ReasonChildConflict
+// FinishRecreates, for a controller whose policy was removed, waits until the Recreates under
+// way have completed, then until the syncs queued are done; at most until ctx is done or timeout
+// (recreatesunderway.go). The controller must be stopped after it (the queue takes no more work).
+func (c *Controller) FinishRecreates(ctx context.Context, timeout time.Duration) {
+	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
+	c.drain.finish(ctx, timeout, c.queue.ShutDownWithDrain)
+}
+
+// Parents are the parents the controller holds, as its syncs found them (share.go).
+func (c *Controller) Parents() Parents {
+	return Parents{caches: &c.caches, share: &c.share, states: &c.states}
+}
+
+// Memory is what the controller remembers of its parents' last successful syncs, to save as a
+// memo and recall after a restart (memo.go).
+func (c *Controller) Memory() Memory {
+	return Memory{policy: c.policy, share: &c.share, states: &c.states}
+}
+
+// waitForCaches waits until the controller's informers have synced (cachesync.go), and reports
+// false if ctx ends first.
+func (c *Controller) waitForCaches(ctx context.Context) bool {
+	informers := func() map[string]cache.SharedIndexInformer { return informersByName(&c.caches, c.related) }
+	return waitForCaches(ctx, c.Name(), doneCheckers(&c.caches, c.delivered), informers, c.deps.Pool, c.opts.OnNotSynced)
 }

@@ -6,13 +6,16 @@
 // UID, so finding a parent's children never scans all objects; parents are indexed by their own
 // UID, to route a child's events.
 //
-// The types, each in its own file, and what they hold:
+// The types, each in its own file, and what they hold. Controller wires the others in New; none
+// of them knows the Controller, so each reads on its own:
 //   - Controller (controller.go): the loop only, configured once through Options in New: the
-//     queue, its workers and the event handlers that route events to parents;
+//     queue, its workers and the event handlers that route events to parents, and the operator's
+//     calls (SetShare, TakeAll, FollowSlots, FinishRecreates, Parents, Memory);
 //   - caches (caches.go): the caches of the parents and of the child resources, and the children
-//     created lately (recentcreates.go); sharding (slots.go) moves them between shard slots;
-//   - parentSync (sync.go): one sync of one parent, what it read and decoded, whose methods are
-//     its steps;
+//     created lately (recentcreates.go); sharding (slots.go) moves them between shard slots; the
+//     wait for them to sync (cachesync.go);
+//   - syncer and parentSync (sync.go): what every sync uses, and one sync of one parent, what it
+//     read and decoded, whose methods are its steps;
 //   - childWriter (childwriter.go): carries out decide's steps against the API server, with the
 //     guards around them (refused writes, fights, recent creates, Recreates under way, the pace
 //     of bookkeeping patches): creating, updating, recreating or removing one child reads there;
@@ -20,9 +23,18 @@
 //     the record of unowned children, parents that left the labelSelector, children of dropped
 //     resources;
 //   - reporter (status.go): the parent's status, conditions and failure events;
+//   - relatedWatch (related.go): the related objects' and namespaces' informers, and which parent
+//     read which object;
 //   - access (access.go): the checks of a policy's reads as the identity it acts as;
-//   - parentStates (parentstate.go and the files of each memory): what the controller remembers
-//     of each parent between syncs.
+//   - parentStates (parentstate.go, with the value of each memory; its methods in the files of
+//     each memory): what the controller remembers of each parent between syncs;
+//   - share, Parents (share.go): the parents the controller syncs, and what the operator reads of
+//     them; Memory (memo.go): the memo of its parents' last syncs; drain (recreatesunderway.go):
+//     the Recreates a removed policy completes.
+//
+// A failed sync returns one error type, syncError (errors.go): the reason its Synced condition
+// reports, and whether it is terminal (controller-runtime's reconcile.TerminalError): a terminal
+// failure waits for an input to change, any other is retried with backoff.
 //
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
@@ -44,7 +56,7 @@
 // A controller may hold a share of its policy's parents only (SetShare, share.go): during a
 // rollout, package operator runs two versions of one policy side by side, each on its share, and
 // moves parents from one to the other. It counts, for the policy's status, the parents it holds
-// and their conditions as its syncs last computed them (Counts), without decoding any.
+// and their conditions as its syncs last computed them (Parents().Count), without decoding any.
 //
 // What a controller remembers of a parent between its syncs (the inputs of its last sync, its
 // conditions, the writes refused or undone, the Recreates under way) is one record, parentState

@@ -58,9 +58,11 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, informers.Indexers([]string{index}))
 	}
 	c.caches.parents = informers.Fixed(p.Parent.GVR, newInformer(informers.ByUID))
-	if err := c.setSelector(); err != nil {
+	sel, err := parentSelector(p)
+	if err != nil {
 		t.Fatal(err)
 	}
+	c.selector = sel
 	for gvr := range p.ChildResources {
 		c.caches.children[gvr.String()] = &childCache{Cache: informers.Fixed(gvr, newInformer(informers.ByParentUID))}
 	}
@@ -93,7 +95,7 @@ func cached(t testing.TB, obj *unstructured.Unstructured) *compact.Object {
 // cacheChild puts an object in the cache of its child resource.
 func (h *harness) cacheChild(t *testing.T, obj *unstructured.Unstructured) {
 	t.Helper()
-	res, ok := h.c.writer.resourceOf(obj)
+	res, ok := h.c.syncer.writer.resourceOf(obj)
 	if !ok {
 		t.Fatalf("%s is of no child resource of the policy", obj.GetKind())
 	}

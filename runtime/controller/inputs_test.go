@@ -27,7 +27,7 @@ func TestASyncOfTheInputsOfTheLastOneIsSkipped(t *testing.T) {
 		created = a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		return true, created, nil
 	})
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil || created == nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil || created == nil {
 		t.Fatalf("first sync: %v, created %v", err, created)
 	}
 	// the cache sees the child metacel created, applied
@@ -59,7 +59,7 @@ func TestASyncOfTheInputsOfTheLastOneIsSkipped(t *testing.T) {
 	for _, s := range steps {
 		s.change()
 		before := len(h.writes())
-		if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+		if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 			t.Fatalf("%s: %v", s.name, err)
 		}
 		if got := len(h.writes()) - before; got != s.writes {
@@ -92,7 +92,7 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 	h := newHarness(t, secretsPolicy(""))
 	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}}`)
 	h.cacheParent(t, parent)
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	// the same parent, at the same resourceVersion, as a compact cache holds it, but undecodable
@@ -101,11 +101,11 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 	if err := h.c.caches.parents.Whole().GetIndexer().Update(undecodable); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Errorf("a sync of unchanged inputs decoded the parent: %v", err)
 	}
 	undecodable.ResourceVersion = "2"
-	if err := h.c.sync(t.Context(), "ns/p"); err == nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err == nil {
 		t.Error("a sync of a changed parent did not read it")
 	}
 }
@@ -152,7 +152,7 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 			parent := widgetWithStatus(t, "red", nil)
 			parent.SetResourceVersion("3")
 			h.cacheParent(t, parent)
-			if err := h.c.sync(t.Context(), "ns/w"); err != nil || child == nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil || child == nil {
 				t.Fatalf("first sync: %v, child %v", err, child)
 			}
 			// the caches get the parent and the child at the resourceVersions the writes returned,
@@ -162,7 +162,7 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 					Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 					Labels: m.GetLabels(), Generation: m.GetGeneration()}, Raw: []byte("not JSON")}
 			}
-			res, _ := h.c.writer.resourceOf(child)
+			res, _ := h.c.syncer.writer.resourceOf(child)
 			if err := h.c.caches.children[res.GVR.String()].Whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {
 				t.Fatal(err)
 			}
@@ -170,7 +170,7 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 			if err := h.c.caches.parents.Whole().GetIndexer().Update(undecodable("Widget", parent)); err != nil {
 				t.Fatal(err)
 			}
-			err := h.c.sync(t.Context(), "ns/w")
+			err := h.c.syncer.sync(t.Context(), "ns/w")
 			if skipped := err == nil; skipped != tc.skipped {
 				t.Errorf("the sync of the writes' own events: skipped %v (err %v), want %v", skipped, err, tc.skipped)
 			}

@@ -13,8 +13,8 @@ import (
 )
 
 // A controller's memory of its parents' last successful syncs (inputs.go) outlives it as a
-// memo (package memo): the operator saves what Memo returns when the controller stops, and gives
-// it back through Recall when the policy's controller starts again. A parent whose inputs match
+// memo (package memo): the operator saves what Memory().Entries returns when the controller stops, and
+// gives it back through Memory().Recall when the policy's controller starts again. A parent whose inputs match
 // an entry is then not rendered, as if this controller had synced it: its conditions, which
 // the policy's status counts, are kept beside the fingerprint.
 //
@@ -28,22 +28,30 @@ const (
 	memoFailing
 )
 
-// Memoizable reports whether the controller's memory may be saved and recalled.
-func (c *Controller) Memoizable() bool {
-	return len(c.policy.Related) == 0 && len(c.policy.Confinement.ConsentLabels()) == 0 &&
-		c.share.whole() && c.sharding == nil
+// Memory is a controller's memory of its parents' last successful syncs, as the operator saves
+// and recalls it (Controller.Memory).
+type Memory struct {
+	policy *policy.Compiled
+	share  *share
+	states *parentStates
 }
 
-// MemoScope is what the controller's fingerprints do not cover, for its memo (memo.Scope): the
+// Memoizable reports whether the controller's memory may be saved and recalled.
+func (m Memory) Memoizable() bool {
+	return len(m.policy.Related) == 0 && len(m.policy.Confinement.ConsentLabels()) == 0 &&
+		m.share.whole() && !m.share.sharded.Load()
+}
+
+// Scope is what the controller's fingerprints do not cover, for its memo (memo.Scope): the
 // policy as loaded, and the kinds and schemas of its resources as it was compiled against them.
 // "" when it cannot say (memos are then off).
-func (c *Controller) MemoScope() string {
+func (m Memory) Scope() string {
 	type child struct {
 		kinds.Info
 		Method policy.UpdateMethod
 	}
 	var children []child
-	for _, info := range c.policy.ChildResources {
+	for _, info := range m.policy.ChildResources {
 		children = append(children, child{Info: info.Info, Method: info.Method})
 	}
 	slices.SortFunc(children, func(a, b child) int { return cmp.Compare(a.GVR.String(), b.GVR.String()) })
@@ -51,7 +59,7 @@ func (c *Controller) MemoScope() string {
 		Policy   *policy.CompositePolicy
 		Parent   kinds.Info
 		Children []child
-	}{c.policy.Policy, c.policy.Parent, children})
+	}{m.policy.Policy, m.policy.Parent, children})
 	if err != nil {
 		return ""
 	}
@@ -59,19 +67,19 @@ func (c *Controller) MemoScope() string {
 }
 
 // Recall gives the controller, before Run, the memo of its last run; nil recalls nothing.
-func (c *Controller) Recall(entries memo.Entries) {
-	if c.Memoizable() {
-		c.parentStates.recall(entries)
+func (m Memory) Recall(entries memo.Entries) {
+	if m.Memoizable() {
+		m.states.recall(entries)
 	}
 }
 
-// Memo returns what the controller remembers of its parents' last successful syncs, to recall
+// Entries returns what the controller remembers of its parents' last successful syncs, to recall
 // after a restart; nil when it is not Memoizable.
-func (c *Controller) Memo() memo.Entries {
-	if !c.Memoizable() {
+func (m Memory) Entries() memo.Entries {
+	if !m.Memoizable() {
 		return nil
 	}
-	return c.parentStates.memo()
+	return m.states.memo()
 }
 
 // memo returns the inputs remembered of each parent, with its conditions beside them.

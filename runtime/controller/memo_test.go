@@ -26,30 +26,30 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 			before := newHarness(t, secretsPolicy(""))
 			parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}}`)
 			before.cacheParent(t, parent)
-			if err := before.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := before.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
-			if got := before.c.Counts(); got.Ready != 1 {
+			if got := before.c.Parents().Count(); got.Ready != 1 {
 				t.Fatalf("before the restart: %+v, want the parent Ready", got)
 			}
-			saved := before.c.Memo()
+			saved := before.c.Memory().Entries()
 
 			after := newHarness(t, secretsPolicy(""))
-			after.c.Recall(saved)
+			after.c.Memory().Recall(saved)
 			undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: tc.rvNow}, Raw: []byte("not JSON")}
 			if err := after.c.caches.parents.Whole().GetIndexer().Add(undecodable); err != nil {
 				t.Fatal(err)
 			}
-			err := after.c.sync(t.Context(), "ns/p")
+			err := after.c.syncer.sync(t.Context(), "ns/p")
 			if recalled := err == nil; recalled != tc.recalled {
 				t.Fatalf("recalled %v (sync: %v), want %v", recalled, err, tc.recalled)
 			}
-			if got := after.c.Counts(); got.Ready != tc.wantReady {
+			if got := after.c.Parents().Count(); got.Ready != tc.wantReady {
 				t.Errorf("after the restart: %+v, want %d Ready", got, tc.wantReady)
 			}
-			if tc.recalled && len(after.c.Memo()) != 1 {
-				t.Errorf("memo after the restart %v: the recalled parent is remembered, to be saved again", after.c.Memo())
+			if tc.recalled && len(after.c.Memory().Entries()) != 1 {
+				t.Errorf("memo after the restart %v: the recalled parent is remembered, to be saved again", after.c.Memory().Entries())
 			}
 		})
 	}
@@ -59,16 +59,16 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 // saves or recalls a memo.
 func TestOnlyAControllerOfEveryParentWithoutRelatedObjectsKeepsAMemo(t *testing.T) {
 	h := newHarness(t, secretsPolicy(""))
-	if !h.c.Memoizable() || h.c.MemoScope() == "" {
-		t.Fatalf("a controller of every parent without related objects: Memoizable %v, scope %q", h.c.Memoizable(), h.c.MemoScope())
+	if !h.c.Memory().Memoizable() || h.c.Memory().Scope() == "" {
+		t.Fatalf("a controller of every parent without related objects: Memoizable %v, scope %q", h.c.Memory().Memoizable(), h.c.Memory().Scope())
 	}
 	share := newHarness(t, secretsPolicy(""))
 	share.c.SetShare(func(uid types.UID) bool { return true })
-	if share.c.Memoizable() || share.c.Memo() != nil {
+	if share.c.Memory().Memoizable() || share.c.Memory().Entries() != nil {
 		t.Error("a controller holding a share keeps a memo")
 	}
 	other := newHarness(t, strings.Replace(secretsPolicy(""), "name: copy", "name: other", 1))
-	if other.c.MemoScope() == h.c.MemoScope() {
+	if other.c.Memory().Scope() == h.c.Memory().Scope() {
 		t.Error("two versions of a policy share a memo scope")
 	}
 }

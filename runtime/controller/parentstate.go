@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 
@@ -45,6 +46,28 @@ type parentState struct {
 	writingSyncs int
 	// recreating are the children, by identity, whose Recreate is under way (recreatesunderway.go)
 	recreating map[string]bool
+}
+
+// refusal is a write refused for good (parentState.refused): a hash of what was sent, and the
+// error it got.
+type refusal struct {
+	hash string
+	err  error
+}
+
+// childWrites is what metacel last wrote of one child, and when its writes were undone
+// (parentState.writes).
+type childWrites struct {
+	written string // contentHash
+	undone  []time.Time
+	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
+	// create that follows re-does nobody else's undoing
+	deleted bool
+}
+
+// parentMark is the conditions of a parent's last sync that Counts counts.
+type parentMark struct {
+	ready, failing bool
 }
 
 // parentStates holds the controller's parentState of each parent, by parent key.

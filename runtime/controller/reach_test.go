@@ -69,7 +69,7 @@ func TestAnObjectOutOfTheParentsReachOrRecordNeitherPinsItNorIsCleanedUp(t *test
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
 			h.store(t, secretsGVR, forged)
 			h.cacheChild(t, forged)
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if w := strings.Join(h.writes(), ","); w != tc.want {
@@ -101,7 +101,7 @@ func TestAChildWithoutAnOwnerReferenceIsRecordedOnItsParent(t *testing.T) {
 		created.SetUID("s-9")
 		return true, created, nil
 	})
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if w := strings.Join(h.writes(), ","); w != "patch configmaps,create secrets,patch configmaps" {

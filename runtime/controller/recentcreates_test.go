@@ -63,7 +63,7 @@ func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
 				return true, obj, nil
 			})
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if tc.events != nil {
@@ -72,7 +72,7 @@ func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
 			}
 			clock.Step(tc.wait)
 			before := len(h.writes())
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if len(created) != tc.want {
@@ -123,7 +123,7 @@ func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
 		return false, nil, nil
 	})
 	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	edited := created[0].DeepCopy()
@@ -139,7 +139,7 @@ func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
 		return true, created[0].DeepCopy(), nil // the labels back
 	})
 	before := len(h.writes())
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if len(h.writes()) == before {

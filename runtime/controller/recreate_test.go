@@ -36,7 +36,7 @@ func TestARecreatedChildGoneAtOnceIsCreatedInTheSameSync(t *testing.T) {
 			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 				return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
 			})
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Join(h.writes(), ","); got != tt.want {
@@ -109,7 +109,7 @@ spec:
 				return true, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, resourceVersion: "4",
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}]}}`), nil
 			})
-			if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 				t.Fatal(err)
 			}
 			if got := strings.Join(h.writes(), ","); got != tt.want {

@@ -2,6 +2,8 @@ package controller
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,7 +18,7 @@ import (
 
 // A policy removed while one of its Recreates is under way (the old child deleted, still going:
 // a Pod in its grace period on a node) must not leave the parent without its child: nothing
-// would create it again. FinishRecreates lets them complete before the controller stops, and
+// would create it again. FinishRecreates (drain) lets them complete before the controller stops, and
 // nothing else: while it waits, a sync takes only the steps that complete a Recreate under way
 // (finishes), so no new Recreate starts, nothing is updated or pruned, and a parent without one
 // is not synced at all. A child is either replaced or left as it was.
@@ -86,66 +88,85 @@ func (s *parentStates) countRecreating() int {
 	return n
 }
 
-// FinishRecreates, for a controller whose policy was removed, waits until the Recreates under
-// way have completed (the old children gone, the new ones created by the syncs their deletions
-// cause), then until the syncs queued are done; at most until ctx is done or timeout. The
-// controller must be stopped after it (the queue takes no more work).
-func (c *Controller) FinishRecreates(ctx context.Context, timeout time.Duration) {
-	c.draining.Store(true)
-	c.waitForSyncsUnderWay() // they record the Recreates they start
-	c.markRecreatesGoing()
+// drain completes the Recreates under way of a controller whose policy was removed.
+type drain struct {
+	policy *policy.Compiled
+	caches *caches
+	states *parentStates
+	// syncing is held (read) by each sync; enqueue asks for a sync of a parent
+	syncing *sync.RWMutex
+	enqueue func(key string)
+	// draining is set once the policy was removed: Recreates under way complete, no new one
+	// starts; news wakes the wait for them
+	draining atomic.Bool
+	news     chan struct{}
+}
+
+// finish waits until the Recreates under way have completed (the old children gone, the new
+// ones created by the syncs their deletions cause), then until the syncs queued are done
+// (shutDownWithDrain); at most until ctx is done or timeout.
+func (d *drain) finish(ctx context.Context, timeout time.Duration, shutDownWithDrain func()) {
+	d.draining.Store(true)
+	d.waitForSyncsUnderWay() // they record the Recreates they start
+	d.markRecreatesGoing()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	logger := klog.FromContext(ctx).WithValues("controller", c.Name())
-	for n := c.parentStates.countRecreating(); n > 0; n = c.parentStates.countRecreating() {
+	logger := klog.FromContext(ctx)
+	for n := d.states.countRecreating(); n > 0; n = d.states.countRecreating() {
 		logger.V(2).Info("Policy removed: waiting for its Recreates under way", "parents", n)
 		select {
 		case <-ctx.Done():
 			logger.Info("Policy removed: stopping with Recreates under way; their parents keep no child until a policy manages them again", "parents", n, "timeout", timeout)
 			return
-		case <-c.drainNews:
+		case <-d.news:
 		}
 	}
 	drained := make(chan struct{})
-	go func() { c.queue.ShutDownWithDrain(); close(drained) }()
+	go func() { shutDownWithDrain(); close(drained) }()
 	select {
 	case <-drained:
 	case <-ctx.Done():
 	}
 }
 
+// skips reports whether a sync of the parent is skipped: the policy was removed, and the parent
+// has no Recreate under way to complete.
+func (d *drain) skips(key string) bool {
+	return d.draining.Load() && !d.states.recreatingAny(key)
+}
+
 // waitForSyncsUnderWay returns once the syncs under way are done (each holds syncing's read lock).
-func (c *Controller) waitForSyncsUnderWay() {
-	c.syncing.Lock()
-	defer c.syncing.Unlock()
+func (d *drain) waitForSyncsUnderWay() {
+	d.syncing.Lock()
+	defer d.syncing.Unlock()
 }
 
 // markRecreatesGoing marks as under way the cached children of Recreate resources that are
 // being deleted while their parent stays, and queues their parents.
-func (c *Controller) markRecreatesGoing() {
-	for gvr, res := range c.policy.ChildResources {
+func (d *drain) markRecreatesGoing() {
+	for gvr, res := range d.policy.ChildResources {
 		if res.Method != policy.Recreate {
 			continue
 		}
-		for _, obj := range c.caches.children[gvr.String()].List() {
+		for _, obj := range d.caches.children[gvr.String()].List() {
 			m, err := informers.MetaOf(obj)
-			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[contract.LabelChildPolicy] != c.Name() {
+			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[contract.LabelChildPolicy] != d.policy.Name() {
 				continue
 			}
-			if key, ok := c.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {
+			if key, ok := d.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {
 				id := render.Identity(&unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": res.GVK().GroupVersion().String(), "kind": res.Kind,
 					"metadata": map[string]any{"namespace": m.GetNamespace(), "name": m.GetName()}}})
-				c.parentStates.markRecreating(key, id)
-				c.queue.Add(key)
+				d.states.markRecreating(key, id)
+				d.enqueue(key)
 			}
 		}
 	}
 }
 
 // stayingParent returns the key of the parent of a UID when it is cached and not being deleted.
-func (c *Controller) stayingParent(uid string) (string, bool) {
-	parents, _ := c.caches.parents.ByIndex(informers.ByUID, uid)
+func (d *drain) stayingParent(uid string) (string, bool) {
+	parents, _ := d.caches.parents.ByIndex(informers.ByUID, uid)
 	for _, p := range parents {
 		if m, err := informers.MetaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
 			key, err := cache.MetaNamespaceKeyFunc(p)
@@ -155,13 +176,13 @@ func (c *Controller) stayingParent(uid string) (string, bool) {
 	return "", false
 }
 
-// wakeDrain wakes FinishRecreates up, when it waits, after a child's deletion or a sync.
-func (c *Controller) wakeDrain() {
-	if !c.draining.Load() {
+// wake wakes finish up, when it waits, after a child's deletion or a sync.
+func (d *drain) wake() {
+	if !d.draining.Load() {
 		return
 	}
 	select {
-	case c.drainNews <- struct{}{}:
+	case d.news <- struct{}{}:
 	default:
 	}
 }

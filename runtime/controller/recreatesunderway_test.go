@@ -39,7 +39,7 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
 	if err := children.Add(old("changed")); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.sync(t.Context(), "ns/waiting"); err != nil { // deletes the old Secret: a Recreate under way
+	if err := h.c.syncer.sync(t.Context(), "ns/waiting"); err != nil { // deletes the old Secret: a Recreate under way
 		t.Fatal(err)
 	}
 	h.client.ClearActions()
@@ -50,14 +50,14 @@ func TestARemovedPolicyOnlyFinishesItsRecreates(t *testing.T) {
 	// a sync before the cache shows the old Secret going sends its deletion again, and keeps
 	// waiting; one once it is gone creates the new Secret
 	for _, key := range []string{"ns/new", "ns/changed", "ns/waiting"} {
-		if err := h.c.sync(t.Context(), key); err != nil {
+		if err := h.c.syncer.sync(t.Context(), key); err != nil {
 			t.Fatal(err)
 		}
 	}
 	if err := children.Delete(waiting); err != nil {
 		t.Fatal(err)
 	}
-	if err := h.c.sync(t.Context(), "ns/waiting"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/waiting"); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -83,7 +83,7 @@ func finishing(t *testing.T, h *harness) <-chan struct{} {
 // draining returns an error unless the controller is marked removed.
 func draining(h *harness) func() error {
 	return func() error {
-		if !h.c.draining.Load() {
+		if !h.c.drain.draining.Load() {
 			return errors.New("not marked removed")
 		}
 		return nil
@@ -124,7 +124,7 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
 	done := finishing(t, h)
 	// FinishRecreates marks it once draining is set
 	eventually(t, "the Recreate the cache shows to be marked under way", func() error {
-		if !h.c.parentStates.recreatingAny("ns/p") {
+		if !h.c.states.recreatingAny("ns/p") {
 			return errors.New("no Recreate of ns/p under way")
 		}
 		return nil
@@ -132,10 +132,10 @@ func TestARemovedPolicyFinishesTheRecreatesTheCacheShowsAndRetriesAFailedCreate(
 	if err := children.Delete(going); err != nil { // gone
 		t.Fatal(err)
 	}
-	if err := h.c.sync(t.Context(), "ns/p"); err == nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err == nil {
 		t.Fatal("the first create fails: want the sync failed")
 	}
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil { // its retry
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil { // its retry
 		t.Fatal(err)
 	}
 	waitDone(t, done)

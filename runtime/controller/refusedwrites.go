@@ -3,7 +3,6 @@ package controller
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,13 +18,6 @@ import (
 // was sent) and does not send that same object again: a sync reports the same failure without a
 // write until the parent, its related objects or the policy render something else. The memory
 // is only an economy: a restart sends the object once more and finds out again.
-
-// refusal is a write refused for good (parentState.refused): a hash of what was sent, and the
-// error it got.
-type refusal struct {
-	hash string
-	err  error
-}
 
 // sendUnlessRefused calls write for obj, what the parent's write named id sends, unless the API
 // server refused this very object before.
@@ -46,9 +38,7 @@ func (s *parentStates) sendUnlessRefused(parent *unstructured.Unstructured, id s
 
 // isRefusal reports whether err is a write the API server will refuse again.
 func isRefusal(err error) bool {
-	var se *syncError
-	var perm *permanentError
-	return errors.As(err, &se) && !se.retry || errors.As(err, &perm)
+	return isTerminal(err)
 }
 
 // refusalOf returns the refusal of this very object for this parent, if any.

@@ -44,9 +44,8 @@ func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
 			h.cacheParent(t, parent)
 			h.react("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, tc.refusal })
 
-			err := h.c.sync(t.Context(), "ns/big")
-			var perm *permanentError
-			if gotRetry := !errors.As(err, &perm); gotRetry != tc.wantRetry {
+			err := h.c.syncer.sync(t.Context(), "ns/big")
+			if gotRetry := !isTerminal(err); gotRetry != tc.wantRetry {
 				t.Fatalf("sync: %v; retried %v, want %v", err, gotRetry, tc.wantRetry)
 			}
 			if !strings.Contains(err.Error(), tc.wantReason) {
@@ -54,7 +53,7 @@ func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
 			}
 			// the next syncs (a resync, a child event) of the same parent
 			for range 3 {
-				_ = h.c.sync(t.Context(), "ns/big")
+				_ = h.c.syncer.sync(t.Context(), "ns/big")
 			}
 			want := 4
 			if !tc.wantRetry {
@@ -71,7 +70,7 @@ func TestAWriteTheAPIServerCannotAcceptIsNotRetried(t *testing.T) {
 			_ = unstructured.SetNestedField(changed.Object, "y", "data", "a")
 			changed.SetResourceVersion("2")
 			h.cacheParent(t, changed)
-			_ = h.c.sync(t.Context(), "ns/big")
+			_ = h.c.syncer.sync(t.Context(), "ns/big")
 			if n := countOf(h.writes(), "create secrets"); n != 2 {
 				t.Errorf("%d writes after the parent changed, want 2", n)
 			}
@@ -87,7 +86,7 @@ func TestAnObjectMadeByHandWithAParentsLabelsAddsNoFinalizer(t *testing.T) {
 	h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1,
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy},
   managedFields: [{manager: kubectl-create, operation: Update, fieldsType: FieldsV1, fieldsV1: {"f:metadata": {}}}]}}`))
-	_ = h.c.sync(t.Context(), "ns/p")
+	_ = h.c.syncer.sync(t.Context(), "ns/p")
 	if slices.Contains(h.writes(), "patch configmaps") {
 		t.Errorf("writes %v: the parent got a finalizer for an object metacel never applied", h.writes())
 	}
@@ -143,7 +142,7 @@ func TestAnObjectMadeByHandIsNeverTakenOver(t *testing.T) {
 			if byHand.GetLabels()[contract.LabelManagedBy] != "" {
 				h.cacheChild(t, byHand)
 			}
-			err := h.c.sync(t.Context(), "ns/p")
+			err := h.c.syncer.sync(t.Context(), "ns/p")
 			if !isConflict(err) {
 				t.Errorf("sync: %v, want a ChildConflict", err)
 			}
@@ -248,15 +247,15 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 	h.react("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "p-copy", nil)
 	})
-	_ = h.c.sync(t.Context(), "ns/p")
-	if st := h.c.parentStates.byKey["ns/p"]; st == nil || st.conditions == "" || len(st.refused) != 1 {
+	_ = h.c.syncer.sync(t.Context(), "ns/p")
+	if st := h.c.states.byKey["ns/p"]; st == nil || st.conditions == "" || len(st.refused) != 1 {
 		t.Fatalf("remembered of the parent %+v, want its conditions and one refusal", st)
 	}
 	if err := h.c.caches.parents.Whole().GetIndexer().Delete(parent); err != nil {
 		t.Fatal(err)
 	}
-	_ = h.c.sync(t.Context(), "ns/p")
-	if n := len(h.c.parentStates.byKey); n != 0 {
+	_ = h.c.syncer.sync(t.Context(), "ns/p")
+	if n := len(h.c.states.byKey); n != 0 {
 		t.Errorf("remembered %d parents after the parent was deleted, want none", n)
 	}
 }
@@ -303,9 +302,8 @@ func TestAFencedWriteIsNotReported(t *testing.T) {
 	fenced := &apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 503, Reason: reasonWriteFenced, Message: "write fenced: POST not sent"}}
 	h.react("create", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, nil, fenced })
 
-	err := h.c.sync(t.Context(), "ns/big")
-	var perm *permanentError
-	if err == nil || errors.As(err, &perm) {
+	err := h.c.syncer.sync(t.Context(), "ns/big")
+	if err == nil || isTerminal(err) {
 		t.Fatalf("sync: %v, want the fenced write, retried", err)
 	}
 	if w := strings.Join(h.writes(), ","); w != "create secrets" {

@@ -19,16 +19,42 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// watchRelated acquires the informers of the policy's related resources, and of namespaces when
+// relatedWatch is a controller's watch of its policy's related objects, and of namespaces when
+// its confinement asks for their consent: their informers, which parent read which object
+// (relatedIndex), and the reads of a sync (read).
+type relatedWatch struct {
+	policy *policy.Compiled
+	access *access
+	// informers are the related resources' informers, by GroupVersionResource string;
+	// namespaces the namespaces' informer, when the policy asks for consent
+	informers  map[string]cache.SharedIndexInformer
+	namespaces cache.SharedIndexInformer
+	// index is what each parent read of the related objects, looked up by related object to
+	// route its events: not in parentStates, which is looked up by parent
+	index *relatedIndex
+	// enqueue asks for a sync of a parent; resyncAll for one of every parent, inputs forgotten
+	enqueue   func(key string)
+	resyncAll func()
+}
+
+func newRelatedWatch(p *policy.Compiled, a *access, enqueue func(string), resyncAll func()) *relatedWatch {
+	return &relatedWatch{policy: p, access: a, informers: map[string]cache.SharedIndexInformer{}, index: newRelatedIndex(),
+		enqueue: enqueue, resyncAll: resyncAll}
+}
+
+// acquireFunc acquires an informer whose events go to a handler, until the controller stops.
+type acquireFunc func(gvr schema.GroupVersionResource, selector string, h cache.ResourceEventHandler, indexes ...string) cache.SharedIndexInformer
+
+// watch acquires the informers of the policy's related resources, and of namespaces when
 // its confinement asks for their consent. A resource that the policy reads only through one
 // selector with literal labels is watched through that selector: the runtime then holds only
 // what the policy may read, not every object of the resource.
-func (c *Controller) watchRelated() {
-	for gvr, selector := range relatedSelectors(c.policy.Related) {
-		c.related[gvr.String()] = c.acquire(gvr, selector, c.relatedHandler(gvr), cache.NamespaceIndex)
+func (rw *relatedWatch) watch(acquire acquireFunc) {
+	for gvr, selector := range relatedSelectors(rw.policy.Related) {
+		rw.informers[gvr.String()] = acquire(gvr, selector, rw.relatedHandler(gvr), cache.NamespaceIndex)
 	}
-	if labels := c.policy.Confinement.ConsentLabels(); len(labels) > 0 {
-		c.namespaces = c.acquire(namespacesGVR, "", c.namespaceHandler(labels))
+	if labels := rw.policy.Confinement.ConsentLabels(); len(labels) > 0 {
+		rw.namespaces = acquire(namespacesGVR, "", rw.namespaceHandler(labels))
 	}
 }
 
@@ -69,7 +95,7 @@ func literalSelector(s *metav1.LabelSelector) string {
 
 // namespaceHandler re-syncs every parent when a namespace's consent labels change: what the
 // parents may reach changed.
-func (c *Controller) namespaceHandler(consent []string) cache.ResourceEventHandler {
+func (rw *relatedWatch) namespaceHandler(consent []string) cache.ResourceEventHandler {
 	changed := func(old, obj any) bool {
 		o, err1 := informers.MetaOf(old)
 		n, err2 := informers.MetaOf(obj)
@@ -86,29 +112,24 @@ func (c *Controller) namespaceHandler(consent []string) cache.ResourceEventHandl
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
 			if !initial {
-				c.parentStates.resetInputs()
-				c.enqueueAll(c.queue.Add)
+				rw.resyncAll()
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			if changed(old, obj) {
-				c.parentStates.resetInputs() // consent is an input the fingerprints do not cover
-				c.enqueueAll(c.queue.Add)
+				rw.resyncAll() // consent is an input the fingerprints do not cover
 			}
 		},
-		DeleteFunc: func(any) {
-			c.parentStates.resetInputs()
-			c.enqueueAll(c.queue.Add)
-		},
+		DeleteFunc: func(any) { rw.resyncAll() },
 	}
 }
 
 // namespaceLabels returns the labels of a namespace from the cache (the policy asks for consent).
-func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
-	if c.namespaces == nil {
+func (rw *relatedWatch) namespaceLabels(name string) (map[string]string, bool) {
+	if rw.namespaces == nil {
 		return nil, false
 	}
-	obj, ok, _ := c.namespaces.GetIndexer().GetByKey(name)
+	obj, ok, _ := rw.namespaces.GetIndexer().GetByKey(name)
 	if !ok {
 		return nil, false
 	}
@@ -121,39 +142,39 @@ func (c *Controller) namespaceLabels(name string) (map[string]string, bool) {
 
 // relatedHandler routes a related object's events to the parents that read it; an update routes
 // the old object too, so that an object that stops matching a selector re-syncs its readers.
-func (c *Controller) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
+func (rw *relatedWatch) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
 	route := func(obj any, _ bool) {
 		m, err := informers.MetaOf(obj)
 		if err != nil {
 			return
 		}
-		for _, key := range c.relIndex.parentsReading(gvr, m) {
-			c.queue.Add(key)
+		for _, key := range rw.index.parentsReading(gvr, m) {
+			rw.enqueue(key)
 		}
 	}
 	return routeHandler(route)
 }
 
-// readRelated resolves the parent's related references and reads them from the caches; it
+// read resolves the parent's related references and reads them from the caches; it
 // remembers what the parent read, so that a change to it re-syncs the parent.
-func (c *Controller) readRelated(ctx context.Context, key string, parent *unstructured.Unstructured, budget *expr.Budget) (map[string][]*unstructured.Unstructured, error) {
-	if len(c.policy.Related) == 0 {
+func (rw *relatedWatch) read(ctx context.Context, key string, parent *unstructured.Unstructured, budget *expr.Budget) (map[string][]*unstructured.Unstructured, error) {
+	if len(rw.policy.Related) == 0 {
 		return nil, nil
 	}
-	refs, err := render.Related(ctx, c.policy, parent, budget)
+	refs, err := render.Related(ctx, rw.policy, parent, budget)
 	if err != nil {
 		return nil, err
 	}
-	c.relIndex.set(key, refs)
-	if err := render.CheckRelatedReach(ctx, c.policy, parent, refs, c.namespaceLabels, budget); err != nil {
+	rw.index.set(key, refs)
+	if err := render.CheckRelatedReach(ctx, rw.policy, parent, refs, rw.namespaceLabels, budget); err != nil {
 		return nil, err
 	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, ref := range refs {
-		if err := c.access.mayRead(ctx, relatedRead(ref)); err != nil {
+		if err := rw.access.mayRead(ctx, relatedRead(ref)); err != nil {
 			return nil, err
 		}
-		indexer := c.related[ref.Resource.String()].GetIndexer()
+		indexer := rw.informers[ref.Resource.String()].GetIndexer()
 		if ref.Selector == nil {
 			k := ref.Name
 			if ref.Namespace != "" {
@@ -276,4 +297,17 @@ func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj meta
 		}
 	}
 	return out
+}
+
+// routeHandler calls route with every object an event concerns: an update's old and new; now
+// says whether the event is an add of the informer's first list or a deletion.
+func routeHandler(route func(obj any, now bool)) cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: route,
+		UpdateFunc: func(old, obj any) {
+			route(old, false)
+			route(obj, false)
+		},
+		DeleteFunc: func(obj any) { route(obj, true) },
+	}
 }

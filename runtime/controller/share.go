@@ -6,12 +6,10 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -33,32 +31,14 @@ type share struct {
 	sharded atomic.Bool
 }
 
-// SetShare makes the controller sync only the parents for which holds is true (nil: every
-// parent), from now on: every parent is queued again, so that those it gained are synced at
-// once. Called before Run, the controller starts on that share, and skips the cleanups that need
-// every parent until TakeAll.
-func (c *Controller) SetShare(holds func(types.UID) bool) {
-	c.share.partial.Store(holds != nil)
+// set makes the share the parents for which holds is true (nil: every parent).
+func (s *share) set(holds func(types.UID) bool) {
+	s.partial.Store(holds != nil)
 	if holds == nil {
-		c.share.holds.Store(nil)
+		s.holds.Store(nil)
 	} else {
-		c.share.holds.Store(&holds)
+		s.holds.Store(&holds)
 	}
-	c.parentStates.resetInputs()
-	if c.caches.parents != nil {
-		c.enqueueAll(c.queue.Add)
-	}
-}
-
-// TakeAll makes the controller sync every parent again, after a share; previous is the other
-// version that held the rest, whose children of resources this version does not list are removed
-// now, as when a controller replaces a version (Options.Replaces).
-func (c *Controller) TakeAll(ctx context.Context, previous *policy.Compiled) {
-	ctx = klog.NewContext(ctx, klog.FromContext(ctx).WithValues("controller", c.Name()))
-	c.previous = previous
-	c.SetShare(nil)
-	c.cleanup.pruneDropped(ctx)
-	c.cleanup.letGoOfParentsOutOfSelector(ctx)
 }
 
 // has reports whether the parent of that UID is in the share: the controller's to sync.
@@ -89,11 +69,6 @@ type Counts struct {
 	Parents int
 	// Ready have the condition Ready=True; Failing have Synced=False.
 	Ready, Failing int
-}
-
-// parentMark is the conditions of a parent's last sync that Counts counts.
-type parentMark struct {
-	ready, failing bool
 }
 
 // setMark remembers m for the parent of that key and UID (parentState.mark), and forgets what it
@@ -136,33 +111,41 @@ func (s *parentStates) markParent(key string, uid types.UID, conds []render.Cond
 	s.setMark(key, uid, m)
 }
 
-// SyncedParent reports whether this controller has synced that parent (its key and UID) since it
+// Parents are the parents a controller holds (its share of the cached parents), as its syncs
+// found them: what the operator reports of a policy and waits for in a rollout.
+type Parents struct {
+	caches *caches
+	share  *share
+	states *parentStates
+}
+
+// Synced reports whether this controller has synced that parent (its key and UID) since it
 // started (whatever the outcome): during a rollout, a parent's conditions speak for the new
 // version only once its controller has synced it.
-func (c *Controller) SyncedParent(parent metav1.Object) bool {
-	uid, ok := c.parentStates.markedUID(parentKey(parent))
+func (ps Parents) Synced(parent metav1.Object) bool {
+	uid, ok := ps.states.markedUID(parentKey(parent))
 	return ok && uid == parent.GetUID()
 }
 
-// Counts counts the parents the controller syncs now, and of them those its syncs found ready and
+// Count counts the parents the controller syncs now, and of them those its syncs found ready and
 // failing. A parent not synced yet counts as neither. It reads each cached parent once, and
 // allocates nothing per parent: the policy status counts every second.
-func (c *Controller) Counts() Counts {
+func (ps Parents) Count() Counts {
 	var out Counts
-	if c.caches.parents == nil {
+	if ps.caches.parents == nil {
 		return out
 	}
-	objs := c.caches.parents.List()
-	c.parentStates.mu.Lock()
-	defer c.parentStates.mu.Unlock()
+	objs := ps.caches.parents.List()
+	ps.states.mu.Lock()
+	defer ps.states.mu.Unlock()
 	for _, obj := range objs {
 		m, err := informers.MetaOf(obj)
-		if err != nil || !c.share.has(m.GetUID()) {
+		if err != nil || !ps.share.has(m.GetUID()) {
 			continue
 		}
 		out.Parents++
 		var mark parentMark
-		if p := c.parentStates.byMarkedUID[m.GetUID()]; p != nil {
+		if p := ps.states.byMarkedUID[m.GetUID()]; p != nil {
 			mark = p.mark
 		}
 		if mark.ready {
@@ -175,15 +158,15 @@ func (c *Controller) Counts() Counts {
 	return out
 }
 
-// HeldParents returns the metadata of the cached parents the controller syncs now (its share):
+// Held returns the metadata of the cached parents the controller syncs now (its share):
 // package compact decodes one.
-func (c *Controller) HeldParents() []metav1.Object {
-	if c.caches.parents == nil {
+func (ps Parents) Held() []metav1.Object {
+	if ps.caches.parents == nil {
 		return nil
 	}
 	var out []metav1.Object
-	for _, obj := range c.caches.parents.List() {
-		if m, err := informers.MetaOf(obj); err == nil && c.share.has(m.GetUID()) {
+	for _, obj := range ps.caches.parents.List() {
+		if m, err := informers.MetaOf(obj); err == nil && ps.share.has(m.GetUID()) {
 			out = append(out, m)
 		}
 	}

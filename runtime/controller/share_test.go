@@ -23,7 +23,7 @@ func syncCreatingSecrets(t *testing.T, h *harness, key string) string {
 	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
 	})
-	if err := h.c.sync(t.Context(), key); err != nil {
+	if err := h.c.syncer.sync(t.Context(), key); err != nil {
 		t.Fatal(err)
 	}
 	return strings.Join(h.writes(), ",")
@@ -62,10 +62,10 @@ func TestAControllerSyncsOnlyItsShare(t *testing.T) {
 			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
 				t.Errorf("writes %q, want %q", got, tt.wantWrites)
 			}
-			if got := h.c.Counts(); got != tt.wantCounts {
+			if got := h.c.Parents().Count(); got != tt.wantCounts {
 				t.Errorf("Counts = %+v, want %+v", got, tt.wantCounts)
 			}
-			if got, want := h.c.SyncedParent(objectFrom(t, `{metadata: {name: p, namespace: ns, uid: p-1}}`)), tt.wantWrites != ""; got != want {
+			if got, want := h.c.Parents().Synced(objectFrom(t, `{metadata: {name: p, namespace: ns, uid: p-1}}`)), tt.wantWrites != ""; got != want {
 				t.Errorf("SyncedParent = %v, want %v", got, want)
 			}
 		})
@@ -81,19 +81,19 @@ func TestAShareChangeForgetsUnchangedInputs(t *testing.T) {
 	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured), nil
 	})
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	h.c.SetShare(func(types.UID) bool { return true })
 	h.client.ClearActions()
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(h.writes(), ","); got != "create secrets" {
 		t.Errorf("writes after a share change %q, want the sync done again (the cache holds no secret: create secrets)", got)
 	}
-	if h.c.Counts().Ready != 1 || h.c.share.whole() {
-		t.Errorf("Counts %+v, whole set %v", h.c.Counts(), h.c.share.whole())
+	if h.c.Parents().Count().Ready != 1 || h.c.share.whole() {
+		t.Errorf("Counts %+v, whole set %v", h.c.Parents().Count(), h.c.share.whole())
 	}
 }
 
@@ -114,7 +114,7 @@ func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newHarness(t, policy)
-			h.c.shardedBy(false)
+			h.c.sharding = newSharding(false, &h.c.caches, &h.c.share, &h.c.syncing, h.c.deps.Pool, h.c.policy.Parent.GVR, h.c.resyncAll)
 			h.c.sharding.narrowSlots(tt.slots)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: `+uid+`, resourceVersion: "2"}, data: {a: "new"}}`))
 			if got := syncCreatingSecrets(t, h, "ns/p"); got != tt.wantWrites {
@@ -134,7 +134,7 @@ spec:
   parentResource: {apiVersion: v1, resource: configmaps}
   childResources: [{apiVersion: v1, resource: secrets}]
 `+secretChild(`type: "x"`))
-	h.c.shardedBy(false)
+	h.c.sharding = newSharding(false, &h.c.caches, &h.c.share, &h.c.syncing, h.c.deps.Pool, h.c.policy.Parent.GVR, h.c.resyncAll)
 	h.c.sharding.narrowSlots(^hashslot.Set(0))
 	h.c.syncing.RLock() // a sync under way
 	done := make(chan struct{})
@@ -166,16 +166,16 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 		cached *unstructured.Unstructured
 		want   Counts
 	}{
-		{"the cached parent's own mark", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", ready) }, parent("p-1"), Counts{Parents: 1, Ready: 1}},
-		{"a failing parent", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", failing) }, parent("p-1"), Counts{Parents: 1, Failing: 1}},
-		{"the mark of an earlier parent of the same name", func(c *Controller) { c.parentStates.markParent("ns/p", "p-1", ready) }, parent("p-2"), Counts{Parents: 1}},
+		{"the cached parent's own mark", func(c *Controller) { c.states.markParent("ns/p", "p-1", ready) }, parent("p-1"), Counts{Parents: 1, Ready: 1}},
+		{"a failing parent", func(c *Controller) { c.states.markParent("ns/p", "p-1", failing) }, parent("p-1"), Counts{Parents: 1, Failing: 1}},
+		{"the mark of an earlier parent of the same name", func(c *Controller) { c.states.markParent("ns/p", "p-1", ready) }, parent("p-2"), Counts{Parents: 1}},
 		{"the new parent's mark replaces the old one's", func(c *Controller) {
-			c.parentStates.markParent("ns/p", "p-1", ready)
-			c.parentStates.markParent("ns/p", "p-2", failing)
+			c.states.markParent("ns/p", "p-1", ready)
+			c.states.markParent("ns/p", "p-2", failing)
 		}, parent("p-2"), Counts{Parents: 1, Failing: 1}},
 		{"a forgotten parent", func(c *Controller) {
-			c.parentStates.markParent("ns/p", "p-1", ready)
-			c.parentStates.forget("ns/p")
+			c.states.markParent("ns/p", "p-1", ready)
+			c.states.forget("ns/p")
 		}, parent("p-1"), Counts{Parents: 1}},
 	}
 	for _, tt := range tests {
@@ -183,17 +183,17 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 			h := newHarness(t, copyToSecret())
 			tt.marks(h.c)
 			h.cacheParent(t, tt.cached)
-			if got := h.c.Counts(); got != tt.want {
+			if got := h.c.Parents().Count(); got != tt.want {
 				t.Errorf("Counts = %+v, want %+v", got, tt.want)
 			}
 		})
 	}
 	h := newHarness(t, copyToSecret())
-	h.c.parentStates.markParent("ns/p", "p-1", ready)
-	h.c.parentStates.markParent("ns/p", "p-2", ready)
-	h.c.parentStates.forget("ns/p")
-	if len(h.c.parentStates.byKey) != 0 || len(h.c.parentStates.byMarkedUID) != 0 {
-		t.Errorf("after the parent is forgotten the parent states hold %v and %v, want nothing", h.c.parentStates.byKey, h.c.parentStates.byMarkedUID)
+	h.c.states.markParent("ns/p", "p-1", ready)
+	h.c.states.markParent("ns/p", "p-2", ready)
+	h.c.states.forget("ns/p")
+	if len(h.c.states.byKey) != 0 || len(h.c.states.byMarkedUID) != 0 {
+		t.Errorf("after the parent is forgotten the parent states hold %v and %v, want nothing", h.c.states.byKey, h.c.states.byMarkedUID)
 	}
 }
 
@@ -211,12 +211,12 @@ func BenchmarkCounts(b *testing.B) {
 		p.SetUID(types.UID(fmt.Sprintf("uid-%05d", i)))
 		h.cacheParent(b, p)
 		if i%10 != 0 {
-			h.c.parentStates.markParent(parentKey(p), p.GetUID(), ready)
+			h.c.states.markParent(parentKey(p), p.GetUID(), ready)
 		}
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if got := h.c.Counts(); got.Parents != 10000 || got.Ready != 9000 {
+		if got := h.c.Parents().Count(); got.Parents != 10000 || got.Ready != 9000 {
 			b.Fatalf("Counts = %+v", got)
 		}
 	}

@@ -17,7 +17,7 @@ import (
 )
 
 // Slots, with sharding: see package shard. A controller of a sharded replica syncs the parents of
-// the slots its coordinator gives it (FollowSlots). When the API server selects shards, it lists
+// the slots its coordinator gives it (Controller.FollowSlots). When the API server selects shards, it lists
 // and watches each slot's parents only, one informer per slot; otherwise one informer holds every
 // parent and the parents of other slots are skipped (CPU and writes split, the parents' memory
 // does not): informers filtering what arrives, one per slot, would each receive every parent's
@@ -26,16 +26,13 @@ import (
 // metacel.dev/shard-slot that every child carries (contract.LabelShardSlot). Related objects are
 // not sharded: they are read by name or selector, whatever the parent.
 
-// shardedBy makes the controller sync only the parents of the slots given by FollowSlots, from none;
-// serverSide says whether the API server honours shard selectors (New, Options.Sharded).
-func (c *Controller) shardedBy(serverSide bool) {
-	c.sharding = &sharding{serverSide: serverSide, caches: &c.caches, share: &c.share, syncing: &c.syncing, pool: c.deps.Pool, parentGVR: c.policy.Parent.GVR,
-		resync: func() {
-			c.parentStates.resetInputs()
-			c.enqueueAll(c.queue.Add)
-		}}
-	c.share.slots.Store(0)
-	c.share.sharded.Store(true)
+// newSharding makes a controller sync only the parents of the slots given by follow, from none;
+// serverSide says whether the API server honours shard selectors (Options.Sharded). resync
+// queues every parent again, its inputs forgotten.
+func newSharding(serverSide bool, cs *caches, sh *share, syncing *sync.RWMutex, pool *informers.Pool, parentGVR schema.GroupVersionResource, resync func()) *sharding {
+	sh.slots.Store(0)
+	sh.sharded.Store(true)
+	return &sharding{serverSide: serverSide, caches: cs, share: sh, syncing: syncing, pool: pool, parentGVR: parentGVR, resync: resync}
 }
 
 // sharding is how a sharded controller watches its slots, and moves between them.
@@ -59,21 +56,25 @@ type sharding struct {
 	watched hashslot.Set
 }
 
-// FollowSlots makes the controller sync the parents of the slots held() gives, read when it is
+// follow makes the controller sync the parents of the slots held() gives, read when it is
 // their turn (calls are serialized, so the last one wins whatever their order), and returns once
 // it no longer syncs those of the slots it held before and does not hold now: their syncs under
 // way have ended. The slots it gains are synced once their informers have listed, in the
-// background. A controller that has stopped follows nothing.
-func (c *Controller) FollowSlots(ctx context.Context, held func() hashslot.Set) {
-	if c.sharding == nil {
+// background. Once stopped, it follows nothing.
+func (sh *sharding) follow(ctx context.Context, held func() hashslot.Set) {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if sh.stopped {
 		return
 	}
-	c.sharding.mu.Lock()
-	defer c.sharding.mu.Unlock()
-	if c.sharding.stopped {
-		return
-	}
-	c.sharding.setSlots(ctx, held())
+	sh.setSlots(ctx, held())
+}
+
+// stop makes the sharding follow no more slots: the controller releases its informers.
+func (sh *sharding) stop() {
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	sh.stopped = true
 }
 
 // setSlots moves the controller from the slots it holds to slots: it lets go of the slots

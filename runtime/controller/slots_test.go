@@ -21,7 +21,7 @@ func TestSlotsGivenUpBeforeTheyListDoNotHoldUpTheOthers(t *testing.T) {
 		return false, nil, nil
 	})
 	h.c.deps.Pool = informers.NewPool(t.Context(), h.client, nil)
-	h.c.shardedBy(true)
+	h.c.sharding = newSharding(true, &h.c.caches, &h.c.share, &h.c.syncing, h.c.deps.Pool, h.c.policy.Parent.GVR, h.c.resyncAll)
 	if err := h.c.Watch(); err != nil {
 		t.Fatal(err)
 	}

@@ -37,8 +37,8 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	var se *syncError
 	reason, retry := contract.ReasonEvaluationError, false
 	switch {
-	case errors.As(err, &se):
-		reason, retry = se.reason, se.retry
+	case errors.As(err, &se) && se.reason != "":
+		reason, retry = se.reason, !se.terminal
 	case isRenderError(err):
 		reason = render.ErrorConditions(err, reason)[0].Reason
 	}
@@ -48,14 +48,13 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 		r.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())
 	}
 	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
-	var perm *permanentError
 	switch {
-	case serr != nil && !errors.As(serr, &perm):
+	case serr != nil && !isTerminal(serr):
 		return errors.Join(err, serr)
 	case retry:
 		return err
 	}
-	return &permanentError{err: err}
+	return terminal(err)
 }
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and
@@ -78,7 +77,7 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 	now := metav1.NewTime(r.deps.Clock.Now())
 	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
-		return nil, false, &permanentError{err: fmt.Errorf("status: %w", err)}
+		return nil, false, terminal(fmt.Errorf("status: %w", err))
 	}
 	if sameJSON(status, parent.Object["status"]) {
 		return nil, false, nil // the whole status is what metacel would apply: nothing to change or remove
@@ -94,7 +93,7 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
 			r.deps.Recorder.Eventf(parent, nil, "Warning", contract.ReasonStatusFailed, "Sync", "write status: %v", err)
 			if isPermanent(err) {
-				return &permanentError{err: fmt.Errorf("write status: %w", err)}
+				return terminal(fmt.Errorf("write status: %w", err))
 			}
 			return fmt.Errorf("write status: %w", err)
 		}

@@ -81,7 +81,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 	first := newHarness(t, widgetStatusPolicy, widgetCRD)
 	sent := statusWrites(first, nil)
 	first.cacheParent(t, widgetWithStatus(t, "red", nil))
-	if err := first.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 1 {
+	if err := first.c.syncer.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 1 {
 		t.Fatalf("first sync: %v, %d status writes", err, len(*sent))
 	}
 	written := (*sent)[0]
@@ -90,7 +90,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		h := newHarness(t, widgetStatusPolicy, widgetCRD)
 		sent := statusWrites(h, nil)
 		h.cacheParent(t, widgetWithStatus(t, "red", written))
-		if err := h.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
+		if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
 			t.Errorf("sync: %v, status writes %v, want none", err, *sent)
 		}
 	})
@@ -100,7 +100,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		w := widgetWithStatus(t, "red", nil)
 		w.Object["status"] = runtime.DeepCopyJSON(written)
 		h.cacheParent(t, w)
-		if err := h.c.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
+		if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil || len(*sent) != 0 {
 			t.Errorf("sync: %v, status writes %v, want none", err, *sent)
 		}
 	})
@@ -108,7 +108,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		h := newHarness(t, widgetStatusPolicy, widgetCRD)
 		sent := statusWrites(h, nil)
 		h.cacheParent(t, widgetWithStatus(t, "black", written))
-		_ = h.c.sync(t.Context(), "ns/w")
+		_ = h.c.syncer.sync(t.Context(), "ns/w")
 		if len(*sent) != 1 {
 			t.Fatalf("status writes %v, want one", *sent)
 		}
@@ -121,7 +121,7 @@ func TestStatusIsMetacelsShareOnly(t *testing.T) {
 		sent := statusWrites(h, apierrors.NewInvalid(schema.GroupKind{Group: "e2e.metacel.dev", Kind: "Widget"}, "w", nil))
 		h.cacheParent(t, widgetWithStatus(t, "red", nil))
 		for range 3 {
-			_ = h.c.sync(t.Context(), "ns/w")
+			_ = h.c.syncer.sync(t.Context(), "ns/w")
 		}
 		if len(*sent) != 1 {
 			t.Errorf("%d status writes, want 1", len(*sent))
@@ -185,7 +185,7 @@ func TestASyncThatCreatesItsChildrenWritesTheStatusOnce(t *testing.T) {
 		return true, &unstructured.Unstructured{Object: obj}, nil // as created
 	})
 	h.cacheParent(t, widgetWithStatus(t, "red", nil))
-	if err := h.c.sync(t.Context(), "ns/w"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
 		t.Fatal(err)
 	}
 	if len(*sent) != 1 {

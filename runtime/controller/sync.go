@@ -2,10 +2,11 @@ package controller
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync/atomic"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,33 +17,60 @@ import (
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/informers"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
 
+// syncer syncs the parents of one policy, one at a time per parent (the controller's loop calls
+// sync): what every sync uses, set once when the controller is made. One sync's own values are a
+// parentSync.
+type syncer struct {
+	policy *policy.Compiled
+	deps   *Deps
+	// caches are the controller's caches, share the parents it syncs, states what it remembers
+	// of each parent, related its watch of the related objects
+	caches  *caches
+	share   *share
+	states  *parentStates
+	related *relatedWatch
+	access  *access
+	// writer writes the children, cleanup cleans up after them, reporter reports on the parent,
+	// drain completes Recreates under way when the policy was removed
+	writer   *childWriter
+	cleanup  *cleanup
+	reporter *reporter
+	drain    *drain
+	// requeueAfter syncs a parent again after a while
+	requeueAfter func(key string, d time.Duration)
+	// previous is the version of the policy this controller replaces (Options.Replaces; TakeAll
+	// changes it), or nil
+	previous atomic.Pointer[policy.Compiled]
+}
+
 // sync brings one parent's children and status in line with its policy, in steps over what the
 // caches hold and what the controller remembers of the parent (parentState).
-func (c *Controller) sync(ctx context.Context, key string) error {
+func (y *syncer) sync(ctx context.Context, key string) error {
 	// 1. Read the parent from the cache; one gone is forgotten, and let go of if it left with the
 	// cleanup finalizer.
-	cached, err := c.cachedParent(key)
+	cached, err := y.cachedParent(key)
 	if err != nil {
 		return err
 	}
 	if cached == nil {
-		return c.syncGone(ctx, key)
+		return y.syncGone(ctx, key)
 	}
 	// 2. Leave alone a parent another replica (sharding) or version (a rollout) holds.
-	if !c.share.has(cached.GetUID()) {
+	if !y.share.has(cached.GetUID()) {
 		return nil
 	}
-	ctx = c.share.writesFor(ctx, cached.GetUID())
-	if c.deps.OnSync != nil {
-		start := c.deps.Clock.Now()
-		defer func() { c.deps.OnSync(c.Name(), key, start, c.deps.Clock.Now()) }()
+	ctx = y.share.writesFor(ctx, cached.GetUID())
+	if y.deps.OnSync != nil {
+		start := y.deps.Clock.Now()
+		defer func() { y.deps.OnSync(y.policy.Name(), key, start, y.deps.Clock.Now()) }()
 	}
 	// 3. Read its children from the cache; a removed policy only completes Recreates under way.
-	s := &parentSync{c: c, key: key, cached: cached, children: c.caches.cachedChildren(cached.GetUID())}
-	if c.draining.Load() && !c.parentStates.recreatingAny(key) {
+	s := &parentSync{y: y, key: key, cached: cached, children: y.caches.cachedChildren(cached.GetUID())}
+	if y.drain.skips(key) {
 		return nil
 	}
 	// 4. Skip the sync when its inputs are those of the last successful one: nothing decoded.
@@ -54,28 +82,28 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("parent %q: %w", key, err)
 	}
 	if s.parent.GetDeletionTimestamp() != nil {
-		return c.cleanup.finalize(ctx, s.parent)
+		return y.cleanup.finalize(ctx, s.parent)
 	}
 	// 6. Decode its children and read its related objects, as its identity may.
 	if err := s.readInputs(ctx); err != nil {
-		c.parentStates.forgetInputs(key)
-		return c.reporter.fail(ctx, s.parent, err)
+		y.states.forgetInputs(key)
+		return y.reporter.fail(ctx, s.parent, err)
 	}
 	// 7. Skip it when these inputs, related objects included, are those of the last success.
 	inputs, known := fingerprint(cached, s.children, s.related)
-	if known && c.parentStates.sameInputs(key, inputs) {
-		c.parentStates.settleChildEvents(key)
+	if known && y.states.sameInputs(key, inputs) {
+		y.states.settleChildEvents(key)
 		return nil
 	}
 	// 8. Render, write what differs, and remember the inputs the writes left.
-	c.parentStates.forgetInputs(key)
+	y.states.forgetInputs(key)
 	left, err := s.reconcile(ctx)
 	if err != nil {
 		return err
 	}
 	if known && left.deferred == 0 {
 		if after, ok := s.inputsLeft(inputs, left); ok {
-			c.parentStates.rememberInputs(key, after)
+			y.states.rememberInputs(key, after)
 		}
 	}
 	return nil
@@ -84,7 +112,7 @@ func (c *Controller) sync(ctx context.Context, key string) error {
 // parentSync is one sync of one parent (kro's ReconcileContext): what it read from the caches
 // and decoded, which its steps share. sync fills it step by step.
 type parentSync struct {
-	c   *Controller
+	y   *syncer
 	key string
 	// cached is the parent, and children its children, as the caches hold them
 	cached   metav1.Object
@@ -99,9 +127,9 @@ type parentSync struct {
 
 // syncGone handles a parent the cache no longer holds: one that left with the cleanup finalizer
 // is let go of; a deleted parent's owned children go with it (garbage collection).
-func (c *Controller) syncGone(ctx context.Context, key string) error {
-	if uid, ok := c.cleanup.left.take(key); ok {
-		return c.cleanup.letGo(c.share.writesFor(ctx, uid), key, uid)
+func (y *syncer) syncGone(ctx context.Context, key string) error {
+	if uid, ok := y.cleanup.left.take(key); ok {
+		return y.cleanup.letGo(y.share.writesFor(ctx, uid), key, uid)
 	}
 	return nil
 }
@@ -111,15 +139,15 @@ func (c *Controller) syncGone(ctx context.Context, key string) error {
 // skipped. Only a policy without related objects knows its inputs before decoding, and a parent
 // being deleted is never skipped.
 func (s *parentSync) unchangedFromCache() bool {
-	c := s.c
-	if len(c.policy.Related) > 0 || s.cached.GetDeletionTimestamp() != nil {
+	y := s.y
+	if len(y.policy.Related) > 0 || s.cached.GetDeletionTimestamp() != nil {
 		return false
 	}
 	inputs, known := fingerprint(s.cached, s.children, nil)
-	if !known || !c.parentStates.sameInputs(s.key, inputs) && !c.parentStates.knewFromMemo(s.key, s.cached.GetUID(), inputs) {
+	if !known || !y.states.sameInputs(s.key, inputs) && !y.states.knewFromMemo(s.key, s.cached.GetUID(), inputs) {
 		return false
 	}
-	c.parentStates.settleChildEvents(s.key)
+	y.states.settleChildEvents(s.key)
 	return true
 }
 
@@ -128,48 +156,48 @@ func (s *parentSync) unchangedFromCache() bool {
 // together.
 func (s *parentSync) readInputs(ctx context.Context) (err error) {
 	s.observed = observedChildren(ctx, s.children)
-	if err := s.c.access.mayReadParentAndChildren(ctx, s.parent, s.observed); err != nil {
+	if err := s.y.access.mayReadParentAndChildren(ctx, s.parent, s.observed); err != nil {
 		return err
 	}
 	s.budget = expr.NewBudget()
-	s.related, err = s.c.readRelated(ctx, s.key, s.parent, s.budget)
+	s.related, err = s.y.related.read(ctx, s.key, s.parent, s.budget)
 	return err
 }
 
 // reconcile renders a parent and writes what differs: the finalizer, the children (applied,
 // then the undesired ones pruned), the status. It says what its writes left.
 func (s *parentSync) reconcile(ctx context.Context) (left, error) {
-	c, key, parent := s.c, s.key, s.parent
-	start := c.deps.Clock.Now()
-	in := render.Input{Parent: parent, Related: s.related, Mapper: c.deps.Mapper, Namespaces: c.namespaceLabels, Budget: s.budget,
-		ReservedNamespace: c.deps.ReservedNamespace, CheckRecord: true}
-	out, kids, err := render.RenderObserved(ctx, c.policy, in, allObjects(s.observed))
-	c.deps.Metrics.observeRender(c.Name(), c.deps.Clock.Since(start).Seconds())
+	y, key, parent := s.y, s.key, s.parent
+	start := y.deps.Clock.Now()
+	in := render.Input{Parent: parent, Related: s.related, Mapper: y.deps.Mapper, Namespaces: y.related.namespaceLabels, Budget: s.budget,
+		ReservedNamespace: y.deps.ReservedNamespace, CheckRecord: true}
+	out, kids, err := render.RenderObserved(ctx, y.policy, in, allObjects(s.observed))
+	y.deps.Metrics.observeRender(y.policy.Name(), y.deps.Clock.Since(start).Seconds())
 	if err != nil {
-		return left{}, c.reporter.fail(ctx, parent, err)
+		return left{}, y.reporter.fail(ctx, parent, err)
 	}
-	if err := c.cleanup.ensureFinalizer(ctx, parent, out, kids); err != nil {
+	if err := y.cleanup.ensureFinalizer(ctx, parent, out, kids); err != nil {
 		return left{}, err
 	}
-	w, err := c.writer.write(ctx, parent, decide.Writes(out, kids, c.policy, c.previous))
-	c.parentStates.recordRecreating(key, w.recreating, err == nil)
-	c.wakeDrain()
-	if rerr := c.cleanup.recordChildren(ctx, parent, kids, w.objects); err == nil {
+	w, err := y.writer.write(ctx, parent, decide.Writes(out, kids, y.policy, y.previous.Load()))
+	y.states.recordRecreating(key, w.recreating, err == nil)
+	y.drain.wake()
+	if rerr := y.cleanup.recordChildren(ctx, parent, kids, w.objects); err == nil {
 		err = rerr
 	}
 	if err != nil {
-		return left{}, c.reporter.fail(ctx, parent, err)
+		return left{}, y.reporter.fail(ctx, parent, err)
 	}
 	if w.writes == 0 {
-		c.parentStates.settleChildEvents(key) // the next child event is news, not an echo
+		y.states.settleChildEvents(key) // the next child event is news, not an echo
 	} else {
-		c.parentStates.wroteChildren(key)
+		y.states.wroteChildren(key)
 	}
 	if w.deferred > 0 {
-		c.queue.AddAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
+		y.requeueAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
-	out, sawWrites := decide.AfterWrites(ctx, c.policy, in, out, kids.ByID, w.objects)
-	status, _, err := c.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
+	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, w.objects)
+	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
 }
 
@@ -193,16 +221,16 @@ type left struct {
 // world can come back to when someone undoes them (a child taken out of the index, patched back,
 // then out again), and a sync must then write again.
 func (s *parentSync) inputsLeft(before uint64, l left) (uint64, bool) {
-	c, cached, children, parent := s.c, s.cached, s.children, s.parent
+	y, cached, children, parent := s.y, s.cached, s.children, s.parent
 	if l.writes == 0 && l.parent == nil {
 		return before, true
 	}
-	if l.deletes > 0 || l.writes != len(l.objects) || len(c.policy.Related) > 0 || l.statusBeforeWrites {
+	if l.deletes > 0 || l.writes != len(l.objects) || len(y.policy.Related) > 0 || l.statusBeforeWrites {
 		return 0, false
 	}
 	after := cached
 	if l.parent != nil {
-		if c.policy.ReadsParentStatus || !onlyStatusChanged(parent, l.parent) {
+		if y.policy.ReadsParentStatus || !onlyStatusChanged(parent, l.parent) {
 			return 0, false
 		}
 		after = l.parent
@@ -242,43 +270,19 @@ func onlyStatusChanged(rendered *unstructured.Unstructured, written *metav1.Obje
 		equality.Semantic.DeepEqual(rendered.GetOwnerReferences(), written.OwnerReferences)
 }
 
-// allObjects flattens objects by child id.
-func allObjects(byID map[string][]*unstructured.Unstructured) []*unstructured.Unstructured {
-	var out []*unstructured.Unstructured
-	for _, objs := range byID {
-		out = append(out, objs...)
-	}
-	return out
-}
-
 // cachedParent returns a parent as the cache holds it (its metadata; compact.Unstructured decodes
 // it), to be read, never modified; nil when it is gone, after letting go of a parent that left
 // with the cleanup finalizer and forgetting what was remembered of it.
-func (c *Controller) cachedParent(key string) (metav1.Object, error) {
-	obj, exists, err := c.caches.parents.GetByKey(key)
+func (y *syncer) cachedParent(key string) (metav1.Object, error) {
+	obj, exists, err := y.caches.parents.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
 	if exists {
 		return informers.MetaOf(obj)
 	}
-	c.parentStates.forget(key)
-	c.relIndex.forget(key)
-	c.wakeDrain()
+	y.states.forget(key)
+	y.related.index.forget(key)
+	y.drain.wake()
 	return nil, nil
-}
-
-// syncError is a failure to apply, with the reason reported on the parent.
-type syncError struct {
-	reason string
-	err    error
-	retry  bool
-}
-
-func (e *syncError) Error() string { return e.err.Error() }
-func (e *syncError) Unwrap() error { return e.err }
-
-func isRenderError(err error) bool {
-	var re *render.Error
-	return errors.As(err, &re)
 }

@@ -26,16 +26,6 @@ const (
 	fightWindow = 5 * time.Minute
 )
 
-// childWrites is what metacel last wrote of one child, and when its writes were undone
-// (parentState.writes).
-type childWrites struct {
-	written string // contentHash
-	undone  []time.Time
-	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
-	// create that follows re-does nobody else's undoing
-	deleted bool
-}
-
 // allowWrite says whether metacel may write a child again now: an error (retried with backoff)
 // when what it wrote of it has been undone too often lately.
 func (s *parentStates) allowWrite(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured, now time.Time) error {
@@ -105,11 +95,11 @@ func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, chil
 func fightError(child *render.Child, obs *unstructured.Unstructured, undone int) error {
 	name := child.Object.GetKind() + " " + render.NamespacedName(child.Object)
 	if obs == nil {
-		return &syncError{reason: contract.ReasonChildKeepsDisappearing, retry: true, err: fmt.Errorf(
+		return &syncError{reason: contract.ReasonChildKeepsDisappearing, err: fmt.Errorf(
 			"%s was deleted %d times within %s after metacel wrote it: metacel backs off; find what deletes it (the garbage collector deletes an object whose ownerReferences name an owner that does not exist; check admission and other controllers)",
 			name, undone, fightWindow)}
 	}
-	return &syncError{reason: contract.ReasonDriftConflict, retry: true, err: fmt.Errorf(
+	return &syncError{reason: contract.ReasonDriftConflict, err: fmt.Errorf(
 		"%s: field manager %q changed fields this policy sets %d times within %s, and metacel reverted them each time: metacel backs off; stop the other writer from changing them, or remove those fields from the policy",
 		name, otherManager(obs), undone, fightWindow)}
 }

@@ -44,13 +44,13 @@ func TestAFightOverAChildIsReportedAndBackedOffFrom(t *testing.T) {
 			}
 			var last error
 			for range 10 { // every child event: the other writer undid metacel's write
-				last = h.c.sync(t.Context(), "ns/p")
+				last = h.c.syncer.sync(t.Context(), "ns/p")
 			}
 			if n := countOf(h.writes(), "patch secrets") + countOf(h.writes(), "create secrets"); n != 1+fightLimit {
 				t.Errorf("%d writes of the child, want %d: the first, then %d reverts, then none", n, 1+fightLimit, fightLimit)
 			}
 			var se *syncError
-			if !errors.As(last, &se) || se.reason != tc.wantReason || !se.retry || !strings.Contains(se.Error(), tc.wantSays) {
+			if !errors.As(last, &se) || se.reason != tc.wantReason || se.terminal || !strings.Contains(se.Error(), tc.wantSays) {
 				t.Errorf("last sync: %v, want a retried %s saying %q", last, tc.wantReason, tc.wantSays)
 			}
 		})
@@ -84,17 +84,17 @@ func TestChildEventsAreSpacedWhileSyncsWrite(t *testing.T) {
 		created = a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
 		return true, created, nil
 	})
-	_ = h.c.sync(t.Context(), "ns/p") // creates the child: its events are echoes
+	_ = h.c.syncer.sync(t.Context(), "ns/p") // creates the child: its events are echoes
 	for range 10 {
 		handler.OnUpdate(child, child)
 	}
 	queued("the echoes of a sync that wrote", 0)
-	if d := h.c.parentStates.childEventDelay("ns/p"); d != echoBase {
+	if d := h.c.states.childEventDelay("ns/p"); d != echoBase {
 		t.Errorf("after one sync that wrote, child events wait %s, want %s however many they are", d, echoBase)
 	}
-	h.c.parentStates.wroteChildren("ns/p")
-	h.c.parentStates.wroteChildren("ns/p")
-	if d := h.c.parentStates.childEventDelay("ns/p"); d != 4*echoBase {
+	h.c.states.wroteChildren("ns/p")
+	h.c.states.wroteChildren("ns/p")
+	if d := h.c.states.childEventDelay("ns/p"); d != 4*echoBase {
 		t.Errorf("after three syncs in a row that wrote, child events wait %s, want %s", d, 4*echoBase)
 	}
 	handler.OnDelete(child)
@@ -107,8 +107,8 @@ func TestChildEventsAreSpacedWhileSyncsWrite(t *testing.T) {
 	created.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationUpdate,
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type": {}}`)}})
 	h.cacheChild(t, created)
-	_ = h.c.sync(t.Context(), "ns/p") // writes nothing: settled
-	if d := h.c.parentStates.childEventDelay("ns/p"); d != 0 {
+	_ = h.c.syncer.sync(t.Context(), "ns/p") // writes nothing: settled
+	if d := h.c.states.childEventDelay("ns/p"); d != 0 {
 		t.Errorf("after a sync that wrote nothing, child events wait %s, want none", d)
 	}
 }
@@ -129,7 +129,7 @@ func TestAChildMetacelCreatedIsTakenOverByItsFirstApply(t *testing.T) {
 		patches = append(patches, string(a.(clienttesting.PatchAction).GetPatchType()))
 		return true, created, nil
 	})
-	if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Join(patches, ",") != "application/json-patch+json,application/apply-patch+yaml" {
@@ -154,7 +154,7 @@ func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
 			h := newHarness(t, typedPolicy)
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
 			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: p-1}}}`)
-			h.c.parentStates.wroteChildren("ns/p")
+			h.c.states.wroteChildren("ns/p")
 			h.c.childHandler().OnAdd(child, tc.listed)
 			if n := h.c.queue.Len(); n != tc.queued {
 				t.Errorf("%d parents queued at once, want %d", n, tc.queued)
@@ -214,25 +214,25 @@ func TestARecreatedChildIsNotCountedAsDisappearing(t *testing.T) {
 				if err := children.Add(previous); err != nil {
 					t.Fatal(err)
 				}
-				if err := h.c.sync(t.Context(), "ns/p"); err != nil {
+				if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 					t.Fatal(err)
 				}
 				if err := children.Delete(previous); err != nil {
 					t.Fatal(err)
 				}
 			} else {
-				last = h.c.sync(t.Context(), "ns/p") // no child: created
+				last = h.c.syncer.sync(t.Context(), "ns/p") // no child: created
 			}
 			for range 2 * (fightLimit + 3) {
 				if tc.changedBy == "" {
-					last = h.c.sync(t.Context(), "ns/p") // deleted again: created again
+					last = h.c.syncer.sync(t.Context(), "ns/p") // deleted again: created again
 					continue
 				}
 				// changed again: deleted and created anew in the same sync (a Secret goes at once)
 				if err := children.Add(changed); err != nil {
 					t.Fatal(err)
 				}
-				last = h.c.sync(t.Context(), "ns/p")
+				last = h.c.syncer.sync(t.Context(), "ns/p")
 				if err := children.Delete(changed); err != nil {
 					t.Fatal(err)
 				}

@@ -34,7 +34,7 @@ func TestAControllersInformersCarryTheIndexesItReads(t *testing.T) {
 	}{
 		"parents":         {h.c.caches.parents.Whole(), []string{informers.ByUID}},
 		"children":        {h.c.caches.children[secrets.String()].Whole(), []string{informers.ByParentUID}},
-		"related objects": {h.c.related[secrets.String()], []string{cache.NamespaceIndex}},
+		"related objects": {h.c.related.informers[secrets.String()], []string{cache.NamespaceIndex}},
 	} {
 		if got := indexesOf(tc.inf); !slices.Equal(got, tc.want) {
 			t.Errorf("%s: indexes %v, want %v", name, got, tc.want)

@@ -705,26 +705,26 @@ func (s *policySet) stopAll() {
 // recallMemo gives a controller about to run the memo its policy's controller saved in memos
 // (nil: none) when it last stopped, if it may use one.
 func recallMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
-	if memos == nil || !ctrl.Memoizable() {
+	if memos == nil || !ctrl.Memory().Memoizable() {
 		return
 	}
-	entries, err := memos.Load(ctx, ctrl.Name(), ctrl.MemoScope())
+	entries, err := memos.Load(ctx, ctrl.Name(), ctrl.Memory().Scope())
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Every parent is synced in full: the memo cannot be read", "policy", ctrl.Name())
 		return
 	}
-	ctrl.Recall(entries)
+	ctrl.Memory().Recall(entries)
 }
 
 // saveMemo saves in memos (nil: none) what a stopped controller knew of its converged parents,
 // for the next start; it writes even once ctx is done (the runtime stops), within memoSaveTimeout.
 func saveMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controller) {
-	if memos == nil || !ctrl.Memoizable() {
+	if memos == nil || !ctrl.Memory().Memoizable() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), memoSaveTimeout)
 	defer cancel()
-	if err := memos.Save(ctx, ctrl.Name(), ctrl.MemoScope(), ctrl.Memo()); err != nil {
+	if err := memos.Save(ctx, ctrl.Name(), ctrl.Memory().Scope(), ctrl.Memory().Entries()); err != nil {
 		klog.FromContext(ctx).Error(err, "The next start syncs every parent in full: the memo cannot be written", "policy", ctrl.Name())
 	}
 }

@@ -268,11 +268,11 @@ func (d *rolloutDriver) recordOf(ro *rolloutRun) rollout.Record {
 // synced them and its health rule holds.
 func (d *rolloutDriver) healthOf(ctx context.Context, ro *rolloutRun) rollout.Health {
 	var h rollout.Health
-	for _, m := range ro.target.ctrl.HeldParents() {
+	for _, m := range ro.target.ctrl.Parents().Held() {
 		h.Moved++
 		key := klog.KObj(m).String()
 		why := ""
-		if !ro.target.ctrl.SyncedParent(m) {
+		if !ro.target.ctrl.Parents().Synced(m) {
 			why = "not synced by the new version yet"
 		} else if u, err := compact.Unstructured(m); err != nil {
 			why = err.Error()

@@ -53,9 +53,9 @@ func (s *policySet) localCounts() map[string]controller.Counts {
 	defer s.mu.Unlock()
 	out := make(map[string]controller.Counts, len(s.running))
 	for name, r := range s.running {
-		c := r.ctrl.Counts()
+		c := r.ctrl.Parents().Count()
 		if r.rollout != nil {
-			c = add(c, r.rollout.target.ctrl.Counts())
+			c = add(c, r.rollout.target.ctrl.Parents().Count())
 		}
 		out[name] = c
 	}

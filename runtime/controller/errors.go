@@ -1,0 +1,73 @@
+package controller
+
+import (
+	"errors"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// syncError is why a sync failed: the reason its parent's Synced condition reports, and whether
+// retrying the same inputs can fix it. A terminal error cannot (controller-runtime's
+// reconcile.TerminalError): the parent is not requeued, it waits for an input to change (an event
+// of the parent, a child or a related object). Any other error is retried with backoff.
+type syncError struct {
+	// reason is the condition reason (contract.Reason*); "" leaves it to the reporter (status.go)
+	reason   string
+	err      error
+	terminal bool
+}
+
+func (e *syncError) Error() string { return e.err.Error() }
+func (e *syncError) Unwrap() error { return e.err }
+
+// terminal marks err as one that retrying the same inputs cannot fix, keeping the reason it
+// carries.
+func terminal(err error) error {
+	var se *syncError
+	if !errors.As(err, &se) {
+		return &syncError{err: err, terminal: true}
+	}
+	if se.terminal {
+		return err
+	}
+	return &syncError{reason: se.reason, err: err, terminal: true}
+}
+
+// isTerminal reports whether err is terminal: the parent waits for an input to change.
+func isTerminal(err error) bool {
+	var se *syncError
+	return errors.As(err, &se) && se.terminal
+}
+
+// isConflict reports whether err is a ChildConflict: an object someone else owns holds a child's
+// name (retried with backoff, logged quieter than other failures).
+func isConflict(err error) bool {
+	var se *syncError
+	return errors.As(err, &se) && se.reason == contract.ReasonChildConflict
+}
+
+func isRenderError(err error) bool {
+	var re *render.Error
+	return errors.As(err, &re)
+}
+
+// reasonWriteFenced is the reason of a write that the write fence refused (package operator):
+// no error of the sync's own.
+const reasonWriteFenced = "WriteFenced"
+
+// isPermanent classifies an API error: a request the server rejects as invalid, or as larger
+// than it can ever store, is rejected again when sent again.
+func isPermanent(err error) bool {
+	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)
+}
+
+// isTooLarge reports whether the API server refused an object for its size: the request body
+// limit (413), or etcd's request limit, which comes back as an internal error (500).
+func isTooLarge(err error) bool {
+	return apierrors.IsRequestEntityTooLargeError(err) ||
+		apierrors.IsInternalError(err) && strings.Contains(err.Error(), "request is too large")
+}
