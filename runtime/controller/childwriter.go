@@ -431,7 +431,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 	if isTooLarge(err) {
 		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
 	}
-	return &syncError{reason: contract.ReasonApplyFailed, terminal: isPermanent(err),
+	return &syncError{reason: contract.ReasonApplyFailed,
 		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
 }
 

@@ -13,7 +13,10 @@ import (
 // syncError is why a sync failed: the reason its parent's Synced condition reports, and whether
 // retrying the same inputs can fix it. A terminal error cannot (controller-runtime's
 // reconcile.TerminalError): the parent is not requeued, it waits for an input to change (an event
-// of the parent, a child or a related object). Any other error is retried with backoff.
+// of the parent, a child or a related object). Any other error is retried with backoff. A
+// write the API server refuses for good (isPermanent) makes a sync's failure terminal when the
+// reporter reports it on the parent (reporter.fail); cleanup's writes, which no parent condition
+// reports, are retried.
 type syncError struct {
 	// reason is the condition reason (contract.Reason*); "" leaves it to the reporter (status.go)
 	reason   string

@@ -38,7 +38,7 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	reason, retry := contract.ReasonEvaluationError, false
 	switch {
 	case errors.As(err, &se) && se.reason != "":
-		reason, retry = se.reason, !se.terminal
+		reason, retry = se.reason, !se.terminal && !isPermanent(err)
 	case isRenderError(err):
 		reason = render.ErrorConditions(err, reason)[0].Reason
 	}
