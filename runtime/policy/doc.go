@@ -37,11 +37,12 @@
 //     type where both types are known (dyn passes). The schema is kept with the child resource
 //     (ChildResourceInfo.ObjectSchema), for render to check what expressions give.
 //   - A policy may declare its parent's custom resource in short (spec.parentSchema). ParentCRD
-//     turns it into the CustomResourceDefinition `metacel crd` prints, structural and checked with
-//     the API server's own structural-schema and defaulting code; its errors are FieldErrors at the
-//     declaration's lines. compile types the parent against it (declaredParent) when the
-//     mapper does not know the parent: a CRD given (--crd) or installed wins, and the parent stays
-//     Guessed, so that a cluster still waits for its CRD.
+//     turns it into the CustomResourceDefinition `metacel crd` prints, which package parentcrd
+//     builds from plain values (structural, checked with the API server's own structural-schema
+//     and defaulting code); ParentCRD places its errors as FieldErrors at the declaration's
+//     lines. compile types the parent against it (declaredParent) when the mapper does not know
+//     the parent: a CRD given (--crd) or installed wins, and the parent stays Guessed, so that a
+//     cluster still waits for its CRD.
 //   - A policy may say how a new version of itself reaches its parents (spec.rollout): steps of
 //     growing shares, a health rule, a deadline and a failure budget. Validate checks the steps
 //     (1 to 100, increasing, the last 100); compile compiles the health rule once, over parent

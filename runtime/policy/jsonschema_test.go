@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/parentcrd"
 )
 
 // jsonSchema returns a JSON Schema (draft-07) of the CompositePolicy format, generated from the
@@ -39,9 +39,10 @@ func jsonSchema() map[string]any {
 // fieldRef refers to the definition of a declared field of a parent schema.
 var fieldRef = map[string]any{"$ref": "#/definitions/field"}
 
-// fieldKeyValues are the JSON Schemas of the values of a declared field's keys (fieldKeys).
+// fieldKeyValues are the JSON Schemas of the values of a declared field's keys
+// (parentcrd.FieldKeys).
 var fieldKeyValues = map[string]map[string]any{
-	"type":                 {"type": "string", "enum": anySlice(fieldTypes)},
+	"type":                 {"type": "string", "enum": anySlice(parentcrd.FieldTypes())},
 	"description":          {"type": "string"},
 	"required":             {"type": "boolean"},
 	"default":              {},
@@ -60,16 +61,16 @@ var fieldKeyValues = map[string]map[string]any{
 }
 
 // fieldDefinition is the JSON Schema of a declared field: a type name, or an object of the keys
-// fieldKeys lists.
+// parentcrd.FieldKeys lists.
 func fieldDefinition() map[string]any {
 	props := map[string]any{}
-	for _, k := range slices.Sorted(maps.Keys(fieldKeys)) {
+	for _, k := range parentcrd.FieldKeys() {
 		props[k] = fieldKeyValues[k]
 	}
 	return map[string]any{
 		"description": "A field: a type name, or an object of type, default, bounds and nested fields.",
 		"anyOf": []any{
-			map[string]any{"type": "string", "enum": anySlice(fieldTypes)},
+			map[string]any{"type": "string", "enum": anySlice(parentcrd.FieldTypes())},
 			map[string]any{"type": "object", "properties": props, "additionalProperties": false},
 		},
 	}
@@ -265,6 +266,20 @@ func loadWithDeclaration(text string) error {
 		}
 	}
 	return nil
+}
+
+// TestEditorsKnowEveryKeyOfAField checks that the JSON Schema of a declared field has every key
+// the loader accepts, each with a schema of its value.
+func TestEditorsKnowEveryKeyOfAField(t *testing.T) {
+	keys := parentcrd.FieldKeys()
+	for _, k := range keys {
+		if _, ok := fieldKeyValues[k]; !ok {
+			t.Errorf("the JSON Schema gives no schema for the key %q of a field", k)
+		}
+	}
+	if len(fieldKeyValues) != len(keys) {
+		t.Errorf("the JSON Schema has %d keys of a field, the loader %d", len(fieldKeyValues), len(keys))
+	}
 }
 
 // check validates a value against the subset of JSON Schema that jsonSchema uses; root holds the
