@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
@@ -174,12 +175,11 @@ func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.
 	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {
-		items, err := f.deps.Writer.List(ctx, gvr, selector)
+		items, err := clusterread.List(ctx, f.deps.Writer.Client(), gvr, "", selector)
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}
-		for i := range items {
-			obj := &items[i]
+		for _, obj := range items {
 			if !f.cleansUp(ctx, kin, parent, obj) {
 				continue
 			}
