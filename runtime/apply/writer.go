@@ -53,6 +53,11 @@ type ResponseDecoder interface {
 // NewWriter returns a Writer over a dynamic client.
 func NewWriter(client dynamic.Interface) *Writer { return &Writer{client: client} }
 
+// Client returns the dynamic client w writes with (the identity its policy acts as): a decision
+// that must not trust a cache reads the API server with it (package clusterread's List, which
+// lists page by page).
+func (w *Writer) Client() dynamic.Interface { return w.client }
+
 // WithRawClient has w send its creates and applies through rc, a REST client of the same API
 // server that leaves responses undecoded (NewRawClient), and read what they return with d.
 func (w *Writer) WithRawClient(rc rest.Interface, d ResponseDecoder) *Writer {
@@ -233,18 +238,6 @@ func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, names
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	return w.resource(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
-}
-
-// List lists objects of a resource in all namespaces by label selector, from the API server: for
-// the rare decision that must not trust a cache (removing a finalizer).
-func (w *Writer) List(ctx context.Context, gvr schema.GroupVersionResource, selector string) ([]unstructured.Unstructured, error) {
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	defer cancel()
-	list, err := w.client.Resource(gvr).List(ctx, metav1.ListOptions{LabelSelector: selector})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
 }
 
 // Delete deletes an object if it is still the one observed (UID precondition), in the

@@ -16,11 +16,16 @@ import (
 	"metacel.dev/metacel/runtime/render"
 )
 
-// List lists the objects of a resource in a namespace ("": all) that selector selects, page by
-// page: what plan, `metacel tree` and the CRD installer read of the cluster.
+// List lists the objects of a resource in a namespace ("": all) that selector selects, from the
+// API server, page by page, each page's request bounded by apply.RequestTimeout: what plan,
+// `metacel tree` and the CRD installer read of the cluster, and the runtime's decisions that must
+// not trust a cache (removing a finalizer, pruning a dropped resource), with the client of the
+// identity the policy acts as (apply.Writer.Client).
 func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+		ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
+		defer cancel()
 		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
 	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {

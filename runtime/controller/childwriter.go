@@ -9,7 +9,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -274,27 +273,17 @@ func conflictError(parent *unstructured.Unstructured, child *render.Child, polic
 		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
 }
 
-// childOf reports whether an existing object is the child of parent. metacel must have applied
-// it (its managed fields say so: labels alone are anyone's to set, and never make an object
-// metacel's to take over); then its parent-uid label says whose it is; or, when someone removed
-// that label (the object then left the cache), its controller ownerReference does, or, for a
-// child without one (cross-namespace), metacel's other labels do. The apply that follows
-// restores the label.
+// childOf reports whether an existing object of the name of the desired child id is the child of
+// parent, which a create that found the name taken may take over (render.Kinship). metacel must
+// have applied it (its managed fields say so: labels alone are anyone's to set, and never make an
+// object metacel's to take over); then its marks say whose it is: its parent-uid label; or, when
+// someone removed that label (the object then left the cache), its controller ownerReference, or,
+// for a child without one (cross-namespace), metacel's other labels naming the policy and the
+// child. The apply that follows restores the label. Its resource, namespace and record are not
+// asked: it is where the render placed the desired child, whom metacel applies and records.
 func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool {
-	if !apply.AppliedBy(obj) {
-		return false
-	}
-	switch uid := obj.GetLabels()[contract.LabelParentUID]; uid {
-	case string(parent.GetUID()):
-		return true
-	case "":
-		if ref := metav1.GetControllerOfNoCopy(obj); ref != nil {
-			return ref.UID == parent.GetUID()
-		}
-		l := obj.GetLabels()
-		return l[contract.LabelChildPolicy] == policyName && l[contract.LabelChildID] == id
-	}
-	return false
+	kin := render.Kinship{Policy: policyName, Parent: parent}
+	return kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), ChildID: id}).Child()
 }
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is

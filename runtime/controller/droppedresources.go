@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
@@ -73,14 +74,13 @@ func (f *cleanup) record(ctx context.Context, gvrs []schema.GroupVersionResource
 // whether none is left.
 func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := f.deps.Writer.List(ctx, gvr, contract.LabelChildPolicy+"="+f.policy.Name())
+	items, err := clusterread.List(ctx, f.deps.Writer.Client(), gvr, "", contract.LabelChildPolicy+"="+f.policy.Name())
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false
 	}
 	done := true
-	for i := range items {
-		obj := &items[i]
+	for _, obj := range items {
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
@@ -105,10 +106,10 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 		return nil
 	}
 	remaining := 0
-	own := f.ownershipOf(ctx, parent)
+	kin := f.kinshipOf(ctx, parent)
 	for _, objs := range f.children(ctx, parent.GetUID()) {
 		for _, obs := range objs {
-			if !f.cleansUp(ctx, own, parent, obs) {
+			if !f.cleansUp(ctx, kin, parent, obs) {
 				continue
 			}
 			remaining++
@@ -122,7 +123,7 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 	if remaining > 0 {
 		return nil
 	}
-	if left, err := f.unownedChildrenLive(ctx, parent, own); err != nil || left > 0 {
+	if left, err := f.unownedChildrenLive(ctx, parent, kin); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
 	}
 	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
@@ -132,26 +133,19 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 }
 
 // cleansUp reports whether the parent's finalizer cleans up obj, an object that carries the
-// parent's labels: metacel applied it (its managed fields say so: an object made by hand that
-// merely carries the labels is not metacel's), garbage collection does not remove it with the
-// parent (no ownerReference to it), it is in a namespace the parent's children may be in, and the
-// parent's record names it (render.ChildRecord). Labels and the field manager's name are anyone's
-// to write: an object elsewhere, or one metacel did not write for the parent, is no child of it;
-// cleaning it up would let anyone pin a parent (and its namespace) in Terminating with an object
-// of their own.
-func (f *cleanup) cleansUp(ctx context.Context, own ownership, parent, obj *unstructured.Unstructured) bool {
-	if render.HasOwnerReference(obj, parent) || !apply.AppliedBy(obj) {
-		return false
+// parent's labels: whether it is the parent's child (render.Kinship) by its managed fields
+// (metacel applied it: an object made by hand that merely carries the labels is not metacel's),
+// undesired (a deleted parent desires nothing, so its record must name it) and out of garbage
+// collection's reach (kinshipOf). Labels and the field manager's name are anyone's to write: an
+// object elsewhere, or one metacel did not write for the parent, is no child of it; cleaning it
+// up would let anyone pin a parent (and its namespace) in Terminating with an object of their
+// own. Such an object carrying the parent's labels is reported (ignoreForeign).
+func (f *cleanup) cleansUp(ctx context.Context, kin *render.Kinship, parent, obj *unstructured.Unstructured) bool {
+	v := kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), Undesired: true})
+	if v.Reason != "" {
+		f.ignoreForeign(ctx, parent, obj, v.Reason, v.Why)
 	}
-	if why := own.reach.OutOfReach(obj); why != "" {
-		f.ignoreForeign(ctx, parent, obj, contract.ReasonChildOutOfReach, why)
-		return false
-	}
-	if why := own.record.NotRecordedReason(obj); why != "" {
-		f.ignoreForeign(ctx, parent, obj, contract.ReasonChildNotRecorded, why)
-		return false
-	}
-	return true
+	return v.Child()
 }
 
 // ignoreForeign reports an object that carries a parent's labels but is not its child (reason,
@@ -162,37 +156,31 @@ func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.U
 		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
 }
 
-// ownership is what decides which of a parent's labelled objects its finalizer cleans up, read
-// once per finalize: the namespaces its children may be in, judged as its render judges them
-// (render.ChildReach), and its record of the children it wrote (render.ChildRecord).
-type ownership struct {
-	reach  *render.ChildReach
-	record render.ChildRecord
-}
-
-func (f *cleanup) ownershipOf(ctx context.Context, parent *unstructured.Unstructured) ownership {
-	return ownership{
-		reach: render.NewChildReach(ctx, f.policy, render.Input{
-			Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace,
-		}),
-		record: render.RecordOf(parent, true),
-	}
+// kinshipOf returns what decides which of a parent's labelled objects its finalizer cleans up,
+// built once per finalize: the kinship its render judges (render.NewKinship: the namespaces its
+// children may be in, its record of the children it wrote), asked only of the objects garbage
+// collection does not remove with it (ExceptCollected).
+func (f *cleanup) kinshipOf(ctx context.Context, parent *unstructured.Unstructured) *render.Kinship {
+	kin := render.NewKinship(ctx, f.policy, render.Input{
+		Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace, CheckRecord: true,
+	})
+	kin.ExceptCollected = true
+	return kin
 }
 
 // unownedChildrenLive asks the API server, not the cache, for the parent's children without an
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
+func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (int, error) {
 	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {
-		items, err := f.deps.Writer.List(ctx, gvr, selector)
+		items, err := clusterread.List(ctx, f.deps.Writer.Client(), gvr, "", selector)
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}
-		for i := range items {
-			obj := &items[i]
-			if !f.cleansUp(ctx, own, parent, obj) {
+		for _, obj := range items {
+			if !f.cleansUp(ctx, kin, parent, obj) {
 				continue
 			}
 			left++

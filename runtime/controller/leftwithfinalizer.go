@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 )
@@ -111,13 +112,12 @@ func (f *cleanup) letGoOfParentsOutOfSelector(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		items, err := f.deps.Writer.List(ctx, f.policy.Parent.GVR, failing.String())
+		items, err := clusterread.List(ctx, f.deps.Writer.Client(), f.policy.Parent.GVR, "", failing.String())
 		if err != nil {
 			logger.Error(err, "Cannot look for parents that left the policy's labelSelector; will look again at the next start or resync")
 			return
 		}
-		for i := range items {
-			p := &items[i]
+		for _, p := range items {
 			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) || !f.share.has(p.GetUID()) {
 				continue
 			}

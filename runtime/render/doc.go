@@ -12,12 +12,13 @@
 // budget: the caller makes it (expr.NewBudget) and passes it to Related and, in Input.Budget, to
 // Render.
 //
-// Which observed objects are a parent's children is decided here too (RenderObserved), for the
-// runtime and the CLI alike: labels and a field manager's name are anyone's to set, so an object
-// is bound or pruned only in a namespace the parent's children may be in (ChildReach) and, for
-// one without an ownerReference to the parent, only when the parent's record names it
-// (ChildRecord, the metacel.dev/children annotation the runtime writes); the others are foreign,
-// and left alone.
+// Which objects are a parent's children is decided here too, by one set of rules (Kinship), for
+// the runtime and the CLI alike: which observed objects a render binds or prunes
+// (RenderObserved), which existing object a create may take over, which the finalizer cleans up.
+// Labels and a field manager's name are anyone's to set, so an object is bound or pruned only in
+// a namespace the parent's children may be in (ChildReach) and, for one without an ownerReference
+// to the parent, only when the parent's record names it (ChildRecord, the metacel.dev/children
+// annotation the runtime writes); the others are foreign, and left alone.
 //
 // A sync that wrote children renders again with them, as the API server returned them, so that
 // the status it writes sees them; Rerender returns that render's output, and when no expression

@@ -2,15 +2,11 @@ package render
 
 import (
 	"context"
-	"fmt"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/expr"
-	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -38,11 +34,14 @@ type ForeignObject struct {
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
 // is: `children.<id>` and readyWhen see an object only when it has the group, kind, namespace and
-// name of a child the render desires, and it is this parent's (notChildReason) in a namespace its
-// children may be in (ChildReach). An object under an old name, in another namespace or of another
-// parent feeds neither the status nor readiness; one out of reach is not even undesired (a sync
-// would delete it): it is foreign. So is an undesired object without an ownerReference to the
-// parent that the parent's record does not name, when in.CheckRecord (ChildRecord).
+// name of a child the render desires, and it is this parent's child (Kinship, NewKinship): of a
+// child resource, marked as the parent's and in a namespace its children may be in. An object
+// under an old name, in another namespace or of another parent feeds neither the status nor
+// readiness; one out of reach is not even undesired (a sync would delete it): it is foreign. So
+// is an undesired object without an ownerReference to the parent that the parent's record does
+// not name, when in.CheckRecord (ChildRecord). Whether metacel applied an object is not asked
+// here (AppliedUnknown): the runtime's cache and `metacel plan` keep only the objects it applied,
+// and an offline file does not say.
 //
 // objs are the candidates: in a cluster, the parent's children found through the parent-uid index;
 // offline, whatever objects were given. in.Observed is ignored. Which desired child an object is
@@ -55,8 +54,8 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 	if in.Budget == nil {
 		in.Budget = expr.NewBudget()
 	}
-	owned, foreign := splitOwned(c, in.Parent, in.Mapper, objs)
-	owned, foreign = splitReached(NewChildReach(ctx, c, in), owned, foreign)
+	kin := NewKinship(ctx, c, in)
+	owned, foreign := kin.split(objs, nil, false)
 	first := in
 	first.Observed, first.Budget = byChildIDLabel(owned), in.Budget.Copy()
 	out, err := Render(ctx, c, first)
@@ -64,11 +63,10 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 		*in.Budget = *first.Budget
 		return nil, &ObservedChildren{Foreign: foreign}, err
 	}
-	record := RecordOf(in.Parent, in.CheckRecord)
 	byID, undesired := matchDesired(out, owned)
 	if sameBinding(first.Observed, byID) {
 		*in.Budget = *first.Budget
-		undesired, foreign = splitRecorded(record, undesired, foreign)
+		undesired, foreign = kin.split(undesired, foreign, true)
 		return out, &ObservedChildren{ByID: byID, Undesired: undesired, Foreign: foreign}, nil
 	}
 	in.Observed = byID
@@ -76,83 +74,30 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 		return nil, &ObservedChildren{Foreign: foreign}, err
 	}
 	byID, undesired = matchDesired(out, owned)
-	undesired, foreign = splitRecorded(record, undesired, foreign)
+	undesired, foreign = kin.split(undesired, foreign, true)
 	return out, &ObservedChildren{ByID: byID, Undesired: undesired, Foreign: foreign}, nil
 }
 
-// splitRecorded moves the undesired objects that the parent's record does not name
-// (ChildRecord) from undesired to foreign: a sync would delete them, or the finalizer wait for
-// them, on the word of labels anyone may set. A desired child's object stays bound: metacel
-// applies it (it applied it before, its managed fields say) and records it.
-func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	return split(undesired, foreign, contract.ReasonChildNotRecorded, r.NotRecordedReason)
-}
-
-// notChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
-// resource must be one of the policy's child resources; its metacel.dev/policy label, when set,
-// must name the policy; its metacel.dev/parent-uid label, when set, must hold the parent's UID, and
-// without that label its controller ownerReference, when set, must name the parent. An object
-// with none of these marks (written by hand for an offline render) may be the parent's child.
-// Whether metacel applied it (its managed fields) is the caller's to check: the runtime's cache
-// knows, an offline file does not say.
-func notChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, obj *unstructured.Unstructured) string {
-	var gr schema.GroupResource
-	if res, ok := c.ChildResourceOfKind(obj.GroupVersionKind()); ok {
-		gr = res.GVR.GroupResource()
-	} else {
-		gr = kinds.LookupKind(m, obj.GroupVersionKind()).GVR.GroupResource()
-	}
-	if !hasChildResource(c, gr) {
-		return fmt.Sprintf("policy %q has no child resource %s", c.Name(), gr)
-	}
-	labels := obj.GetLabels()
-	if p := labels[contract.LabelChildPolicy]; p != "" && p != c.Name() {
-		return fmt.Sprintf("its %s label names policy %q", contract.LabelChildPolicy, p)
-	}
-	if uid := labels[contract.LabelParentUID]; uid != "" {
-		if uid != string(parent.GetUID()) {
-			return fmt.Sprintf("its %s label names another parent (%s)", contract.LabelParentUID, uid)
-		}
-		return ""
-	}
-	if ref := metav1.GetControllerOfNoCopy(obj); ref != nil && ref.UID != parent.GetUID() {
-		return fmt.Sprintf("its controller ownerReference names another owner (%s %s, %s)", ref.Kind, ref.Name, ref.UID)
-	}
-	return ""
-}
-
-func hasChildResource(c *policy.Compiled, gr schema.GroupResource) bool {
-	for gvr := range c.ChildResources {
-		if gvr.GroupResource() == gr {
-			return true
-		}
-	}
-	return false
-}
-
-// splitOwned separates the parent's children from the other objects.
-func splitOwned(c *policy.Compiled, parent *unstructured.Unstructured, m kinds.Mapper, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, []ForeignObject) {
-	return split(objs, nil, "", func(obj *unstructured.Unstructured) string { return notChildReason(c, parent, m, obj) })
-}
-
-// splitReached moves the objects in namespaces the parent's children may not be in (ChildReach)
-// from owned to foreign: their labels are anyone's to set.
-func splitReached(reach *ChildReach, owned []*unstructured.Unstructured, foreign []ForeignObject) ([]*unstructured.Unstructured, []ForeignObject) {
-	return split(owned, foreign, contract.ReasonChildOutOfReach, reach.OutOfReach)
-}
-
-// split keeps the objects for which why says nothing, and adds the others to foreign with why's
-// answer and reason.
-func split(objs []*unstructured.Unstructured, foreign []ForeignObject, reason string, why func(*unstructured.Unstructured) string) ([]*unstructured.Unstructured, []ForeignObject) {
+// split keeps the objects that are the parent's children (Judge, knowing nothing of who applied
+// them), and adds the others to foreign: first those that are no child at all, then those that
+// carry the parent's labels and are left alone anyway (Verdict.Reason), each in the order given.
+// Before the match, an object may yet be a desired child's (undesired false): its record is not
+// asked; after it, the undesired objects are asked again, the record too.
+func (k *Kinship) split(objs []*unstructured.Unstructured, foreign []ForeignObject, undesired bool) ([]*unstructured.Unstructured, []ForeignObject) {
 	var kept []*unstructured.Unstructured
+	var ignored []ForeignObject
 	for _, obj := range objs {
-		if w := why(obj); w != "" {
-			foreign = append(foreign, ForeignObject{Object: obj, Why: w, Reason: reason})
-			continue
+		v := k.Judge(obj, Facts{Applied: AppliedUnknown, Undesired: undesired})
+		switch {
+		case v.Child():
+			kept = append(kept, obj)
+		case v.Reason == "":
+			foreign = append(foreign, ForeignObject{Object: obj, Why: v.Why})
+		default:
+			ignored = append(ignored, ForeignObject{Object: obj, Why: v.Why, Reason: v.Reason})
 		}
-		kept = append(kept, obj)
 	}
-	return kept, foreign
+	return kept, append(foreign, ignored...)
 }
 
 // byChildIDLabel binds each object to the child id its label names; unlabelled objects are left
