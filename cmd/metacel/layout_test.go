@@ -1,6 +1,9 @@
 package main
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -112,4 +115,98 @@ func headingAnchors(markdown string) []string {
 		out = append(out, b.String())
 	}
 	return out
+}
+
+// The table "One home per concept" of docs/development.md says where each concept lives: every
+// name it gives is declared (a top-level func, type, var or const, or a method T.M) in the file
+// or package it names, so the table cannot drift from the code.
+func TestEachConceptLivesWhereTheTableSays(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "development.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(doc), "## One home per concept")
+	if !ok {
+		t.Fatal(`docs/development.md has no section "One home per concept"`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	row := regexp.MustCompile("(?m)^\\| [^|]+ \\| `([^`]+)` \\| (.+) \\|$")
+	rows := row.FindAllStringSubmatch(section, -1)
+	if len(rows) < 10 {
+		t.Fatalf("the table has %d rows, want one per concept (at least 10)", len(rows))
+	}
+	name := regexp.MustCompile("`([^`]+)`")
+	for _, r := range rows {
+		home := r[1]
+		decls := declaredIn(t, filepath.Join("..", "..", filepath.FromSlash(home)))
+		for _, m := range name.FindAllStringSubmatch(r[2], -1) {
+			if !decls[m[1]] {
+				t.Errorf("%s does not declare %s, which the table says is its home", home, m[1])
+			}
+		}
+	}
+}
+
+// declaredIn returns the names declared at the top level of a Go file, or of a package's
+// non-test files: funcs, types, vars, consts, and methods as T.M.
+func declaredIn(t *testing.T, path string) map[string]bool {
+	t.Helper()
+	files := []string{path}
+	if !strings.HasSuffix(path, ".go") {
+		all, err := filepath.Glob(filepath.Join(path, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = slices.DeleteFunc(all, func(f string) bool { return strings.HasSuffix(f, "_test.go") })
+	}
+	if len(files) == 0 {
+		t.Fatalf("%s: no Go file", path)
+	}
+	out := map[string]bool{}
+	fset := token.NewFileSet()
+	for _, file := range files {
+		f, err := parser.ParseFile(fset, file, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, d := range f.Decls {
+			switch d := d.(type) {
+			case *ast.FuncDecl:
+				out[receiverPrefix(d)+d.Name.Name] = true
+			case *ast.GenDecl:
+				for _, spec := range d.Specs {
+					switch s := spec.(type) {
+					case *ast.TypeSpec:
+						out[s.Name.Name] = true
+					case *ast.ValueSpec:
+						for _, n := range s.Names {
+							out[n.Name] = true
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// receiverPrefix is "T." for a method of T or *T, "" for a function.
+func receiverPrefix(d *ast.FuncDecl) string {
+	if d.Recv == nil || len(d.Recv.List) == 0 {
+		return ""
+	}
+	typ := d.Recv.List[0].Type
+	if star, ok := typ.(*ast.StarExpr); ok {
+		typ = star.X
+	}
+	switch x := typ.(type) {
+	case *ast.IndexExpr:
+		typ = x.X
+	case *ast.IndexListExpr:
+		typ = x.X
+	}
+	if id, ok := typ.(*ast.Ident); ok {
+		return id.Name + "."
+	}
+	return ""
 }
