@@ -10,7 +10,9 @@
 //   - Controller (controller.go): the loop only, configured once through Options in New: the
 //     queue, its workers and the event handlers that route events to parents;
 //   - caches (caches.go): the caches of the parents and of the child resources, and the children
-//     created lately (recentcreates.go); sharding (slots.go) moves them between shard slots;
+//     created lately (recentcreates.go: apimachinery's expiring LRU cache, each child with its own
+//     lifetime; client-go's MutationCache does not fit, the file says why); sharding (slots.go)
+//     moves them between shard slots;
 //   - parentSync (sync.go): one sync of one parent, what it read and decoded, whose methods are
 //     its steps;
 //   - childWriter (childwriter.go): carries out decide's steps against the API server, with the

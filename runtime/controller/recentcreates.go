@@ -6,6 +6,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilcache "k8s.io/apimachinery/pkg/util/cache"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
@@ -35,86 +36,105 @@ const (
 	deliveredFor   = 2 * time.Second
 )
 
-// recentCreates are the children the controller created lately, by namespace/name. The zero
-// value is ready.
+// recentCreatesMax bounds the children remembered by one child cache, the least recently
+// created or delivered forgotten first: far more than a controller's workers create in the
+// 30-160 ms a watch takes to deliver them, and a bound on the memory of children remembered
+// (expired ones stay until pushed out). A child forgotten early costs one create answered 409
+// AlreadyExists and a read.
+const recentCreatesMax = 1024
+
+// recentCreates are the children the controller created lately, by namespace/name, in an
+// expiring LRU cache (k8s.io/apimachinery/pkg/util/cache, the store under client-go's
+// MutationCache), each with its own lifetime on the controller's clock. MutationCache itself
+// (NewIntegerResourceVersionMutationCache, includeAdds) does not fit: it holds 100 objects, each
+// for the one ttl it was made with, on the system's clock (no fake one in tests); it cannot forget
+// an object deleted (deleted, with its UID check) nor all (forgetAll); and an object its store
+// does not hold, the very case here, is forgotten at the first GetByKey that returns it (it is
+// compared with itself, found no newer, removed), so a second sync before the watch delivers
+// the child would create it again. The zero value is ready.
 type recentCreates struct {
-	mu     sync.Mutex
-	byName map[string]recentCreate
+	// mu makes one step of a read and the write that follows it (delivered, deleted), and of
+	// setting the time the LRU reads
+	mu  sync.Mutex
+	lru *utilcache.LRUExpireCache // of *recentCreate, by namespace/name; nil until the first add
+	// now is the LRU's clock: the time the caller gave, set before each call
+	now callTime
 }
 
 type recentCreate struct {
-	obj *unstructured.Unstructured
-	// created is when the create returned; delivered when the cache delivered the child (zero:
-	// not yet)
-	created, delivered time.Time
+	obj       *unstructured.Unstructured
+	delivered bool // the cache delivered it: it is remembered deliveredFor from then
 }
 
-func (r recentCreate) expired(now time.Time) bool {
-	if r.delivered.IsZero() {
-		return now.Sub(r.created) > undeliveredFor
-	}
-	return now.Sub(r.delivered) > deliveredFor
-}
+// callTime is a clock that reads the time it was set to: the time the caller of recentCreates
+// gave.
+type callTime struct{ t time.Time }
 
-// add remembers a child as its create returned it, and forgets those remembered long enough.
+func (c *callTime) Now() time.Time { return c.t }
+
+// add remembers a child as its create returned it, for undeliveredFor.
 func (rc *recentCreates) add(obj *unstructured.Unstructured, now time.Time) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	for name, r := range rc.byName {
-		if r.expired(now) {
-			delete(rc.byName, name)
-		}
+	if rc.lru == nil {
+		rc.lru = utilcache.NewLRUExpireCacheWithClock(recentCreatesMax, &rc.now)
 	}
-	if rc.byName == nil {
-		rc.byName = map[string]recentCreate{}
-	}
-	rc.byName[obj.GetNamespace()+"/"+obj.GetName()] = recentCreate{obj: obj, created: now}
+	rc.now.t = now
+	rc.lru.Add(obj.GetNamespace()+"/"+obj.GetName(), &recentCreate{obj: obj}, undeliveredFor)
 }
 
 // lookup returns the child of that name created lately for the parent of that UID, or nil.
 func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time) *unstructured.Unstructured {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	r, ok := rc.byName[namespace+"/"+name]
-	switch {
-	case !ok:
-		return nil
-	case r.expired(now):
-		delete(rc.byName, namespace+"/"+name)
-		return nil
-	case r.obj.GetLabels()[contract.LabelParentUID] != parentUID:
-		return nil // an earlier parent's of the same name
+	r := rc.getLocked(namespace+"/"+name, now)
+	if r == nil || r.obj.GetLabels()[contract.LabelParentUID] != parentUID {
+		return nil // none, or an earlier parent's of the same name
 	}
 	return r.obj
 }
 
-// delivered notes that the cache delivered a child created lately.
+// delivered notes that the cache delivered a child created lately: it is remembered deliveredFor
+// from now.
 func (rc *recentCreates) delivered(obj any, now time.Time) {
-	rc.update(obj, func(name string, r recentCreate) {
-		if r.delivered.IsZero() {
-			r.delivered = now
-			rc.byName[name] = r
+	rc.update(obj, now, func(key string, r *recentCreate) {
+		if !r.delivered {
+			rc.lru.Add(key, &recentCreate{obj: r.obj, delivered: true}, deliveredFor)
 		}
 	})
 }
 
 // deleted forgets a child created lately once the cache delivers its deletion.
 func (rc *recentCreates) deleted(obj any) {
-	rc.update(obj, func(name string, _ recentCreate) { delete(rc.byName, name) })
+	rc.update(obj, time.Time{}, func(key string, _ *recentCreate) { rc.lru.Remove(key) })
 }
 
 // update calls f, under the lock, with the child remembered that is obj (its name and UID).
-func (rc *recentCreates) update(obj any, f func(name string, r recentCreate)) {
+func (rc *recentCreates) update(obj any, now time.Time, f func(key string, r *recentCreate)) {
 	m, err := informers.MetaOf(obj)
 	if err != nil {
 		return
 	}
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	name := m.GetNamespace() + "/" + m.GetName()
-	if r, ok := rc.byName[name]; ok && r.obj.GetUID() == m.GetUID() {
-		f(name, r)
+	key := m.GetNamespace() + "/" + m.GetName()
+	if r := rc.getLocked(key, now); r != nil && r.obj.GetUID() == m.GetUID() {
+		f(key, r)
 	}
+}
+
+// getLocked returns the child remembered under key, unexpired at now (the zero time: expired or
+// not), or nil.
+func (rc *recentCreates) getLocked(key string, now time.Time) *recentCreate {
+	if rc.lru == nil {
+		return nil
+	}
+	rc.now.t = now
+	v, ok := rc.lru.Get(key)
+	if !ok {
+		return nil
+	}
+	return v.(*recentCreate)
 }
 
 // forgetAll forgets every child remembered: those of slots let go of may never reach the cache
@@ -122,7 +142,7 @@ func (rc *recentCreates) update(obj any, f func(name string, r recentCreate)) {
 func (rc *recentCreates) forgetAll() {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
-	clear(rc.byName)
+	rc.lru = nil
 }
 
 // childCache is the cache of a child resource, with the children the controller created lately.
