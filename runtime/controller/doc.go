@@ -12,8 +12,9 @@
 //     queue, its workers and the event handlers that route events to parents, and the operator's
 //     calls (SetShare, TakeAll, FollowSlots, FinishRecreates, Parents, Memory);
 //   - caches (caches.go): the caches of the parents and of the child resources, and the children
-//     created lately (recentcreates.go); sharding (slots.go) moves them between shard slots; the
-//     wait for them to sync (cachesync.go);
+//     created lately (recentcreates.go: client-go's MutationCache does not fit, the file says
+//     why); sharding (slots.go) moves them between shard slots; the wait for them to sync
+//     (cachesync.go);
 //   - syncer and parentSync (sync.go): what every sync uses, and one sync of one parent, what it
 //     read and decoded, whose methods are its steps;
 //   - childWriter (childwriter.go): carries out decide's steps against the API server, with the

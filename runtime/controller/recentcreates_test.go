@@ -85,6 +85,60 @@ func TestAChildCreatedLatelyIsNotCreatedAgain(t *testing.T) {
 	}
 }
 
+// The children created lately are remembered for a parent, undeliveredFor after their create
+// until the cache delivers them, then deliveredFor; a deletion of the same object forgets them at
+// once, and an add sweepEvery later forgets those expired.
+func TestRecentCreatesRememberAChildForItsParentForAWhile(t *testing.T) {
+	t0 := time.Now()
+	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: c, namespace: ns, uid: s-1, labels: {metacel.dev/parent-uid: p-1}}}`)
+	other := child.DeepCopy()
+	other.SetUID("s-old")
+	tests := []struct {
+		name string
+		// then is what happens after the create at t0; the lookup is at t0+at
+		then   func(rc *recentCreates)
+		at     time.Duration
+		parent string
+		want   bool
+	}{
+		{"just created", nil, 0, "p-1", true},
+		{"just created, for another parent of its name", nil, 0, "p-2", false},
+		{"undelivered, undeliveredFor after", nil, undeliveredFor, "p-1", true},
+		{"undelivered, after undeliveredFor", nil, undeliveredFor + time.Millisecond, "p-1", false},
+		{"delivered late, deliveredFor after", func(rc *recentCreates) { rc.delivered(child, t0.Add(9*time.Second)) }, 9*time.Second + deliveredFor, "p-1", true},
+		{"delivered, after deliveredFor", func(rc *recentCreates) { rc.delivered(child, t0) }, deliveredFor + time.Millisecond, "p-1", false},
+		{"delivered twice: from the first", func(rc *recentCreates) {
+			rc.delivered(child, t0)
+			rc.delivered(child, t0.Add(time.Second))
+		}, deliveredFor + time.Millisecond, "p-1", false},
+		{"deleted", func(rc *recentCreates) { rc.deleted(child) }, 0, "p-1", false},
+		{"deleted as a tombstone", func(rc *recentCreates) { rc.deleted(cache.DeletedFinalStateUnknown{Key: "ns/c", Obj: child}) }, 0, "p-1", false},
+		{"another object of its name deleted", func(rc *recentCreates) { rc.deleted(other) }, 0, "p-1", true},
+		{"another object of its name delivered", func(rc *recentCreates) { rc.delivered(other, t0) }, deliveredFor + time.Millisecond, "p-1", true},
+		{"all forgotten", func(rc *recentCreates) { rc.forgetAll() }, 0, "p-1", false},
+		{"expired, then another child created: forgotten by the sweep", func(rc *recentCreates) {
+			later := child.DeepCopy()
+			later.SetName("later")
+			rc.add(later, t0.Add(undeliveredFor+sweepEvery))
+			if _, ok := rc.byName["ns/c"]; ok {
+				t.Error("the sweep of an add sweepEvery later kept the expired child")
+			}
+		}, 0, "p-1", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := &recentCreates{}
+			rc.add(child, t0)
+			if tc.then != nil {
+				tc.then(rc)
+			}
+			if got := rc.lookup("ns", "c", tc.parent, t0.Add(tc.at)) != nil; got != tc.want {
+				t.Errorf("found %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // Slots let go of forget the children created lately: their deletions no longer reach the
 // cache.
 func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {

@@ -24,6 +24,12 @@
 // makes no writes. A failed write is retried with backoff, and every ConfigMap is read again now
 // and then (10 minutes) so that labels someone removed (kubectl replace, edit) come back.
 //
+// Run takes the ConfigMaps to look at from a client-go delaying workqueue (util/workqueue), the
+// scheduler Kubernetes controllers use, rather than one of its own: a ConfigMap is queued once
+// however many Sets, and again after a delay (AddAfter) for its interval, its backoff or its
+// resync; the backoff is the workqueue's per-item exponential rate limiter (2 s, doubling, at
+// most 2 minutes, starting over after a write).
+//
 // The writes change the ConfigMap's metadata, never its data: the policy source sends a
 // snapshot for them, but a unit is identified by its data, so no policy reloads.
 package policystatus

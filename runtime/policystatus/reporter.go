@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
@@ -27,8 +28,10 @@ const (
 	requestTimeout = 30 * time.Second
 	// interval is the least time between two writes to one ConfigMap.
 	interval = time.Second
-	// maxBackoff bounds the wait before retrying a failed write.
-	maxBackoff = 2 * time.Minute
+	// firstBackoff is the wait before retrying a failed write, doubling at each failure up to
+	// maxBackoff.
+	firstBackoff = 2 * interval
+	maxBackoff   = 2 * time.Minute
 	// resync is how often a ConfigMap is read again, to put back what someone removed
 	// (kubectl replace, edit); a read finding nothing changed writes nothing.
 	resync = 10 * time.Minute
@@ -39,11 +42,15 @@ const (
 type Reporter struct {
 	client    kubernetes.Interface
 	namespace string
-	clock     clock.Clock // a fake one in tests
+	clock     clock.PassiveClock // the queue's (a fake one in tests)
+	// queue holds the names of the ConfigMaps to look at, now or later (AddAfter): a name is in it
+	// once however often it is added
+	queue workqueue.TypedDelayingInterface[string]
+	// backoff is the wait before retrying each ConfigMap's failed write
+	backoff workqueue.TypedRateLimiter[string]
 
 	mu      sync.Mutex
 	entries map[string]*entry // by ConfigMap name
-	wake    chan struct{}
 }
 
 // entry is one ConfigMap's statuses and what is known of its metadata.
@@ -57,7 +64,6 @@ type entry struct {
 	uid   types.UID
 	// notBefore is the earliest time of the next request: coalescing, or backoff after failures
 	notBefore time.Time
-	failures  int
 	// verifyAt is when known is read again (resync)
 	verifyAt time.Time
 }
@@ -68,9 +74,15 @@ func NewReporter(client kubernetes.Interface, namespace string) *Reporter {
 	if namespace == "" {
 		return nil
 	}
+	return newReporter(client, namespace, clock.RealClock{})
+}
+
+// newReporter returns a Reporter whose queue waits on clk.
+func newReporter(client kubernetes.Interface, namespace string, clk clock.WithTicker) *Reporter {
 	return &Reporter{
-		client: client, namespace: namespace, clock: clock.RealClock{},
-		entries: map[string]*entry{}, wake: make(chan struct{}, 1),
+		client: client, namespace: namespace, clock: clk, entries: map[string]*entry{},
+		queue:   workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[string]{Clock: clk}),
+		backoff: workqueue.NewTypedItemExponentialFailureRateLimiter[string](firstBackoff, maxBackoff),
 	}
 }
 
@@ -91,7 +103,7 @@ func (r *Reporter) Set(configMap, policy string, s Status) {
 		return
 	}
 	e.statuses[policy] = s
-	r.markDirtyLocked(e)
+	r.markDirtyLocked(configMap, e)
 }
 
 // Forget drops a policy that a ConfigMap no longer holds (or that is gone with its ConfigMap).
@@ -110,95 +122,84 @@ func (r *Reporter) Forget(configMap, policy string) {
 		return
 	}
 	delete(e.statuses, policy)
-	r.markDirtyLocked(e)
+	r.markDirtyLocked(configMap, e)
 }
 
-func (r *Reporter) markDirtyLocked(e *entry) {
+// markDirtyLocked notes that a ConfigMap's statuses changed, and queues it: Run writes it when
+// its interval or backoff allows.
+func (r *Reporter) markDirtyLocked(name string, e *entry) {
 	e.dirty = true
-	select {
-	case r.wake <- struct{}{}:
-	default: // Run is already woken
-	}
+	r.queue.Add(name)
 }
 
 // Run writes what changed until ctx is done: each ConfigMap at most once per interval, failed
-// writes again with backoff. A nil Reporter returns at once.
+// writes again with backoff. A nil Reporter returns at once. A Reporter runs once: its queue
+// shuts down with ctx.
 func (r *Reporter) Run(ctx context.Context) {
 	if r == nil {
 		return
 	}
-	for {
-		wait, pending := r.flushDue(ctx)
-		if !r.sleep(ctx, wait, pending) {
-			return
-		}
+	stop := context.AfterFunc(ctx, r.queue.ShutDown)
+	defer stop()
+	for r.processNext(ctx) {
 	}
 }
 
-// sleep waits until a Set or Forget, or for wait when pending; false when ctx is done.
-func (r *Reporter) sleep(ctx context.Context, wait time.Duration, pending bool) bool {
-	var timeout <-chan time.Time
-	if pending {
-		timer := r.clock.NewTimer(wait)
-		defer timer.Stop()
-		timeout = timer.C()
-	}
-	select {
-	case <-ctx.Done():
+// processNext processes the next ConfigMap the queue gives; false once the queue shut down or
+// ctx is done.
+func (r *Reporter) processNext(ctx context.Context) bool {
+	name, shutdown := r.queue.Get()
+	if shutdown {
 		return false
-	case <-r.wake:
-	case <-timeout:
 	}
+	defer r.queue.Done(name)
+	if ctx.Err() != nil {
+		return false
+	}
+	r.process(ctx, name)
 	return true
 }
 
-// flushDue writes (or checks) every ConfigMap that is due, and says how long until the next one
-// is; pending is false when none is.
-func (r *Reporter) flushDue(ctx context.Context) (wait time.Duration, pending bool) {
-	for _, name := range r.due() {
+// process flushes one ConfigMap when it is due, and queues it again for when it is next due.
+func (r *Reporter) process(ctx context.Context, name string) {
+	if r.due(name) {
 		r.flush(ctx, name)
 	}
-	return r.nextDue()
+	if wait, pending := r.nextDue(name); pending {
+		r.queue.AddAfter(name, wait)
+	}
 }
 
-// due lists the ConfigMaps to flush now; those whose resync is due are read again.
-func (r *Reporter) due() []string {
+// due says whether a ConfigMap is to be flushed now; one whose resync is due is read again.
+func (r *Reporter) due(name string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	e := r.entries[name]
+	if e == nil {
+		return false
+	}
 	now := r.clock.Now()
-	var out []string
-	for name, e := range r.entries {
-		if !e.dirty && e.known != nil && !now.Before(e.verifyAt) {
-			e.known, e.dirty = nil, true
-		}
-		if e.dirty && !now.Before(e.notBefore) {
-			out = append(out, name)
-		}
+	if !e.dirty && e.known != nil && !now.Before(e.verifyAt) {
+		e.known, e.dirty = nil, true
 	}
-	return out
+	return e.dirty && !now.Before(e.notBefore)
 }
 
-// nextDue says how long until a ConfigMap is due; pending is false when none will be.
-func (r *Reporter) nextDue() (wait time.Duration, pending bool) {
+// nextDue says how long until a ConfigMap is due; pending is false when it will not be (it is
+// forgotten, or what it holds is unknown and nothing is to write).
+func (r *Reporter) nextDue(name string) (wait time.Duration, pending bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var next time.Time
-	for _, e := range r.entries {
-		at := e.notBefore
-		if !e.dirty {
-			if e.known == nil {
-				continue
-			}
-			at = e.verifyAt
-		}
-		if !pending || at.Before(next) {
-			next, pending = at, true
-		}
-	}
-	if !pending {
+	e := r.entries[name]
+	switch {
+	case e == nil:
 		return 0, false
+	case e.dirty:
+		return max(e.notBefore.Sub(r.clock.Now()), 0), true
+	case e.known != nil:
+		return max(e.verifyAt.Sub(r.clock.Now()), 0), true
 	}
-	return max(next.Sub(r.clock.Now()), 0), true
+	return 0, false
 }
 
 // flush brings one ConfigMap's labels and annotations in line with its statuses: it reads the
@@ -245,8 +246,9 @@ func (r *Reporter) written(name string, m metadata, uid types.UID) {
 	defer r.mu.Unlock()
 	e := r.entries[name]
 	now := r.clock.Now()
-	e.known, e.uid, e.failures = &m, uid, 0
+	e.known, e.uid = &m, uid
 	e.notBefore, e.verifyAt = now.Add(interval), now.Add(resync)
+	r.backoff.Forget(name) // the backoff starts over
 	if !e.dirty && len(e.statuses) == 0 && m.empty() {
 		delete(r.entries, name)
 	}
@@ -258,10 +260,9 @@ func (r *Reporter) failed(ctx context.Context, name string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e := r.entries[name]
-	e.failures++
-	wait := backoff(interval, e.failures)
+	wait := r.backoff.When(name)
 	e.known, e.dirty, e.notBefore = nil, true, r.clock.Now().Add(wait)
-	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(r.namespace, name), "failures", e.failures, "retryIn", wait)
+	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(r.namespace, name), "failures", r.backoff.NumRequeues(name), "retryIn", wait)
 	switch {
 	case ctx.Err() != nil: // stopping
 	case apierrors.IsConflict(err):
@@ -276,20 +277,8 @@ func (r *Reporter) drop(ctx context.Context, name string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	delete(r.entries, name)
+	r.backoff.Forget(name)
 	klog.FromContext(ctx).V(2).Info("Policy ConfigMap gone; its status is dropped", "configMap", klog.KRef(r.namespace, name))
-}
-
-// backoff is the wait after failures failed attempts: twice the interval, doubling, at most
-// maxBackoff.
-func backoff(interval time.Duration, failures int) time.Duration {
-	wait := interval
-	for range min(failures, 20) {
-		wait *= 2
-		if wait >= maxBackoff {
-			return maxBackoff
-		}
-	}
-	return wait
 }
 
 func (r *Reporter) read(ctx context.Context, name string) (*corev1.ConfigMap, error) {

@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,14 +56,20 @@ func newHarness(t *testing.T, objs ...runtime.Object) *harness {
 
 // restart gives the harness a new Reporter, as a restarted runtime has.
 func (h *harness) restart() {
-	h.r = NewReporter(h.client, ns)
-	h.r.clock = h.clock
+	h.r = newReporter(h.client, ns, h.clock)
+	h.t.Cleanup(h.r.queue.ShutDown)
 }
 
-// flush runs one round of Run's work.
+// flush processes every ConfigMap the Reporter tracks, as Run processes each one its queue gives:
+// those not due wait.
 func (h *harness) flush() {
 	h.t.Helper()
-	h.r.flushDue(h.t.Context())
+	h.r.mu.Lock()
+	names := slices.Collect(maps.Keys(h.r.entries))
+	h.r.mu.Unlock()
+	for _, name := range names {
+		h.r.process(h.t.Context(), name)
+	}
 }
 
 // writes counts the patches (applies) sent so far.
@@ -129,7 +138,7 @@ func TestManySetsMakeOneWritePerInterval(t *testing.T) {
 	h.r.Set("web", "web", running)
 	h.flush()
 	h.wantWrites(1) // within the interval: it waits
-	if wait, pending := h.r.nextDue(); !pending || wait != time.Second {
+	if wait, pending := h.r.nextDue("web"); !pending || wait != time.Second {
 		t.Errorf("next write in %v (pending %v), want 1s", wait, pending)
 	}
 	h.clock.Step(time.Second)
@@ -173,7 +182,7 @@ func TestAnIdleReporterMakesNoRequest(t *testing.T) {
 	if n := len(h.client.Actions()); n != 0 {
 		t.Errorf("%d requests with no status set", n)
 	}
-	if _, pending := h.r.nextDue(); pending {
+	if len(h.r.entries) != 0 || h.r.queue.Len() != 0 {
 		t.Error("nothing to do, yet something pending")
 	}
 }
@@ -213,7 +222,7 @@ func TestForgottenPoliciesLeaveTheConfigMap(t *testing.T) {
 		if cm.Data["policy.yaml"] == "" {
 			t.Error("the data is gone")
 		}
-		if _, pending := h.r.nextDue(); pending || len(h.r.entries) != 0 {
+		if _, pending := h.r.nextDue("pair"); pending || len(h.r.entries) != 0 {
 			t.Error("the ConfigMap is still tracked")
 		}
 	})
@@ -344,25 +353,70 @@ func TestAUsersServerSideApplyKeepsTheStatus(t *testing.T) {
 	}
 }
 
+// Run writes what its queue gives when due: a status at once, the next one an interval after the
+// write before, a failed write again after its backoff; and it returns once stopped.
 func TestRunWritesUntilStopped(t *testing.T) {
-	h := newHarness(t, policyConfigMap("web"))
-	ctx, cancel := context.WithCancel(t.Context())
-	done := make(chan struct{})
-	go func() { defer close(done); h.r.Run(ctx) }()
+	for _, tc := range []struct {
+		name     string
+		failures int // of the first write
+		// gap is the least time between the first write and the one that puts Running
+		gap time.Duration
+	}{
+		{"a change within the interval", 0, interval},
+		{"a failed write", 1, firstBackoff},
+		{"two failed writes", 2, firstBackoff + 2*firstBackoff},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, policyConfigMap("web"))
+			failures := tc.failures
+			h.client.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				if failures == 0 {
+					return false, nil, nil
+				}
+				failures--
+				return true, nil, apierrors.NewServiceUnavailable("etcd is busy")
+			})
+			writesAt := h.recordWriteTimes() // failed ones too
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan struct{})
+			go func() { defer close(done); h.r.Run(ctx) }()
 
-	h.r.Set("web", "web", Status{State: Waiting})
-	h.eventually("the first status is written at once", h.stateIs("web", "Waiting"))
-	h.r.Set("web", "web", running)
-	h.eventually("Run waits for the interval", func() error {
-		if !h.clock.HasWaiters() {
-			return errors.New("nothing waits on the clock")
-		}
-		return nil
+			h.r.Set("web", "web", Status{State: Waiting})
+			if tc.failures == 0 {
+				h.eventually("the first status is written at once", h.stateIs("web", "Waiting"))
+			}
+			h.r.Set("web", "web", running)
+			h.eventually("Running is written as the clock goes on", func() error {
+				if err := h.stateIs("web", "Running")(); err != nil {
+					h.clock.Step(100 * time.Millisecond)
+					return err
+				}
+				return nil
+			})
+			if at := writesAt(); at[len(at)-1].Sub(at[0]) < tc.gap {
+				t.Errorf("writes at %v: want Running %v after the first at least", at, tc.gap)
+			}
+			cancel()
+			<-done
+		})
+	}
+}
+
+// recordWriteTimes returns the times, on the harness's clock, of the writes sent so far.
+func (h *harness) recordWriteTimes() func() []time.Time {
+	var mu sync.Mutex
+	var at []time.Time
+	h.client.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		at = append(at, h.clock.Now())
+		return false, nil, nil
 	})
-	h.clock.Step(time.Second)
-	h.eventually("the next status is written after the interval", h.stateIs("web", "Running"))
-	cancel()
-	<-done
+	return func() []time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(at)
+	}
 }
 
 func (h *harness) state(name string) string {
