@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/ledger"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 var (
@@ -16,16 +17,14 @@ var (
 	configmapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
-// secretsPolicy is policy "copy": ConfigMap parents, Secret children, with the given children.
-func secretsPolicy(children string) string {
-	return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-` + children
+// secretsPolicy is policy "copy": ConfigMap parents, Secret children updated in place, with the
+// given children.
+func secretsPolicy(children string) string { return secretsPolicyBy("InPlace", children) }
+
+// secretsPolicyBy is policy "copy" (testpolicies' copy-secret) whose Secret children are updated by
+// method, with the given children.
+func secretsPolicyBy(method, children string) string {
+	return testpolicies.YAML("copy-secret", testpolicies.Fills{"METHOD": method}) + children
 }
 
 // secretChild is a child entry "copy": a Secret named after the parent, with the given fields.
