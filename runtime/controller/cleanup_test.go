@@ -151,22 +151,7 @@ func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
 
 // farPolicy writes its child into the namespace of the parent's data.ns: it cannot be owned, and
 // the parent's finalizer cleans it up.
-const farPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  confinement: {childNamespaces: {names: ["*"]}}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  children:
-    - id: copy
-      crossNamespace: true
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}-copy", namespace: "${parent.data.ns}"}
-`
+var farPolicy = testpolicies.YAML("farcopy", testpolicies.Fills{"NAMESPACES": `["*"]`})
 
 func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 	h := newHarness(t, farPolicy)
