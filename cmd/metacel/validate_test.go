@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // widgetPolicy is a policy whose parent is myapps (crds/myapp.yaml) with a Deployment child.
@@ -70,48 +72,29 @@ func TestValidateSaysWhatItChecked(t *testing.T) {
 }
 
 func TestValidateWarnsOfBindingsAParentChooses(t *testing.T) {
-	policy := func(spec, roleName string) string {
-		return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: team}
-spec:
-  serviceAccountName: team
-  parentResource: {apiVersion: example.com/v1, resource: teams}
-  parentSchema:
-    kind: Team
-    spec:
-` + spec + `
-  childResources:
-    - {apiVersion: rbac.authorization.k8s.io/v1, resource: rolebindings}
-  children:
-    - id: members
-      template:
-        apiVersion: rbac.authorization.k8s.io/v1
-        kind: RoleBinding
-        metadata: {name: members}
-        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "` + roleName + `"}
-        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team}]
-`
+	policy := func(roleName string) string {
+		return testpolicies.YAML("team", testpolicies.Fills{"SCOPE": "Namespaced", "CONFINEMENT": "{}",
+			"RESOURCE": "rolebindings", "KIND": "RoleBinding", "CROSSNAMESPACE": "false", "ROLE": roleName})
 	}
 	tests := []struct {
-		name, spec, roleName string
-		warns                bool
+		name, roleName string
+		warns          bool
 	}{
-		{"a role the parent names is warned of", "      role: string", "${parent.spec.role}", true},
-		{"a role the parent picks from an enum is not", "      role: {type: string, enum: [view, edit]}", "${parent.spec.role}", false},
-		{"a literal role is not", "      role: string", "view", false},
+		{"a role the parent names is warned of", "${parent.spec.target}", true},
+		{"a role the parent picks from an enum is not", "${parent.spec.role}", false},
+		{"a literal role is not", "view", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "team.yaml")
-			if err := os.WriteFile(file, []byte(policy(tt.spec, tt.roleName)), 0o644); err != nil {
+			if err := os.WriteFile(file, []byte(policy(tt.roleName)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 			_, errOut, err := runCLI(t, "validate", file)
 			if err != nil {
 				t.Fatalf("validate: %v\n%s", err, errOut)
 			}
-			want := "team.yaml:19: spec.children[0].template.roleRef.name: warning: whoever may create a parent chooses which ClusterRole this binding grants"
+			want := "team.yaml:23: spec.children[0].template.roleRef.name: warning: whoever may create a parent chooses which ClusterRole this binding grants"
 			if got := strings.Contains(errOut, want); got != tt.warns {
 				t.Errorf("warned %v, want %v:\n%s", got, tt.warns, errOut)
 			}
@@ -121,49 +104,27 @@ spec:
 
 func TestValidateWarnsOfBindingsBeyondTheParentsNamespace(t *testing.T) {
 	policy := func(binding, role, crossNamespace, confinement string) string {
-		ns := ""
-		if crossNamespace == "true" && binding == "RoleBinding" {
-			ns = `, namespace: "${parent.spec.target}"`
-		}
-		return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: team}
-spec:
-  serviceAccountName: team
-  parentResource: {apiVersion: example.com/v1, resource: teams}
-  parentSchema:
-    kind: Team
-    spec:
-      target: string
-` + confinement + `
-  childResources:
-    - {apiVersion: rbac.authorization.k8s.io/v1, resource: ` + strings.ToLower(binding) + `s}
-  children:
-    - id: access
-      crossNamespace: ` + crossNamespace + `
-      template:
-        apiVersion: rbac.authorization.k8s.io/v1
-        kind: ` + binding + `
-        metadata: {name: team` + ns + `}
-        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ` + role + `}
-        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team}]
-`
+		return testpolicies.YAML("team", testpolicies.Fills{"SCOPE": "Namespaced", "CONFINEMENT": confinement,
+			"RESOURCE": strings.ToLower(binding) + "s", "KIND": binding, "CROSSNAMESPACE": crossNamespace, "ROLE": role})
 	}
-	const confined = "  confinement:\n    childNamespaces: {names: [team-a, team-b]}"
+	const (
+		none     = "{}"
+		confined = "{childNamespaces: {names: [team-a, team-b]}}"
+	)
 	tests := []struct {
 		name                                       string
 		binding, role, crossNamespace, confinement string
 		want                                       string // "" for no warning
 	}{
-		{"a ClusterRoleBinding to cluster-admin names the role it grants cluster-wide", "ClusterRoleBinding", "cluster-admin", "true", "",
-			"team.yaml:19: spec.children[0].template.kind: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants ClusterRole cluster-admin cluster-wide"},
-		{"a crossNamespace RoleBinding to admin with no confinement is warned of", "RoleBinding", "admin", "true", "",
-			"team.yaml:21: spec.children[0].template.roleRef.name: warning: a crossNamespace binding to ClusterRole admin with no confinement: whoever may create a parent grants admin in any namespace the parent names"},
-		{"a confinement that allows every namespace confines nothing", "RoleBinding", "edit", "true", "  confinement:\n    childNamespaces: {names: [\"*\"]}",
+		{"a ClusterRoleBinding to cluster-admin names the role it grants cluster-wide", "ClusterRoleBinding", "cluster-admin", "true", none,
+			"team.yaml:21: spec.children[0].template.kind: warning: a ClusterRoleBinding child of a namespaced parent: whoever may create a parent grants ClusterRole cluster-admin cluster-wide"},
+		{"a crossNamespace RoleBinding to admin with no confinement is warned of", "RoleBinding", "admin", "true", none,
+			"team.yaml:23: spec.children[0].template.roleRef.name: warning: a crossNamespace binding to ClusterRole admin with no confinement: whoever may create a parent grants admin in any namespace the parent names"},
+		{"a confinement that allows every namespace confines nothing", "RoleBinding", "edit", "true", `{childNamespaces: {names: ["*"]}}`,
 			"warning: a crossNamespace binding to ClusterRole edit with no confinement"},
 		{"a confinement to named namespaces bounds it", "RoleBinding", "cluster-admin", "true", confined, ""},
-		{"a RoleBinding to admin in the parent's namespace stays there", "RoleBinding", "admin", "false", "", ""},
-		{"a crossNamespace RoleBinding to view grants no writes", "RoleBinding", "view", "true", "", ""},
+		{"a RoleBinding to admin in the parent's namespace stays there", "RoleBinding", "admin", "false", none, ""},
+		{"a crossNamespace RoleBinding to view grants no writes", "RoleBinding", "view", "true", none, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,7 +1,6 @@
 package clusterread
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 func policyConfigMap(namespace, name string, labelled bool, data map[string]string) *corev1.ConfigMap {
@@ -23,11 +23,7 @@ func policyConfigMap(namespace, name string, labelled bool, data map[string]stri
 }
 
 func TestFindRunning(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "gadget.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	gadget := string(data)
+	gadget := testpolicies.YAML("gadget", nil)
 	other := strings.Replace(gadget, "name: gadget", "name: other", 1)
 	broken := strings.Replace(gadget, "${parent.spec.image}", "${parent.spec.imgae}", 1)
 	tests := []struct {

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/ledger"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 var (
@@ -16,16 +17,14 @@ var (
 	configmapsGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 )
 
-// secretsPolicy is policy "copy": ConfigMap parents, Secret children, with the given children.
-func secretsPolicy(children string) string {
-	return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-` + children
+// secretsPolicy is policy "copy": ConfigMap parents, Secret children updated in place, with the
+// given children.
+func secretsPolicy(children string) string { return secretsPolicyBy("InPlace", children) }
+
+// secretsPolicyBy is policy "copy" (testpolicies' copy-secret) whose Secret children are updated by
+// method, with the given children.
+func secretsPolicyBy(method, children string) string {
+	return testpolicies.YAML("copy-secret", testpolicies.Fills{"METHOD": method}) + children
 }
 
 // secretChild is a child entry "copy": a Secret named after the parent, with the given fields.
@@ -152,22 +151,7 @@ func TestParentsOutOfTheSelectorAreLetGoOfAtStart(t *testing.T) {
 
 // farPolicy writes its child into the namespace of the parent's data.ns: it cannot be owned, and
 // the parent's finalizer cleans it up.
-const farPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  confinement: {childNamespaces: {names: ["*"]}}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  children:
-    - id: copy
-      crossNamespace: true
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}-copy", namespace: "${parent.data.ns}"}
-`
+var farPolicy = testpolicies.YAML("farcopy", testpolicies.Fills{"NAMESPACES": `["*"]`})
 
 func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 	h := newHarness(t, farPolicy)

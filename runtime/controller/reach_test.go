@@ -11,27 +11,12 @@ import (
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // reachPolicy writes its child, when the parent's data.ns names a namespace, into that namespace;
 // its parents may reach namespace far (and the reserved one, which no confinement opens).
-const reachPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  confinement: {childNamespaces: {names: [far, metacel-system]}}
-  childResources:
-    - {apiVersion: v1, resource: secrets}
-  children:
-    - id: copy
-      crossNamespace: true
-      includeWhen: "has(parent.data) && has(parent.data.ns)"
-      template:
-        apiVersion: v1
-        kind: Secret
-        metadata: {name: "${parent.metadata.name}-copy", namespace: "${parent.data.ns}"}
-`
+var reachPolicy = testpolicies.YAML("farcopy", testpolicies.Fills{"NAMESPACES": "[far, metacel-system]"})
 
 func TestAnObjectOutOfTheParentsReachOrRecordNeitherPinsItNorIsCleanedUp(t *testing.T) {
 	const (

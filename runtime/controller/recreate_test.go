@@ -80,14 +80,7 @@ func TestAChildCreatedBeforeTheCacheSawItIsWrittenOnlyWhenItDiffers(t *testing.T
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets, updateStrategy: {method: `+tt.method+`}}
-`+secretChild(`type: "${parent.data.a}"`))
+			h := newHarness(t, secretsPolicyBy(tt.method, secretChild(`type: "${parent.data.a}"`)))
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "new"}}`))
 			creates := 0
 			h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {

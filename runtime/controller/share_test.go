@@ -30,15 +30,7 @@ func syncCreatingSecrets(t *testing.T, h *harness, key string) string {
 }
 
 // copyToSecret is a policy that copies a ConfigMap's data.a into a Secret's type.
-func copyToSecret() string {
-	return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources: [{apiVersion: v1, resource: secrets}]
-` + secretChild(`type: "${parent.data.a}"`)
-}
+func copyToSecret() string { return secretsPolicy(secretChild(`type: "${parent.data.a}"`)) }
 
 // During a rollout each version's controller syncs its share of the parents only: a parent
 // outside it costs no write, and counts neither in Counts nor as synced.
@@ -127,13 +119,7 @@ func TestAShardedControllerSyncsTheParentsOfItsSlots(t *testing.T) {
 // A replica letting go of slots waits for the syncs under way: once narrowSlots returns, no sync
 // of a parent of those slots is running.
 func TestLettingGoOfSlotsWaitsForTheSyncsUnderWay(t *testing.T) {
-	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources: [{apiVersion: v1, resource: secrets}]
-`+secretChild(`type: "x"`))
+	h := newHarness(t, secretsPolicy(secretChild(`type: "x"`)))
 	h.c.sharding = newSharding(false, &h.c.caches, &h.c.share, &h.c.syncing, h.c.deps.Pool, h.c.policy.Parent.GVR, h.c.resyncAll)
 	h.c.sharding.narrowSlots(^hashslot.Set(0))
 	h.c.syncing.RLock() // a sync under way

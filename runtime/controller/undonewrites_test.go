@@ -164,14 +164,7 @@ func TestAChildOfTheFirstListQueuesItsParentAtOnce(t *testing.T) {
 }
 
 // recreatePolicy makes a Secret whose type is the parent's data.a, never updated in place.
-var recreatePolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  childResources:
-    - {apiVersion: v1, resource: secrets, updateStrategy: {method: Recreate}}
-` + secretChild(`type: "${parent.data.a}"`)
+var recreatePolicy = secretsPolicyBy("Recreate", secretChild(`type: "${parent.data.a}"`))
 
 // Only a deletion metacel did not make counts as a child disappearing: the create that follows
 // metacel's own Recreate deletion is not another writer's undoing. A child of a Recreate

@@ -21,30 +21,16 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
-// The gadget policy, in parts that the tests change: a MyApp (crds/myapp.yaml) labelled
-// tier=gadget gets a ConfigMap (InPlace) and a Pod (Recreate).
+// gadget is the gadget policy (a MyApp labelled tier=gadget gets a ConfigMap, InPlace, and a
+// Pod, Recreate); configResource and configChild are its parts that tests take out.
+var gadget = testpolicies.YAML("gadget", nil)
+
 const (
-	gadgetHead = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata:
-  name: gadget
-spec:
-  parentResource:
-    apiVersion: demo.rtfm.co.ua/v1
-    resource: myapps
-    labelSelector: {matchLabels: {tier: gadget}}
-  childResources:
-`
 	configResource = "    - {apiVersion: v1, resource: configmaps}\n"
-	podResource    = "    - {apiVersion: v1, resource: pods, updateStrategy: {method: Recreate}}\n"
-	gadgetMiddle   = `  validations:
-    - expression: "has(parent.spec.image) && parent.spec.image != ''"
-      message: "Field 'spec.image' must be provided."
-  children:
-`
-	configChild = `    - id: config
+	configChild    = `    - id: config
       deletionPolicy: Delete
       template:
         apiVersion: v1
@@ -52,19 +38,6 @@ spec:
         metadata: {name: "${parent.metadata.name}-config"}
         data: {greeting: hello}
 `
-	podChild = `    - id: pod
-      template:
-        apiVersion: v1
-        kind: Pod
-        metadata: {name: "${parent.metadata.name}-pod", labels: {app: "${parent.metadata.name}"}}
-        spec:
-          containers:
-            - {name: app, image: "${parent.spec.image}"}
-`
-	gadgetStatus = `  status:
-    phase: "${children.?pod.?status.?phase.orValue('Pending')}"
-`
-	gadget = gadgetHead + configResource + podResource + gadgetMiddle + configChild + podChild + gadgetStatus
 )
 
 var (

@@ -3,36 +3,15 @@ package policy
 import (
 	"strings"
 	"testing"
+
+	"metacel.dev/metacel/test/testpolicies"
 )
 
-// bindingPolicy is a policy of a Team parent (scope: Namespaced or Cluster) whose one child is a
-// binding of kind to ClusterRole role; its template's kind is at line 21, its roleRef at 23.
+// bindingPolicy is the team policy: a Team parent (scope: Namespaced or Cluster) whose one child
+// is a binding of kind to ClusterRole role; its template's kind is at line 21, its roleRef at 23.
 func bindingPolicy(scope, kind, role, crossNamespace, confinement string) string {
-	return `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: team}
-spec:
-  serviceAccountName: team
-  parentResource: {apiVersion: example.com/v1, resource: teams}
-  parentSchema:
-    kind: Team
-    scope: ` + scope + `
-    spec:
-      target: string
-      role: {type: string, enum: [view, edit]}
-  confinement: ` + confinement + `
-  childResources:
-    - {apiVersion: rbac.authorization.k8s.io/v1, resource: ` + strings.ToLower(kind) + `s}
-  children:
-    - id: access
-      crossNamespace: ` + crossNamespace + `
-      template:
-        apiVersion: rbac.authorization.k8s.io/v1
-        kind: ` + kind + `
-        metadata: {name: team}
-        roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "` + role + `"}
-        subjects: [{apiGroup: rbac.authorization.k8s.io, kind: Group, name: team}]
-`
+	return testpolicies.YAML("team", testpolicies.Fills{"SCOPE": scope, "KIND": kind, "RESOURCE": strings.ToLower(kind) + "s",
+		"ROLE": role, "CROSSNAMESPACE": crossNamespace, "CONFINEMENT": confinement})
 }
 
 // TestLintFindsBindingsThatGrantBeyondTheParentsNamespace: Lint warns of a binding child through

@@ -6,20 +6,11 @@ import (
 	"testing"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
-const header = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata:
-  name: test
-spec:
-  parentResource:
-    apiVersion: demo.rtfm.co.ua/v1
-    resource: myapps
-  childResources:
-    - apiVersion: v1
-      resource: pods
-`
+// header is a policy's head: MyApps (crds/myapp.yaml) with Pod children.
+var header = testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": "pods"})
 
 // children is a valid child entry; header has 11 lines, so children starts at line 12.
 const children = `  children:

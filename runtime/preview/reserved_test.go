@@ -11,22 +11,12 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
-// anywherePolicy copies a ConfigMap parent into the namespace its data.ns names: any namespace.
-const anywherePolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: copy}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps}
-  confinement: {childNamespaces: {names: ["*"]}}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
-    - id: copy
-      crossNamespace: true
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: copy, namespace: "${parent.data.ns}"}}
-`
+// anywherePolicy copies a ConfigMap parent, as a Secret, into the namespace its data.ns names:
+// any namespace.
+var anywherePolicy = testpolicies.YAML("farcopy", testpolicies.Fills{"NAMESPACES": `["*"]`})
 
 func TestAPreviewPlacesNoChildInTheReservedNamespace(t *testing.T) {
 	tests := []struct {
@@ -35,7 +25,7 @@ func TestAPreviewPlacesNoChildInTheReservedNamespace(t *testing.T) {
 		reserved string
 		want     string // the render error, "" for none
 	}{
-		{"the reserved namespace", "metacel-system", "metacel-system", `child "copy": ConfigMap metacel-system/copy is in namespace "metacel-system"`},
+		{"the reserved namespace", "metacel-system", "metacel-system", `child "copy": Secret metacel-system/p-copy is in namespace "metacel-system"`},
 		{"another namespace", "elsewhere", "metacel-system", ""},
 	}
 	for _, tc := range tests {

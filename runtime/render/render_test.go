@@ -17,20 +17,11 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
-const policyHead = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata:
-  name: test
-spec:
-  parentResource:
-    apiVersion: demo.rtfm.co.ua/v1
-    resource: myapps
-  childResources:
-    - apiVersion: v1
-      resource: configmaps
-`
+// policyHead is a policy's head: MyApps (untyped: no CRD) with ConfigMap children.
+var policyHead = testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": "configmaps"})
 
 func load(t testing.TB, body string) *policy.Compiled {
 	t.Helper()

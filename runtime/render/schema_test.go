@@ -14,17 +14,8 @@ import (
 )
 
 // schemaPolicy is a policy with an untyped parent (no CRD), so that what its expressions give is
-// known only when they run.
-const schemaPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: test}
-spec:
-  parentResource: {apiVersion: demo.rtfm.co.ua/v1, resource: myapps}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-    - {apiVersion: apps/v1, resource: deployments}
-  children:
-`
+// known only when they run: policyHead, with Deployment children too.
+var schemaPolicy = policyHead + "    - {apiVersion: apps/v1, resource: deployments}\n  children:\n"
 
 func loadSchemaPolicy(t testing.TB, children string) *policy.Compiled {
 	t.Helper()

@@ -2,7 +2,6 @@ package render
 
 import (
 	"encoding/json"
-	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -16,6 +15,7 @@ import (
 	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // storedCase is one case of testdata/stored.yaml.
@@ -47,16 +47,7 @@ func renderOne(t *testing.T, res policy.ChildResource, child map[string]any) *un
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf(`apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: stored}
-spec:
-  parentResource: {apiVersion: demo.rtfm.co.ua/v1, resource: myapps}
-  childResources: [{apiVersion: %q, resource: %q}]
-  children:
-    - id: child
-      template: %s
-`, res.APIVersion, res.Resource, template)
+	text := testpolicies.YAML("onechild", testpolicies.Fills{"APIVERSION": res.APIVersion, "RESOURCE": res.Resource, "TEMPLATE": string(template)})
 	cs, err := policy.Load("p.yaml", []byte(text), kinds.NewCatalog())
 	if err != nil {
 		t.Fatal(err)

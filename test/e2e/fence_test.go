@@ -27,33 +27,17 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// fencePolicy is the resync policy (Widget -> ConfigMap, re-synced every second) whose children
-// also name the replica that wrote them.
-const fencePolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata:
-  name: widget
-spec:
-  parentResource:
-    apiVersion: e2e.metacel.dev/v1
-    resource: widgets
-  childResources:
-    - apiVersion: v1
-      resource: configmaps
-  resyncPeriodSeconds: 1
-  children:
-    - id: config
-      template:
-        apiVersion: v1
-        kind: ConfigMap
-        metadata:
-          name: "${parent.metadata.name}-widget"
-        data:
-          color: "${parent.spec.?color.orValue('none')}"
-          writer: "%s"
-  status:
-    color: "${children.?config.?data.?color.orValue('')}"
-`
+// fencePolicy is the resync policy (testdata/policies/resync: Widget -> ConfigMap, re-synced every
+// second) whose children also name the replica that wrote them: writer.
+func fencePolicy(t *testing.T, writer string) string {
+	t.Helper()
+	const color = "          color: \"${parent.spec.?color.orValue('none')}\"\n"
+	text := readFile(t, filepath.Join("testdata", "policies", "resync", "widget.yaml"))
+	if !strings.Contains(text, color) {
+		t.Fatalf("the resync policy has no %q", color)
+	}
+	return strings.Replace(text, color, color+"          writer: \""+writer+"\"\n", 1)
+}
 
 // TestPausedLeaderWritesNothing pauses the leader (SIGSTOP) past its Lease, lets the standby
 // take over and converge parents changed meanwhile, resumes the old leader (SIGCONT) and shows,
@@ -204,7 +188,7 @@ func startReplica(t *testing.T, bin, name, leaseNS string) *replicaProcess {
 	if err := os.MkdirAll(policies, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(policies, "widget.yaml"), fmt.Appendf(nil, fencePolicy, name), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(policies, "widget.yaml"), []byte(fencePolicy(t, name)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	p := &replicaProcess{t: t, user: "metacel-replica-" + name, log: filepath.Join(dir, "log"), exited: make(chan struct{})}

@@ -22,6 +22,7 @@ import (
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // secretPolicy is a policy whose child is a Secret written with stringData, updated by method,
@@ -177,16 +178,7 @@ func renderOneChild(t *testing.T, ns string, tc storedCase) *unstructured.Unstru
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := fmt.Sprintf(`apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: stored}
-spec:
-  parentResource: {apiVersion: demo.rtfm.co.ua/v1, resource: myapps}
-  childResources: [{apiVersion: %q, resource: %q}]
-  children:
-    - id: child
-      template: %s
-`, tc.Resource.APIVersion, tc.Resource.Resource, template)
+	text := testpolicies.YAML("onechild", testpolicies.Fills{"APIVERSION": tc.Resource.APIVersion, "RESOURCE": tc.Resource.Resource, "TEMPLATE": string(template)})
 	cs, err := policy.Load("stored.yaml", []byte(text), kinds.NewCatalog())
 	if err != nil {
 		t.Fatal(err)
