@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/jsonenc"
 )
 
@@ -245,6 +246,28 @@ func (w *Writer) List(ctx context.Context, gvr schema.GroupVersionResource, sele
 		return nil, err
 	}
 	return list.Items, nil
+}
+
+// ListChildren lists, from the API server, the children of a policy of a resource in all
+// namespaces (those of one parent, when parentUID is set), whichever label names their policy
+// (contract.ChildSelectors): each once, and only the policy's.
+func (w *Writer) ListChildren(ctx context.Context, gvr schema.GroupVersionResource, policy string, parentUID types.UID) ([]unstructured.Unstructured, error) {
+	var out []unstructured.Unstructured
+	seen := map[types.NamespacedName]bool{}
+	for _, selector := range contract.ChildSelectors(policy, string(parentUID)) {
+		items, err := w.List(ctx, gvr, selector)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range items {
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			if !seen[key] && contract.ChildPolicy(obj.GetLabels()) == policy {
+				seen[key] = true
+				out = append(out, obj)
+			}
+		}
+	}
+	return out, nil
 }
 
 // Delete deletes an object if it is still the one observed (UID precondition), in the

@@ -292,7 +292,7 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 			return ref.UID == parent.GetUID()
 		}
 		l := obj.GetLabels()
-		return l[contract.LabelChildPolicy] == policyName && l[contract.LabelChildID] == id
+		return contract.ChildPolicy(l) == policyName && l[contract.LabelChildID] == id
 	}
 	return false
 }

@@ -73,7 +73,7 @@ func (f *cleanup) record(ctx context.Context, gvrs []schema.GroupVersionResource
 // whether none is left.
 func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := f.deps.Writer.List(ctx, gvr, contract.LabelChildPolicy+"="+f.policy.Name())
+	items, err := f.deps.Writer.ListChildren(ctx, gvr, f.policy.Name(), "")
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false

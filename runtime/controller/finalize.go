@@ -183,10 +183,9 @@ func (f *cleanup) ownershipOf(ctx context.Context, parent *unstructured.Unstruct
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
 func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, own ownership) (int, error) {
-	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {
-		items, err := f.deps.Writer.List(ctx, gvr, selector)
+		items, err := f.deps.Writer.ListChildren(ctx, gvr, f.policy.Name(), parent.GetUID())
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}

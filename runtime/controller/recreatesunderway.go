@@ -129,7 +129,7 @@ func (c *Controller) markRecreatesGoing() {
 		}
 		for _, obj := range c.caches.children[gvr.String()].List() {
 			m, err := informers.MetaOf(obj)
-			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[contract.LabelChildPolicy] != c.Name() {
+			if err != nil || m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != c.Name() {
 				continue
 			}
 			if key, ok := c.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {

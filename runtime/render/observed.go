@@ -89,7 +89,7 @@ func splitRecorded(r ChildRecord, undesired []*unstructured.Unstructured, foreig
 }
 
 // notChildReason says why obj is not a child of parent under policy c, or "" when it may be: its
-// resource must be one of the policy's child resources; its metacel.dev/policy label, when set,
+// resource must be one of the policy's child resources; its policy label (contract.ChildPolicy), when set,
 // must name the policy; its metacel.dev/parent-uid label, when set, must hold the parent's UID, and
 // without that label its controller ownerReference, when set, must name the parent. An object
 // with none of these marks (written by hand for an offline render) may be the parent's child.
@@ -106,8 +106,8 @@ func notChildReason(c *policy.Compiled, parent *unstructured.Unstructured, m kin
 		return fmt.Sprintf("policy %q has no child resource %s", c.Name(), gr)
 	}
 	labels := obj.GetLabels()
-	if p := labels[contract.LabelChildPolicy]; p != "" && p != c.Name() {
-		return fmt.Sprintf("its %s label names policy %q", contract.LabelChildPolicy, p)
+	if key, p := contract.ChildPolicyLabel(labels); p != "" && p != c.Name() {
+		return fmt.Sprintf("its %s label names policy %q", key, p)
 	}
 	if uid := labels[contract.LabelParentUID]; uid != "" {
 		if uid != string(parent.GetUID()) {
