@@ -360,13 +360,13 @@ func TestRenderPatchesBookkeepingNeverRecreates(t *testing.T) {
 		want, notWant        string              // on stderr
 	}{
 		{"a Recreate child from before the shard-slot label", "myapp", "children-before-shard-slot-myapp.yaml", nil,
-			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (label metacel.dev/policy-name set, label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
 		{"a Recreate child from before the content hash", "myapp", "children-before-content-hash-myapp.yaml", nil,
-			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+			"update-bookkeeping v1 Pod default/example-app-pod: update bookkeeping (label metacel.dev/policy-name set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
 		{"an OnDelete child from before the shard-slot label", "whalesay", "children-before-shard-slot-whalesay.yaml", nil,
-			"update-bookkeeping batch/v1 Job default/example-whalesay-job: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+			"update-bookkeeping batch/v1 Job default/example-whalesay-job: update bookkeeping (label metacel.dev/policy-name set, label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
 		{"an InPlace child from before the shard-slot label", "memcached", "children-before-shard-slot-memcached.yaml", nil,
-			"update-bookkeeping apps/v1 Deployment default/memcached-sample: update bookkeeping (label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
+			"update-bookkeeping apps/v1 Deployment default/memcached-sample: update bookkeeping (label metacel.dev/policy-name set, label metacel.dev/shard-slot set, annotation metacel.dev/content-hash set, annotation metacel.dev/desired-hash removed)", "  recreate "},
 		{"a Recreate child from before the content hash whose spec the policy changes is recreated", "myapp", "children-before-content-hash-myapp.yaml",
 			func(p string) string { return strings.Replace(p, "image: nginx:latest", "image: nginx:1.27", 1) },
 			"recreate v1 Pod default/example-app-pod: its resource's updateStrategy is Recreate and the policy wants it changed", "  update-bookkeeping "},

@@ -9,10 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/pager"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -38,6 +40,28 @@ func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersion
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
+	}
+	return out, nil
+}
+
+// ListChildren lists the children of a policy of a resource in all namespaces (those of one
+// parent, when parentUID is set), page by page, whichever label names their policy
+// (contract.ChildSelectors): each once, and only the policy's.
+func ListChildren(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, policy string, parentUID types.UID) ([]*unstructured.Unstructured, error) {
+	var out []*unstructured.Unstructured
+	seen := map[types.NamespacedName]bool{}
+	for _, selector := range contract.ChildSelectors(policy, string(parentUID)) {
+		objs, err := List(ctx, client, gvr, "", selector)
+		if err != nil {
+			return nil, err
+		}
+		for _, obj := range objs {
+			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
+			if !seen[key] && contract.ChildPolicy(obj.GetLabels()) == policy {
+				seen[key] = true
+				out = append(out, obj)
+			}
+		}
 	}
 	return out, nil
 }

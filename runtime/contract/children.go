@@ -10,14 +10,18 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 	// ManagedByValue is the value of LabelManagedBy on the objects metacel manages.
 	ManagedByValue = "metacel"
-	// LabelChildPolicy holds, on a child, the name of the policy it belongs to.
-	//
-	// Its key is LabelPolicyConfigMap's, which means something else on a ConfigMap: that it holds
-	// policies (value "true"). The policy source tells them apart by LabelManagedBy (a child of a
-	// policy is never read as a policy ConfigMap), and no policy may be named "true". Giving the
-	// child's label a key of its own is a later change: it needs a migration of existing
-	// children, which carry this key.
-	LabelChildPolicy = "metacel.dev/policy"
+	// LabelChildPolicyName holds, on a child, the name of the policy it belongs to. Read it
+	// through ChildPolicy, which falls back on LabelChildPolicyLegacy for a child an earlier
+	// runtime wrote (doc.go says when each key is written and read).
+	LabelChildPolicyName = "metacel.dev/policy-name"
+	// LabelChildPolicyLegacy is where runtimes before LabelChildPolicyName kept, on a child, the
+	// name of its policy. Its key is LabelPolicyConfigMap's, which means something else on a
+	// ConfigMap: that it holds policies (value "true"); the policy source tells them apart by
+	// LabelManagedBy, and no policy may be named "true". This runtime still writes it beside
+	// LabelChildPolicyName, so that the runtime of the version before, which reads only it,
+	// still finds its children after a downgrade; a later one stops writing it and retires it
+	// (RetiredChildLabels), never to give it another meaning on a child.
+	LabelChildPolicyLegacy = "metacel.dev/policy"
 	// LabelParentUID holds the UID of the child's parent: children are indexed by it.
 	LabelParentUID = "metacel.dev/parent-uid"
 	// LabelChildID holds the id of the policy's child entry that produced the child.
@@ -52,7 +56,7 @@ const (
 // bookkeeping): the labels on every child, the annotations where they apply (the deletion policy
 // of an Orphan child, the content hash of a rendered one).
 var (
-	ChildLabels      = []string{LabelManagedBy, LabelChildPolicy, LabelParentUID, LabelChildID, LabelShardSlot}
+	ChildLabels      = []string{LabelManagedBy, LabelChildPolicyName, LabelChildPolicyLegacy, LabelParentUID, LabelChildID, LabelShardSlot}
 	ChildAnnotations = []string{AnnotationDeletionPolicy, AnnotationContentHash}
 )
 
@@ -63,6 +67,37 @@ var (
 	RetiredChildLabels      = []string{}
 	RetiredChildAnnotations = []string{AnnotationDesiredHash}
 )
+
+// ChildPolicy returns the name of the policy a child belongs to, as its labels say (""
+// when they do not): LabelChildPolicyName, or, on a child that an earlier runtime wrote and no
+// bookkeeping patch has reached yet, LabelChildPolicyLegacy. When both are set, the new key wins.
+func ChildPolicy(labels map[string]string) string {
+	_, name := ChildPolicyLabel(labels)
+	return name
+}
+
+// ChildPolicyLabel returns the key of the label that names a child's policy (ChildPolicy), and
+// its value; "", "" when there is none.
+func ChildPolicyLabel(labels map[string]string) (key, name string) {
+	for _, k := range []string{LabelChildPolicyName, LabelChildPolicyLegacy} {
+		if v := labels[k]; v != "" {
+			return k, v
+		}
+	}
+	return "", ""
+}
+
+// ChildSelectors returns the label selectors whose lists, together, hold the children of a
+// policy in the API server, whichever key names their policy (ChildPolicy): those of one parent
+// by its UID alone (a parent's objects are few: the reader keeps its policy's), else one selector
+// for each key. A reader keeps each object once (a child carries both keys) and only those
+// whose ChildPolicy is the policy (a child whose keys disagree belongs to LabelChildPolicyName's).
+func ChildSelectors(policy, parentUID string) []string {
+	if parentUID != "" {
+		return []string{LabelParentUID + "=" + parentUID}
+	}
+	return []string{LabelChildPolicyName + "=" + policy, LabelChildPolicyLegacy + "=" + policy}
+}
 
 // IsBookkeepingLabel reports whether a child's label is metacel's bookkeeping rather than the
 // policy's content: metacel.dev/* and app.kubernetes.io/managed-by, which no template may set.

@@ -17,7 +17,8 @@ func TestTheKeysAndReasonsAreWhatTheClusterHolds(t *testing.T) {
 	for name, tc := range map[string]struct{ got, want string }{
 		"LabelManagedBy":                      {LabelManagedBy, "app.kubernetes.io/managed-by"},
 		"ManagedByValue":                      {ManagedByValue, "metacel"},
-		"LabelChildPolicy":                    {LabelChildPolicy, "metacel.dev/policy"},
+		"LabelChildPolicyName":                {LabelChildPolicyName, "metacel.dev/policy-name"},
+		"LabelChildPolicyLegacy":              {LabelChildPolicyLegacy, "metacel.dev/policy"},
 		"LabelParentUID":                      {LabelParentUID, "metacel.dev/parent-uid"},
 		"LabelChildID":                        {LabelChildID, "metacel.dev/child-id"},
 		"LabelShardSlot":                      {LabelShardSlot, "metacel.dev/shard-slot"},
@@ -122,5 +123,52 @@ func TestTheContractIsALeaf(t *testing.T) {
 				t.Errorf("%s imports %s", file, path)
 			}
 		}
+	}
+}
+
+// TestAChildsPolicyIsReadFromEitherKey checks that a child an earlier runtime wrote (the legacy
+// key alone), one this runtime wrote (both) and one a later runtime wrote (the new key alone) all
+// name their policy, and that the new key wins when they disagree.
+func TestAChildsPolicyIsReadFromEitherKey(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		labels  map[string]string
+		wantKey string
+		want    string
+	}{
+		{"an earlier runtime's child", map[string]string{LabelChildPolicyLegacy: "web"}, LabelChildPolicyLegacy, "web"},
+		{"this runtime's child", map[string]string{LabelChildPolicyName: "web", LabelChildPolicyLegacy: "web"}, LabelChildPolicyName, "web"},
+		{"a later runtime's child", map[string]string{LabelChildPolicyName: "web"}, LabelChildPolicyName, "web"},
+		{"keys that disagree", map[string]string{LabelChildPolicyName: "web", LabelChildPolicyLegacy: "api"}, LabelChildPolicyName, "web"},
+		{"an empty new key", map[string]string{LabelChildPolicyName: "", LabelChildPolicyLegacy: "web"}, LabelChildPolicyLegacy, "web"},
+		{"no policy", map[string]string{LabelChildID: "x"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if key, got := ChildPolicyLabel(tc.labels); key != tc.wantKey || got != tc.want {
+				t.Errorf("ChildPolicyLabel = %q, %q, want %q, %q", key, got, tc.wantKey, tc.want)
+			}
+			if got := ChildPolicy(tc.labels); got != tc.want {
+				t.Errorf("ChildPolicy = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChildSelectorsListAChildWhicheverKeyNamesItsPolicy checks that the selectors of a policy's
+// children select a child by either key, and those of a parent's by its UID alone.
+func TestChildSelectorsListAChildWhicheverKeyNamesItsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		policy, parentUID string
+		want              []string
+	}{
+		{"a policy's children", "web", "", []string{"metacel.dev/policy-name=web", "metacel.dev/policy=web"}},
+		{"a parent's children", "web", "p-1", []string{"metacel.dev/parent-uid=p-1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ChildSelectors(tc.policy, tc.parentUID); !slices.Equal(got, tc.want) {
+				t.Errorf("ChildSelectors = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

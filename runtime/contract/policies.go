@@ -4,7 +4,7 @@ package contract
 const (
 	// LabelPolicyConfigMap "true" marks a ConfigMap that holds policies: the runtime reads those
 	// of the policy namespace, but the children of policies (package source). Its key is
-	// LabelChildPolicy's, which means something else on a child.
+	// LabelChildPolicyLegacy's, which earlier runtimes wrote on children with another meaning.
 	LabelPolicyConfigMap = "metacel.dev/policy"
 	// AnnotationLoadedVersions holds the versions of the ConfigMap's policies that the runtime
 	// loaded from it: a JSON object of lists of versions (hashes, never text) by policy name,

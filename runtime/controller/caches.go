@@ -65,7 +65,7 @@ func (cs *caches) cachedChildren(uid types.UID) []metav1.Object {
 	for _, rc := range cs.children {
 		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
 		for _, obj := range objs {
-			if m, err := informers.MetaOf(obj); err == nil && m.GetLabels()[contract.LabelChildPolicy] == cs.policy {
+			if m, err := informers.MetaOf(obj); err == nil && contract.ChildPolicy(m.GetLabels()) == cs.policy {
 				out = append(out, m)
 			}
 		}

@@ -27,7 +27,10 @@ func TestChildOf(t *testing.T) {
 		}
 		return o
 	}
-	ours := map[string]string{contract.LabelChildPolicy: "p", contract.LabelChildID: "cm"}
+	ours := map[string]string{contract.LabelChildPolicyName: "p", contract.LabelChildPolicyLegacy: "p", contract.LabelChildID: "cm"}
+	earlier := map[string]string{contract.LabelChildPolicyLegacy: "p", contract.LabelChildID: "cm"}
+	later := map[string]string{contract.LabelChildPolicyName: "p", contract.LabelChildID: "cm"}
+	disagreeing := map[string]string{contract.LabelChildPolicyName: "q", contract.LabelChildPolicyLegacy: "p", contract.LabelChildID: "cm"}
 	tests := []struct {
 		name string
 		obj  *unstructured.Unstructured
@@ -41,7 +44,10 @@ func TestChildOf(t *testing.T) {
 		{"label removed, controller ownerReference to another", object(ours, "p-2", true), false},
 		{"label removed, no ownerReference, metacel's labels and managed fields", object(ours, "", true), true},
 		{"metacel's labels but applied by someone else", object(ours, "", false), false},
-		{"another child id", object(map[string]string{contract.LabelChildPolicy: "p", contract.LabelChildID: "other"}, "", true), false},
+		{"label removed, no ownerReference, its policy named by the legacy key alone (an earlier runtime's)", object(earlier, "", true), true},
+		{"label removed, no ownerReference, its policy named by the new key alone (a later runtime's)", object(later, "", true), true},
+		{"label removed, no ownerReference, the new key names another policy", object(disagreeing, "", true), false},
+		{"another child id", object(map[string]string{contract.LabelChildPolicyName: "p", contract.LabelChildID: "other"}, "", true), false},
 		{"an unrelated object", object(nil, "", false), false},
 	}
 	for _, tc := range tests {

@@ -45,10 +45,13 @@ func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
 	tests := []struct {
 		name       string
 		annotation string
+		labels     string // that name its policy
 		want       string // the write that removes it
 	}{
-		{"an Orphan child is released", `annotations: {metacel.dev/deletion-policy: Orphan},`, "patch secrets"},
-		{"a child without the record is deleted", ``, "delete secrets"},
+		{"an Orphan child is released", `annotations: {metacel.dev/deletion-policy: Orphan},`, `metacel.dev/policy: copy`, "patch secrets"},
+		{"a child without the record is deleted", ``, `metacel.dev/policy: copy`, "delete secrets"},
+		{"a child a later runtime labelled (the new key alone) is deleted", ``, `metacel.dev/policy-name: copy`, "delete secrets"},
+		{"a child this runtime labelled (both keys) is deleted", ``, `metacel.dev/policy-name: copy, metacel.dev/policy: copy`, "delete secrets"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -56,7 +59,7 @@ func TestARemovedEntrysChildFollowsTheDeletionPolicyItRecords(t *testing.T) {
 			h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}}`))
 			child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: ns, uid: s-1, `+tc.annotation+`
   ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
+  labels: {app.kubernetes.io/managed-by: metacel, `+tc.labels+`, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`)
 			h.store(t, secretsGVR, child)
 			h.cacheChild(t, child)
 			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
@@ -88,8 +91,9 @@ func TestADroppedResourcesChildrenAreRemovedAfterARestart(t *testing.T) {
 	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: kept, namespace: ns, uid: s-1,
   annotations: {metacel.dev/deletion-policy: Orphan},
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
+	// one child an earlier runtime labelled (the legacy key alone), one a later runtime did (the new key alone)
 	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: gone, namespace: ns, uid: s-2,
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy-name: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
 	h.c.cleanup.pruneDropped(t.Context())
 	if w := strings.Join(h.writes(), ","); w != "patch secrets,delete secrets" && w != "delete secrets,patch secrets" {
 		t.Errorf("writes %s, want the Orphan child released and the other deleted", w)
@@ -179,5 +183,35 @@ func TestADeletedParentIsFinalizedOnceItsChildrenAreGone(t *testing.T) {
 	}
 	if w := strings.Join(h.writes(), ","); w != "patch configmaps" {
 		t.Errorf("second sync wrote %s, want the finalizer removed", w)
+	}
+}
+
+// TestADeletedParentsChildNotCachedYetIsFoundWhicheverKeyNamesItsPolicy checks the finalizer's
+// read of the API server (a child the cache has not seen yet) for children labelled by an earlier
+// runtime (the legacy key alone), this one (both keys) and a later one (the new key alone).
+func TestADeletedParentsChildNotCachedYetIsFoundWhicheverKeyNamesItsPolicy(t *testing.T) {
+	for _, tc := range []struct {
+		name, labels string
+		want         string // the writes of one sync
+	}{
+		{"labelled by an earlier runtime: deleted, and waited for", `metacel.dev/policy: copy`, "delete secrets"},
+		{"labelled by this runtime: deleted, and waited for", `metacel.dev/policy-name: copy, metacel.dev/policy: copy`, "delete secrets"},
+		{"labelled by a later runtime: deleted, and waited for", `metacel.dev/policy-name: copy`, "delete secrets"},
+		{"another policy's by the new key: the parent is finalized past it", `metacel.dev/policy-name: other, metacel.dev/policy: copy`, "patch configmaps"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, farPolicy)
+			parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, deletionTimestamp: "2026-11-23T12:00:00Z", finalizers: [metacel.dev/cleanup]}, data: {ns: far}}`)
+			h.store(t, configmapsGVR, parent)
+			h.cacheParent(t, parent)
+			h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-copy, namespace: far, uid: s-1,
+  labels: {app.kubernetes.io/managed-by: metacel, `+tc.labels+`, metacel.dev/parent-uid: p-1, metacel.dev/child-id: copy}, `+appliedByMetacel+`}}`))
+			if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
+				t.Fatal(err)
+			}
+			if w := strings.Join(h.writes(), ","); w != tc.want {
+				t.Errorf("writes %s, want %s", w, tc.want)
+			}
+		})
 	}
 }

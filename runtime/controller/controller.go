@@ -373,7 +373,7 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// 1,000 converged parents.
 	enqueue := func(obj any, now bool) {
 		m, err := informers.MetaOf(obj)
-		if err != nil || m.GetLabels()[contract.LabelChildPolicy] != c.Name() {
+		if err != nil || contract.ChildPolicy(m.GetLabels()) != c.Name() {
 			return
 		}
 		parents, _ := c.caches.parents.ByIndex(informers.ByUID, m.GetLabels()[contract.LabelParentUID])

@@ -74,7 +74,7 @@ func (f *cleanup) record(ctx context.Context, gvrs []schema.GroupVersionResource
 // whether none is left.
 func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionResource) bool {
 	logger := klog.FromContext(ctx)
-	items, err := clusterread.List(ctx, f.deps.Writer.Client(), gvr, "", contract.LabelChildPolicy+"="+f.policy.Name())
+	items, err := clusterread.ListChildren(ctx, f.deps.Writer.Client(), gvr, f.policy.Name(), "")
 	if err != nil {
 		logger.Error(err, "Cannot remove the children of a resource the policy no longer lists; will retry", "resource", gvr.String())
 		return false

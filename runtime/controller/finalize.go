@@ -172,10 +172,9 @@ func (f *cleanup) kinshipOf(ctx context.Context, parent *unstructured.Unstructur
 // ownerReference, deletes them, and returns how many there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
 func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (int, error) {
-	selector := contract.LabelParentUID + "=" + string(parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + f.policy.Name()
 	left := 0
 	for gvr := range f.policy.ChildResources {
-		items, err := clusterread.List(ctx, f.deps.Writer.Client(), gvr, "", selector)
+		items, err := clusterread.ListChildren(ctx, f.deps.Writer.Client(), gvr, f.policy.Name(), parent.GetUID())
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}

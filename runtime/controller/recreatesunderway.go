@@ -150,7 +150,7 @@ func (d *drain) markRecreatesGoing() {
 		}
 		for _, obj := range d.caches.children[gvr.String()].List() {
 			m, err := informers.MetaOf(obj)
-			if err != nil || m.GetDeletionTimestamp() == nil || m.GetLabels()[contract.LabelChildPolicy] != d.policy.Name() {
+			if err != nil || m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != d.policy.Name() {
 				continue
 			}
 			if key, ok := d.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {

@@ -199,6 +199,12 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 		{"a label the runtime writes is missing (written before it had it)", true,
 			edit(func(m map[string]any) { delete(labels(m), contract.LabelShardSlot) }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/shard-slot set"},
+		{"a child of a runtime before the policy-name label: its policy named by the legacy key alone", true,
+			edit(func(m map[string]any) { delete(labels(m), contract.LabelChildPolicyName) }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/policy-name set"},
+		{"a child of a later runtime that retired the legacy key: its policy named by the new key alone", true,
+			edit(func(m map[string]any) { delete(labels(m), contract.LabelChildPolicyLegacy) }),
+			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/policy set"},
 		{"a label the runtime writes has another value (edited)", true,
 			edit(func(m map[string]any) { labels(m)[contract.LabelChildID] = "other" }),
 			[3]string{"update-bookkeeping", "update-bookkeeping", "update-bookkeeping"}, "label metacel.dev/child-id set"},
@@ -248,6 +254,7 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 				}
 				after := decide.Written(steps)[0]
 				if after.GetUID() != "c-1" || after.GetLabels()[contract.LabelShardSlot] == "" || after.GetLabels()[contract.LabelChildID] != "job" ||
+					after.GetLabels()[contract.LabelChildPolicyName] != "cron" || after.GetLabels()[contract.LabelChildPolicyLegacy] != "cron" ||
 					len(after.GetOwnerReferences()) != 1 || after.GetAnnotations()[contract.AnnotationDesiredHash] != "" ||
 					after.GetAnnotations()[contract.AnnotationDeletionPolicy] != "" {
 					t.Errorf("after the patch: %v", after.Object["metadata"])

@@ -116,8 +116,7 @@ func childResources(in Input) []schema.GroupVersionResource {
 // readChildren lists the policy's objects of a resource and keeps those metacel applied, by the
 // UID of their parent. A resource the cluster no longer serves holds none.
 func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResource) error {
-	selector := labels.Set{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: w.in.Candidate.Name()}.String()
-	objs, err := clusterread.List(ctx, w.in.Client, gvr, "", selector)
+	objs, err := clusterread.ListChildren(ctx, w.in.Client, gvr, w.in.Candidate.Name(), "")
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -127,7 +126,7 @@ func (w *world) readChildren(ctx context.Context, gvr schema.GroupVersionResourc
 	w.secrets.note(objs...)
 	for _, obj := range objs {
 		uid := types.UID(obj.GetLabels()[contract.LabelParentUID])
-		if uid != "" && apply.AppliedBy(obj) {
+		if uid != "" && obj.GetLabels()[contract.LabelManagedBy] == contract.ManagedByValue && apply.AppliedBy(obj) {
 			w.children[uid] = append(w.children[uid], obj)
 		}
 	}

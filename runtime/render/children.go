@@ -227,11 +227,12 @@ func (r *run) mark(ch *policy.CompiledChild, obj *unstructured.Unstructured, own
 	hash := objectHash(obj)
 	labels, _ := meta["labels"].(map[string]any)
 	if labels == nil {
-		labels = make(map[string]any, 4)
+		labels = make(map[string]any, 6)
 		meta["labels"] = labels
 	}
 	labels[contract.LabelManagedBy] = contract.ManagedByValue
-	labels[contract.LabelChildPolicy] = r.c.Name()
+	labels[contract.LabelChildPolicyName] = r.c.Name()
+	labels[contract.LabelChildPolicyLegacy] = r.c.Name()
 	labels[contract.LabelParentUID] = string(r.in.Parent.GetUID())
 	labels[contract.LabelChildID] = ch.ID
 	labels[contract.LabelShardSlot] = strconv.Itoa(hashslot.Of(r.in.Parent.GetUID()))

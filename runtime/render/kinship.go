@@ -23,7 +23,7 @@ import (
 //  1. The object is of one of the policy's child resources (Resources).
 //  2. metacel applied it, when that is known (Facts.Applied): labels and ownerReferences are
 //     anyone's to write, never enough to make an object metacel's.
-//  3. Its marks name the parent: its metacel.dev/policy label, when set, names the policy; its
+//  3. Its marks name the parent: its policy label (contract.ChildPolicy: metacel.dev/policy-name, or metacel.dev/policy before it), when set, names the policy; its
 //     metacel.dev/parent-uid label, when set, holds the parent's UID; without that label (someone
 //     removed it) its controller ownerReference, when set, names the parent; with neither, its
 //     metacel.dev/policy and metacel.dev/child-id labels name the policy and the child asked about
@@ -152,8 +152,8 @@ func (k *Kinship) unmarkedReason(obj *unstructured.Unstructured, f Facts) string
 		return "metacel did not apply it (its managed fields have no entry of metacel's)"
 	}
 	labels := obj.GetLabels()
-	if p := labels[contract.LabelChildPolicy]; p != "" && p != k.Policy {
-		return fmt.Sprintf("its %s label names policy %q", contract.LabelChildPolicy, p)
+	if key, p := contract.ChildPolicyLabel(labels); p != "" && p != k.Policy {
+		return fmt.Sprintf("its %s label names policy %q", key, p)
 	}
 	if uid := labels[contract.LabelParentUID]; uid != "" {
 		if uid != string(k.Parent.GetUID()) {
@@ -170,9 +170,9 @@ func (k *Kinship) unmarkedReason(obj *unstructured.Unstructured, f Facts) string
 	if f.Applied == AppliedUnknown {
 		return "" // a file written by hand
 	}
-	if id := labels[contract.LabelChildID]; labels[contract.LabelChildPolicy] != k.Policy || id == "" || (f.ChildID != "" && id != f.ChildID) {
+	if id := labels[contract.LabelChildID]; contract.ChildPolicy(labels) != k.Policy || id == "" || (f.ChildID != "" && id != f.ChildID) {
 		return fmt.Sprintf("it has neither a %s label nor a controller ownerReference, and its %s and %s labels do not name policy %q and child %q",
-			contract.LabelParentUID, contract.LabelChildPolicy, contract.LabelChildID, k.Policy, f.ChildID)
+			contract.LabelParentUID, contract.LabelChildPolicyName, contract.LabelChildID, k.Policy, f.ChildID)
 	}
 	return ""
 }

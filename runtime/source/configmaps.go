@@ -19,9 +19,9 @@ import (
 
 // policySelector selects the ConfigMaps that hold policies: labelled metacel.dev/policy=true
 // (contract.LabelPolicyConfigMap), and not a child of a policy. A child carries
-// app.kubernetes.io/managed-by=metacel and its policy's name under the same key
-// (contract.LabelChildPolicy), so a policy named "true" labels its children as policies: none of
-// them is ever read as one.
+// app.kubernetes.io/managed-by=metacel and, until that key is retired on children, its policy's
+// name under the same key (contract.LabelChildPolicyLegacy), so a policy named "true" labels its
+// children as policies: none of them is ever read as one.
 const policySelector = contract.LabelPolicyConfigMap + "=true," + contract.LabelManagedBy + "!=" + contract.ManagedByValue
 
 // WatchConfigMaps watches the ConfigMaps labelled metacel.dev/policy=true in one namespace (the

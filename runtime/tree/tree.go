@@ -133,10 +133,9 @@ func Build(ctx context.Context, in Input) (*Tree, error) {
 
 // readChildren lists the objects of each child resource that carry the parent's labels.
 func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
-	selector := contract.LabelParentUID + "=" + string(in.Parent.GetUID()) + "," + contract.LabelChildPolicy + "=" + in.Policy.Name()
 	var out []*unstructured.Unstructured
 	for gvr := range in.Policy.ChildResources {
-		list, err := clusterread.List(ctx, in.Client, gvr, "", selector)
+		list, err := clusterread.ListChildren(ctx, in.Client, gvr, in.Policy.Name(), in.Parent.GetUID())
 		if err != nil {
 			return nil, fmt.Errorf("list the %s of %s: %w", gvr.Resource, objectOf(in.Parent), err)
 		}

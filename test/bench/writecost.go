@@ -96,7 +96,7 @@ func writeKinds() []writeKind {
 			return err
 		}},
 		{"POST pods as JSON: metacel's labels and desired-hash annotation, owner reference", "metacel", func(ctx context.Context, w *writeCostStage, app *unstructured.Unstructured) error {
-			labels := map[string]string{"app": app.GetName(), contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "myapp",
+			labels := map[string]string{"app": app.GetName(), contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicyName: "myapp", contract.LabelChildPolicyLegacy: "myapp",
 				contract.LabelParentUID: string(app.GetUID()), contract.LabelChildID: "pod", contract.LabelShardSlot: "23"}
 			pod, err := asUnstructured(benchPod(app, labels, map[string]string{contract.AnnotationDesiredHash: "a67155f2274bd6d0"}))
 			if err != nil {

@@ -96,7 +96,7 @@ spec:
 		// what a policy named "true" (which no longer loads) could leave there: a child, labelled as a policy
 		planted := &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Name: "left-behind", Namespace: policyNS, Labels: map[string]string{
-				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "true", contract.LabelChildID: "plant",
+				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicyLegacy: "true", contract.LabelChildID: "plant",
 			}},
 			Data: map[string]string{"policy.yaml": plantedPolicy("planted", "e2e.metacel.dev/v1", "blobs")},
 		}
@@ -106,7 +106,7 @@ spec:
 		// a policy put there after it: once it runs, the policy ConfigMaps the runtime saw with it
 		// (its watch delivers them in order) have loaded too
 		control := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Name: "control", Namespace: policyNS, Labels: map[string]string{contract.LabelChildPolicy: "true"}},
+			ObjectMeta: metav1.ObjectMeta{Name: "control", Namespace: policyNS, Labels: map[string]string{contract.LabelPolicyConfigMap: "true"}},
 			Data:       map[string]string{"policy.yaml": plantedPolicy("control", "demo.rtfm.co.ua/v1", "myapps")},
 		}
 		if _, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Create(t.Context(), control, metav1.CreateOptions{}); err != nil {
@@ -234,7 +234,7 @@ func forgeChild(t *testing.T, ns, name string, parent *unstructured.Unstructured
 		"metadata": map[string]any{
 			"name": name, "namespace": ns, "finalizers": []any{"example.com/keep"},
 			"labels": map[string]any{
-				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicy: "guarded",
+				contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicyName: "guarded",
 				contract.LabelParentUID: string(parent.GetUID()), contract.LabelChildID: "config",
 			},
 		},

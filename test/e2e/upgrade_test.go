@@ -27,11 +27,13 @@ import (
 )
 
 // previousVersion is the commit of the runtime that TestUpgradingTheRuntimeReplacesNoChild
-// upgrades from: the last one before the latest change of what the runtime writes on children
-// for itself (895e451 wrote metacel.dev/desired-hash, a hash of the whole child, bookkeeping
-// included; this version writes metacel.dev/content-hash and retires it). The next change of a
-// bookkeeping key moves it to the commit before that change, and adds the downgrade to it.
-const previousVersion = "895e451ad27aca0c4ffb10a7212d7995d5e7538d"
+// upgrades from, and downgrades to: the last one before the latest change of what the runtime
+// writes on children for itself (e9e2b85 named a child's policy in metacel.dev/policy alone;
+// this version adds metacel.dev/policy-name beside it, and reads either). The next change of a
+// bookkeeping key moves it to the commit before that change. (The change before, from
+// metacel.dev/desired-hash to metacel.dev/content-hash, was tested from 895e451, which hashed
+// the whole child: a downgrade to it recreates Recreate children, and is not tested.)
+const previousVersion = "e9e2b85265408e3509be5bfa7f96f1b57fea6e76"
 
 // upgradeParents is how many MyApps (each a Pod of a Recreate resource, bound to the kwok node)
 // the upgrade test converges with the previous runtime before upgrading.
@@ -43,13 +45,16 @@ const upgradePace = 50
 // TestUpgradingTheRuntimeReplacesNoChild converges the five seeds, 500 MyApps and a Secret written
 // with stringData (a Recreate resource) with the
 // runtime of previousVersion (built from git), then starts this one over them: every child's
-// bookkeeping is brought up to date by a merge patch of its metadata, paced, and none is deleted,
-// recreated or applied (their UIDs are those the previous runtime created; the runtime sent no
-// other write to children); then nothing is written at rest, nor after a restart. Last, the
-// children are edited as a later runtime might leave them (a label this one writes removed, a
-// key it does not know added): this one restores its label by a patch, leaves the other key, and
-// replaces nothing. Before, every Pod was deleted and created anew by the upgrade (its
-// desired-hash covered the labels), and a later key would have done the same.
+// bookkeeping is brought up to date by a merge patch of its metadata (the policy's name under
+// metacel.dev/policy-name, beside metacel.dev/policy), paced, and none is deleted, recreated or
+// applied (their UIDs are those the previous runtime created; the runtime sent no other write to
+// children); then nothing is written at rest, nor after a restart. Then the children are edited
+// as a later runtime might leave them (a label this one writes removed, a key it does not know
+// added): this one restores its label by a patch, leaves the other key, and replaces nothing.
+// Last, the previous runtime is started again over the children this one patched (a downgrade):
+// it still finds each as its child (by metacel.dev/policy), replaces none, and a change of a
+// parent still reaches its child. Before issue 45, every Pod was deleted and created anew by
+// an upgrade (its desired-hash covered the labels), and a later key would have done the same.
 func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 	previous := buildRuntimeAt(t, previousVersion)
 	policyNS := newNamespace(t, "policies")
@@ -74,16 +79,17 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 	old.stop()
 	before := childrenOf(t, ns, dst)
 	if n := countWith(before, func(c *unstructured.Unstructured) bool {
-		return c.GetAnnotations()[contract.AnnotationDesiredHash] != ""
+		return c.GetLabels()[contract.LabelChildPolicyLegacy] != "" && c.GetLabels()[contract.LabelChildPolicyName] == ""
 	}); n != len(before) {
-		t.Fatalf("%d of the previous runtime's %d children carry %s: not the runtime this test upgrades from", n, len(before), contract.AnnotationDesiredHash)
+		t.Fatalf("%d of the previous runtime's %d children carry %s alone: not the runtime this test upgrades from", n, len(before), contract.LabelChildPolicyLegacy)
 	}
 
 	opts := operator.Options{PolicyNamespace: policyNS, BookkeepingPatchesPerSecond: upgradePace}
 	upgraded := startRuntimeWith(t, opts)
 	waitChildren(t, ns, dst, "every child's bookkeeping brought up to date", func(c *unstructured.Unstructured) bool {
-		a := c.GetAnnotations()
-		return a[contract.AnnotationContentHash] != "" && a[contract.AnnotationDesiredHash] == ""
+		a, l := c.GetAnnotations(), c.GetLabels()
+		return a[contract.AnnotationContentHash] != "" && a[contract.AnnotationDesiredHash] == "" &&
+			l[contract.LabelChildPolicyName] != "" && l[contract.LabelChildPolicyName] == l[contract.LabelChildPolicyLegacy]
 	})
 	settled(t, 5*time.Second, time.Minute, quiet(upgraded, ns, dst))
 	sameChildren(t, before, childrenOf(t, ns, dst))
@@ -105,6 +111,43 @@ func TestUpgradingTheRuntimeReplacesNoChild(t *testing.T) {
 	settled(t, 5*time.Second, time.Minute, quiet(again, ns, dst))
 	sameChildren(t, before, childrenOf(t, ns, dst))
 	onlyBookkeepingPatches(t, again.sentSoFar(), ns, dst)
+	again.stop()
+
+	downgradeKeepsTheChildren(t, previous, policyNS, ns, dst, before)
+}
+
+// downgradeKeepsTheChildren starts the runtime of previousVersion again over the children this one
+// brought up to date, and checks that it still converges them: a change of a parent (the
+// Memcached's size) reaches its child (the Deployment, in place), and no child is replaced: it
+// reads the policy's name from metacel.dev/policy, which this runtime still writes, and leaves
+// metacel.dev/policy-name, a key it does not know.
+func downgradeKeepsTheChildren(t *testing.T, previous, policyNS, ns, dst string, before []*unstructured.Unstructured) {
+	t.Helper()
+	old := startProcess(t, previous, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
+		"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	defer old.stop()
+	patch := []byte(`{"spec":{"size":2}}`)
+	if _, err := cluster.dynamic.Resource(memcachedsGVR).Namespace(ns).Patch(t.Context(), "memcached-sample", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, deploymentsGVR, ns, "memcached-sample", wait, func(d *unstructured.Unstructured) error {
+		if n, _, _ := unstructured.NestedInt64(d.Object, "spec", "replicas"); n != 2 {
+			return fmt.Errorf("%d replicas, want the parent's new size, 2", n)
+		}
+		return nil
+	})
+	consistently(t, 10*time.Second, "the previous runtime replaces no child", func() error {
+		if replaced := replacedChildren(before, childrenOf(t, ns, dst)); len(replaced) > 0 {
+			return fmt.Errorf("%d of %d children replaced, deleted or added, e.g. %s", len(replaced), len(before), replaced[:min(5, len(replaced))])
+		}
+		return nil
+	})
+	children := childrenOf(t, ns, dst)
+	if n := countWith(children, func(c *unstructured.Unstructured) bool {
+		return c.GetLabels()[contract.LabelChildPolicyLegacy] != ""
+	}); n != len(children) {
+		t.Errorf("%d of %d children carry %s after the downgrade, want all", n, len(children), contract.LabelChildPolicyLegacy)
+	}
 }
 
 // buildRuntimeAt builds `metacel` of a commit of this repository (git archive, then go build)
@@ -226,6 +269,15 @@ func waitChildren(t *testing.T, ns, dst, what string, done func(*unstructured.Un
 // deleted, recreated or added.
 func sameChildren(t *testing.T, before, after []*unstructured.Unstructured) {
 	t.Helper()
+	if replaced := replacedChildren(before, after); len(replaced) > 0 {
+		t.Errorf("%d of %d children replaced, deleted or added, e.g. %s", len(replaced), len(before), replaced[:min(5, len(replaced))])
+	}
+	t.Logf("%d children, each the object the previous runtime created", len(before))
+}
+
+// replacedChildren names the children of before that after does not hold as the same object
+// (their UIDs), and those after holds anew, sorted.
+func replacedChildren(before, after []*unstructured.Unstructured) []string {
 	uids := func(objs []*unstructured.Unstructured) map[string]types.UID {
 		m := map[string]types.UID{}
 		for _, o := range objs {
@@ -246,10 +298,7 @@ func sameChildren(t *testing.T, before, after []*unstructured.Unstructured) {
 		}
 	}
 	slices.Sort(replaced)
-	if len(replaced) > 0 {
-		t.Errorf("%d of %d children replaced, deleted or added, e.g. %s", len(replaced), len(was), replaced[:min(5, len(replaced))])
-	}
-	t.Logf("%d children, each the object the previous runtime created", len(was))
+	return replaced
 }
 
 // onlyBookkeepingPatches fails the test unless every write the runtime sent to the children's
