@@ -398,3 +398,32 @@ func TestRenderPatchesBookkeepingNeverRecreates(t *testing.T) {
 		})
 	}
 }
+
+// TestRenderReadinessFollowsTheSyncsWrites renders a parent with its CronJob observed as it is
+// (not suspended): the status is rendered again with the children as the sync's writes leave
+// them (decide.AfterWrites), an in-place update included, as the runtime's status after its write.
+func TestRenderReadinessFollowsTheSyncsWrites(t *testing.T) {
+	tests := []struct {
+		name, parent string
+		want         []string // in stdout
+	}{
+		{"a CronJob the parent wants suspended is not ready once updated in place", "backup-paused.yaml",
+			[]string{"suspend: true", "message: waiting for CronJob default/nightly\n    observedGeneration: 1\n    reason: ChildrenNotReady\n    status: \"False\"\n    type: Ready"}},
+		{"a CronJob the parent wants as it is stays ready", "backup-running.yaml",
+			[]string{"suspend: false", "message: 1 child ready\n    observedGeneration: 1\n    reason: ChildrenReady\n    status: \"True\"\n    type: Ready"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCLI(t, "render", "--policy", input("backup-policy.yaml"), "--parent", input(tc.parent),
+				"--observed", input("cronjob-not-suspended.yaml"))
+			if err != nil {
+				t.Fatalf("render: %v\n%s", err, errOut)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
+			}
+		})
+	}
+}

@@ -18,7 +18,13 @@
 //
 // A key left out is not checked. With match: subset, maps need only the keys given, lists of
 // objects with a type (conditions) or a name (containers) are matched by it, children by kind and
-// name, other lists item by item; an empty list (children: []) expects an empty list.
+// name (or id) and, when given, namespace, other lists item by item; an empty list (children: [])
+// expects an empty list.
+//
+// An expected child is compared in the author's terms (authorsTerms): `id: <child id>` names the
+// policy's child that made it (a Job named after a hash), a metadata.name with *, ? or [ is a glob,
+// and a Secret's stringData is compared with the data the API server stores it as, decoded, the
+// diff showing stringData and a note saying so.
 //
 // Each step syncs with preview.Run, the code of `metacel render`: so a test sees what the cluster
 // would do, its CRD's defaults and validation included. Between steps, the world moves on as the
@@ -32,6 +38,8 @@
 // show a unified diff of what was expected and what the step gave (go-difflib); Update rewrites
 // the expectations of the steps that fail with what they gave, keeping the rest of the file and
 // its comments: a step without one records all it gave, exactly; one with an expectation keeps
-// its match mode, its keys (a subset cut down to the keys and items it gives), their order, their
-// comments and their flow style where the new value is short.
+// its match mode, its keys, its terms (ids, name patterns, stringData), their order, their
+// comments and their flow style where the new value is short. A subset stays a subset
+// (recordSubset): cut down to the keys and items it gives, and where those are gone, the items
+// given recorded by what names them, never whole.
 package policytest

@@ -8,7 +8,7 @@ import (
 
 // TestRunFile runs the engine's own test files, which must pass.
 func TestRunFile(t *testing.T) {
-	for _, file := range []string{"gadget.yaml", "secret.yaml"} {
+	for _, file := range []string{"gadget.yaml", "secret.yaml", "report.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			reports, err := runFile(t.Context(), filepath.Join("testdata", file), Options{})
 			if err != nil {

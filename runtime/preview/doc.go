@@ -14,9 +14,12 @@
 //     observed children it would delete, release or recreate, and the objects it would conflict
 //     with, are listed (Changes);
 //   - the status is computed as the runtime computes it, rendered again with the children as
-//     those writes leave them (decide.Written stands for the API server's answers), and checked
-//     against the CRD's status schema as a status write would be: a string in an integer field is
-//     an error naming the policy's status field.
+//     those writes leave them (decide.AfterWrites, with decide.Written standing for the API
+//     server's answers: a created child as desired, one updated in place as observed with the
+//     policy's fields merged in), and checked against the CRD's status schema as a status write
+//     would be: a string in an integer field is an error naming the policy's status field. An
+//     observed child given by hand (no content hash) keeps what it was given where the runtime
+//     would recreate it or patch its bookkeeping, but is updated in place as the runtime would.
 //
 // Everything is deterministic: no clock (conditions get no new lastTransitionTime), no
 // randomness, no network.
