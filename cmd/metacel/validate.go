@@ -30,8 +30,11 @@ built-in kinds against the schemas Kubernetes ships, custom kinds against their 
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
 custom parent no --crd file defines is then an error too. --crd takes files or directories.
 With --kubeconfig (or --context, or any other cluster flag), what the --crd files do not define
-is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Exits 1
-if any policy is invalid, or if there is none.`,
+is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Warnings
+(file:line: field.path: warning: message) name what the API server would accept but that does not
+do what the policy says (a Secret key in both data and stringData, an HPA aimed at no child, a
+workload that sets replicas under an HPA) or grants beyond a parent's namespace; they fail
+nothing. Exits 1 if any policy is invalid, or if there is none.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)

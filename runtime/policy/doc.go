@@ -50,8 +50,12 @@
 //     the runtime rolls out with.
 //
 // Lint finds what a valid policy does that its author likely did not mean (lint.go): binding
-// children through which whoever may create a namespaced parent grants more than its namespace.
-// Its findings read "file:line: field.path: warning: message"; `metacel validate` prints them.
+// children through which whoever may create a namespaced parent grants more than its namespace;
+// and children the API server accepts without a word but that do not do what they say
+// (lintobjects.go): a Secret key in both data and stringData, an HPA aimed at no child of the
+// policy, a workload that sets replicas under an HPA. These read templates as written: a ${}
+// value is compared by its text. Its findings read "file:line: field.path: warning: message";
+// `metacel validate` prints them.
 //
 // YAML syntax errors read "file:line:column: invalid YAML: ..." at the mistake itself (package
 // manifest locates it: a tab, an indentation, an unclosed quote).
