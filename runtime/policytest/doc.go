@@ -26,7 +26,10 @@
 // desired ones as applied (an updated child keeps what the policy does not set, such as its
 // status; a created or recreated one is the desired object alone; an OnDelete child is left as it
 // was; a deleted or released one is gone). A step's observed edits then play the other
-// controllers: a Deployment becoming available, a Pod running.
+// controllers: a Deployment becoming available, a Pod running. An observed object that no desired
+// child is and that carries no mark of the parent is never deleted offline (render.Kinship, rule
+// 6): in a test it is a mistake (a misspelt name), an error at its line that names the children
+// of the previous step.
 //
 // Mistakes in a test file are reported with file, line and field path (policy.FieldError). Failures
 // show a unified diff of what was expected and what the step gave (go-difflib); Update rewrites
