@@ -2,7 +2,8 @@
 //
 // A test file is one YAML document with no apiVersion and no kind (IsTestFile), so that a folder
 // may hold a policy, its CRD, its samples and its tests: Run skips the files that hold Kubernetes
-// objects, with a note. A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
+// objects, with a note; one of them that holds policies (policy.Holds) must parse, or it fails as
+// a test does. A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
 // test gives a parent (a file or inline), the related objects and the observed children it starts
 // with, and steps. A step is one sync: it may first change the world (a JSON merge patch of the
 // parent, whose generation then goes up as the API server would raise it; related and observed
