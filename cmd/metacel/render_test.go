@@ -195,6 +195,9 @@ func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
 			"conflict apps/v1 Deployment default/memcached-sample: its metacel.dev/parent-uid label names another parent"},
 		{"an object another owner controls is a conflict, not read", "deployment-other-owner.yaml",
 			"conflict apps/v1 Deployment default/memcached-sample: its controller ownerReference names another owner"},
+		{"an object with no mark of the parent under a misspelt name is ignored with a note, never deleted", "deployment-misspelt.yaml",
+			"note: ignored observed Deployment default/memcached-sampel: not a child of this parent: no desired child has its name, and it carries no mark of this Memcached " +
+				"(no metacel.dev/parent-uid or metacel.dev/child-id label, no ownerReference to it, no managed fields of metacel's): offline, an object given by hand is deleted only when it carries one\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,6 +212,9 @@ func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tc.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
+			}
+			if strings.HasPrefix(tc.stderr, "note: ignored") && strings.Contains(errOut, "changes to observed objects") {
+				t.Errorf("an ignored object must not be changed:\n%s", errOut)
 			}
 		})
 	}

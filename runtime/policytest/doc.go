@@ -2,7 +2,8 @@
 //
 // A test file is one YAML document with no apiVersion and no kind (IsTestFile), so that a folder
 // may hold a policy, its CRD, its samples and its tests: Run skips the files that hold Kubernetes
-// objects, with a note. A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
+// objects, with a note; one of them that holds policies (policy.Holds) must parse, or it fails as
+// a test does. A test file names a policy (a file, as `metacel render` reads it) and the CRDs that type it; each
 // test gives a parent (a file or inline), the related objects and the observed children it starts
 // with, and steps. A step is one sync: it may first change the world (a JSON merge patch of the
 // parent, whose generation then goes up as the API server would raise it; related and observed
@@ -32,7 +33,10 @@
 // desired ones as applied (an updated child keeps what the policy does not set, such as its
 // status; a created or recreated one is the desired object alone; an OnDelete child is left as it
 // was; a deleted or released one is gone). A step's observed edits then play the other
-// controllers: a Deployment becoming available, a Pod running.
+// controllers: a Deployment becoming available, a Pod running. An observed object that no desired
+// child is and that carries no mark of the parent is never deleted offline (render.Kinship, rule
+// 6): in a test it is a mistake (a misspelt name), an error at its line that names the children
+// of the previous step.
 //
 // Mistakes in a test file are reported with file, line and field path (policy.FieldError). Failures
 // show a unified diff of what was expected and what the step gave (go-difflib); Update rewrites

@@ -191,14 +191,33 @@ func invalid(what string, unknown []string, errs field.ErrorList) error {
 }
 
 func (e *InvalidError) Error() string {
-	lines := make([]string, 0, len(e.Unknown)+len(e.Errs))
-	for _, p := range e.Unknown {
-		lines = append(lines, p+": "+unknownFieldRule)
-	}
-	for _, fe := range e.Errs {
-		lines = append(lines, fe.Error())
+	problems := e.Problems()
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		lines[i] = p.Path + ": " + p.Msg
 	}
 	return fmt.Sprintf("%s is invalid, the API server would refuse it: %s", e.What, strings.Join(lines, "; "))
+}
+
+// FieldProblem is one field of an object that the API server would refuse, and why.
+type FieldProblem struct {
+	// Path is the field's path (spec.items[0].name), as the API server names it.
+	Path string
+	// Msg says what is wrong with it, and the fix when there is one.
+	Msg string
+}
+
+// Problems lists the fields refused: the fields the schema does not declare, then those it or its
+// rules refuse.
+func (e *InvalidError) Problems() []FieldProblem {
+	out := make([]FieldProblem, 0, len(e.Unknown)+len(e.Errs))
+	for _, p := range e.Unknown {
+		out = append(out, FieldProblem{Path: p, Msg: unknownFieldRule})
+	}
+	for _, fe := range e.Errs {
+		out = append(out, FieldProblem{Path: fe.Field, Msg: fe.ErrorBody()})
+	}
+	return out
 }
 
 // unknownFieldRule is what is wrong with a field the schema does not declare, and the fix.

@@ -12,7 +12,9 @@
 //     would give it, so that children's labels and ownerReferences are never empty;
 //   - what the sync writes is decided by package decide, the runtime's own decision (Steps); the
 //     observed children it would delete, release or recreate, and the objects it would conflict
-//     with, are listed (Changes);
+//     with, are listed (Changes); an observed object that is no child of the parent is ignored
+//     with a note, among them one no desired child is that carries no mark of the parent (a file
+//     written by hand under a misspelt name: render.Kinship, rule 6), which is never deleted;
 //   - the status is computed as the runtime computes it, rendered again with the children as
 //     those writes leave them (decide.AfterWrites, with decide.Written standing for the API
 //     server's answers: a created child as desired, one updated in place as observed with the
