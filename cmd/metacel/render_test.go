@@ -234,18 +234,18 @@ func TestRenderChecksTheParentLikeTheAPIServer(t *testing.T) {
 		wantOut   []string // in stdout
 		wantNotes []string // in stderr
 	}{
-		{name: "a field of the wrong type is refused, naming the field and the rule",
+		{name: "a field of the wrong type is refused, naming the field, its value and the rule",
 			args:    gadget("gadget-wrong-type.yaml"),
-			wantErr: `gadget-wrong-type.yaml: Gadget default/gizmo is invalid, the API server would refuse it: spec.maxReplicas: Invalid value: "string": spec.maxReplicas in body must be of type integer`},
+			wantErr: `gadget-wrong-type.yaml: Gadget default/gizmo is invalid, the API server would refuse it: spec.maxReplicas: Invalid value: "two": spec.maxReplicas in body must be of type integer`},
 		{name: "a field the schema does not declare is refused",
 			args:    gadget("gadget-unknown-field.yaml"),
 			wantErr: "spec.maxReplica: unknown field: the CRD's schema does not declare it"},
 		{name: "a parent failing the CRD's validation rule is refused with the rule's message",
 			args:    gadget("gadget-bad-range.yaml"),
 			wantErr: "spec: Invalid value: minReplicas must not exceed maxReplicas"},
-		{name: "a status field of the wrong type is an error at the policy's status field",
+		{name: "a status field of the wrong type is an error at the policy's status field, with the value computed",
 			args:    gadget("gadget-labelled.yaml"),
-			wantErr: `gadget-policy.yaml:20: spec.status.replicas: the computed status.replicas does not fit the CRD's status schema, the API server would refuse the status write: Invalid value: "string": replicas in body must be of type integer`},
+			wantErr: `gadget-policy.yaml:20: spec.status.replicas: the computed status.replicas does not fit the CRD's status schema, the API server would refuse the status write: Invalid value: "two": replicas in body must be of type integer`},
 		{name: "the CRD's defaults are in the parent the policy reads",
 			args:    gadget("gadget.yaml"),
 			wantOut: []string{"range: 1-2", "minReplicas: 1", "replicas: 2"}},

@@ -58,6 +58,15 @@ func (w Want) accepts(t *cel.Type) bool {
 	return false
 }
 
+// UnwrapOptional returns the type an optional holds: an optional with a value fills a template's
+// field, one without leaves it out.
+func UnwrapOptional(t *cel.Type) *cel.Type {
+	for t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
+		t = t.Parameters()[0]
+	}
+	return t
+}
+
 // Program is one compiled expression, ready to evaluate; safe for concurrent use.
 type Program struct {
 	// Source is the expression as written.
@@ -65,6 +74,8 @@ type Program struct {
 	// Out is the checked result type.
 	Out  *cel.Type
 	want Want
+	// mayGiveString is what may make a value typed dyn a string (MayGiveString)
+	mayGiveString *StringSource
 	// metered is the program planned with cost tracking (meter.go); nil for a bounded program.
 	metered cel.Program
 	// bounded is a program whose cost cannot exceed its estimate, whatever its input (bounded):
@@ -103,6 +114,9 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 			quote(src), est.Max, perExpressionCostLimit)
 	}
 	p := &Program{Source: src, Out: ast.OutputType(), want: want}
+	if UnwrapOptional(p.Out).Kind() == types.DynKind {
+		p.mayGiveString = e.stringSource(ast)
+	}
 	bounded, err := e.bounded(ast, est)
 	if err != nil {
 		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)

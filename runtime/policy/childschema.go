@@ -26,8 +26,8 @@ var childEntryFields = map[string]bool{
 // schemaCheck checks one child template, or one rendered child, against the schema of its kind,
 // as the API server would check the object: a field the kind does not have, or a value of the
 // wrong type, is a problem at its path. In a template, a whole-value "${...}" is checked by its
-// expression's type where both that type and the field's are known (dyn passes), and a string
-// with ${} in it is a string. Maps are walked in key order, so that problems come in a stable order.
+// expression's type where both that type and the field's are known (dyn passes, unless it may be a
+// string where none goes), and a string with ${} in it is a string. Maps are walked in key order, so that problems come in a stable order.
 type schemaCheck struct {
 	report func(path, msg string)
 	// template is true for a template, whose strings may hold ${}; false for a rendered object
@@ -361,7 +361,9 @@ func (w *schemaCheck) scalar(v any, atom smdschema.Atom, tr smdschema.TypeRef, p
 }
 
 // expression checks a whole-value expression's type against the field's; a type that cannot be
-// known at load (dyn) passes. The template compiled it already and reported its errors.
+// known at load (dyn) passes, unless the expression may give a string (it reads a quantity or an
+// int-or-string, or its default is a string) and the field takes none. The template compiled it
+// already and reported its errors.
 func (w *schemaCheck) expression(src, text string, atom smdschema.Atom, tr smdschema.TypeRef, path string) {
 	if w.env == nil {
 		return
@@ -370,9 +372,27 @@ func (w *schemaCheck) expression(src, text string, atom smdschema.Atom, tr smdsc
 	if err != nil {
 		return
 	}
-	if t := unwrapOptional(p.Out); !w.accepts(atom, t) {
+	if t := expr.UnwrapOptional(p.Out); !w.accepts(atom, t) {
 		w.errorf(path, "%q returns %s, but %s takes %s%s", text, cel.FormatCELType(t), w.field(path), describeAtom(atom, tr), conversionHint(atom, t, src))
+		return
 	}
+	if from := p.MayGiveString(); from != nil && !takesString(atom) && !anyValue(atom) {
+		w.errorf(path, "%q may return a string (%s), but %s takes %s%s", text, from, w.field(path), describeAtom(atom, tr), stringHint(atom, from, src))
+	}
+}
+
+// stringHint suggests how to make an expression that may give a string give a number.
+func stringHint(atom smdschema.Atom, from *expr.StringSource, src string) string {
+	if atom.Scalar == nil || *atom.Scalar != smdschema.Numeric {
+		return ""
+	}
+	switch from.What {
+	case expr.Quantity:
+		return fmt.Sprintf(": convert it, e.g. \"${quantity(string(%s)).asInteger()}\"", src)
+	case expr.IntOrString:
+		return fmt.Sprintf(": convert it, e.g. \"${int(%s)}\"", src)
+	}
+	return fmt.Sprintf(": give a number instead of %s", from.Expr)
 }
 
 // accepts reports whether a value of CEL type t can fill a field of the atom's type.
@@ -416,15 +436,6 @@ func (w *schemaCheck) acceptsValues(m *smdschema.Map, t *cel.Type) bool {
 	}
 	val, ok := w.types.Resolve(m.ElementType)
 	return !ok || w.accepts(val, params[1])
-}
-
-// unwrapOptional returns the type an optional holds: an optional with a value fills the field, one
-// without leaves it out.
-func unwrapOptional(t *cel.Type) *cel.Type {
-	for t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
-		t = t.Parameters()[0]
-	}
-	return t
 }
 
 // isStringType reports whether a CEL object type is one of Kubernetes' library types (quantity,

@@ -85,7 +85,7 @@ func (s *crdSchema) admit(ctx context.Context, obj *unstructured.Unstructured) (
 	}
 	structuraldefaulting.Default(out.Object, s.structural)
 	if errs := s.validate(ctx, out); len(errs) > 0 {
-		return nil, invalid(describe(obj), nil, errs)
+		return nil, invalid(describe(obj), nil, withValues(out.Object, errs))
 	}
 	if s.info.HasStatus && hasStatus {
 		out.Object["status"] = status
@@ -111,7 +111,7 @@ func (s *crdSchema) checkStatus(ctx context.Context, obj *unstructured.Unstructu
 	}
 	errs = append(errs, s.checkRules(ctx, out, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, out.Object))...)
 	if len(errs) > 0 {
-		return invalid("the status of "+describe(obj), nil, errs)
+		return invalid("the status of "+describe(obj), nil, withValues(out.Object, errs))
 	}
 	return nil
 }
