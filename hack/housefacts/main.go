@@ -576,7 +576,9 @@ func (h *house) structFacts(p *ownPackage, obj types.Object) (LargestStruct, boo
 func larger(a, b LargestStruct) bool { return before(a, b, a.Fields-b.Fields, a.Methods-b.Methods) }
 
 // moreMethods orders structs by methods, then fields, then name (the first in name order wins).
-func moreMethods(a, b LargestStruct) bool { return before(a, b, a.Methods-b.Methods, a.Fields-b.Fields) }
+func moreMethods(a, b LargestStruct) bool {
+	return before(a, b, a.Methods-b.Methods, a.Fields-b.Fields)
+}
 
 // before reports whether a comes before b (b empty: always), by the first of the differences
 // that is not zero (the larger first), then by name.
