@@ -147,7 +147,9 @@ func (s *crdSchema) validate(ctx context.Context, obj *unstructured.Unstructured
 }
 
 // checkRules adds the errors of the x-kubernetes-validations rules to errs, unless errs already
-// holds an error that stops the API server from running them.
+// holds an error that stops the API server from running them. There is no old object, as on a
+// create: a transition rule (one that reads oldSelf, as immutable fields do) is skipped, as the
+// API server skips it on create.
 func (s *crdSchema) checkRules(ctx context.Context, obj *unstructured.Unstructured, errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
 		switch e.Type {
@@ -196,6 +198,10 @@ func (e *InvalidError) Error() string {
 		lines = append(lines, p+": "+unknownFieldRule)
 	}
 	for _, fe := range e.Errs {
+		if fe.Field == "" || fe.Field == "<nil>" { // a rule of the whole object (a nil path)
+			lines = append(lines, fe.ErrorBody())
+			continue
+		}
 		lines = append(lines, fe.Error())
 	}
 	return fmt.Sprintf("%s is invalid, the API server would refuse it: %s", e.What, strings.Join(lines, "; "))
