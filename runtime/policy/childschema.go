@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -155,7 +156,7 @@ func (w *schemaCheck) required(m map[string]any, tr smdschema.TypeRef, path stri
 		}
 		why := ""
 		if w.template {
-			why = fmt.Sprintf(": the API server rejects a %s without it", w.kind)
+			why = fmt.Sprintf(": the API server rejects %s without it", withArticle(w.kind))
 		}
 		w.errorf(path, "required field %q of %s is missing%s", name, w.field(path), why)
 	}
@@ -190,8 +191,8 @@ func (w *schemaCheck) exclusive(m map[string]any, tr smdschema.TypeRef, path str
 			set = append(set, name)
 		}
 		if len(set) > 1 {
-			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects a %s with more than one; keep one",
-				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), w.kind)
+			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects %s with more than one; keep one",
+				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), withArticle(w.kind))
 		}
 	}
 }
@@ -505,4 +506,34 @@ func templateForm(s string) (src string, form int) {
 		return "", unclear
 	}
 	return s[2 : len(s)-1], wholeValue
+}
+
+// withArticle puts "a" or "an" before a kind, by the sound it starts with: "an Ingress",
+// "a Pod", "a UserGroup"; a kind that starts with an acronym is read by its letters
+// ("an HTTPRoute", "a URLMap").
+func withArticle(kind string) string {
+	r := []rune(kind)
+	switch {
+	case len(r) == 0:
+		return kind
+	case len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsUpper(r[1]): // an acronym: its first letter's name
+		if strings.ContainsRune("AEFHILMNORSX", r[0]) {
+			return "an " + kind
+		}
+	case strings.ContainsRune("AEIOaeio", r[0]):
+		return "an " + kind
+	case (r[0] == 'U' || r[0] == 'u') && !youSound(kind[1:]):
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// youSound reports whether what follows a leading U makes it sound "you" (User, Unit, Utility).
+func youSound(rest string) bool {
+	for _, p := range []string{"ni", "se", "sa", "su", "ti", "ri", "ra"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
 }

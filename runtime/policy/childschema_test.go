@@ -21,7 +21,7 @@ spec:
     [{apiVersion: v1, resource: pods},
      {apiVersion: apps/v1, resource: deployments},
      {apiVersion: v1, resource: services},
-     {apiVersion: example.com/v1, resource: gadgets}, {apiVersion: policy/v1, resource: poddisruptionbudgets}]
+     {apiVersion: example.com/v1, resource: gadgets}, {apiVersion: policy/v1, resource: poddisruptionbudgets}, {apiVersion: networking.k8s.io/v1, resource: ingresses}]
   children:
     - id: c
 ` + entry
@@ -130,6 +130,8 @@ func TestChildSchema(t *testing.T) {
 			`spec: required field "selector" of Deployment spec is missing: the API server rejects a Deployment without it`, 17},
 		{"a container without a name", templateOf("v1", "Pod", "        spec: {containers: [{image: i}]}\n"), false,
 			`spec.containers[0]: required field "name" of Pod spec.containers[0] is missing: the API server rejects a Pod without it`, 17},
+		{"an Ingress without its paths", templateOf("networking.k8s.io/v1", "Ingress", "        spec: {rules: [{host: a.example.com, http: {}}]}\n"), false,
+			`spec.rules[0].http: required field "paths" of Ingress spec.rules[0].http is missing: the API server rejects an Ingress without it`, 17},
 		{"a Pod without containers", templateOf("v1", "Pod", "        spec: {restartPolicy: Never}\n"), false,
 			`spec: required field "containers" of Pod spec is missing: the API server rejects a Pod without it`, 17},
 		{"a templated value counts as present", templateOf("apps/v1", "Deployment", "        spec: {selector: \"${parent.spec.labels}\", template: \"${parent.spec.labels}\"}\n"), false, "", 0},
@@ -166,5 +168,19 @@ func TestChildSchema(t *testing.T) {
 				t.Fatalf("got error:\n%v\nwant it to contain:\n%s", err, want)
 			}
 		})
+	}
+}
+
+func TestAKindTakesTheArticleOfItsFirstSound(t *testing.T) {
+	tests := []struct{ kind, want string }{
+		{"Pod", "a Pod"}, {"Ingress", "an Ingress"}, {"Endpoints", "an Endpoints"}, {"Event", "an Event"},
+		{"HorizontalPodAutoscaler", "a HorizontalPodAutoscaler"}, {"ObjectBucket", "an ObjectBucket"},
+		{"APIService", "an APIService"}, {"HTTPRoute", "an HTTPRoute"}, {"IPAddress", "an IPAddress"},
+		{"URLMap", "a URLMap"}, {"CSIDriver", "a CSIDriver"}, {"User", "a User"}, {"UpdateRun", "an UpdateRun"},
+	}
+	for _, tc := range tests {
+		if got := withArticle(tc.kind); got != tc.want {
+			t.Errorf("withArticle(%q) = %q, want %q", tc.kind, got, tc.want)
+		}
 	}
 }
