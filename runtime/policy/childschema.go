@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,7 +313,7 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 	if takesString(atom) {
 		if !template && isQuantity(tr) {
 			if _, err := resource.ParseQuantity(s); err != nil {
-				w.errorf(path, "%q is not a quantity, which %s takes (e.g. \"500m\", \"64Mi\", 2)", s, w.field(path))
+				w.errorf(path, "%q is not a quantity, which %s takes %s", s, w.field(path), quantityHint(s))
 			}
 		}
 		return
@@ -326,6 +327,30 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 		hint = unquoteHint(s, atom)
 	}
 	w.errorf(path, "%q is a string, but %s takes %s%s", s, w.field(path), describeAtom(atom, tr), hint)
+}
+
+// quantitySuffixes are the suffixes of a quantity the API server parses
+// (k8s.io/apimachinery/pkg/api/resource): decimal SI, binary SI, and none.
+var quantitySuffixes = []string{"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+
+// quantityNumber is the number a quantity starts with, and the rest.
+var quantityNumber = regexp.MustCompile(`^\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*(.*?)\s*$`)
+
+// quantityHint proposes the quantity s likely meant, its number with the nearest suffix the API
+// server parses ("1Gib": "1Gi", "500mb": "500M"), or gives examples.
+func quantityHint(s string) string {
+	if m := quantityNumber.FindStringSubmatch(s); m != nil {
+		candidates := make([]string, 0, len(quantitySuffixes))
+		for _, suffix := range quantitySuffixes {
+			if _, err := resource.ParseQuantity(m[1] + suffix); err == nil {
+				candidates = append(candidates, m[1]+suffix)
+			}
+		}
+		if hint := expr.DidYouMean(s, candidates); hint != "" {
+			return strings.TrimPrefix(hint, " ")
+		}
+	}
+	return `(e.g. "500m", "64Mi", 2)`
 }
 
 // unquoteHint suggests writing a quoted number or boolean unquoted.

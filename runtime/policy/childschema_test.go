@@ -110,6 +110,8 @@ func TestChildSchema(t *testing.T) {
 			`spec.ports[0].targetPort: true is a boolean, but Service spec.ports[0].targetPort takes an integer or a string`, 17},
 		{"a literal that is no quantity", podWith("              resources: {limits: {cpu: lots}}\n"), false,
 			`spec.containers[0].resources.limits.cpu: "lots" is not a quantity, which Pod spec.containers[0].resources.limits.cpu takes`, 20},
+		{"a quantity with a misspelt suffix", podWith("              resources: {limits: {memory: 1Gib}}\n"), false,
+			`spec.containers[0].resources.limits.memory: "1Gib" is not a quantity, which Pod spec.containers[0].resources.limits.memory takes (did you mean "1Gi"?)`, 20},
 		{"a list of the wrong items", podWith("              args: \"${[1, 2]}\"\n"), false,
 			`spec.containers[0].args: "${[1, 2]}" returns list(int), but Pod spec.containers[0].args takes a list`, 20},
 		{"a map of the wrong values into labels", strings.Replace(templateOf("v1", "Pod", ""), "{name: x}", "{name: x, labels: \"${{'a': 1}}\"}", 1), false,
@@ -181,6 +183,24 @@ func TestAKindTakesTheArticleOfItsFirstSound(t *testing.T) {
 	for _, tc := range tests {
 		if got := withArticle(tc.kind); got != tc.want {
 			t.Errorf("withArticle(%q) = %q, want %q", tc.kind, got, tc.want)
+		}
+	}
+}
+
+func TestAMalformedQuantitySuggestsTheNearestOne(t *testing.T) {
+	tests := []struct{ value, want string }{
+		{"1Gib", `(did you mean "1Gi"?)`},
+		{"512mi", `(did you mean "512Mi"?)`},
+		{"500mb", `(did you mean "500M"?)`},
+		{"2GB", `(did you mean "2G"?)`},
+		{"1 Gi", `(did you mean "1Gi"?)`},
+		{"1.5Gii", `(did you mean "1.5Gi"?)`},
+		{"lots", `(e.g. "500m", "64Mi", 2)`},
+		{"1Gibibytes", `(e.g. "500m", "64Mi", 2)`},
+	}
+	for _, tc := range tests {
+		if got := quantityHint(tc.value); got != tc.want {
+			t.Errorf("quantityHint(%q) = %s, want %s", tc.value, got, tc.want)
 		}
 	}
 }
