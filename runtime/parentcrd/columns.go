@@ -44,8 +44,12 @@ func (b *schemaBuilder) columns(declared []apiextensionsv1.CustomResourceColumnD
 		if c.Priority < 0 {
 			b.errorf(path+".priority", "expected 0 (shown by kubectl get) or more (shown with -o wide), got %d", c.Priority)
 		}
-		if named, ok := b.columnField(path, c.JSONPath, root); ok {
-			c.Type = b.columnType(path, c, named)
+		named, mistake := columnField(path, c.JSONPath, root)
+		if mistake == nil {
+			c.Type, mistake = columnType(path, c, named)
+		}
+		if mistake != nil {
+			b.errorf(mistake.Path, "%s", mistake.Msg)
 		}
 		out = append(out, c)
 	}
@@ -54,64 +58,62 @@ func (b *schemaBuilder) columns(declared []apiextensionsv1.CustomResourceColumnD
 
 // columnField checks a column's jsonPath, as kubectl parses it, and returns the schema of the field
 // it names when it is a path of field names (nil for another path, or a field under one of any
-// content); false when the path is wrong.
-func (b *schemaBuilder) columnField(path, jsonPath string, root *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1.JSONSchemaProps, bool) {
+// content), or what is wrong with it.
+func columnField(path, jsonPath string, root *apiextensionsv1.JSONSchemaProps) (*apiextensionsv1.JSONSchemaProps, *Error) {
 	path += ".jsonPath"
 	if !strings.HasPrefix(jsonPath, ".") {
-		b.errorf(path, "%q is not a path from the parent's root: write it with a leading dot, e.g. .spec.replicas", jsonPath)
-		return nil, false
+		return nil, mistakef(path, "%q is not a path from the parent's root: write it with a leading dot, e.g. .spec.replicas", jsonPath)
 	}
 	if _, err := jsonpath.Parse("column", "{"+jsonPath+"}"); err != nil {
-		b.errorf(path, "%q is not a JSONPath kubectl can read: %v", jsonPath, err)
-		return nil, false
+		return nil, mistakef(path, "%q is not a JSONPath kubectl can read: %v", jsonPath, err)
 	}
 	if !simpleJSONPath.MatchString(jsonPath) {
-		return nil, true
+		return nil, nil
 	}
 	names := strings.Split(jsonPath[1:], ".")
 	if names[0] == "metadata" {
-		return metadataField(names[1:]), true
+		return metadataField(names[1:]), nil
 	}
 	s := root
 	for i, name := range names {
 		switch {
 		case s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields, s.AdditionalProperties != nil:
-			return nil, true // any field may be there
+			return nil, nil // any field may be there
 		case s.Type != "object":
-			b.errorf(path, "%q names a field of .%s, which is %s", jsonPath, strings.Join(names[:i], "."), article(s.Type))
-			return nil, false
+			return nil, mistakef(path, "%q names a field of .%s, which is %s", jsonPath, strings.Join(names[:i], "."), article(s.Type))
 		}
 		p, ok := s.Properties[name]
 		if !ok {
-			b.errorf(path, "%q names no declared field: .%s has no field %q%s", jsonPath, strings.Join(names[:i], "."), name,
+			return nil, mistakef(path, "%q names no declared field: .%s has no field %q%s", jsonPath, strings.Join(names[:i], "."), name,
 				expr.DidYouMean(name, slices.Sorted(maps.Keys(s.Properties))))
-			return nil, false
 		}
 		s = &p
 	}
-	return s, true
+	return s, nil
 }
 
 // columnType returns a column's type: the declared one, else the type of the field its jsonPath
-// names (date for a date-time string).
-func (b *schemaBuilder) columnType(path string, c apiextensionsv1.CustomResourceColumnDefinition, named *apiextensionsv1.JSONSchemaProps) string {
+// names (date for a date-time string); or what is wrong with it.
+func columnType(path string, c apiextensionsv1.CustomResourceColumnDefinition, named *apiextensionsv1.JSONSchemaProps) (string, *Error) {
 	switch {
+	case c.Type != "" && !slices.Contains(columnTypes, c.Type):
+		return "", mistakef(path+".type", "unknown column type %q%s: one of %s", c.Type, expr.DidYouMean(c.Type, columnTypes), strings.Join(columnTypes, ", "))
 	case c.Type != "":
-		if !slices.Contains(columnTypes, c.Type) {
-			b.errorf(path+".type", "unknown column type %q%s: one of %s", c.Type, expr.DidYouMean(c.Type, columnTypes), strings.Join(columnTypes, ", "))
-		}
-		return c.Type
+		return c.Type, nil
 	case named == nil:
-		b.errorf(path, "type is required: one of %s (a column takes the type of the declared field its jsonPath names, and %q names none)",
+		return "", mistakef(path, "type is required: one of %s (a column takes the type of the declared field its jsonPath names, and %q names none)",
 			strings.Join(columnTypes, ", "), c.JSONPath)
 	case named.Type == "string" && named.Format == "date-time":
-		return "date"
+		return "date", nil
 	case slices.Contains(columnTypes, named.Type):
-		return named.Type
-	default:
-		b.errorf(path, "type is required: %s is %s, which no column type is: one of %s", c.JSONPath, article(named.Type), strings.Join(columnTypes, ", "))
+		return named.Type, nil
 	}
-	return ""
+	return "", mistakef(path, "type is required: %s is %s, which no column type is: one of %s", c.JSONPath, article(named.Type), strings.Join(columnTypes, ", "))
+}
+
+// mistakef is a mistake at a policy's field path.
+func mistakef(path, format string, args ...any) *Error {
+	return &Error{Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 // metadataFields are the schemas of the metadata fields a column shows.

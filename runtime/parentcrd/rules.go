@@ -119,27 +119,31 @@ func (b *schemaBuilder) rootRules(at *field.Path, declared []apiextensionsv1.Val
 // ruleAt is the path of an object's i-th rule in the generated schema.
 func ruleAt(at *field.Path, i int) *field.Path { return at.Child(rulesKey).Index(i) }
 
-// immutable returns the rule that keeps a field as it was created, when the field declares
-// immutable: true.
-func (b *schemaBuilder) immutable(path string, m map[string]any) (apiextensionsv1.ValidationRule, bool) {
+// addImmutable gives a field that declares immutable: true the rule it stands for, which keeps
+// the field as it was created (recorded at the key). fieldAt is the field's schema.
+func (b *schemaBuilder) addImmutable(path string, fieldAt *field.Path, m map[string]any, p *apiextensionsv1.JSONSchemaProps) {
 	v, ok := m["immutable"]
 	if !ok {
-		return apiextensionsv1.ValidationRule{}, false
+		return
 	}
 	on, isBool := v.(bool)
 	if !isBool {
 		b.errorf(path+".immutable", "expected true or false, got %s", describeValue(v))
 	}
-	return apiextensionsv1.ValidationRule{
+	if !on {
+		return
+	}
+	b.recordRule(ruleAt(fieldAt, len(p.XValidations)), path+".immutable")
+	p.XValidations = append(p.XValidations, apiextensionsv1.ValidationRule{
 		Rule:    "self == oldSelf",
 		Message: fmt.Sprintf("is immutable: it cannot change once the %s is created", b.kind),
-	}, on && isBool
+	})
 }
 
 // presenceRule returns the rule, on an object, that keeps its immutable field name set or unset
-// as the object was created: a field's own rule only compares values both have. A required field,
-// or one with a default, is always there and needs none.
-func (b *schemaBuilder) presenceRule(name string) (apiextensionsv1.ValidationRule, bool) {
+// as the object (a kind's) was created: a field's own rule only compares values both have. A
+// required field, or one with a default, is always there and needs none.
+func presenceRule(name, kind string) (apiextensionsv1.ValidationRule, bool) {
 	escaped, ok := apiservercel.Escape(name)
 	if !ok {
 		return apiextensionsv1.ValidationRule{}, false
@@ -150,20 +154,9 @@ func (b *schemaBuilder) presenceRule(name string) (apiextensionsv1.ValidationRul
 	}
 	return apiextensionsv1.ValidationRule{
 		Rule:      fmt.Sprintf("has(self.%s) == has(oldSelf.%s)", escaped, escaped),
-		Message:   fmt.Sprintf("is immutable: it cannot be set or removed once the %s is created", b.kind),
+		Message:   fmt.Sprintf("is immutable: it cannot be set or removed once the %s is created", kind),
 		FieldPath: fieldPath,
 	}, true
-}
-
-// addImmutable gives a field the rule immutable: true stands for (recorded at the key), and its
-// object s the rule that keeps it present or absent. fieldAt is the field's schema in s.
-func (b *schemaBuilder) addImmutable(path string, fieldAt *field.Path, m map[string]any, p *apiextensionsv1.JSONSchemaProps) {
-	r, on := b.immutable(path, m)
-	if !on {
-		return
-	}
-	b.recordRule(ruleAt(fieldAt, len(p.XValidations)), path+".immutable")
-	p.XValidations = append(p.XValidations, r)
 }
 
 // addPresence gives object s, at at, the presence rule of its field name when the field, declared
@@ -173,7 +166,7 @@ func (b *schemaBuilder) addPresence(path string, at *field.Path, name string, v 
 	if on, _ := m["immutable"].(bool); !on || required || p.Default != nil {
 		return
 	}
-	r, ok := b.presenceRule(name)
+	r, ok := presenceRule(name, b.kind)
 	if !ok {
 		return
 	}
