@@ -51,5 +51,8 @@
 //
 // Compile errors name the column in the expression and, for a misspelt field of a declared type
 // (the parent's schema, a child's or related object's kind, children, related, variables) or
-// variable, the name likely meant (suggest.go).
+// variable, the name likely meant (suggest.go); index beside a forEach's each says what to name
+// children by. An expression whose type cannot be what its place needs (forEach a list,
+// includeWhen a bool) is a ResultTypeError that says the type it has and what to write (fix.go):
+// a comparison, a size, a list field of the object, a default for an optional.
 package expr

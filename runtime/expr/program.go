@@ -67,6 +67,24 @@ func UnwrapOptional(t *cel.Type) *cel.Type {
 	return t
 }
 
+// ResultTypeError is an expression whose type is not what it must return, with how to write it
+// so that it is (resultFix).
+type ResultTypeError struct {
+	Source string
+	Want   Want
+	Got    *cel.Type
+	// Fix says what to write instead, or is empty.
+	Fix string
+}
+
+func (e *ResultTypeError) Error() string {
+	msg := fmt.Sprintf("%s must return %s, but returns %s", quote(e.Source), e.Want, cel.FormatCELType(e.Got))
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
 // Program is one compiled expression, ready to evaluate; safe for concurrent use.
 type Program struct {
 	// Source is the expression as written.
@@ -102,7 +120,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	}
 	e.reads.record(ast)
 	if out := ast.OutputType(); !want.accepts(out) {
-		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
+		return nil, &ResultTypeError{Source: src, Want: want, Got: out, Fix: e.resultFix(src, want, out)}
 	}
 	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.forAST(ast)))
 	if err != nil {

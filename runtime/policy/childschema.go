@@ -2,9 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -155,7 +157,7 @@ func (w *schemaCheck) required(m map[string]any, tr smdschema.TypeRef, path stri
 		}
 		why := ""
 		if w.template {
-			why = fmt.Sprintf(": the API server rejects a %s without it", w.kind)
+			why = fmt.Sprintf(": the API server rejects %s without it", withArticle(w.kind))
 		}
 		w.errorf(path, "required field %q of %s is missing%s", name, w.field(path), why)
 	}
@@ -190,8 +192,8 @@ func (w *schemaCheck) exclusive(m map[string]any, tr smdschema.TypeRef, path str
 			set = append(set, name)
 		}
 		if len(set) > 1 {
-			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects a %s with more than one; keep one",
-				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), w.kind)
+			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects %s with more than one; keep one",
+				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), withArticle(w.kind))
 		}
 	}
 }
@@ -311,7 +313,7 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 	if takesString(atom) {
 		if !template && isQuantity(tr) {
 			if _, err := resource.ParseQuantity(s); err != nil {
-				w.errorf(path, "%q is not a quantity, which %s takes (e.g. \"500m\", \"64Mi\", 2)", s, w.field(path))
+				w.errorf(path, "%q is not a quantity, which %s takes %s", s, w.field(path), quantityHint(s))
 			}
 		}
 		return
@@ -325,6 +327,30 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 		hint = unquoteHint(s, atom)
 	}
 	w.errorf(path, "%q is a string, but %s takes %s%s", s, w.field(path), describeAtom(atom, tr), hint)
+}
+
+// quantitySuffixes are the suffixes of a quantity the API server parses
+// (k8s.io/apimachinery/pkg/api/resource): decimal SI, binary SI, and none.
+var quantitySuffixes = []string{"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+
+// quantityNumber is the number a quantity starts with, and the rest.
+var quantityNumber = regexp.MustCompile(`^\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*(.*?)\s*$`)
+
+// quantityHint proposes the quantity s likely meant, its number with the nearest suffix the API
+// server parses ("1Gib": "1Gi", "500mb": "500M"), or gives examples.
+func quantityHint(s string) string {
+	if m := quantityNumber.FindStringSubmatch(s); m != nil {
+		candidates := make([]string, 0, len(quantitySuffixes))
+		for _, suffix := range quantitySuffixes {
+			if _, err := resource.ParseQuantity(m[1] + suffix); err == nil {
+				candidates = append(candidates, m[1]+suffix)
+			}
+		}
+		if hint := expr.DidYouMean(s, candidates); hint != "" {
+			return strings.TrimPrefix(hint, " ")
+		}
+	}
+	return `(e.g. "500m", "64Mi", 2)`
 }
 
 // unquoteHint suggests writing a quoted number or boolean unquoted.
@@ -516,4 +542,34 @@ func templateForm(s string) (src string, form int) {
 		return "", unclear
 	}
 	return s[2 : len(s)-1], wholeValue
+}
+
+// withArticle puts "a" or "an" before a kind, by the sound it starts with: "an Ingress",
+// "a Pod", "a UserGroup"; a kind that starts with an acronym is read by its letters
+// ("an HTTPRoute", "a URLMap").
+func withArticle(kind string) string {
+	r := []rune(kind)
+	switch {
+	case len(r) == 0:
+		return kind
+	case len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsUpper(r[1]): // an acronym: its first letter's name
+		if strings.ContainsRune("AEFHILMNORSX", r[0]) {
+			return "an " + kind
+		}
+	case strings.ContainsRune("AEIOaeio", r[0]):
+		return "an " + kind
+	case (r[0] == 'U' || r[0] == 'u') && !youSound(kind[1:]):
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// youSound reports whether what follows a leading U makes it sound "you" (User, Unit, Utility).
+func youSound(rest string) bool {
+	for _, p := range []string{"ni", "se", "sa", "su", "ti", "ri", "ra"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
 }

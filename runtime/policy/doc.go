@@ -43,8 +43,9 @@
 //     (ChildResourceInfo.ObjectSchema), for render to check what expressions give.
 //   - A policy may declare its parent's custom resource in short (spec.parentSchema). ParentCRD
 //     turns it into the CustomResourceDefinition `metacel crd` prints, which package parentcrd
-//     builds from plain values (structural, checked with the API server's own structural-schema
-//     and defaulting code); ParentCRD places its errors as FieldErrors at the declaration's
+//     builds from plain values (structural, with formats, CEL rules, immutable fields and printer
+//     columns, checked with the API server's own structural-schema, defaulting and CEL
+//     compilation code); ParentCRD places its errors as FieldErrors at the declaration's
 //     lines. compile types the parent against it (declaredParent) when the mapper does not know
 //     the parent: a CRD given (--crd) or installed wins, and the parent stays Guessed, so that a
 //     cluster still waits for its CRD.

@@ -147,7 +147,9 @@ func (s *crdSchema) validate(ctx context.Context, obj *unstructured.Unstructured
 }
 
 // checkRules adds the errors of the x-kubernetes-validations rules to errs, unless errs already
-// holds an error that stops the API server from running them.
+// holds an error that stops the API server from running them. There is no old object, as on a
+// create: a transition rule (one that reads oldSelf, as immutable fields do) is skipped, as the
+// API server skips it on create.
 func (s *crdSchema) checkRules(ctx context.Context, obj *unstructured.Unstructured, errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
 		switch e.Type {
@@ -194,6 +196,10 @@ func (e *InvalidError) Error() string {
 	problems := e.Problems()
 	lines := make([]string, len(problems))
 	for i, p := range problems {
+		if p.Path == "" { // a rule of the whole object (a nil path)
+			lines[i] = p.Msg
+			continue
+		}
 		lines[i] = p.Path + ": " + p.Msg
 	}
 	return fmt.Sprintf("%s is invalid, the API server would refuse it: %s", e.What, strings.Join(lines, "; "))
@@ -215,7 +221,11 @@ func (e *InvalidError) Problems() []FieldProblem {
 		out = append(out, FieldProblem{Path: p, Msg: unknownFieldRule})
 	}
 	for _, fe := range e.Errs {
-		out = append(out, FieldProblem{Path: fe.Field, Msg: fe.ErrorBody()})
+		path := fe.Field
+		if path == "<nil>" { // a rule of the whole object
+			path = ""
+		}
+		out = append(out, FieldProblem{Path: path, Msg: fe.ErrorBody()})
 	}
 	return out
 }

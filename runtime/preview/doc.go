@@ -6,9 +6,11 @@
 // cluster runs, so that a mistake shows before anything is applied:
 //   - the parent is admitted as the API server admits a create, with apiextensions-apiserver's code
 //     (structural schema, pruning, defaulting, the OpenAPI schema validator, list types, embedded
-//     metadata, x-kubernetes-validations rules): a misspelt or mistyped field is an error naming
-//     the field and the rule (with the value the field holds, where the API server's validator
-//     names its type: values.go), and a default of the CRD is in the parent the policy reads;
+//     metadata, x-kubernetes-validations rules, a parentSchema's included): a misspelt or
+//     mistyped field is an error naming the field and the rule (with the value the field holds,
+//     where the API server's validator names its type: values.go), and a default of the CRD is in
+//     the parent the policy reads; as on a create, there is no old object, so a transition rule
+//     (oldSelf, an immutable field) is left to the cluster;
 //   - a parent without a UID gets a stable one (stableUID), and generation 1, as the API server
 //     would give it, so that children's labels and ownerReferences are never empty;
 //   - what the sync writes is decided by package decide, the runtime's own decision (Steps); the
