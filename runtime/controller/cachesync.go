@@ -16,21 +16,23 @@ import (
 
 // Delays of the reports of caches that do not sync: the first after notSyncedFirst, then every
 // notSyncedEvery.
-const (
+var (
 	notSyncedFirst = 10 * time.Second
 	notSyncedEvery = time.Minute
 )
 
 // waitForCaches waits until the checks are done (the controller's informers have synced), and
-// reports false if ctx ends first. While they have not, it says which resources are missing and
+// reports false if ctx ends first. The checks are read again at each wait: with sharding, the
+// informers of slots given up meanwhile are released and never sync, those of slots gained are
+// new. While they have not, it says which resources are missing and
 // why (their last list error: a resource the runtime may not list, say), in the log and through
 // report (Options.OnNotSynced, when set): a policy whose caches never sync never runs, and must
 // not look healthy.
-func waitForCaches(ctx context.Context, policyName string, checks []cache.DoneChecker, byName func() map[string]cache.SharedIndexInformer, pool *informers.Pool, report func(msg string)) bool {
+func waitForCaches(ctx context.Context, policyName string, checks func() []cache.DoneChecker, byName func() map[string]cache.SharedIndexInformer, pool *informers.Pool, report func(msg string)) bool {
 	wait := notSyncedFirst
 	for {
 		waitCtx, cancel := context.WithTimeout(ctx, wait)
-		synced := cache.WaitFor(waitCtx, "", checks...)
+		synced := cache.WaitFor(waitCtx, "", checks()...)
 		cancel()
 		switch {
 		case synced:

@@ -446,5 +446,6 @@ func (c *Controller) Memory() Memory {
 // false if ctx ends first.
 func (c *Controller) waitForCaches(ctx context.Context) bool {
 	informers := func() map[string]cache.SharedIndexInformer { return informersByName(&c.caches, c.related) }
-	return waitForCaches(ctx, c.Name(), doneCheckers(&c.caches, c.delivered), informers, c.deps.Pool, c.opts.OnNotSynced)
+	checks := func() []cache.DoneChecker { return doneCheckers(&c.caches, c.delivered) }
+	return waitForCaches(ctx, c.Name(), checks, informers, c.deps.Pool, c.opts.OnNotSynced)
 }
