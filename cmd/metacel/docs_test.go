@@ -11,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/test/mdblocks"
 )
@@ -245,4 +246,16 @@ func writeExample(t *testing.T, dir string, ex example, fallback string) string 
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestTheContractSaysHowChildrenAreDeleted holds docs/contract.md to the propagation policy the
+// runtime deletes children with (apply.DeletePropagation).
+func TestTheContractSaysHowChildrenAreDeleted(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repo, "docs", "contract.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "deletes a child with `propagationPolicy: " + string(apply.DeletePropagation) + "`"; !strings.Contains(string(doc), want) {
+		t.Errorf("docs/contract.md does not say that metacel %s", want)
+	}
 }

@@ -21,7 +21,7 @@ func newRBACCommand() *cobra.Command {
 		Use:   "rbac PATH... [--namespace NS] [--prefix P]",
 		Short: "Print the least-privilege RBAC of the given policies",
 		Long: `Rbac reads policies (files, directories, ConfigMaps holding them; other files are skipped with a
-note) and prints, as one YAML stream
+note; a policy file that does not parse is an error) and prints, as one YAML stream
 to kubectl apply, the RBAC that lets metacel run them and nothing more. Per ServiceAccount that
 policies act as (spec.serviceAccountName, in --namespace):
 

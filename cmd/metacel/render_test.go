@@ -195,6 +195,9 @@ func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
 			"conflict apps/v1 Deployment default/memcached-sample: its metacel.dev/parent-uid label names another parent"},
 		{"an object another owner controls is a conflict, not read", "deployment-other-owner.yaml",
 			"conflict apps/v1 Deployment default/memcached-sample: its controller ownerReference names another owner"},
+		{"an object with no mark of the parent under a misspelt name is ignored with a note, never deleted", "deployment-misspelt.yaml",
+			"note: ignored observed Deployment default/memcached-sampel: not a child of this parent: no desired child has its name, and it carries no mark of this Memcached " +
+				"(no metacel.dev/parent-uid or metacel.dev/child-id label, no ownerReference to it, no managed fields of metacel's): offline, an object given by hand is deleted only when it carries one\n"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -209,6 +212,9 @@ func TestRenderObservedMatchesAsTheRuntime(t *testing.T) {
 			}
 			if !strings.Contains(errOut, tc.stderr) {
 				t.Errorf("stderr lacks %q:\n%s", tc.stderr, errOut)
+			}
+			if strings.HasPrefix(tc.stderr, "note: ignored") && strings.Contains(errOut, "changes to observed objects") {
+				t.Errorf("an ignored object must not be changed:\n%s", errOut)
 			}
 		})
 	}
@@ -228,18 +234,18 @@ func TestRenderChecksTheParentLikeTheAPIServer(t *testing.T) {
 		wantOut   []string // in stdout
 		wantNotes []string // in stderr
 	}{
-		{name: "a field of the wrong type is refused, naming the field and the rule",
+		{name: "a field of the wrong type is refused, naming the field, its value and the rule",
 			args:    gadget("gadget-wrong-type.yaml"),
-			wantErr: `gadget-wrong-type.yaml: Gadget default/gizmo is invalid, the API server would refuse it: spec.maxReplicas: Invalid value: "string": spec.maxReplicas in body must be of type integer`},
+			wantErr: `gadget-wrong-type.yaml: Gadget default/gizmo is invalid, the API server would refuse it: spec.maxReplicas: Invalid value: "two": spec.maxReplicas in body must be of type integer`},
 		{name: "a field the schema does not declare is refused",
 			args:    gadget("gadget-unknown-field.yaml"),
 			wantErr: "spec.maxReplica: unknown field: the CRD's schema does not declare it"},
 		{name: "a parent failing the CRD's validation rule is refused with the rule's message",
 			args:    gadget("gadget-bad-range.yaml"),
 			wantErr: "spec: Invalid value: minReplicas must not exceed maxReplicas"},
-		{name: "a status field of the wrong type is an error at the policy's status field",
+		{name: "a status field of the wrong type is an error at the policy's status field, with the value computed",
 			args:    gadget("gadget-labelled.yaml"),
-			wantErr: `gadget-policy.yaml:20: spec.status.replicas: the computed status.replicas does not fit the CRD's status schema, the API server would refuse the status write: Invalid value: "string": replicas in body must be of type integer`},
+			wantErr: `gadget-policy.yaml:20: spec.status.replicas: the computed status.replicas does not fit the CRD's status schema, the API server would refuse the status write: Invalid value: "two": replicas in body must be of type integer`},
 		{name: "the CRD's defaults are in the parent the policy reads",
 			args:    gadget("gadget.yaml"),
 			wantOut: []string{"range: 1-2", "minReplicas: 1", "replicas: 2"}},
@@ -394,6 +400,35 @@ func TestRenderPatchesBookkeepingNeverRecreates(t *testing.T) {
 			}
 			if strings.Contains(errOut, tc.notWant) {
 				t.Errorf("stderr has %q:\n%s", tc.notWant, errOut)
+			}
+		})
+	}
+}
+
+// TestRenderReadinessFollowsTheSyncsWrites renders a parent with its CronJob observed as it is
+// (not suspended): the status is rendered again with the children as the sync's writes leave
+// them (decide.AfterWrites), an in-place update included, as the runtime's status after its write.
+func TestRenderReadinessFollowsTheSyncsWrites(t *testing.T) {
+	tests := []struct {
+		name, parent string
+		want         []string // in stdout
+	}{
+		{"a CronJob the parent wants suspended is not ready once updated in place", "backup-paused.yaml",
+			[]string{"suspend: true", "message: waiting for CronJob default/nightly\n    observedGeneration: 1\n    reason: ChildrenNotReady\n    status: \"False\"\n    type: Ready"}},
+		{"a CronJob the parent wants as it is stays ready", "backup-running.yaml",
+			[]string{"suspend: false", "message: 1 child ready\n    observedGeneration: 1\n    reason: ChildrenReady\n    status: \"True\"\n    type: Ready"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errOut, err := runCLI(t, "render", "--policy", input("backup-policy.yaml"), "--parent", input(tc.parent),
+				"--observed", input("cronjob-not-suspended.yaml"))
+			if err != nil {
+				t.Fatalf("render: %v\n%s", err, errOut)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(out, want) {
+					t.Errorf("stdout lacks %q:\n%s", want, out)
+				}
 			}
 		})
 	}

@@ -22,16 +22,21 @@ func newValidateCommand() *cobra.Command {
 		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
 		Short: "Check policy files (or directories of them) with no cluster",
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
-(*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them); the other
-files (test files, CRDs, samples) are skipped with a note, so that a policy may share its folder
-with them. Errors read
+(*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them: labelled
+metacel.dev/policy=true, or with a data value holding kind: CompositePolicy, parsed or not); the
+other files (test files, CRDs, samples) are skipped with a note, so that a policy may share its
+folder with them. The sample parents among them (objects of a valid policy's parent resource) are
+checked as the API server would admit them, against the parent's CRD or parentSchema. Errors read
 file:line: field.path: message. Child templates are checked against the schema of their kind:
 built-in kinds against the schemas Kubernetes ships, custom kinds against their CRD (--crd). With
 --crd, parents are typed from their CRD's schema, so a misspelt field is an error; a policy whose
 custom parent no --crd file defines is then an error too. --crd takes files or directories.
 With --kubeconfig (or --context, or any other cluster flag), what the --crd files do not define
-is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Exits 1
-if any policy is invalid, or if there is none.`,
+is looked up in that cluster: its resources, and its CRDs' schemas (nothing is written). Warnings
+(file:line: field.path: warning: message) name what the API server would accept but that does not
+do what the policy says (a Secret key in both data and stringData, an HPA aimed at no child, a
+workload that sets replicas under an HPA) or grants beyond a parent's namespace; they fail
+nothing. Exits 1 if any policy or sample is invalid, or if there is no policy.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cat, err := kinds.LoadCRDFiles(crds)
@@ -49,8 +54,12 @@ if any policy is invalid, or if there is none.`,
 			if err != nil {
 				return err
 			}
-			files = policyFiles(files, v.withCRDs, cmd.ErrOrStderr())
-			if !v.files(cmd.OutOrStdout(), cmd.ErrOrStderr(), files) {
+			out, errOut := cmd.OutOrStdout(), cmd.ErrOrStderr()
+			policies, others := splitPolicyFiles(files)
+			valid, ok := v.files(out, errOut, policies)
+			others, samplesOK := v.samples(cmd.Context(), out, errOut, others, valid)
+			noteSkipped(errOut, others, v.withCRDs)
+			if !ok || !samplesOK {
 				return errReported
 			}
 			return nil
@@ -87,8 +96,9 @@ func clusterMapper(cluster *clusterFlags) (kinds.Mapper, error) {
 	return kinds.NewDiscovery(kube.Discovery(), dyn), nil
 }
 
-// files prints one line per valid policy and every error; it reports whether all passed.
-func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
+// files prints one line per valid policy and every error; it returns the valid policies, and
+// reports whether all passed.
+func (v validation) files(out, errOut io.Writer, files []string) (valid []*policy.Compiled, ok bool) {
 	cat, withCRDs := v.cat, v.withCRDs
 	ok = true
 	names := map[string]string{}
@@ -124,6 +134,7 @@ func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
 				ok = false
 				continue
 			}
+			valid = append(valid, c)
 			fmt.Fprintf(out, "%s: policy %q is valid (parent %s %s, %s; %s%s)\n", file, c.Name(), c.Parent.GVR.GroupVersion(), c.Parent.GVR.Resource,
 				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
 			for _, f := range policy.Lint(c) {
@@ -131,7 +142,7 @@ func (v validation) files(out, errOut io.Writer, files []string) (ok bool) {
 			}
 		}
 	}
-	return ok
+	return valid, ok
 }
 
 // definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,

@@ -268,3 +268,57 @@ func TestValidateRefusesWhatTheAPIServerRefusesAtItsLine(t *testing.T) {
 		t.Errorf("%d refusals, want one per mistake:\n%s", n, errOut)
 	}
 }
+
+// TestValidateWarnsOfChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay: validate passes a policy
+// whose children the API server accepts but that do not do what they say, with a warning at the
+// line of each, in the order of the lines.
+func TestValidateWarnsOfChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay(t *testing.T) {
+	policy := func(replicas, targetName, data string) string {
+		return testpolicies.YAML("webscale", testpolicies.Fills{"NAME": "${parent.metadata.name}-web", "REPLICAS": replicas,
+			"TARGET_KIND": "Deployment", "TARGET_NAME": targetName, "DATA": data, "STRING_DATA": `password: "${parent.spec.password}"`})
+	}
+	tests := []struct {
+		name   string
+		policy string
+		want   []string // the warnings' beginnings, in order
+	}{
+		{"a Deployment that sets replicas under its HPA, and a Secret key in data and stringData",
+			policy("replicas: 2", "${parent.metadata.name}-web", "password: c2VjcmV0"),
+			[]string{
+				`webscale.yaml:21: spec.children[0].template.spec.replicas: warning: the HPA child "scaler" scales this Deployment, yet its template sets spec.replicas`,
+				`webscale.yaml:42: spec.children[2].template.data.password: warning: key "password" is in both data and stringData`,
+			}},
+		{"an HPA aimed at no child",
+			policy("revisionHistoryLimit: 3", "${parent.metadata.name}", "user: YWRtaW4="),
+			[]string{`webscale.yaml:34: spec.children[1].template.spec.scaleTargetRef.name: warning: the HPA scales Deployment "${parent.metadata.name}", ` +
+				`but no Deployment child of the policy is named so ("${parent.metadata.name}-web")`}},
+		{"an HPA that scales its Deployment, which leaves replicas to it",
+			policy("revisionHistoryLimit: 3", "${parent.metadata.name}-web", "user: YWRtaW4="), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "webscale.yaml")
+			if err := os.WriteFile(file, []byte(tt.policy), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, errOut, err := runCLI(t, "validate", file)
+			if err != nil {
+				t.Fatalf("validate: %v\n%s", err, errOut)
+			}
+			var got []string
+			for line := range strings.Lines(errOut) {
+				if strings.Contains(line, "warning:") {
+					got = append(got, line)
+				}
+			}
+			if len(got) != len(tt.want) {
+				t.Fatalf("warnings:\n%s\nwant %d:\n%s", strings.Join(got, ""), len(tt.want), strings.Join(tt.want, "\n"))
+			}
+			for i, want := range tt.want {
+				if !strings.HasPrefix(got[i], filepath.Dir(file)+string(filepath.Separator)+want) {
+					t.Errorf("warning %d:\n%s\nwant it to begin %s", i, got[i], want)
+				}
+			}
+		})
+	}
+}

@@ -573,27 +573,23 @@ func (h *house) structFacts(p *ownPackage, obj types.Object) (LargestStruct, boo
 }
 
 // larger orders structs by fields, then methods, then name (the first in name order wins).
-func larger(a, b LargestStruct) bool {
-	switch {
-	case b.Name == "":
-		return true
-	case a.Fields != b.Fields:
-		return a.Fields > b.Fields
-	case a.Methods != b.Methods:
-		return a.Methods > b.Methods
-	}
-	return a.Name < b.Name
-}
+func larger(a, b LargestStruct) bool { return before(a, b, a.Fields-b.Fields, a.Methods-b.Methods) }
 
 // moreMethods orders structs by methods, then fields, then name (the first in name order wins).
 func moreMethods(a, b LargestStruct) bool {
-	switch {
-	case b.Name == "":
+	return before(a, b, a.Methods-b.Methods, a.Fields-b.Fields)
+}
+
+// before reports whether a comes before b (b empty: always), by the first of the differences
+// that is not zero (the larger first), then by name.
+func before(a, b LargestStruct, diffs ...int) bool {
+	if b.Name == "" {
 		return true
-	case a.Methods != b.Methods:
-		return a.Methods > b.Methods
-	case a.Fields != b.Fields:
-		return a.Fields > b.Fields
+	}
+	for _, d := range diffs {
+		if d != 0 {
+			return d > 0
+		}
 	}
 	return a.Name < b.Name
 }

@@ -240,13 +240,18 @@ func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, names
 	return w.resource(gvr, namespace).Get(ctx, name, metav1.GetOptions{})
 }
 
-// Delete deletes an object if it is still the one observed (UID precondition), in the
-// background. An object already gone is not an error.
+// DeletePropagation is how Delete deletes an object: the object goes at once, and the garbage
+// collector deletes what it owns (a Deployment's ReplicaSets and Pods) after it, in the background.
+// docs/contract.md says so.
+const DeletePropagation = metav1.DeletePropagationBackground
+
+// Delete deletes an object if it is still the one observed (UID precondition), with
+// DeletePropagation. An object already gone is not an error.
 func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	uid := obj.GetUID()
-	propagation := metav1.DeletePropagationBackground
+	propagation := DeletePropagation
 	err := w.resource(gvr, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
 		Preconditions:     &metav1.Preconditions{UID: &uid},
 		PropagationPolicy: &propagation,

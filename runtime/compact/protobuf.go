@@ -137,10 +137,10 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	o := &Object{TypeMeta: metav1.TypeMeta{APIVersion: typ.APIVersion, Kind: typ.Kind}, Protobuf: true}
 	metadata, err := field(message, 1)
 	if err != nil {
-		return nil, fmt.Errorf("decode the metadata of a %s: %w", typ.Kind, err)
+		return nil, fmt.Errorf("decode the metadata of the %s: %w", typ.Kind, err)
 	}
 	if err := o.ObjectMeta.Unmarshal(metadata); err != nil {
-		return nil, fmt.Errorf("decode the metadata of a %s: %w", typ.Kind, err)
+		return nil, fmt.Errorf("decode the metadata of the %s: %w", typ.Kind, err)
 	}
 	o.ManagedFields = nil
 	o.Annotations = withoutLastApplied(o.Annotations)

@@ -33,9 +33,9 @@
 //     them; Memory (memo.go): the memo of its parents' last syncs; drain (recreatesunderway.go):
 //     the Recreates a removed policy completes.
 //
-// A failed sync returns one error type, syncError (errors.go): the reason its Synced condition
-// reports, and whether it is terminal (controller-runtime's reconcile.TerminalError): a terminal
-// failure waits for an input to change, any other is retried with backoff.
+// One error type, syncError (errors.go), carries a failure's reason (what its Synced condition
+// reports) and whether it is terminal (controller-runtime's reconcile.TerminalError): a terminal
+// failure waits for an input to change; an error without one is retried with backoff.
 //
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related

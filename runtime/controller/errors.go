@@ -14,9 +14,10 @@ import (
 // retrying the same inputs can fix it. A terminal error cannot (controller-runtime's
 // reconcile.TerminalError): the parent is not requeued, it waits for an input to change (an event
 // of the parent, a child or a related object). Any other error is retried with backoff. A
-// write the API server refuses for good (isPermanent) makes a sync's failure terminal when the
+// write the API server refuses for good (refusedForGood) makes a sync's failure terminal when the
 // reporter reports it on the parent (reporter.fail); cleanup's writes, which no parent condition
-// reports, are retried.
+// reports, are retried. An error that is no syncError (a render error, a decode error) is
+// terminal when reported (reporter.fail), else retried.
 type syncError struct {
 	// reason is the condition reason (contract.Reason*); "" leaves it to the reporter (status.go)
 	reason   string
@@ -44,6 +45,15 @@ func terminal(err error) error {
 func isTerminal(err error) bool {
 	var se *syncError
 	return errors.As(err, &se) && se.terminal
+}
+
+// refusedForGood reports whether err is a write the API server refused and refuses again when it
+// is sent again: a terminal error, or a write's error (applyError) that the API server rejected as
+// invalid or too large (isPermanent). A request refused by something else (an access review) is
+// not.
+func refusedForGood(err error) bool {
+	var se *syncError
+	return errors.As(err, &se) && (se.terminal || se.reason == contract.ReasonApplyFailed && isPermanent(se.err))
 }
 
 // isConflict reports whether err is a ChildConflict: an object someone else owns holds a child's

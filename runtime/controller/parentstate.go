@@ -28,7 +28,7 @@ type parentState struct {
 	// knowsInputs (inputs.go)
 	inputs      uint64
 	knowsInputs bool
-	// mark is the conditions its last sync computed, for Counts, for the parent of markedUID,
+	// mark is the conditions its last sync computed, for Parents.Count, for the parent of markedUID,
 	// when marked (share.go)
 	mark      parentMark
 	markedUID types.UID
@@ -65,7 +65,7 @@ type childWrites struct {
 	deleted bool
 }
 
-// parentMark is the conditions of a parent's last sync that Counts counts.
+// parentMark is the conditions of a parent's last sync that Parents.Count counts.
 type parentMark struct {
 	ready, failing bool
 }
@@ -74,7 +74,7 @@ type parentMark struct {
 type parentStates struct {
 	mu    sync.Mutex
 	byKey map[string]*parentState
-	// byMarkedUID finds a parent's state by the UID its conditions were marked for: Counts reads
+	// byMarkedUID finds a parent's state by the UID its conditions were marked for: Parents.Count reads
 	// them once per cached parent, by the UID the cache holds
 	byMarkedUID map[types.UID]*parentState
 	// recalled are the fingerprints of the memo not matched yet, with the byte kept beside each

@@ -38,7 +38,7 @@ func (s *parentStates) sendUnlessRefused(parent *unstructured.Unstructured, id s
 
 // isRefusal reports whether err is a write the API server will refuse again.
 func isRefusal(err error) bool {
-	return isTerminal(err) || isPermanent(err)
+	return refusedForGood(err)
 }
 
 // refusalOf returns the refusal of this very object for this parent, if any.

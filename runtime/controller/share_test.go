@@ -58,7 +58,7 @@ func TestAControllerSyncsOnlyItsShare(t *testing.T) {
 				t.Errorf("Counts = %+v, want %+v", got, tt.wantCounts)
 			}
 			if got, want := h.c.Parents().Synced(objectFrom(t, `{metadata: {name: p, namespace: ns, uid: p-1}}`)), tt.wantWrites != ""; got != want {
-				t.Errorf("SyncedParent = %v, want %v", got, want)
+				t.Errorf("Parents().Synced = %v, want %v", got, want)
 			}
 		})
 	}

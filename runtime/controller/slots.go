@@ -47,8 +47,8 @@ type sharding struct {
 	pool    *informers.Pool
 	// parentGVR is the resource of the parents
 	parentGVR schema.GroupVersionResource
-	// mu serializes the moves between slots, and the release of the informers when the
-	// controller stops (stopped), after which it moves no more; want is the slots last given,
+	// mu serializes the moves between slots and stop (stopped), after which it moves no more;
+	// want is the slots last given,
 	// watched the slots whose informers it has
 	mu      sync.Mutex
 	stopped bool

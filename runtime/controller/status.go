@@ -38,7 +38,7 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	reason, retry := contract.ReasonEvaluationError, false
 	switch {
 	case errors.As(err, &se) && se.reason != "":
-		reason, retry = se.reason, !se.terminal && !isPermanent(err)
+		reason, retry = se.reason, !refusedForGood(err)
 	case isRenderError(err):
 		reason = render.ErrorConditions(err, reason)[0].Reason
 	}
@@ -50,7 +50,8 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	klog.FromContext(ctx).V(2).Info("Sync failed", "reason", reason, "err", err)
 	switch {
 	case serr != nil && !isTerminal(serr):
-		return errors.Join(err, serr)
+		// the status write is retried, whatever the sync's own error: retrying, not terminal
+		return &syncError{reason: reason, err: errors.Join(err, serr)}
 	case retry:
 		return err
 	}

@@ -118,7 +118,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 // change, and what to do instead.
 func immutableMessage(child *render.Child, field string) string {
 	r := child.Resource
-	return fmt.Sprintf("%s %s: the policy changes %s, which the API server does not let change on a %s (it would refuse the update as Invalid: field is immutable): "+
+	return fmt.Sprintf("%s %s: the policy changes %s, which the API server does not let change on an existing %s (it would refuse the update as Invalid: field is immutable): "+
 		"set updateStrategy {method: Recreate} on %s %s in spec.childResources, or give the child a name that changes with %s",
 		child.Object.GetKind(), render.NamespacedName(child.Object), field, child.Object.GetKind(), r.GVR.GroupVersion().String(), r.GVR.Resource, field)
 }

@@ -42,7 +42,7 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
 	}{
 		{"a Deployment's new selector is refused", "apps/v1", "deployments", "InPlace", deployment,
 			map[string]any{"a": "x", "b": "1"}, map[string]any{"a": "y", "b": "1"}, nil,
-			"refuse Deployment", "Deployment ns/p-c: the policy changes spec.selector, which the API server does not let change on a Deployment (it would refuse the update as Invalid: field is immutable): set updateStrategy {method: Recreate} on apps/v1 deployments in spec.childResources, or give the child a name that changes with spec.selector"},
+			"refuse Deployment", "Deployment ns/p-c: the policy changes spec.selector, which the API server does not let change on an existing Deployment (it would refuse the update as Invalid: field is immutable): set updateStrategy {method: Recreate} on apps/v1 deployments in spec.childResources, or give the child a name that changes with spec.selector"},
 		{"a Deployment's new replicas are applied", "apps/v1", "deployments", "InPlace", deployment,
 			map[string]any{"a": "x", "b": "1"}, map[string]any{"a": "x", "b": "2"}, nil, "update Deployment", ""},
 		{"a Deployment's new selector under Recreate is recreated", "apps/v1", "deployments", "Recreate", deployment,
@@ -53,7 +53,7 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "${parent.data.a}"}
         subjects: [{kind: ServiceAccount, name: "${parent.data.b}"}]
 `, map[string]any{"a": "view", "b": "s"}, map[string]any{"a": "edit", "b": "s"}, nil,
-			"refuse RoleBinding", "the policy changes roleRef, which the API server does not let change on a RoleBinding"},
+			"refuse RoleBinding", "the policy changes roleRef, which the API server does not let change on an existing RoleBinding"},
 		{"a StatefulSet's new volumeClaimTemplates are refused", "apps/v1", "statefulsets", "InPlace", `        apiVersion: apps/v1
         kind: StatefulSet
         metadata: {name: "${parent.metadata.name}-c"}
@@ -100,7 +100,7 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         metadata: {name: "${parent.metadata.name}-c"}
         spec: {storage: "${parent.data.a}", size: "${int(parent.data.b)}"}
 `, map[string]any{"a": "x", "b": "1"}, map[string]any{"a": "y", "b": "1"}, nil,
-			"refuse Gadget", "Gadget ns/p-c: the policy changes spec.storage, which the API server does not let change on a Gadget"},
+			"refuse Gadget", "Gadget ns/p-c: the policy changes spec.storage, which the API server does not let change on an existing Gadget"},
 		{"a custom child's other fields are applied", "example.com/v1", "gadgets", "InPlace", `        apiVersion: example.com/v1
         kind: Gadget
         metadata: {name: "${parent.metadata.name}-c"}

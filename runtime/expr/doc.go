@@ -14,12 +14,16 @@
 // related, children, each, child). children, related and variables are declared as object types
 // with exactly the ids the policy declares, so a misspelt id fails to compile. When the parent's
 // OpenAPI schema is known, parent is typed from it; values are still plain maps at run time, which
-// is about four times faster than schema-typed values and type-checks the same. children.<id> and
-// child (a readyWhen's) are typed by the child's kind where the policy knows it (ChildID,
-// Scope.ChildType): an ObjectType, from a CRD's schema (NewObjectType) or from the schema
-// Kubernetes ships for a built-in kind (NewObjectTypeOf), read as the parent's is (metadata typed,
-// formats as strings; int-or-string, quantities and preserved unknown fields dyn); a forEach or
-// expression child's id is a list; a child of no known kind is dyn. An ObjectType walks the
+// is about four times faster than schema-typed values and type-checks the same. children.<id>,
+// related.<id> and child (a readyWhen's) are typed by their objects' kind where the policy knows
+// it (ObjectID, Scope.ChildType): an ObjectType, from a CRD's schema (NewObjectType) or from the
+// schema Kubernetes ships for a built-in kind (NewObjectTypeOf), read as the parent's is (metadata
+// typed, formats as strings; int-or-string, quantities and preserved unknown fields dyn); a
+// forEach or expression child's id, and a related id with a selector, is a list; an object of no
+// known kind is dyn. The int-or-string and quantity fields are marked in their declared types, so
+// that a compiled expression typed dyn says when it may give a string (intorstring.go,
+// Program.MayGiveString): one that reads such a field, or whose orValue default or conditional
+// branch is a string, into a field that takes a number is a load error of the policy. An ObjectType walks the
 // hundreds of types nested in a kind once, and every environment declaring it shares them
 // (types.go: a Deployment typed in each of a policy's environments would be walked a dozen times).
 // Children's sizes in the cost estimate are the assumed maxima, as they were for dyn: a built-in
@@ -46,6 +50,9 @@
 // says what works.
 //
 // Compile errors name the column in the expression and, for a misspelt field of a declared type
-// (the parent's schema, a child's kind, children, related, variables) or variable, the name
-// likely meant (suggest.go).
+// (the parent's schema, a child's or related object's kind, children, related, variables) or
+// variable, the name likely meant (suggest.go); index beside a forEach's each says what to name
+// children by. An expression whose type cannot be what its place needs (forEach a list,
+// includeWhen a bool) is a ResultTypeError that says the type it has and what to write (fix.go):
+// a comparison, a size, a list field of the object, a default for an optional.
 package expr

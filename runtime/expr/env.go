@@ -93,10 +93,11 @@ type Scope struct {
 	Parent *apiservercel.DeclType
 	// Variables declares `variables` with these fields, in order; nil leaves it undeclared.
 	Variables []Var
-	// Related declares `related` with these ids (true: a list of objects); nil leaves it undeclared.
-	Related map[string]bool
+	// Related declares `related` with these ids, typed by their resources' kinds; nil leaves it
+	// undeclared.
+	Related map[string]ObjectID
 	// Children declares `children` with these ids; nil leaves it undeclared.
-	Children map[string]ChildID
+	Children map[string]ObjectID
 	// Each declares `each`, the forEach item, with this type; nil leaves it undeclared.
 	Each *cel.Type
 	// Child declares `child`, the observed child in readyWhen, typed ChildType.
@@ -107,11 +108,12 @@ type Scope struct {
 	Reads *Reads
 }
 
-// ChildID is a child id of `children`.
-type ChildID struct {
-	// Type is the type of the child's kind; nil: dyn (an expression child, a kind not known).
+// ObjectID is an id of `children` or `related`, and the objects it holds.
+type ObjectID struct {
+	// Type is the type of the objects' kind; nil: dyn (an expression child, a kind not known).
 	Type *ObjectType
-	// List is true for an id that holds a list of children (a forEach or expression child).
+	// List is true for an id that holds a list of objects (a forEach or expression child, a
+	// related entry with a selector).
 	List bool
 }
 
@@ -129,7 +131,10 @@ type Env struct {
 	sizes *sizes
 	// types are the object types the scope declares, for suggesting field names.
 	types *typeProvider
-	reads *Reads
+	// typeRoots are the declared types of the scope's variables, by name, as far as they are
+	// known: for finding what an expression typed dyn reads (MayGiveString)
+	typeRoots map[string]*apiservercel.DeclType
+	reads     *Reads
 }
 
 // NewEnv builds the environment of a scope. It is done once per place in a policy, at load.
@@ -142,13 +147,14 @@ func NewEnv(s Scope) (*Env, error) {
 	var roots, flat []*apiservercel.DeclType
 	var kinds []*ObjectType
 	sizeRoots := map[string]*apiservercel.DeclType{}
+	typeRoots := map[string]*apiservercel.DeclType{}
 
 	parent := apiservercel.NewMapType(apiservercel.StringType, apiservercel.DynType, -1)
 	if s.Parent != nil {
 		parent = s.Parent
 		roots = append(roots, parent)
 	}
-	sizeRoots["parent"] = parent
+	sizeRoots["parent"], typeRoots["parent"] = parent, parent
 	opts = append(opts, cel.Variable("parent", parent.CelType()))
 
 	if s.Variables != nil {
@@ -156,24 +162,27 @@ func NewEnv(s Scope) (*Env, error) {
 		roots = append(roots, t)
 		opts = append(opts, cel.Variable("variables", t.CelType()))
 	}
-	if s.Related != nil {
-		t := objectType("metacel.related", idFields(s.Related))
-		roots = append(roots, t)
-		opts = append(opts, cel.Variable("related", t.CelType()))
-	}
-	if s.Children != nil {
-		t := objectType("metacel.children", childFields(s.Children))
+	for _, v := range []struct {
+		name string
+		ids  map[string]ObjectID
+	}{{"related", s.Related}, {"children", s.Children}} {
+		if v.ids == nil {
+			continue
+		}
+		t := objectType("metacel."+v.name, idFields(v.ids))
 		flat = append(flat, t)
-		for _, id := range s.Children {
+		for _, id := range v.ids {
 			kinds = append(kinds, id.Type)
 		}
-		opts = append(opts, cel.Variable("children", t.CelType()))
+		typeRoots[v.name] = t
+		opts = append(opts, cel.Variable(v.name, t.CelType()))
 	}
 	if s.Each != nil {
 		opts = append(opts, cel.Variable("each", s.Each))
 	}
 	if s.Child {
 		kinds = append(kinds, s.ChildType)
+		typeRoots["child"] = s.ChildType.declType()
 		opts = append(opts, cel.Variable("child", s.ChildType.declType().CelType()))
 	}
 	sets := scopeTypes(roots, flat, kinds)
@@ -185,7 +194,7 @@ func NewEnv(s Scope) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Env{cel: env, run: run, sizes: newSizes(sizeRoots), types: provider, reads: s.Reads}, nil
+	return &Env{cel: env, run: run, sizes: newSizes(sizeRoots), types: provider, typeRoots: typeRoots, reads: s.Reads}, nil
 }
 
 // declare extends a base with a scope's types and variables; it returns the types' provider too.
@@ -202,23 +211,13 @@ func objectType(name string, fields map[string]*apiservercel.DeclField) *apiserv
 	return apiservercel.NewObjectType(name, fields)
 }
 
-func idFields(ids map[string]bool) map[string]*apiservercel.DeclField {
+// idFields declares the ids of `children` or `related`: each the type of its objects' kind, or a
+// list of them.
+func idFields(ids map[string]ObjectID) map[string]*apiservercel.DeclField {
 	fields := make(map[string]*apiservercel.DeclField, len(ids))
-	for id, isList := range ids {
-		t := apiservercel.DynType
-		if isList {
-			t = apiservercel.NewListType(apiservercel.DynType, -1)
-		}
-		fields[id] = apiservercel.NewDeclField(id, t, false, nil, nil)
-	}
-	return fields
-}
-
-func childFields(ids map[string]ChildID) map[string]*apiservercel.DeclField {
-	fields := make(map[string]*apiservercel.DeclField, len(ids))
-	for id, c := range ids {
-		t := c.Type.declType()
-		if c.List {
+	for id, o := range ids {
+		t := o.Type.declType()
+		if o.List {
 			t = apiservercel.NewListType(t, -1)
 		}
 		fields[id] = apiservercel.NewDeclField(id, t, false, nil, nil)

@@ -118,7 +118,7 @@ properties:
 		{"unknown field against the schema", Scope{Parent: typed}, "parent.spec.imgae", WantAny, "undefined field 'imgae'"},
 		{"metadata is typed in full", Scope{Parent: typed}, "parent.metadata.nmae", WantAny, "undefined field 'nmae'"},
 		{"unknown variable", Scope{Variables: []Var{{Name: "a", Type: cel.IntType}}}, "variables.b", WantAny, "undefined field 'b'"},
-		{"undeclared child id", Scope{Children: map[string]ChildID{"pod": {}}}, "children.pdo", WantAny, "undefined field 'pdo'"},
+		{"undeclared child id", Scope{Children: map[string]ObjectID{"pod": {}}}, "children.pdo", WantAny, "undefined field 'pdo'"},
 		{"each outside forEach", Scope{}, "each.name", WantAny, "undeclared reference to 'each'"},
 		{"wrong result type", Scope{}, "'yes'", WantBool, "must return a bool, but returns string"},
 		{"cost over the limit", Scope{}, "parent.spec.items.all(x, parent.spec.items.all(y, parent.spec.items.all(z, x == y && y == z)))", WantAny, "over the limit of 1000000"},
@@ -214,7 +214,7 @@ properties:
       image: {type: string}
       namespace: {type: string}
 `)
-	env := mustEnv(t, Scope{Parent: typed, Related: map[string]bool{"peers": true}})
+	env := mustEnv(t, Scope{Parent: typed, Related: map[string]ObjectID{"peers": {List: true}}})
 	obj := map[string]any{
 		"metadata": map[string]any{"name": "app", "namespace": "team-a", "managedFields": []any{
 			map[string]any{"manager": "metacel", "operation": "Apply", "time": "2025-01-02T03:04:05Z"},

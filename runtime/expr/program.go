@@ -58,6 +58,33 @@ func (w Want) accepts(t *cel.Type) bool {
 	return false
 }
 
+// UnwrapOptional returns the type an optional holds: an optional with a value fills a template's
+// field, one without leaves it out.
+func UnwrapOptional(t *cel.Type) *cel.Type {
+	for t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
+		t = t.Parameters()[0]
+	}
+	return t
+}
+
+// ResultTypeError is an expression whose type is not what it must return, with how to write it
+// so that it is (resultFix).
+type ResultTypeError struct {
+	Source string
+	Want   Want
+	Got    *cel.Type
+	// Fix says what to write instead, or is empty.
+	Fix string
+}
+
+func (e *ResultTypeError) Error() string {
+	msg := fmt.Sprintf("%s must return %s, but returns %s", quote(e.Source), e.Want, cel.FormatCELType(e.Got))
+	if e.Fix != "" {
+		msg += ": " + e.Fix
+	}
+	return msg
+}
+
 // Program is one compiled expression, ready to evaluate; safe for concurrent use.
 type Program struct {
 	// Source is the expression as written.
@@ -65,6 +92,8 @@ type Program struct {
 	// Out is the checked result type.
 	Out  *cel.Type
 	want Want
+	// mayGiveString is what may make a value typed dyn a string (MayGiveString)
+	mayGiveString *StringSource
 	// metered is the program planned with cost tracking (meter.go); nil for a bounded program.
 	metered cel.Program
 	// bounded is a program whose cost cannot exceed its estimate, whatever its input (bounded):
@@ -91,7 +120,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	}
 	e.reads.record(ast)
 	if out := ast.OutputType(); !want.accepts(out) {
-		return nil, fmt.Errorf("%s must return %s, but returns %s", quote(src), want, cel.FormatCELType(out))
+		return nil, &ResultTypeError{Source: src, Want: want, Got: out, Fix: e.resultFix(src, want, out)}
 	}
 	est, err := e.cel.EstimateCost(ast, newEstimator(e.sizes.forAST(ast)))
 	if err != nil {
@@ -103,6 +132,9 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 			quote(src), est.Max, perExpressionCostLimit)
 	}
 	p := &Program{Source: src, Out: ast.OutputType(), want: want}
+	if UnwrapOptional(p.Out).Kind() == types.DynKind {
+		p.mayGiveString = e.stringSource(ast)
+	}
 	bounded, err := e.bounded(ast, est)
 	if err != nil {
 		return nil, fmt.Errorf("estimate cost of %s: %w", quote(src), err)

@@ -53,7 +53,7 @@ func TestReadsKnowsWhetherAnExpressionMayReadTheChildren(t *testing.T) {
 func recorded(t *testing.T, src string) *Reads {
 	t.Helper()
 	r := &Reads{}
-	env, err := NewEnv(Scope{Reads: r, Children: map[string]ChildID{"pod": {}}})
+	env, err := NewEnv(Scope{Reads: r, Children: map[string]ObjectID{"pod": {}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,7 +19,8 @@ func ParentType(s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, err
 // schemaType types the objects of an OpenAPI schema, named name. The schema is adjusted to how
 // metacel evaluates: metadata is a full ObjectMeta; string formats (date-time, duration, byte)
 // stay strings, because values are plain JSON at run time; an object that keeps unknown fields
-// and declares none is a map of dyn.
+// and declares none is a map of dyn. Its int-or-string fields are dyn too, marked as such
+// (markProps).
 func schemaType(name string, s *apiextensionsv1.JSONSchemaProps) (*apiservercel.DeclType, error) {
 	root := s.DeepCopy()
 	if root.Properties == nil {
@@ -37,6 +38,7 @@ func schemaType(name string, s *apiextensionsv1.JSONSchemaProps) (*apiservercel.
 	if t == nil {
 		return nil, fmt.Errorf("schema has no type CEL can use")
 	}
+	markProps(s, t)
 	return t.MaybeAssignTypeName(name), nil
 }
 

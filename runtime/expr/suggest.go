@@ -2,6 +2,7 @@ package expr
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/google/cel-go/cel"
@@ -65,7 +66,7 @@ func (e *Env) suggestions(src string, iss *cel.Issues) map[int64]string {
 	var undefined []int64
 	for _, is := range iss.Errors() {
 		if name, ok := quotedName(is.Message, "undeclared reference to '"); ok {
-			out[is.ExprID] = DidYouMean(name, e.declaredNames())
+			out[is.ExprID] = e.undeclaredHint(name)
 		}
 		if _, ok := quotedName(is.Message, "undefined field '"); ok {
 			undefined = append(undefined, is.ExprID)
@@ -77,6 +78,17 @@ func (e *Env) suggestions(src string, iss *cel.Issues) map[int64]string {
 		}
 	}
 	return out
+}
+
+// undeclaredHint proposes what an undeclared name likely meant: a declared variable close to it;
+// for index beside a forEach's each, what to name the children by instead.
+func (e *Env) undeclaredHint(name string) string {
+	declared := e.declaredNames()
+	if name == "index" && slices.Contains(declared, "each") {
+		return ` (forEach gives each item as each, and no index: name the children by a field of each, ` +
+			`e.g. "${parent.metadata.name}-${each.name}", so that a child keeps its name when the list changes)`
+	}
+	return DidYouMean(name, declared)
 }
 
 // quotedName returns the name quoted after prefix in a checker's message.

@@ -19,8 +19,8 @@ properties:
       namespace: {type: string}
       containers: {type: array, items: {type: object, properties: {name: {type: string}}}}
 `),
-		Children:  map[string]ChildID{"pod": {}, "services": {List: true}},
-		Related:   map[string]bool{"source": false},
+		Children:  map[string]ObjectID{"pod": {}, "services": {List: true}},
+		Related:   map[string]ObjectID{"source": {}},
 		Variables: []Var{{Name: "podName"}},
 	})
 	tests := []struct {

@@ -124,8 +124,12 @@ func (c *templateCompiler) compileString(s, path string, want Want) tnode {
 			continue
 		}
 		p, err := c.env.Compile(seg.text, WantScalar)
+		var wrongType *ResultTypeError
+		if errors.As(err, &wrongType) {
+			err = fmt.Errorf("%w (inside a string only strings, numbers and bools can be interpolated; write the whole value as \"${...}\" to keep its type)", err)
+		}
 		if err != nil {
-			return c.fail(path, fmt.Errorf("%w (inside a string only strings, numbers and bools can be interpolated; write the whole value as \"${...}\" to keep its type)", err))
+			return c.fail(path, err)
 		}
 		n = append(n, part{prg: p})
 	}

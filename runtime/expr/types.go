@@ -42,10 +42,12 @@ func NewObjectTypeOf(name string, s common.Schema) (*ObjectType, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := common.SchemaDeclType(objectRoot{Schema: s, meta: meta}, false)
+	root := objectRoot{Schema: s, meta: meta}
+	t := common.SchemaDeclType(root, false)
 	if t == nil {
 		return nil, fmt.Errorf("schema has no type CEL can use")
 	}
+	markSchema(root, t)
 	return newObjectType(name, t.MaybeAssignTypeName(name))
 }
 
@@ -160,8 +162,8 @@ func keywordField(name string) (string, bool) {
 }
 
 // scopeTypes returns the object types a scope declares, by name: those of its roots and the types
-// nested in them, walked here (the parent's, variables', related's: small); the objects that are
-// no more than their fields (children, whose fields are kinds'); and those of the kinds (walked
+// nested in them, walked here (the parent's, variables': small); the objects that are no more than
+// their fields (children and related, whose fields are kinds'); and those of the kinds (walked
 // once, in their ObjectType).
 func scopeTypes(roots, flat []*apiservercel.DeclType, kinds []*ObjectType) []map[string]*apiservercel.DeclType {
 	own := map[string]*apiservercel.DeclType{}

@@ -39,7 +39,7 @@ properties:
 func TestChildrenAndChildAreTypedByTheirKind(t *testing.T) {
 	gadget := gadgetType(t)
 	typed := mustEnv(t, Scope{
-		Children:  map[string]ChildID{"gadget": {Type: gadget}, "gadgets": {Type: gadget, List: true}, "made": {List: true}, "other": {}},
+		Children:  map[string]ObjectID{"gadget": {Type: gadget}, "gadgets": {Type: gadget, List: true}, "made": {List: true}, "other": {}},
 		Variables: []Var{},
 		Child:     true, ChildType: gadget,
 	})
@@ -81,7 +81,7 @@ func TestChildrenAndChildAreTypedByTheirKind(t *testing.T) {
 // objects as read, plain maps.
 func TestTypedChildrenEvaluateOverPlainMaps(t *testing.T) {
 	gadget := gadgetType(t)
-	env := mustEnv(t, Scope{Children: map[string]ChildID{"gadget": {Type: gadget}}, Child: true, ChildType: gadget})
+	env := mustEnv(t, Scope{Children: map[string]ObjectID{"gadget": {Type: gadget}}, Child: true, ChildType: gadget})
 	p, err := env.Compile("child.?status.?readyReplicas.orValue(0) >= child.spec.replicas && children.gadget.spec.free.x == 'y'", WantBool)
 	if err != nil {
 		t.Fatal(err)
@@ -94,5 +94,73 @@ func TestTypedChildrenEvaluateOverPlainMaps(t *testing.T) {
 	ok, err := p.EvalBool(context.Background(), NewActivation(map[string]any{"child": obj, "children": map[string]any{"gadget": obj}}), NewBudget())
 	if err != nil || !ok {
 		t.Fatalf("got %v, %v; want true", ok, err)
+	}
+}
+
+func TestRelatedAreTypedByTheirKind(t *testing.T) {
+	gadget := gadgetType(t)
+	env := mustEnv(t, Scope{Related: map[string]ObjectID{"gadget": {Type: gadget}, "gadgets": {Type: gadget, List: true}, "other": {}}})
+	tests := []struct {
+		name string
+		expr string
+		want string // "" when it compiles
+	}{
+		{"a related object has its kind's fields", "related.gadget.spec.replicas > 0 && related.gadgets.all(g, g.spec.replicas > 0)", ""},
+		{"a misspelt field of a related object says which it likely is", "related.gadget.spec.replica",
+			`undefined field 'replica' (did you mean "replicas"?)`},
+		{"a related list is a list of its kind", "related.gadgets.map(g, g.spec.replcas)", `undefined field 'replcas' (did you mean "replicas"?)`},
+		{"a related object of no known kind is dyn", "related.other.any.field", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := env.Compile(tc.expr, WantAny)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("want it to compile, got %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("got %v\nwant it to contain %s", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestAnExpressionTypedDynSaysWhatMayMakeItAString(t *testing.T) {
+	gadget := gadgetType(t)
+	env := mustEnv(t, Scope{
+		Related:  map[string]ObjectID{"gadget": {Type: gadget}},
+		Children: map[string]ObjectID{"gadgets": {Type: gadget, List: true}, "other": {}},
+	})
+	tests := []struct {
+		name string
+		expr string
+		want string // StringSource.String(), "" for none
+	}{
+		{"an int-or-string field", "related.gadget.spec.port", "it is an int-or-string, a number or a string"},
+		{"an int-or-string read through optionals", "related.?gadget.?spec.?port.orValue(80)", "it is an int-or-string, a number or a string"},
+		{"an int-or-string read through optionals with a string default", "related.?gadget.?spec.?port.orValue('http')",
+			"related.?gadget.?spec.?port is an int-or-string, a number or a string"},
+		{"an item of a list of a kind", "children.gadgets[0].spec.port", "it is an int-or-string, a number or a string"},
+		{"a string default", "children.other.?size.orValue('1Gi')", `"1Gi" is a string`},
+		{"a string branch", "has(children.other.x) ? children.other.x : 'none'", `"none" is a string`},
+		{"a field that keeps unknown fields may hold anything", "related.gadget.spec.free.size", ""},
+		{"a value of no known kind", "children.other.size", ""},
+		{"a number default", "children.other.?size.orValue(0)", ""},
+		{"a value passed through dyn()", "dyn(related.gadget.spec.port)", ""},
+		{"an expression with a type of its own", "related.gadget.spec.replicas", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := env.Compile(tc.expr, WantAny)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if s := p.MayGiveString(); s != nil {
+				got = s.String()
+			}
+			if got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
 	}
 }

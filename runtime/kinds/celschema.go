@@ -13,7 +13,7 @@ import (
 // string (a time too, as JSON holds it), an integer (client-go's schema says "numeric", and no
 // built-in kind has a fraction: the API conventions forbid floats), a boolean. A value the schema leaves open (an int-or-string, a
 // quantity, a RawExtension, or a type met again inside itself) is x-kubernetes-int-or-string,
-// which CEL types as dyn.
+// which CEL types as dyn; IntOrString says which of them holds an integer or a string.
 func (s *ObjectSchema) CELSchema() common.Schema {
 	return newCELSchema(s.parser.Schema, s.parser.TypeRef, nil)
 }
@@ -113,6 +113,21 @@ func (s *celSchema) AdditionalProperties() common.SchemaOrBool {
 		return nil
 	}
 	return celSchemaOrBool{s.field(s.atom.Map.ElementType)}
+}
+
+// IntOrString says what an open value that holds an integer or a string is: "quantity" (a
+// resource.Quantity: "64Mi" or 1), "int-or-string" (an intstr.IntOrString: "http" or 80); "" for
+// any other value, open or not (a RawExtension may hold anything).
+func (s *celSchema) IntOrString() string {
+	switch {
+	case !s.open || s.name == nil:
+		return ""
+	case *s.name == QuantityType:
+		return "quantity"
+	case *s.name == IntOrStringType:
+		return "int-or-string"
+	}
+	return ""
 }
 
 func (s *celSchema) IsXIntOrString() bool                  { return s.open }

@@ -70,6 +70,62 @@ func TestCELSchemaTypesABuiltinKind(t *testing.T) {
 	}
 }
 
+// schemaAt follows a path of field names (@items, @values as fieldType) in a schema; nil when the
+// path does not exist.
+func schemaAt(s common.Schema, path ...string) common.Schema {
+	for _, name := range path {
+		switch {
+		case s == nil:
+			return nil
+		case name == "@items":
+			s = s.Items()
+		case name == "@values":
+			ap := s.AdditionalProperties()
+			if ap == nil {
+				return nil
+			}
+			s = ap.Schema()
+		default:
+			s = s.Properties()[name]
+		}
+	}
+	return s
+}
+
+func TestCELSchemaSaysWhichOpenValuesHoldAnIntegerOrAString(t *testing.T) {
+	builtin := func(gvr schema.GroupVersionResource) common.Schema {
+		s, err := SchemaOf(LookupResource(NewCatalog(), gvr))
+		if err != nil || s == nil {
+			t.Fatalf("schema of %s: %v", gvr, err)
+		}
+		return s.CELSchema()
+	}
+	deployment := builtin(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"})
+	revision := builtin(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "controllerrevisions"})
+	tests := []struct {
+		name string
+		s    common.Schema
+		path []string
+		want string
+	}{
+		{"a quantity", deployment, []string{"spec", "template", "spec", "containers", "@items", "resources", "limits", "@values"}, "quantity"},
+		{"an int-or-string", deployment, []string{"spec", "strategy", "rollingUpdate", "maxSurge"}, "int-or-string"},
+		{"a RawExtension holds any value", revision, []string{"data"}, ""},
+		{"a string is no open value", deployment, []string{"spec", "template", "spec", "containers", "@items", "image"}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, ok := schemaAt(tc.s, tc.path...).(interface{ IntOrString() string })
+			if !ok {
+				t.Fatalf("%v: no schema that says what it holds", tc.path)
+			}
+			if got := s.IntOrString(); got != tc.want {
+				t.Fatalf("%v: got %q, want %q", tc.path, got, tc.want)
+			}
+		})
+	}
+}
+
 // TestCELSchemaLeavesATypeInsideItselfOpen: a type met again inside itself (a tree of nodes) is
 // dyn there, not read for ever.
 func TestCELSchemaLeavesATypeInsideItselfOpen(t *testing.T) {

@@ -17,6 +17,8 @@ type Head struct {
 	APIVersion, Kind, Namespace, Name string
 	// Keys are the document's top-level keys, in order.
 	Keys []string
+	// Labels are the object's labels that are strings.
+	Labels map[string]string
 	// Data is a ConfigMap's data: the values that are strings.
 	Data map[string]string
 }
@@ -89,16 +91,24 @@ func Heads(data []byte) ([]Head, error) {
 		meta, _ := doc["metadata"].(map[string]any)
 		h.APIVersion, h.Kind = str(doc["apiVersion"]), str(doc["kind"])
 		h.Name, h.Namespace = str(meta["name"]), str(meta["namespace"])
-		if data, ok := doc["data"].(map[string]any); ok {
-			h.Data = map[string]string{}
-			for k, v := range data {
-				if s, ok := v.(string); ok {
-					h.Data[k] = s
-				}
-			}
-		}
+		h.Labels, h.Data = stringValues(meta["labels"]), stringValues(doc["data"])
 		out = append(out, h)
 	}
+}
+
+// stringValues returns the entries of a map that are strings; nil when v is no map.
+func stringValues(v any) map[string]string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out
 }
 
 func str(v any) string {

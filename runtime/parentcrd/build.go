@@ -58,6 +58,8 @@ var fieldKeys = map[string][]string{
 	"minLength": {"string"}, "maxLength": {"string"}, "pattern": {"string"},
 	"minItems": {"array"}, "maxItems": {"array"}, "items": {"array"},
 	"properties": {"object"}, "additionalProperties": {"object"}, "maxProperties": {"object"},
+	"format":    {"string", "integer", "number"},
+	"immutable": nil, rulesKey: nil,
 }
 
 // runtimeStatusSchemas are the status fields metacel writes, as the generated CRD declares them.
@@ -108,6 +110,12 @@ type Declaration struct {
 	// Spec and Status declare the fields of the parent's spec and status, as the policy's YAML
 	// decodes them (integers are int64): each value a type name or a field (FieldKeys).
 	Spec, Status map[string]any
+	// Rules are CEL rules on the whole parent (self), which the API server checks when a parent
+	// is written (x-kubernetes-validations of the schema's root).
+	Rules []apiextensionsv1.ValidationRule
+	// PrinterColumns are the columns kubectl get shows before Synced, Ready and Age; a column
+	// without a type takes it from the field its jsonPath names.
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
 }
 
 // Error is a mistake in a declaration, at the policy's field path that declares it (e.g.
@@ -119,21 +127,23 @@ type Error struct {
 
 // Build returns the CustomResourceDefinition a declaration declares, as `metacel crd` prints it
 // and the runtime installs it: the group, version and plural of the parent resource, one served
-// and stored version with the status subresource, printer columns for the Synced and Ready
-// conditions, and a structural schema of the declared spec and status, the status with the fields
-// metacel writes (conditions, observedGeneration). Strings, lists and maps declared without a
-// bound get defaultMaxLength, defaultMaxItems and defaultMaxProperties; an object whose fields have
-// defaults and none is required defaults to {}, so that its fields' defaults apply when it is
-// left out. The schema and its defaults are checked with the API server's own code, so that the
-// API server accepts the CRD. A declaration with mistakes has no CRD: every mistake is returned,
-// in the order found. The declaration is of a policy that passed validation: an apiVersion that
-// does not parse is the validator's to report.
+// and stored version with the status subresource, the declared printer columns then those of the
+// Synced and Ready conditions, and a structural schema of the declared spec and status (with
+// their formats, rules and immutable fields, and the rules of the whole parent), the status with
+// the fields metacel writes (conditions, observedGeneration). Strings, lists and maps declared
+// without a bound get defaultMaxLength, defaultMaxItems and defaultMaxProperties; an object whose
+// fields have defaults and none is required defaults to {}, so that its fields' defaults apply
+// when it is left out. The schema, its rules and its defaults are checked with the API server's
+// own code, so that the API server accepts the CRD. A declaration with mistakes has no CRD: every
+// mistake is returned, in the order found. The declaration is of a policy that passed
+// validation: an apiVersion that does not parse is the validator's to report.
 func Build(d Declaration) (*apiextensionsv1.CustomResourceDefinition, []Error) {
-	b := &schemaBuilder{policyPaths: map[string]string{}}
+	b := &schemaBuilder{policyPaths: map[string]string{}, kind: d.Names.Kind}
 	gv := b.groupVersion(d.APIVersion)
 	names := b.names(d.Names)
 	scope := b.scope(d.Scope)
 	root := b.rootSchema(d)
+	columns := b.columns(d.PrinterColumns, root)
 	if len(b.errs) == 0 {
 		b.checkWithAPIServer(root)
 	}
@@ -151,7 +161,7 @@ func Build(d Declaration) (*apiextensionsv1.CustomResourceDefinition, []Error) {
 				Name: gv.Version, Served: true, Storage: true,
 				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: root},
 				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: slices.Clone(printerColumns),
+				AdditionalPrinterColumns: columns,
 			}},
 		},
 	}, nil
@@ -170,10 +180,17 @@ type schemaBuilder struct {
 	// policyPaths maps the path of each schema built, as the API server's errors name it, to the
 	// policy's field path that declares it.
 	policyPaths map[string]string
+	// kind is the parent's kind, for the messages of the rules metacel writes.
+	kind string
 }
 
+// errorf records a mistake, once: the rules immutable stands for may be refused for the same
+// reason.
 func (b *schemaBuilder) errorf(path, format string, args ...any) {
-	b.errs = append(b.errs, Error{Path: path, Msg: fmt.Sprintf(format, args...)})
+	e := Error{Path: path, Msg: fmt.Sprintf(format, args...)}
+	if !slices.Contains(b.errs, e) {
+		b.errs = append(b.errs, e)
+	}
 }
 
 // groupVersion checks that the parent's API group can hold a custom resource.
@@ -264,8 +281,9 @@ func (b *schemaBuilder) rootSchema(d Declaration) *apiextensionsv1.JSONSchemaPro
 		status.Properties[name] = *own.DeepCopy()
 	}
 	root := &apiextensionsv1.JSONSchemaProps{
-		Type:        "object",
-		Description: d.Description,
+		Type:         "object",
+		Description:  d.Description,
+		XValidations: b.rootRules(at, d.Rules),
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
@@ -288,15 +306,24 @@ func (b *schemaBuilder) record(at *field.Path, path string) {
 // object returns the schema of an object with the declared fields; path and at name the fields'
 // parent (their paths are path.<name> and at.properties[<name>]).
 func (b *schemaBuilder) object(path string, at *field.Path, fields map[string]any) apiextensionsv1.JSONSchemaProps {
-	s := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{}}
+	s := apiextensionsv1.JSONSchemaProps{Type: "object"}
+	b.fillObject(path, at, fields, &s)
+	return s
+}
+
+// fillObject gives the object s the declared fields, and the rules that keep its immutable fields
+// present or absent.
+func (b *schemaBuilder) fillObject(path string, at *field.Path, fields map[string]any, s *apiextensionsv1.JSONSchemaProps) {
+	s.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		p, required := b.field(expr.FieldPath(path, name), at.Child("properties").Key(name), fields[name], true)
+		fieldPath := expr.FieldPath(path, name)
+		p, required := b.field(fieldPath, at.Child("properties").Key(name), fields[name], true)
 		s.Properties[name] = p
 		if required {
 			s.Required = append(s.Required, name)
 		}
+		b.addPresence(fieldPath, at, name, fields[name], p, required, s)
 	}
-	return s
 }
 
 // defaultEmpty defaults an object to {} when some of its fields have defaults and none is
@@ -364,12 +391,15 @@ func (b *schemaBuilder) fieldSchema(path string, at *field.Path, m map[string]an
 	s.Minimum, s.Maximum = b.number(path, m, "minimum"), b.number(path, m, "maximum")
 	s.Default = b.json(path, m, "default")
 	s.Enum = b.enum(path, t, m)
+	s.Format = b.format(path, t, m)
+	s.XValidations = b.rules(path, at, m)
 	b.ordered(path, "minLength", "maxLength", s.MinLength, s.MaxLength)
 	b.ordered(path, "minItems", "maxItems", s.MinItems, s.MaxItems)
 	if s.Minimum != nil && s.Maximum != nil && *s.Minimum > *s.Maximum {
 		b.errorf(path+".minimum", "%v is more than the maximum %v", *s.Minimum, *s.Maximum)
 	}
 	b.nested(path, at, m, &s)
+	b.addImmutable(path, at, m, &s)
 	return bounded(s), b.required(path, m, inObject)
 }
 
@@ -454,8 +484,7 @@ func (b *schemaBuilder) nested(path string, at *field.Path, m map[string]any, s 
 			b.errorf(path+".properties", "expected an object of fields by name, got %s", describeValue(v))
 			return
 		}
-		o := b.object(path+".properties", at, fields)
-		s.Properties, s.Required = o.Properties, o.Required
+		b.fillObject(path+".properties", at, fields, s)
 		defaultEmpty(s)
 	}
 }
@@ -635,9 +664,9 @@ func describeValue(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// checkWithAPIServer checks the schema as the API server checks a CRD's: structural, and every
-// default valid against its schema and already pruned. Each finding is placed at the field that
-// declares it.
+// checkWithAPIServer checks the schema as the API server checks a CRD's: structural, its CEL
+// rules (checkRules), and every default valid against its schema and rules and already pruned.
+// Each finding is placed at the field that declares it.
 func (b *schemaBuilder) checkWithAPIServer(root *apiextensionsv1.JSONSchemaProps) {
 	at := field.NewPath("openAPIV3Schema")
 	internal := &apiextensions.JSONSchemaProps{}
@@ -652,7 +681,11 @@ func (b *schemaBuilder) checkWithAPIServer(root *apiextensionsv1.JSONSchemaProps
 	}
 	errs := structuralschema.ValidateStructural(at, s)
 	if len(errs) == 0 {
-		// no CEL rules are declared, so that nothing can take long to cancel
+		b.checkRules(at, s, root)
+	}
+	if len(errs) == 0 && len(b.errs) == 0 {
+		// the defaults are checked against the rules too, each with a cost limit, so that
+		// nothing can take long to cancel
 		defaultErrs, err := structuraldefaulting.ValidateDefaults(context.Background(), at, s, true, true)
 		if err != nil {
 			b.errorf(parentSchemaPath, "check the defaults: %v", err)

@@ -2,9 +2,11 @@ package policy
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -26,8 +28,8 @@ var childEntryFields = map[string]bool{
 // schemaCheck checks one child template, or one rendered child, against the schema of its kind,
 // as the API server would check the object: a field the kind does not have, or a value of the
 // wrong type, is a problem at its path. In a template, a whole-value "${...}" is checked by its
-// expression's type where both that type and the field's are known (dyn passes), and a string
-// with ${} in it is a string. Maps are walked in key order, so that problems come in a stable order.
+// expression's type where both that type and the field's are known (dyn passes, unless it may be a
+// string where none goes), and a string with ${} in it is a string. Maps are walked in key order, so that problems come in a stable order.
 type schemaCheck struct {
 	report func(path, msg string)
 	// template is true for a template, whose strings may hold ${}; false for a rendered object
@@ -155,7 +157,7 @@ func (w *schemaCheck) required(m map[string]any, tr smdschema.TypeRef, path stri
 		}
 		why := ""
 		if w.template {
-			why = fmt.Sprintf(": the API server rejects a %s without it", w.kind)
+			why = fmt.Sprintf(": the API server rejects %s without it", withArticle(w.kind))
 		}
 		w.errorf(path, "required field %q of %s is missing%s", name, w.field(path), why)
 	}
@@ -190,8 +192,8 @@ func (w *schemaCheck) exclusive(m map[string]any, tr smdschema.TypeRef, path str
 			set = append(set, name)
 		}
 		if len(set) > 1 {
-			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects a %s with more than one; keep one",
-				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), w.kind)
+			w.errorf(path, "%s takes only one of %s, but has %s: the API server rejects %s with more than one; keep one",
+				w.field(path), strings.Join(group, ", "), strings.Join(set, " and "), withArticle(w.kind))
 		}
 	}
 }
@@ -311,7 +313,7 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 	if takesString(atom) {
 		if !template && isQuantity(tr) {
 			if _, err := resource.ParseQuantity(s); err != nil {
-				w.errorf(path, "%q is not a quantity, which %s takes (e.g. \"500m\", \"64Mi\", 2)", s, w.field(path))
+				w.errorf(path, "%q is not a quantity, which %s takes %s", s, w.field(path), quantityHint(s))
 			}
 		}
 		return
@@ -325,6 +327,30 @@ func (w *schemaCheck) str(s string, atom smdschema.Atom, tr smdschema.TypeRef, p
 		hint = unquoteHint(s, atom)
 	}
 	w.errorf(path, "%q is a string, but %s takes %s%s", s, w.field(path), describeAtom(atom, tr), hint)
+}
+
+// quantitySuffixes are the suffixes of a quantity the API server parses
+// (k8s.io/apimachinery/pkg/api/resource): decimal SI, binary SI, and none.
+var quantitySuffixes = []string{"", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"}
+
+// quantityNumber is the number a quantity starts with, and the rest.
+var quantityNumber = regexp.MustCompile(`^\s*([+-]?[0-9]+(?:\.[0-9]+)?)\s*(.*?)\s*$`)
+
+// quantityHint proposes the quantity s likely meant, its number with the nearest suffix the API
+// server parses ("1Gib": "1Gi", "500mb": "500M"), or gives examples.
+func quantityHint(s string) string {
+	if m := quantityNumber.FindStringSubmatch(s); m != nil {
+		candidates := make([]string, 0, len(quantitySuffixes))
+		for _, suffix := range quantitySuffixes {
+			if _, err := resource.ParseQuantity(m[1] + suffix); err == nil {
+				candidates = append(candidates, m[1]+suffix)
+			}
+		}
+		if hint := expr.DidYouMean(s, candidates); hint != "" {
+			return strings.TrimPrefix(hint, " ")
+		}
+	}
+	return `(e.g. "500m", "64Mi", 2)`
 }
 
 // unquoteHint suggests writing a quoted number or boolean unquoted.
@@ -361,7 +387,9 @@ func (w *schemaCheck) scalar(v any, atom smdschema.Atom, tr smdschema.TypeRef, p
 }
 
 // expression checks a whole-value expression's type against the field's; a type that cannot be
-// known at load (dyn) passes. The template compiled it already and reported its errors.
+// known at load (dyn) passes, unless the expression may give a string (it reads a quantity or an
+// int-or-string, or its default is a string) and the field takes none. The template compiled it
+// already and reported its errors.
 func (w *schemaCheck) expression(src, text string, atom smdschema.Atom, tr smdschema.TypeRef, path string) {
 	if w.env == nil {
 		return
@@ -370,9 +398,27 @@ func (w *schemaCheck) expression(src, text string, atom smdschema.Atom, tr smdsc
 	if err != nil {
 		return
 	}
-	if t := unwrapOptional(p.Out); !w.accepts(atom, t) {
+	if t := expr.UnwrapOptional(p.Out); !w.accepts(atom, t) {
 		w.errorf(path, "%q returns %s, but %s takes %s%s", text, cel.FormatCELType(t), w.field(path), describeAtom(atom, tr), conversionHint(atom, t, src))
+		return
 	}
+	if from := p.MayGiveString(); from != nil && !takesString(atom) && !anyValue(atom) {
+		w.errorf(path, "%q may return a string (%s), but %s takes %s%s", text, from, w.field(path), describeAtom(atom, tr), stringHint(atom, from, src))
+	}
+}
+
+// stringHint suggests how to make an expression that may give a string give a number.
+func stringHint(atom smdschema.Atom, from *expr.StringSource, src string) string {
+	if atom.Scalar == nil || *atom.Scalar != smdschema.Numeric {
+		return ""
+	}
+	switch from.What {
+	case expr.Quantity:
+		return fmt.Sprintf(": convert it, e.g. \"${quantity(string(%s)).asInteger()}\"", src)
+	case expr.IntOrString:
+		return fmt.Sprintf(": convert it, e.g. \"${int(%s)}\"", src)
+	}
+	return fmt.Sprintf(": give a number instead of %s", from.Expr)
 }
 
 // accepts reports whether a value of CEL type t can fill a field of the atom's type.
@@ -416,15 +462,6 @@ func (w *schemaCheck) acceptsValues(m *smdschema.Map, t *cel.Type) bool {
 	}
 	val, ok := w.types.Resolve(m.ElementType)
 	return !ok || w.accepts(val, params[1])
-}
-
-// unwrapOptional returns the type an optional holds: an optional with a value fills the field, one
-// without leaves it out.
-func unwrapOptional(t *cel.Type) *cel.Type {
-	for t.Kind() == types.OpaqueKind && t.TypeName() == "optional_type" && len(t.Parameters()) == 1 {
-		t = t.Parameters()[0]
-	}
-	return t
 }
 
 // isStringType reports whether a CEL object type is one of Kubernetes' library types (quantity,
@@ -505,4 +542,34 @@ func templateForm(s string) (src string, form int) {
 		return "", unclear
 	}
 	return s[2 : len(s)-1], wholeValue
+}
+
+// withArticle puts "a" or "an" before a kind, by the sound it starts with: "an Ingress",
+// "a Pod", "a UserGroup"; a kind that starts with an acronym is read by its letters
+// ("an HTTPRoute", "a URLMap").
+func withArticle(kind string) string {
+	r := []rune(kind)
+	switch {
+	case len(r) == 0:
+		return kind
+	case len(r) > 1 && unicode.IsUpper(r[0]) && unicode.IsUpper(r[1]): // an acronym: its first letter's name
+		if strings.ContainsRune("AEFHILMNORSX", r[0]) {
+			return "an " + kind
+		}
+	case strings.ContainsRune("AEIOaeio", r[0]):
+		return "an " + kind
+	case (r[0] == 'U' || r[0] == 'u') && !youSound(kind[1:]):
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+// youSound reports whether what follows a leading U makes it sound "you" (User, Unit, Utility).
+func youSound(rest string) bool {
+	for _, p := range []string{"ni", "se", "sa", "su", "ti", "ri", "ra"} {
+		if strings.HasPrefix(rest, p) {
+			return true
+		}
+	}
+	return false
 }

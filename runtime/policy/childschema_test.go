@@ -21,7 +21,7 @@ spec:
     [{apiVersion: v1, resource: pods},
      {apiVersion: apps/v1, resource: deployments},
      {apiVersion: v1, resource: services},
-     {apiVersion: example.com/v1, resource: gadgets}, {apiVersion: policy/v1, resource: poddisruptionbudgets}]
+     {apiVersion: example.com/v1, resource: gadgets}, {apiVersion: policy/v1, resource: poddisruptionbudgets}, {apiVersion: networking.k8s.io/v1, resource: ingresses}]
   children:
     - id: c
 ` + entry
@@ -110,6 +110,8 @@ func TestChildSchema(t *testing.T) {
 			`spec.ports[0].targetPort: true is a boolean, but Service spec.ports[0].targetPort takes an integer or a string`, 17},
 		{"a literal that is no quantity", podWith("              resources: {limits: {cpu: lots}}\n"), false,
 			`spec.containers[0].resources.limits.cpu: "lots" is not a quantity, which Pod spec.containers[0].resources.limits.cpu takes`, 20},
+		{"a quantity with a misspelt suffix", podWith("              resources: {limits: {memory: 1Gib}}\n"), false,
+			`spec.containers[0].resources.limits.memory: "1Gib" is not a quantity, which Pod spec.containers[0].resources.limits.memory takes (did you mean "1Gi"?)`, 20},
 		{"a list of the wrong items", podWith("              args: \"${[1, 2]}\"\n"), false,
 			`spec.containers[0].args: "${[1, 2]}" returns list(int), but Pod spec.containers[0].args takes a list`, 20},
 		{"a map of the wrong values into labels", strings.Replace(templateOf("v1", "Pod", ""), "{name: x}", "{name: x, labels: \"${{'a': 1}}\"}", 1), false,
@@ -130,6 +132,8 @@ func TestChildSchema(t *testing.T) {
 			`spec: required field "selector" of Deployment spec is missing: the API server rejects a Deployment without it`, 17},
 		{"a container without a name", templateOf("v1", "Pod", "        spec: {containers: [{image: i}]}\n"), false,
 			`spec.containers[0]: required field "name" of Pod spec.containers[0] is missing: the API server rejects a Pod without it`, 17},
+		{"an Ingress without its paths", templateOf("networking.k8s.io/v1", "Ingress", "        spec: {rules: [{host: a.example.com, http: {}}]}\n"), false,
+			`spec.rules[0].http: required field "paths" of Ingress spec.rules[0].http is missing: the API server rejects an Ingress without it`, 17},
 		{"a Pod without containers", templateOf("v1", "Pod", "        spec: {restartPolicy: Never}\n"), false,
 			`spec: required field "containers" of Pod spec is missing: the API server rejects a Pod without it`, 17},
 		{"a templated value counts as present", templateOf("apps/v1", "Deployment", "        spec: {selector: \"${parent.spec.labels}\", template: \"${parent.spec.labels}\"}\n"), false, "", 0},
@@ -166,5 +170,37 @@ func TestChildSchema(t *testing.T) {
 				t.Fatalf("got error:\n%v\nwant it to contain:\n%s", err, want)
 			}
 		})
+	}
+}
+
+func TestAKindTakesTheArticleOfItsFirstSound(t *testing.T) {
+	tests := []struct{ kind, want string }{
+		{"Pod", "a Pod"}, {"Ingress", "an Ingress"}, {"Endpoints", "an Endpoints"}, {"Event", "an Event"},
+		{"HorizontalPodAutoscaler", "a HorizontalPodAutoscaler"}, {"ObjectBucket", "an ObjectBucket"},
+		{"APIService", "an APIService"}, {"HTTPRoute", "an HTTPRoute"}, {"IPAddress", "an IPAddress"},
+		{"URLMap", "a URLMap"}, {"CSIDriver", "a CSIDriver"}, {"User", "a User"}, {"UpdateRun", "an UpdateRun"},
+	}
+	for _, tc := range tests {
+		if got := withArticle(tc.kind); got != tc.want {
+			t.Errorf("withArticle(%q) = %q, want %q", tc.kind, got, tc.want)
+		}
+	}
+}
+
+func TestAMalformedQuantitySuggestsTheNearestOne(t *testing.T) {
+	tests := []struct{ value, want string }{
+		{"1Gib", `(did you mean "1Gi"?)`},
+		{"512mi", `(did you mean "512Mi"?)`},
+		{"500mb", `(did you mean "500M"?)`},
+		{"2GB", `(did you mean "2G"?)`},
+		{"1 Gi", `(did you mean "1Gi"?)`},
+		{"1.5Gii", `(did you mean "1.5Gi"?)`},
+		{"lots", `(e.g. "500m", "64Mi", 2)`},
+		{"1Gibibytes", `(e.g. "500m", "64Mi", 2)`},
+	}
+	for _, tc := range tests {
+		if got := quantityHint(tc.value); got != tc.want {
+			t.Errorf("quantityHint(%q) = %s, want %s", tc.value, got, tc.want)
+		}
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/kinds"
 )
 
 // builtinKindTypes holds the CEL type of each built-in kind typed so far, by GroupVersionKind:
@@ -15,11 +16,29 @@ var builtinKindTypes sync.Map // schema.GroupVersionKind → *expr.ObjectType (n
 
 // childID declares a child entry's id in `children`: a list for a forEach or expression child,
 // typed by the kind of a template child where it is known (childType).
-func (c *compiler) childID(ch Child, allowed map[schema.GroupVersionResource]ChildResourceInfo) expr.ChildID {
-	id := expr.ChildID{List: ch.ForEach != "" || ch.Expression != ""}
+func (c *compiler) childID(ch Child, allowed map[schema.GroupVersionResource]ChildResourceInfo) expr.ObjectID {
+	id := expr.ObjectID{List: ch.ForEach != "" || ch.Expression != ""}
 	if ch.Template != nil {
 		id.Type = c.childType(ch.Template, allowed)
 	}
+	return id
+}
+
+// relatedID declares a related entry's id in `related`: a list with a selector, typed by the kind
+// of its resource where the mapper knows it and its schema (a built-in kind, a custom resource
+// with its CRD); dyn otherwise (a guessed resource, whose version related() reports when it is
+// wrong).
+func (c *compiler) relatedID(r Related) expr.ObjectID {
+	id := expr.ObjectID{List: r.Selector != nil}
+	info := kinds.LookupResource(c.m, gvr(r.APIVersion, r.Resource))
+	if info.Guessed {
+		return id
+	}
+	res := ChildResourceInfo{Info: info}
+	if info.Schema == nil {
+		res.ObjectSchema, _ = kinds.SchemaOf(info)
+	}
+	id.Type = c.kindType(res)
 	return id
 }
 
@@ -38,7 +57,7 @@ func (c *compiler) childType(tmpl map[string]any, allowed map[schema.GroupVersio
 	return c.kindType(res)
 }
 
-// kindType returns the CEL type of a child resource's objects, built once per load: from its CRD's
+// kindType returns the CEL type of a child or related resource's objects, built once per load: from its CRD's
 // schema for a custom resource, from client-go's for a built-in kind (once per process); nil when
 // neither is known or the schema cannot type CEL, which leaves the child dyn (the template's
 // own check against the schema reports what is wrong with it).

@@ -218,11 +218,11 @@ func (c *compiler) scopes(parent kinds.Info, allowed map[schema.GroupVersionReso
 		}
 		base.Parent = t
 	}
-	related := map[string]bool{}
+	related := map[string]expr.ObjectID{}
 	for _, r := range c.spec.Related {
-		related[r.ID] = r.Selector != nil
+		related[r.ID] = c.relatedID(r)
 	}
-	children := map[string]expr.ChildID{}
+	children := map[string]expr.ObjectID{}
 	for _, ch := range c.spec.Children {
 		children[ch.ID] = c.childID(ch, allowed)
 	}

@@ -24,9 +24,11 @@
 //     child's kind where it is known (childtypes.go): a template child of an allowed resource the
 //     mapper knows, typed from its CRD's schema or from the one Kubernetes ships for a built-in
 //     kind, built once per load (a built-in kind's once per process); a forEach child's id is a
-//     list of them; an expression child, a ${} kind and an unknown resource are dyn. So a misspelt
-//     field of a child (child.?status.?availableReplica) is a load error naming the field meant,
-//     not a default for ever. A validation that can return no bool is an error even
+//     list of them; an expression child, a ${} kind and an unknown resource are dyn. related.<id>
+//     is typed alike by its resource's kind (a list of them with a selector), dyn where the mapper
+//     only guesses the resource. So a misspelt field of a child or a related object
+//     (child.?status.?availableReplica, related.password.dta) is a load error naming the field
+//     meant, not a default for ever. A validation that can return no bool is an error even
 //     with an untyped parent (its metadata is typed), and a binding used where it does not exist
 //     (variables in a validation) says so. Errors come in file order.
 //     Every template child of a known kind is checked against the schema of its kind (kinds.SchemaOf:
@@ -34,12 +36,16 @@
 //     server would check the object: an unknown field (with the closest known one), a literal of the
 //     wrong type, a literal that is no quantity, an item of a keyed list without its keys or with
 //     another item's, are errors at their line. A whole-value "${...}" is checked by its expression's
-//     type where both types are known (dyn passes). The schema is kept with the child resource
+//     type where both types are known; dyn passes, unless the expression may give a string
+//     (expr.Program.MayGiveString: it reads a quantity or an int-or-string, or its orValue default
+//     or a conditional's branch is a string) and the field takes no string (a quantity into an
+//     integer status field). The schema is kept with the child resource
 //     (ChildResourceInfo.ObjectSchema), for render to check what expressions give.
 //   - A policy may declare its parent's custom resource in short (spec.parentSchema). ParentCRD
 //     turns it into the CustomResourceDefinition `metacel crd` prints, which package parentcrd
-//     builds from plain values (structural, checked with the API server's own structural-schema
-//     and defaulting code); ParentCRD places its errors as FieldErrors at the declaration's
+//     builds from plain values (structural, with formats, CEL rules, immutable fields and printer
+//     columns, checked with the API server's own structural-schema, defaulting and CEL
+//     compilation code); ParentCRD places its errors as FieldErrors at the declaration's
 //     lines. compile types the parent against it (declaredParent) when the mapper does not know
 //     the parent: a CRD given (--crd) or installed wins, and the parent stays Guessed, so that a
 //     cluster still waits for its CRD.
@@ -50,8 +56,12 @@
 //     the runtime rolls out with.
 //
 // Lint finds what a valid policy does that its author likely did not mean (lint.go): binding
-// children through which whoever may create a namespaced parent grants more than its namespace.
-// Its findings read "file:line: field.path: warning: message"; `metacel validate` prints them.
+// children through which whoever may create a namespaced parent grants more than its namespace;
+// and children the API server accepts without a word but that do not do what they say
+// (lintobjects.go): a Secret key in both data and stringData, an HPA aimed at no child of the
+// policy, a workload that sets replicas under an HPA. These read templates as written: a ${}
+// value is compared by its text. Its findings read "file:line: field.path: warning: message";
+// `metacel validate` prints them.
 //
 // YAML syntax errors read "file:line:column: invalid YAML: ..." at the mistake itself (package
 // manifest locates it: a tab, an indentation, an unclosed quote).

@@ -42,22 +42,25 @@ var fieldRef = map[string]any{"$ref": "#/definitions/field"}
 // fieldKeyValues are the JSON Schemas of the values of a declared field's keys
 // (parentcrd.FieldKeys).
 var fieldKeyValues = map[string]map[string]any{
-	"type":                 {"type": "string", "enum": anySlice(parentcrd.FieldTypes())},
-	"description":          {"type": "string"},
-	"required":             {"type": "boolean"},
-	"default":              {},
-	"enum":                 {"type": "array", "minItems": 1},
-	"minimum":              {"type": "number"},
-	"maximum":              {"type": "number"},
-	"minLength":            {"type": "integer", "minimum": 0},
-	"maxLength":            {"type": "integer", "minimum": 0},
-	"pattern":              {"type": "string", "format": "regex"},
-	"minItems":             {"type": "integer", "minimum": 0},
-	"maxItems":             {"type": "integer", "minimum": 0},
-	"items":                fieldRef,
-	"properties":           {"type": "object", "additionalProperties": fieldRef},
-	"additionalProperties": fieldRef,
-	"maxProperties":        {"type": "integer", "minimum": 0},
+	"type":                     {"type": "string", "enum": anySlice(parentcrd.FieldTypes())},
+	"description":              {"type": "string"},
+	"required":                 {"type": "boolean"},
+	"default":                  {},
+	"enum":                     {"type": "array", "minItems": 1},
+	"minimum":                  {"type": "number"},
+	"maximum":                  {"type": "number"},
+	"minLength":                {"type": "integer", "minimum": 0},
+	"maxLength":                {"type": "integer", "minimum": 0},
+	"pattern":                  {"type": "string", "format": "regex"},
+	"minItems":                 {"type": "integer", "minimum": 0},
+	"maxItems":                 {"type": "integer", "minimum": 0},
+	"items":                    fieldRef,
+	"properties":               {"type": "object", "additionalProperties": fieldRef},
+	"additionalProperties":     fieldRef,
+	"maxProperties":            {"type": "integer", "minimum": 0},
+	"format":                   {"type": "string", "enum": anySlice(parentcrd.Formats())},
+	"immutable":                {"type": "boolean"},
+	"x-kubernetes-validations": {"type": "array", "items": schemaOf(reflect.TypeFor[ValidationRule]())},
 }
 
 // fieldDefinition is the JSON Schema of a declared field: a type name, or an object of the keys
@@ -104,14 +107,17 @@ var required = map[reflect.Type][]string{
 	reflect.TypeFor[Related]():         {"id", "apiVersion", "resource"},
 	reflect.TypeFor[Child]():           {"id"},
 	reflect.TypeFor[ParentSchema]():    {"kind"},
+	reflect.TypeFor[ValidationRule]():  {"rule"},
+	reflect.TypeFor[PrinterColumn]():   {"name", "jsonPath"},
 	reflect.TypeFor[Rollout]():         {"steps"},
 	reflect.TypeFor[RolloutStep]():     {"percent"},
 }
 
 // bounds are the limits Validate enforces on fields, by type and JSON name, added to their schemas.
 var bounds = map[reflect.Type]map[string]map[string]any{
-	reflect.TypeFor[Rollout]():     {"steps": {"minItems": 1}, "healthDeadlineSeconds": {"minimum": 1}},
-	reflect.TypeFor[RolloutStep](): {"percent": {"minimum": 1, "maximum": 100}, "pauseSeconds": {"minimum": 0}},
+	reflect.TypeFor[Rollout]():       {"steps": {"minItems": 1}, "healthDeadlineSeconds": {"minimum": 1}},
+	reflect.TypeFor[RolloutStep]():   {"percent": {"minimum": 1, "maximum": 100}, "pauseSeconds": {"minimum": 0}},
+	reflect.TypeFor[PrinterColumn](): {"type": {"enum": anySlice(parentcrd.ColumnTypes())}, "priority": {"minimum": 0}},
 }
 
 // countOrPercent is the schema of an intstr.IntOrString: in a policy, a count or a percentage.
@@ -133,6 +139,7 @@ func schemaOf(t reflect.Type) map[string]any {
 	if t == reflect.TypeFor[Fields]() {
 		return map[string]any{"type": "object", "additionalProperties": fieldRef}
 	}
+
 	switch t.Kind() {
 	case reflect.Pointer:
 		return schemaOf(t.Elem())

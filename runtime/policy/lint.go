@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,20 +24,25 @@ func (f Finding) String() string {
 	return fmt.Sprintf("%s:%d: %s: warning: %s", f.File, f.Line, f.Path, f.Msg)
 }
 
-// Lint returns the findings of a compiled policy, in the order of its fields. It finds the
+// Lint returns the findings of a compiled policy, in the order of its lines. It finds the
 // binding children through which whoever may create a namespaced parent grants more than the
 // parent's namespace: a ClusterRoleBinding, which grants cluster-wide; a binding whose
 // ClusterRole the parent chooses (any the policy's ServiceAccount may bind: cluster-admin, if it
 // may bind every one); a crossNamespace RoleBinding to a ClusterRole that writes (cluster-admin,
-// admin, edit) in namespaces the policy's confinement does not bound.
+// admin, edit) in namespaces the policy's confinement does not bound. And it finds what the API
+// server accepts without a word but does not do what the template says (lintobjects.go): a
+// Secret key in both data and stringData; an HPA whose scaleTargetRef names no child of the
+// policy; a workload child an HPA scales that still sets spec.replicas.
 func Lint(c *Compiled) []Finding {
-	return bindingFindings(c)
+	out := slices.Concat(bindingFindings(c), secretFindings(c), scaleFindings(c))
+	slices.SortStableFunc(out, func(a, b Finding) int { return cmp.Compare(a.Line, b.Line) })
+	return out
 }
 
 // bindingFindings are the findings of Lint about binding children, one per child at most.
 func bindingFindings(c *Compiled) []Finding {
-	if !c.Parent.Namespaced {
-		return nil // a cluster-scoped parent's author is cluster-wide already
+	if !c.Parent.Namespaced || !writesBindings(c.Policy) {
+		return nil // a cluster-scoped parent's author is cluster-wide already; the policy writes no binding
 	}
 	var out []Finding
 	for i, child := range c.Policy.Spec.Children {
@@ -67,6 +73,14 @@ func bindingFindings(c *Compiled) []Finding {
 		}
 	}
 	return out
+}
+
+// writesBindings reports whether a policy's children may be bindings: whether its childResources
+// allow RoleBindings or ClusterRoleBindings (an expression child may be any child they allow).
+func writesBindings(p *CompositePolicy) bool {
+	return slices.ContainsFunc(p.Spec.ChildResources, func(r ChildResource) bool {
+		return strings.HasPrefix(r.APIVersion, "rbac.authorization.k8s.io/") && (r.Resource == "rolebindings" || r.Resource == "clusterrolebindings")
+	})
 }
 
 // finding is a Finding at path of the policy's source.

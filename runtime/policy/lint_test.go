@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,6 +59,8 @@ func TestLintFindsBindingsThatGrantBeyondTheParentsNamespace(t *testing.T) {
 			bindingPolicy("Namespaced", "RoleBinding", "view", "true", none), ""},
 		{"a cluster-scoped parent's author is cluster-wide already",
 			bindingPolicy("Cluster", "ClusterRoleBinding", "cluster-admin", "false", none), ""},
+		{"an expression child of a policy whose childResources allow no binding binds no role",
+			webscalePolicy(nil) + expressionChild, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -87,5 +91,80 @@ func TestAFindingIsLocatedAsAFieldError(t *testing.T) {
 	e := c.Source.Errorf("spec.children[0].template.kind", "m")
 	if f.File != e.File || f.Line != e.Line || f.Path != e.Path || f.File != "p.yaml" || f.Line != 21 {
 		t.Errorf("finding at %s:%d: %s, want %s:%d: %s (p.yaml:21)", f.File, f.Line, f.Path, e.File, e.Line, e.Path)
+	}
+}
+
+// expressionChild is a child entry computed by an expression, to append to a policy whose
+// children come last.
+const expressionChild = "    - id: extra\n      expression: \"[]\"\n"
+
+// webscalePolicy is the webscale policy (a Deployment, an HPA, a Secret), its placeholders filled
+// with a Deployment named ${parent.metadata.name} without replicas, the HPA scaling it, and a
+// Secret whose data sets user and whose stringData sets password; fills override those.
+func webscalePolicy(fills testpolicies.Fills) string {
+	all := testpolicies.Fills{"NAME": "${parent.metadata.name}", "REPLICAS": "revisionHistoryLimit: 3", "TARGET_KIND": "Deployment",
+		"TARGET_NAME": "${parent.metadata.name}", "DATA": "user: YWRtaW4=",
+		"STRING_DATA": `password: "${parent.spec.password}"`}
+	maps.Copy(all, fills)
+	return testpolicies.YAML("webscale", all)
+}
+
+// TestLintFindsChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay: Lint warns, at the line to
+// change, of a Secret key whose data value the API server drops for stringData's, of an HPA that
+// scales no child of the policy, and of a workload child whose replicas a sync would write back
+// over its HPA's; of nothing when it cannot tell.
+func TestLintFindsChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay(t *testing.T) {
+	const replicasUnderHPA = `p.yaml:21: spec.children[0].template.spec.replicas: warning: the HPA child "scaler" scales this Deployment, ` +
+		`yet its template sets spec.replicas: every sync writes it back over the replicas the HPA chose; leave spec.replicas out and ` +
+		`let the HPA own it (docs/cookbook.md, "Handing replicas over to an HPA": how to drop it from a running policy without a dip to 1 replica)`
+	tests := []struct {
+		name   string
+		policy string
+		want   []string // the findings' Strings
+	}{
+		{"a Secret key in both data and stringData loses its data value",
+			webscalePolicy(testpolicies.Fills{"DATA": "user: YWRtaW4=, password: c2VjcmV0"}),
+			[]string{`p.yaml:42: spec.children[2].template.data.password: warning: key "password" is in both data and stringData: the API ` +
+				`server writes stringData's value over data's, so this value is lost without an error; keep the key in one of them (stringData for text)`}},
+		{"a key that is not an identifier is located as one",
+			webscalePolicy(testpolicies.Fills{"DATA": `"tls.crt": Y2VydA==`, "STRING_DATA": `"tls.crt": "${parent.spec.password}"`}),
+			[]string{`p.yaml:42: spec.children[2].template.data["tls.crt"]: warning: key "tls.crt" is in both data and stringData: the API ` +
+				`server writes stringData's value over data's, so this value is lost without an error; keep the key in one of them (stringData for text)`}},
+		{"Secret keys in data or stringData only are kept", webscalePolicy(nil), nil},
+		{"an HPA that scales a kind the policy has no child of",
+			webscalePolicy(testpolicies.Fills{"TARGET_KIND": "StatefulSet"}),
+			[]string{`p.yaml:34: spec.children[1].template.spec.scaleTargetRef.kind: warning: the HPA scales StatefulSet "${parent.metadata.name}", ` +
+				`but the policy has no StatefulSet child: it scales an object the policy does not write (or nothing); name a workload ` +
+				`child's kind and name, as its template writes them`}},
+		{"an HPA that scales a name no child of its kind has",
+			webscalePolicy(testpolicies.Fills{"TARGET_NAME": "${parent.metadata.name}-web"}),
+			[]string{`p.yaml:34: spec.children[1].template.spec.scaleTargetRef.name: warning: the HPA scales Deployment ` +
+				`"${parent.metadata.name}-web", but no Deployment child of the policy is named so ("${parent.metadata.name}"): it scales an ` +
+				`object the policy does not write (or nothing); write the child's name as its template does, the same literal or the same ${} template`}},
+		{"an HPA that scales a child by its literal name", webscalePolicy(testpolicies.Fills{"NAME": "web", "TARGET_NAME": "web"}), nil},
+		{"an HPA that scales a child by the same template but for spaces",
+			webscalePolicy(testpolicies.Fills{"TARGET_NAME": "${ parent.metadata.name }"}), nil},
+		{"an HPA's target may be an expression child's, which no lint can tell",
+			webscalePolicy(testpolicies.Fills{"TARGET_KIND": "StatefulSet"}) + expressionChild, nil},
+		{"a Deployment an HPA scales that sets replicas",
+			webscalePolicy(testpolicies.Fills{"REPLICAS": "replicas: 3"}), []string{replicasUnderHPA}},
+		{"a Deployment whose replicas come from the parent, under an HPA",
+			webscalePolicy(testpolicies.Fills{"REPLICAS": `replicas: "${size(parent.metadata.name)}"`}), []string{replicasUnderHPA}},
+		{"a Deployment no HPA scales may set replicas",
+			webscalePolicy(testpolicies.Fills{"REPLICAS": "replicas: 3", "TARGET_KIND": "ReplicaSet"}),
+			[]string{`p.yaml:34: spec.children[1].template.spec.scaleTargetRef.kind: warning: the HPA scales ReplicaSet "${parent.metadata.name}", ` +
+				`but the policy has no ReplicaSet child: it scales an object the policy does not write (or nothing); name a workload ` +
+				`child's kind and name, as its template writes them`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range Lint(load(t, tt.policy)) {
+				got = append(got, f.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
 	}
 }

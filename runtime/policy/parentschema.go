@@ -24,15 +24,33 @@ func ParentCRD(doc *Document) (*apiextensionsv1.CustomResourceDefinition, error)
 		Names: apiextensionsv1.CustomResourceDefinitionNames{
 			Plural: spec.ParentResource.Resource, Kind: ps.Kind, Singular: ps.Singular, ListKind: ps.ListKind, ShortNames: ps.ShortNames,
 		},
-		Scope:       ps.Scope,
-		Description: ps.Description,
-		Spec:        ps.Spec,
-		Status:      ps.Status,
+		Scope:          ps.Scope,
+		Description:    ps.Description,
+		Spec:           ps.Spec,
+		Status:         ps.Status,
+		Rules:          validationRules(ps.Rules),
+		PrinterColumns: printerColumns(ps.PrinterColumns),
 	})
 	if len(mistakes) > 0 {
 		return nil, atLines(doc.Source, mistakes)
 	}
 	return crd, nil
+}
+
+func validationRules(rules []ValidationRule) []apiextensionsv1.ValidationRule {
+	out := make([]apiextensionsv1.ValidationRule, len(rules))
+	for i, r := range rules {
+		out[i] = apiextensionsv1.ValidationRule{Rule: r.Rule, Message: r.Message}
+	}
+	return out
+}
+
+func printerColumns(columns []PrinterColumn) []apiextensionsv1.CustomResourceColumnDefinition {
+	out := make([]apiextensionsv1.CustomResourceColumnDefinition, len(columns))
+	for i, c := range columns {
+		out[i] = apiextensionsv1.CustomResourceColumnDefinition{Name: c.Name, Type: c.Type, JSONPath: c.JSONPath, Description: c.Description, Priority: c.Priority}
+	}
+	return out
 }
 
 // atLines places the mistakes of a declaration at the lines of their field paths, in file order.

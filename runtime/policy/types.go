@@ -127,6 +127,12 @@ type ParentSchema struct {
 	// Spec and Status declare the fields of the parent's spec and status.
 	Spec   Fields `json:"spec,omitempty"`
 	Status Fields `json:"status,omitempty"`
+	// Rules are CEL rules on the whole parent (self; oldSelf, the parent before an update, makes
+	// a transition rule), which the API server checks when a parent is written: its CRD's
+	// x-kubernetes-validations. A field has rules of its own under the same key.
+	Rules []ValidationRule `json:"x-kubernetes-validations,omitempty"`
+	// PrinterColumns are the columns kubectl get shows, before Synced, Ready and Age.
+	PrinterColumns []PrinterColumn `json:"printerColumns,omitempty"`
 	// Install has the runtime install the CRD and keep it what parentSchema declares: created when
 	// the policy loads, updated by server-side apply when parentSchema changes, unless a stored
 	// parent would not survive the change (annotate the policy
@@ -135,10 +141,29 @@ type ParentSchema struct {
 	Install bool `json:"install,omitempty"`
 }
 
+// ValidationRule is a CEL rule the API server checks when a parent is written: Rule is true when
+// the value (self) is valid, Message says what is wrong when it is not.
+type ValidationRule struct {
+	Rule    string `json:"rule"`
+	Message string `json:"message,omitempty"`
+}
+
+// PrinterColumn is a column kubectl get shows: the value at JSONPath (e.g. .spec.replicas) under
+// the header Name. Type (integer, number, string, boolean or date) defaults to the type of the
+// declared field JSONPath names; Priority 0 shows the column always, more only with -o wide.
+type PrinterColumn struct {
+	Name        string `json:"name"`
+	Type        string `json:"type,omitempty"`
+	JSONPath    string `json:"jsonPath"`
+	Description string `json:"description,omitempty"`
+	Priority    int32  `json:"priority,omitempty"`
+}
+
 // Fields declares the fields of an object by name. Each value is a type name (string, integer,
 // number, boolean, object, array) or a field: an object of type, description, required, default,
-// enum, minimum, maximum, minLength, maxLength, pattern, minItems, maxItems, items (a field),
-// properties (Fields), additionalProperties (a field) and maxProperties.
+// enum, minimum, maximum, minLength, maxLength, pattern, format, minItems, maxItems, items (a
+// field), properties (Fields), additionalProperties (a field), maxProperties, immutable and
+// x-kubernetes-validations (ValidationRules).
 type Fields map[string]any
 
 // ChildResource allows one resource as a child and says how its objects are updated.

@@ -122,3 +122,73 @@ func TestFirstSyncsAreTheTestsThatStartFromTheParentAlone(t *testing.T) {
 		t.Errorf("a status that differs: diff %q", diff)
 	}
 }
+
+// TestCompareInTheAuthorsTerms checks that an expected child may be named by a glob or by its
+// child id, and a Secret expected with the stringData the policy writes matches the data it is
+// stored as; a difference shows in those terms.
+func TestCompareInTheAuthorsTerms(t *testing.T) {
+	child := func(kind, name, id string, extra map[string]any) map[string]any {
+		m := map[string]any{"apiVersion": "v1", "kind": kind, "metadata": map[string]any{"name": name, "namespace": "ns",
+			"labels": map[string]any{"metacel.dev/child-id": id}}}
+		for k, v := range extra {
+			m[k] = v
+		}
+		return m
+	}
+	got := &outcome{changes: []string{}, children: []any{
+		child("Job", "report-1a2b3c4d", "job", map[string]any{"spec": map[string]any{"parallelism": int64(1)}}),
+		child("Job", "report-5e6f7a8b", "other", nil),
+		child("Secret", "creds", "creds", map[string]any{"data": map[string]any{"user": "cmVwb3J0ZXI=", "key": "/w=="}}), // reporter; a byte that is no text
+	}}
+	exp := func(match string, children ...any) *Expect {
+		return &Expect{Match: match, Has: map[string]bool{"children": true}, Children: children}
+	}
+	tests := []struct {
+		name string
+		exp  *Expect
+		diff []string // "" when they agree, else lines of the diff
+	}{
+		{"subset: a child id names a hash-named child",
+			exp(MatchSubset, map[string]any{"kind": "Job", "id": "job", "spec": map[string]any{"parallelism": 1}}), nil},
+		{"subset: a child id no child has differs, and shows the id",
+			exp(MatchSubset, map[string]any{"kind": "Job", "id": "gone"}), []string{"-- id: gone"}},
+		{"subset: a glob names a generated name",
+			exp(MatchSubset, map[string]any{"kind": "Job", "metadata": map[string]any{"name": "report-*"}, "spec": map[string]any{"parallelism": 1}}), nil},
+		{"subset: two globs take two children",
+			exp(MatchSubset, map[string]any{"kind": "Job", "metadata": map[string]any{"name": "report-*"}}, map[string]any{"kind": "Job", "metadata": map[string]any{"name": "report-????????"}}), nil},
+		{"subset: a glob matching no name differs",
+			exp(MatchSubset, map[string]any{"kind": "Job", "metadata": map[string]any{"name": "nightly-*"}}), []string{"-    name: nightly-*"}},
+		{"subset: a glob and an id together",
+			exp(MatchSubset, map[string]any{"kind": "Job", "id": "other", "metadata": map[string]any{"name": "report-*"}}), nil},
+		{"subset: stringData matches the data it is stored as",
+			exp(MatchSubset, map[string]any{"kind": "Secret", "metadata": map[string]any{"name": "creds"}, "stringData": map[string]any{"user": "reporter"}}), nil},
+		{"subset: stringData that differs shows as stringData, with a note",
+			exp(MatchSubset, map[string]any{"kind": "Secret", "metadata": map[string]any{"name": "creds"}, "stringData": map[string]any{"user": "admin"}}),
+			[]string{"-    user: admin", "+    user: reporter", "note: Secret ns/creds: stringData is compared with the data the policy writes, base64-decoded"}},
+		{"exact: stringData and data together, each in its own terms",
+			exp(MatchExact,
+				map[string]any{"apiVersion": "v1", "kind": "Job", "id": "job", "metadata": map[string]any{"namespace": "ns", "labels": map[string]any{"metacel.dev/child-id": "job"}}, "spec": map[string]any{"parallelism": 1}},
+				child("Job", "report-*", "other", nil),
+				child("Secret", "creds", "creds", map[string]any{"data": map[string]any{"key": "/w=="}, "stringData": map[string]any{"user": "reporter"}})), nil},
+		{"exact: a value that is not text stays in data",
+			exp(MatchExact, got.children[0], got.children[1],
+				child("Secret", "creds", "creds", map[string]any{"stringData": map[string]any{"user": "reporter", "key": "\xff"}})),
+			[]string{"+  data:", "+    key: /w==", "-    key: \ufffd"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			diff := compare(tc.exp, got)
+			if len(tc.diff) == 0 && diff != "" {
+				t.Errorf("want agreement, got\n%s", diff)
+			}
+			if len(tc.diff) > 0 && diff == "" {
+				t.Errorf("want a diff with %q, got agreement", tc.diff)
+			}
+			for _, line := range tc.diff {
+				if !strings.Contains(diff, line) {
+					t.Errorf("want a diff with %q, got\n%s", line, diff)
+				}
+			}
+		})
+	}
+}

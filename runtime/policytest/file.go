@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	pathpkg "path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -328,7 +329,7 @@ func (d *decoder) expect(n *yaml.Node, path string) *Expect {
 				return
 			}
 			for i, item := range v.Content {
-				e.Children = append(e.Children, d.object(item, fmt.Sprintf("%s[%d]", p, i)))
+				e.Children = append(e.Children, d.expectedChild(item, fmt.Sprintf("%s[%d]", p, i)))
 			}
 		},
 		"status":  func(v *yaml.Node, p string) { e.Has["status"] = true; e.Status = d.object(v, p) },
@@ -339,4 +340,32 @@ func (d *decoder) expect(n *yaml.Node, path string) *Expect {
 		d.errorf(n, path, "expects nothing: give children, status, changes or error (or run with --update to record what the step gives)")
 	}
 	return e
+}
+
+// expectedChild reads an expected child, named by metadata.name (a name or a glob) or by id, the
+// policy's child id (authorsTerms).
+func (d *decoder) expectedChild(n *yaml.Node, path string) map[string]any {
+	m := d.object(n, path)
+	if id, ok := m["id"]; ok {
+		if s, _ := id.(string); s == "" {
+			d.errorf(valueNode(n, "id"), path+".id", "expected the id of one of the policy's children (children[].id), a string")
+		}
+	}
+	name, ok := nested(m, "metadata", "name").(string)
+	if _, err := pathpkg.Match(name, ""); ok && err != nil {
+		d.errorf(valueNode(valueNode(n, "metadata"), "name"), path+".metadata.name",
+			"%q is no glob (%v): use * for any characters, ? for one, [a-z] for one of a range", name, err)
+	}
+	return m
+}
+
+// valueNode is the value of key in a mapping node, or the node itself when it has none, for an
+// error's line.
+func valueNode(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return n
 }

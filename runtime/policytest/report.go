@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"metacel.dev/metacel/runtime/manifest"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // Run runs the test files of each path (a file, or a directory's *.yaml and *.yml files,
@@ -15,11 +17,13 @@ import (
 // then per path "ok" or "FAIL" with the number of tests. It reports whether every test passed.
 //
 // A file is a test file when its document is no Kubernetes object (IsTestFile): the policy, its
-// CRD and its samples may live in the same folder, and are skipped with a note to opts.Notes.
+// CRD and its samples may live in the same folder, and are skipped with a note to opts.Notes. A
+// skipped file that holds policies (policy.Holds) must parse, as the runtime would read it: if it
+// does not, it fails as a test would, with its errors at their lines.
 func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, error) {
 	allPassed := true
 	for _, p := range paths {
-		files, err := testFiles(p, opts.Notes)
+		files, policies, err := testFiles(p, opts.Notes)
 		if err != nil {
 			return false, err
 		}
@@ -27,6 +31,12 @@ func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, 
 		for _, f := range files {
 			ok, bad := runAndPrint(ctx, w, f, opts)
 			passed, failed = passed+ok, failed+bad
+		}
+		for _, f := range policies {
+			if err := parsePolicies(f); err != nil {
+				fmt.Fprintf(w, "--- FAIL: %s\n%s\n", f, indent(err.Error()))
+				failed++
+			}
 		}
 		if failed > 0 {
 			allPassed = false
@@ -39,28 +49,42 @@ func Run(ctx context.Context, w io.Writer, paths []string, opts Options) (bool, 
 }
 
 // testFiles lists the test files of a path, and notes the files it skips: those holding
-// Kubernetes objects, and empty ones. A file that is not YAML is listed, for its error to show.
-func testFiles(path string, notes io.Writer) ([]string, error) {
+// Kubernetes objects, and empty ones; the skipped files that hold policies are listed apart. A
+// file that is not YAML is listed as a test file, for its error to show.
+func testFiles(path string, notes io.Writer) (tests, policies []string, err error) {
 	if notes == nil {
 		notes = io.Discard
 	}
 	files, err := manifest.Files(path, ".yaml", ".yml")
 	if err != nil {
-		return nil, fmt.Errorf("read tests: %w", err)
+		return nil, nil, fmt.Errorf("read tests: %w", err)
 	}
-	var out []string
 	for _, f := range files {
 		heads, err := manifest.ReadHeads(f)
 		if err != nil || IsTestFile(heads) {
-			out = append(out, f)
+			tests = append(tests, f)
 			continue
+		}
+		if policy.Holds(heads) {
+			policies = append(policies, f)
 		}
 		fmt.Fprintf(notes, "note: %s: skipped, not a test file: it holds %s, and a test file has no kind\n", f, manifest.Describe(heads))
 	}
-	if len(out) == 0 {
-		return nil, fmt.Errorf("%s: no test files: a test file is a *.yaml or *.yml file whose document has policy and tests, and no apiVersion or kind", path)
+	if len(tests) == 0 {
+		return nil, nil, fmt.Errorf("%s: no test files: a test file is a *.yaml or *.yml file whose document has policy and tests, and no apiVersion or kind", path)
 	}
-	return out, nil
+	return tests, policies, nil
+}
+
+// parsePolicies parses the policies of a file (policy.Parse: its YAML and fields, not its
+// expressions, which its tests compile), for its errors at their lines.
+func parsePolicies(file string) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return err
+	}
+	_, err = policy.Parse(file, data)
+	return err
 }
 
 // IsTestFile reports whether the documents of a file are those of a test file: one document, a

@@ -103,6 +103,11 @@ func (e *env) runTest(ctx context.Context, t *Test, opts Options) Report {
 			return r
 		}
 		got := e.sync(ctx, w)
+		if msgs := e.unmarkedObserved(t, s, w.children, got); len(msgs) > 0 {
+			r.Passed = false
+			r.Messages = append(r.Messages, msgs...)
+			return r
+		}
 		if msg := e.check(s, got); msg != "" {
 			if opts.Update {
 				s.record(got)
@@ -174,6 +179,8 @@ type world struct {
 	parent   *unstructured.Unstructured
 	related  []*unstructured.Unstructured
 	observed []*unstructured.Unstructured
+	// children are the children the last step left (nil before the first step), for messages.
+	children []*unstructured.Unstructured
 }
 
 func (e *env) initialWorld(t *Test) (*world, error) {

@@ -103,7 +103,7 @@ func mergePatch(dst, patch map[string]any) {
 // children become what the sync's writes leave (decide.Written, as the status saw them: an
 // updated child keeps what the policy does not set, its status say; a created or recreated one
 // is the desired object alone; one up to date or OnDelete stays as it was; one deleted or
-// released is gone); other objects stay.
+// released is gone); other objects stay. The children are kept apart too, for messages.
 func (w *world) advance(got *outcome) {
 	if got.res == nil {
 		return
@@ -118,11 +118,14 @@ func (w *world) advance(got *outcome) {
 	for _, f := range got.res.Observed.Foreign {
 		next = append(next, f.Object.DeepCopy())
 	}
+	w.children = []*unstructured.Unstructured{}
 	after := decide.ChildrenAfter(got.res.Observed.ByID, decide.Written(got.res.Steps))
 	for i := range got.res.Output.Children {
 		child := &got.res.Output.Children[i]
 		if obj := render.FindSame(after[child.ID], child.Object); obj != nil {
-			next = append(next, obj.DeepCopy())
+			obj = obj.DeepCopy()
+			next = append(next, obj)
+			w.children = append(w.children, obj)
 		}
 	}
 	w.observed = next

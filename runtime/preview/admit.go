@@ -85,7 +85,7 @@ func (s *crdSchema) admit(ctx context.Context, obj *unstructured.Unstructured) (
 	}
 	structuraldefaulting.Default(out.Object, s.structural)
 	if errs := s.validate(ctx, out); len(errs) > 0 {
-		return nil, invalid(describe(obj), nil, errs)
+		return nil, invalid(describe(obj), nil, withValues(out.Object, errs))
 	}
 	if s.info.HasStatus && hasStatus {
 		out.Object["status"] = status
@@ -111,7 +111,7 @@ func (s *crdSchema) checkStatus(ctx context.Context, obj *unstructured.Unstructu
 	}
 	errs = append(errs, s.checkRules(ctx, out, structurallisttype.ValidateListSetsAndMaps(nil, s.structural, out.Object))...)
 	if len(errs) > 0 {
-		return invalid("the status of "+describe(obj), nil, errs)
+		return invalid("the status of "+describe(obj), nil, withValues(out.Object, errs))
 	}
 	return nil
 }
@@ -147,7 +147,9 @@ func (s *crdSchema) validate(ctx context.Context, obj *unstructured.Unstructured
 }
 
 // checkRules adds the errors of the x-kubernetes-validations rules to errs, unless errs already
-// holds an error that stops the API server from running them.
+// holds an error that stops the API server from running them. There is no old object, as on a
+// create: a transition rule (one that reads oldSelf, as immutable fields do) is skipped, as the
+// API server skips it on create.
 func (s *crdSchema) checkRules(ctx context.Context, obj *unstructured.Unstructured, errs field.ErrorList) field.ErrorList {
 	for _, e := range errs {
 		switch e.Type {
@@ -191,14 +193,41 @@ func invalid(what string, unknown []string, errs field.ErrorList) error {
 }
 
 func (e *InvalidError) Error() string {
-	lines := make([]string, 0, len(e.Unknown)+len(e.Errs))
-	for _, p := range e.Unknown {
-		lines = append(lines, p+": "+unknownFieldRule)
-	}
-	for _, fe := range e.Errs {
-		lines = append(lines, fe.Error())
+	problems := e.Problems()
+	lines := make([]string, len(problems))
+	for i, p := range problems {
+		if p.Path == "" { // a rule of the whole object (a nil path)
+			lines[i] = p.Msg
+			continue
+		}
+		lines[i] = p.Path + ": " + p.Msg
 	}
 	return fmt.Sprintf("%s is invalid, the API server would refuse it: %s", e.What, strings.Join(lines, "; "))
+}
+
+// FieldProblem is one field of an object that the API server would refuse, and why.
+type FieldProblem struct {
+	// Path is the field's path (spec.items[0].name), as the API server names it.
+	Path string
+	// Msg says what is wrong with it, and the fix when there is one.
+	Msg string
+}
+
+// Problems lists the fields refused: the fields the schema does not declare, then those it or its
+// rules refuse.
+func (e *InvalidError) Problems() []FieldProblem {
+	out := make([]FieldProblem, 0, len(e.Unknown)+len(e.Errs))
+	for _, p := range e.Unknown {
+		out = append(out, FieldProblem{Path: p, Msg: unknownFieldRule})
+	}
+	for _, fe := range e.Errs {
+		path := fe.Field
+		if path == "<nil>" { // a rule of the whole object
+			path = ""
+		}
+		out = append(out, FieldProblem{Path: path, Msg: fe.ErrorBody()})
+	}
+	return out
 }
 
 // unknownFieldRule is what is wrong with a field the schema does not declare, and the fix.

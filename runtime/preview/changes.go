@@ -27,14 +27,16 @@ func (c Change) String() string {
 	return fmt.Sprintf("%-8s %s %s %s: %s", c.Action, c.Object.GetAPIVersion(), c.Object.GetKind(), render.NamespacedName(c.Object), c.Why)
 }
 
-// withoutHandWritten drops the steps whose observed child was written by hand, not rendered (it
-// has no metacel.dev/content-hash annotation, nor the desired-hash of runtimes before it):
-// offline, such a child is taken as what the policy wants, and a note says so where the answer
-// would be a recreation.
+// withoutHandWritten drops the recreations and bookkeeping patches of observed children written by
+// hand, not rendered (no metacel.dev/content-hash annotation, nor the desired-hash of runtimes
+// before it): offline, such a child keeps what it was given (a Pod's status, say), and a note says
+// so where the answer would be a recreation. An in-place update is kept: the runtime applies it,
+// and what the API server returns (the observed object with the policy's fields merged in,
+// decide.Written) is what the status after the sync's writes reads, as the runtime's does.
 func withoutHandWritten(steps []decide.Step) (kept []decide.Step, notes []string) {
 	for _, st := range steps {
 		if st.Observed == nil || rendered(st.Observed) ||
-			st.Action != decide.Update && st.Action != decide.Recreate && st.Action != decide.UpdateBookkeeping {
+			st.Action != decide.Recreate && st.Action != decide.UpdateBookkeeping {
 			kept = append(kept, st)
 			continue
 		}

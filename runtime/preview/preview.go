@@ -109,6 +109,19 @@ func failed(parent *unstructured.Unstructured, res *Result, err error) (*Result,
 	return res, err
 }
 
+// AdmitParent returns the parent as the API server would admit its create, checked against the
+// policy's parent schema (its CRD, or the schema the policy declares) as Run admits it: an
+// *InvalidError names each field refused. It is returned as given, completed, when the schema
+// is unknown (c.Parent.Schema nil). `metacel validate` checks the samples of a folder with it.
+func AdmitParent(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	schema, err := newSchema(c.Parent)
+	if err != nil {
+		return nil, err
+	}
+	var notes []string
+	return admitParent(ctx, c, schema, parent, &notes)
+}
+
 // admitParent completes and admits a copy of the parent: namespace "default" when the resource is
 // namespaced and it has none (as kubectl places it), a UID and generation when it has none, then
 // the API server's checks and defaults of its CRD.

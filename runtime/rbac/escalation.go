@@ -17,8 +17,9 @@ const rbacGroup = "rbac.authorization.k8s.io"
 
 // escalationRules returns the bind and escalate rules of the policies' RBAC children. A binding
 // whose roleRef is written literally in a template is bound by name, as is one whose name is a
-// parent's field bounded by an enum (policy.RoleRefs); one whose name is otherwise templated needs bind
-// on every role of its kind; an expression child, on every role.
+// parent's field bounded by an enum, directly or through a variable or a forEach item
+// (policy.RoleRefs); one whose name is otherwise templated needs bind on every role of its kind;
+// an expression child, on every role.
 func escalationRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 	bind := map[string]*refs{} // by role resource: roles, clusterroles
 	escalate := map[string]bool{}

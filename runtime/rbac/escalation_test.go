@@ -89,3 +89,60 @@ func TestBindOnRolesAParentsEnumAllows(t *testing.T) {
 		})
 	}
 }
+
+func TestBindOnRolesAnEnumAllowsThroughForEachItemsAndVariables(t *testing.T) {
+	schema := &policy.ParentSchema{Kind: "Team", Spec: policy.Fields{
+		"members": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{
+			"name": "string", "role": map[string]any{"type": "string", "enum": []any{"admin", "edit", "view"}},
+		}}},
+		"roles":  map[string]any{"type": "array", "items": map[string]any{"type": "string", "enum": []any{"view"}}},
+		"team":   map[string]any{"type": "object", "properties": map[string]any{"role": map[string]any{"type": "string", "enum": []any{"edit"}}}},
+		"guests": map[string]any{"type": "array", "items": map[string]any{"type": "object", "properties": map[string]any{"role": "string"}}},
+	}}
+	variables := []policy.Variable{
+		{Name: "team", Expression: "parent.spec.team"},
+		{Name: "role", Expression: "variables.team.role"},
+		{Name: "members", Expression: "parent.spec.?members.orValue([])"},
+		{Name: "suffixed", Expression: "parent.spec.team.role + '-x'"},
+	}
+	const anyRole = "[{[bind] [rbac.authorization.k8s.io] [clusterroles] []}]"
+	tests := []struct {
+		name, forEach, roleName, want string
+	}{
+		{"a forEach item's field bounded by an enum binds those roles only", "parent.spec.members", "${each.role}",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [admin edit view]}]"},
+		{"a forEach over an optional list with an empty default", "parent.spec.?members.orValue([])", "${ each.role }",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [admin edit view]}]"},
+		{"a forEach item that is itself bounded by an enum", "parent.spec.roles", "${each}",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [view]}]"},
+		{"a forEach over a variable that is the list", "variables.members", "${each.role}",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [admin edit view]}]"},
+		{"a variable that is the field, through another variable", "", "${variables.role}",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [edit]}]"},
+		{"a field of a variable", "", "${variables.team.role}",
+			"[{[bind] [rbac.authorization.k8s.io] [clusterroles] [edit]}]"},
+		{"a forEach item's field without an enum binds any role", "parent.spec.guests", "${each.role}", anyRole},
+		{"a variable computed from the field binds any role", "", "${variables.suffixed}", anyRole},
+		{"each outside a forEach binds any role", "", "${each.role}", anyRole},
+		{"a forEach over a computed list binds any role", "parent.spec.members.filter(m, m.name != '')", "${each.role}", anyRole},
+		{"an optional without a default binds any role", "", "${parent.spec.team.?role}", anyRole},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			child := policy.Child{ID: "b", ForEach: tc.forEach, Template: map[string]any{
+				"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+				"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": tc.roleName},
+			}}
+			p := &policy.CompositePolicy{Spec: policy.Spec{ParentSchema: schema, Variables: variables,
+				ChildResources: []policy.ChildResource{{APIVersion: "rbac.authorization.k8s.io/v1", Resource: "rolebindings"}},
+				Children:       []policy.Child{child}}}
+			got := []string{}
+			for _, r := range escalationRules([]*policy.CompositePolicy{p}) {
+				got = append(got, fmt.Sprintf("{%v %v %v %v}", r.Verbs, r.APIGroups, r.Resources, r.ResourceNames))
+			}
+			if s := fmt.Sprint(got); s != tc.want {
+				t.Errorf("got  %s\nwant %s", s, tc.want)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
@@ -28,13 +29,21 @@ import (
 //     removed it) its controller ownerReference, when set, names the parent; with neither, its
 //     metacel.dev/policy and metacel.dev/child-id labels name the policy and the child asked about
 //     (Facts.ChildID), unless who wrote it is unknown (an offline file, written by hand, may carry
-//     no mark at all).
+//     no mark at all: rule 6 asks for one when it is undesired).
 //  4. Garbage collection does not remove it with the parent, when only such objects are asked
 //     about (ExceptCollected: the finalizer's question).
 //  5. It is in a namespace the parent's children may be in (Reach).
 //  6. The parent's record names it, or it has an ownerReference to the parent, when it is
 //     undesired (Facts.Undesired; Record): one of a desired child's name metacel applies, and
-//     records, anyway.
+//     records, anyway. Offline (Record not Checked: files, which no record names), an undesired
+//     object must carry a mark of the parent instead: its metacel.dev/parent-uid label (rule 3
+//     checked it names the parent), an ownerReference to it, metacel's managed fields, or the
+//     labels metacel puts on a child (metacel.dev/child-id, or the policy label naming this
+//     policy: what a test writes by hand for an old child). An object with none of them that no
+//     desired child is, a file written by hand under a name the policy does not give (a misspelt
+//     one), is never deleted: it is no child (Verdict.Unmarked), which `metacel render` notes and
+//     `metacel test` reports as a mistake. The runtime and `metacel plan` always check the
+//     record, so this never decides in a cluster.
 //
 // The rules a caller does not ask (Resources nil, Reach nil, Record not Checked) pass: it knows
 // their answer already (a create's object is of the child's resource, in the namespace its
@@ -113,6 +122,9 @@ type Verdict struct {
 	// Reason is set for an object that carries the parent's labels and is left alone anyway, to
 	// be reported: contract.ReasonChildOutOfReach or contract.ReasonChildNotRecorded.
 	Reason string
+	// Unmarked: an offline object that no desired child is and that carries no mark of the
+	// parent at all (rule 6), most likely given under a wrong name.
+	Unmarked bool
 }
 
 // Child reports whether the object is the parent's child.
@@ -136,8 +148,23 @@ func (k *Kinship) Judge(obj *unstructured.Unstructured, f Facts) Verdict {
 		if why := k.Record.NotRecordedReason(obj); why != "" {
 			return Verdict{Why: why, Reason: contract.ReasonChildNotRecorded}
 		}
+		if why := k.unmarkedFileReason(obj); why != "" {
+			return Verdict{Why: why, Unmarked: true}
+		}
 	}
 	return Verdict{}
+}
+
+// unmarkedFileReason says why an undesired offline object (Record not Checked) is no child: it
+// carries no mark of the parent (rule 6 of Kinship), or "".
+func (k *Kinship) unmarkedFileReason(obj *unstructured.Unstructured) string {
+	labels := obj.GetLabels()
+	if k.Record.Checked || labels[contract.LabelParentUID] != "" || labels[contract.LabelChildID] != "" || contract.ChildPolicy(labels) != "" ||
+		HasOwnerReference(obj, k.Parent) || apply.AppliedBy(obj) {
+		return ""
+	}
+	return fmt.Sprintf("no desired child has its name, and it carries no mark of this %s (no %s or %s label, no ownerReference to it, no managed fields of metacel's): "+
+		"offline, an object given by hand is deleted only when it carries one", k.Parent.GetKind(), contract.LabelParentUID, contract.LabelChildID)
 }
 
 // unmarkedReason says why obj is not the parent's by what it is and the marks it carries (rules

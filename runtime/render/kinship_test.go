@@ -22,6 +22,7 @@ func TestKinshipDecidesWhichObjectsAreAParentsChild(t *testing.T) {
 	finalizer := render(true)
 	finalizer.ExceptCollected = true
 	const (
+		unmarked      = "(unmarked)"
 		ownedByParent = `ownerReferences: [{apiVersion: demo.rtfm.co.ua/v1, kind: MyApp, name: app, uid: u-1, controller: true}]`
 		ownedByOther  = `ownerReferences: [{apiVersion: v1, kind: X, name: x, uid: u-9, controller: true}]`
 		ours          = `metacel.dev/policy: test, metacel.dev/parent-uid: u-1, metacel.dev/child-id: cm`
@@ -35,7 +36,7 @@ func TestKinshipDecidesWhichObjectsAreAParentsChild(t *testing.T) {
 		obj    string
 		facts  Facts
 		why    string // "" when the object is the parent's child
-		reason string // the reason it is reported under, when it carries the parent's labels
+		reason string // the reason it is reported under, when it carries the parent's labels; unmarked: Verdict.Unmarked
 	}{
 		{"offline, an object with no mark at all is a child (a file written by hand)", render(false), cm("uid: x"), Facts{}, "", ""},
 		{"an object of a resource the policy has no children of is not a child",
@@ -77,6 +78,17 @@ func TestKinshipDecidesWhichObjectsAreAParentsChild(t *testing.T) {
 		{"not recorded, an ownerReference to the parent: a child, garbage collection's", render(true), cm("uid: x, labels: {" + ours + "}, " + ownedByParent), Facts{Undesired: true}, "", ""},
 		{"not recorded, of a desired child's name: a child, metacel applies and records it", render(true), cm("uid: x, labels: {" + ours + "}"), Facts{}, "", ""},
 		{"offline, the record is not asked", render(false), cm("uid: x, labels: {" + ours + "}"), Facts{Undesired: true}, "", ""},
+		{"offline, an undesired object with no mark at all is no child, never deleted (a misspelt name)", render(false), cm("uid: x"), Facts{Undesired: true},
+			"no desired child has its name, and it carries no mark of this MyApp (no metacel.dev/parent-uid or metacel.dev/child-id label, no ownerReference to it, no managed fields of metacel's): " +
+				"offline, an object given by hand is deleted only when it carries one", unmarked},
+		{"offline, an undesired object with an ownerReference to the parent is a child", render(false),
+			cm("ownerReferences: [{apiVersion: demo.rtfm.co.ua/v1, kind: MyApp, name: app, uid: u-1}]"), Facts{Undesired: true}, "", ""},
+		{"offline, an undesired object labelled as one of the policy's children is a child (an old child written by hand)", render(false),
+			cm("labels: {metacel.dev/child-id: cm}"), Facts{Undesired: true}, "", ""},
+		{"offline, an undesired object metacel applied (its managed fields) is a child", render(false),
+			cm("managedFields: [{manager: metacel, operation: Apply, fieldsV1: {f:data: {}}}]"), Facts{Undesired: true}, "", ""},
+		{"in the cluster, an undesired object with no mark at all is left alone as unrecorded", render(true), cm("uid: x"), Facts{Undesired: true},
+			`metacel did not write it for this MyApp (its UID is not in the parent's metacel.dev/children annotation)`, contract.ReasonChildNotRecorded},
 		{"the finalizer leaves what garbage collection removes", finalizer, cm("uid: rec, labels: {" + ours + "}, " + ownedByParent), Facts{Applied: AppliedByMetacel, Undesired: true},
 			"garbage collection deletes it with this MyApp (it has an ownerReference to it)", ""},
 		{"the finalizer cleans up a recorded child garbage collection cannot reach", finalizer, cm("uid: rec, labels: {" + ours + "}"), Facts{Applied: AppliedByMetacel, Undesired: true}, "", ""},
@@ -88,8 +100,12 @@ func TestKinshipDecidesWhichObjectsAreAParentsChild(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			v := tc.kin.Judge(obj(t, tc.obj), tc.facts)
-			if v.Why != tc.why || v.Reason != tc.reason {
-				t.Errorf("Judge = %q (reason %q), want %q (reason %q)", v.Why, v.Reason, tc.why, tc.reason)
+			reason := v.Reason
+			if v.Unmarked {
+				reason += unmarked
+			}
+			if v.Why != tc.why || reason != tc.reason {
+				t.Errorf("Judge = %q (reason %q), want %q (reason %q)", v.Why, reason, tc.why, tc.reason)
 			}
 			if v.Child() != (tc.why == "") {
 				t.Errorf("Child() = %v with why %q", v.Child(), v.Why)

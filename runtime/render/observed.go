@@ -30,6 +30,9 @@ type ForeignObject struct {
 	// Reason is set for an object that carries the parent's labels and is ignored anyway:
 	// contract.ReasonChildOutOfReach or contract.ReasonChildNotRecorded.
 	Reason string
+	// Unmarked: an offline object that carries no mark of the parent and that no desired child
+	// is (Verdict.Unmarked).
+	Unmarked bool
 }
 
 // RenderObserved renders a parent with its observed children, each bound to the desired child it
@@ -39,7 +42,8 @@ type ForeignObject struct {
 // under an old name, in another namespace or of another parent feeds neither the status nor
 // readiness; one out of reach is not even undesired (a sync would delete it): it is foreign. So
 // is an undesired object without an ownerReference to the parent that the parent's record does
-// not name, when in.CheckRecord (ChildRecord). Whether metacel applied an object is not asked
+// not name, when in.CheckRecord (ChildRecord), and, offline, an undesired object that carries no
+// mark of the parent at all (ForeignObject.Unmarked). Whether metacel applied an object is not asked
 // here (AppliedUnknown): the runtime's cache and `metacel plan` keep only the objects it applied,
 // and an offline file does not say.
 //
@@ -92,7 +96,7 @@ func (k *Kinship) split(objs []*unstructured.Unstructured, foreign []ForeignObje
 		case v.Child():
 			kept = append(kept, obj)
 		case v.Reason == "":
-			foreign = append(foreign, ForeignObject{Object: obj, Why: v.Why})
+			foreign = append(foreign, ForeignObject{Object: obj, Why: v.Why, Unmarked: v.Unmarked})
 		default:
 			ignored = append(ignored, ForeignObject{Object: obj, Why: v.Why, Reason: v.Reason})
 		}
