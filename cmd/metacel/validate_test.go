@@ -198,6 +198,77 @@ func TestValidateNamesAMisspeltFieldOfAChild(t *testing.T) {
 	}
 }
 
+// mistakesPolicy holds one child per mistake the API server refuses and its schema does not say:
+// each literal is refused by `validate` at its line (marked on the right).
+const mistakesPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: mistakes}
+spec:
+  parentResource: {apiVersion: demo.rtfm.co.ua/v1, resource: myapps}
+  childResources:
+    - {apiVersion: v1, resource: services}
+    - {apiVersion: apps/v1, resource: deployments}
+    - {apiVersion: batch/v1, resource: cronjobs}
+  children:
+    - id: web
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          selector: {matchLabels: {app: web}}
+          template:
+            metadata:
+              labels: {app: "web-app"}                                  # line 20: not selected
+            spec: {containers: [{name: app, image: "${parent.spec.image}"}]}
+    - id: backup
+      template:
+        apiVersion: batch/v1
+        kind: CronJob
+        metadata: {name: "${parent.metadata.name}-backup"}
+        spec:
+          schedule: "0 0 3 * * *"                                       # line 28: six fields
+          jobTemplate: {spec: {template: {spec: {restartPolicy: OnFailure, containers: [{name: b, image: busybox}]}}}}
+    - id: svc
+      template:
+        apiVersion: v1
+        kind: Service
+        metadata:
+          name: the-service-of-the-shop-front-end-that-takes-the-orders-from-the-internet-now  # line 35: 77 characters
+          labels:
+            app: "${parent.metadata.name}"
+            owner: ops@example.com                                      # line 38: no label value
+        spec:
+          ports: [{name: http, port: 80800}]                            # line 40: no port
+`
+
+// TestValidateRefusesWhatTheAPIServerRefusesAtItsLine: each literal the API server's validation
+// of a built-in kind refuses fails validate, at its line, in the API server's words.
+func TestValidateRefusesWhatTheAPIServerRefusesAtItsLine(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "mistakes.yaml")
+	if err := os.WriteFile(file, []byte(mistakesPolicy), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, errOut, err := runCLI(t, "validate", file)
+	if err == nil {
+		t.Fatalf("validate passed a policy whose children the API server refuses:\n%s", errOut)
+	}
+	for _, want := range []string{
+		file + ":20: spec.children[0].template.spec.template.metadata.labels: the API server would refuse this Deployment: spec.template.metadata.labels: Invalid value: {\"app\":\"web-app\"}: `selector` does not match template `labels`",
+		file + `:28: spec.children[1].template.spec.schedule: the API server would refuse this CronJob: spec.schedule: Invalid value: "0 0 3 * * *": expected exactly 5 fields, found 6`,
+		file + `:35: spec.children[2].template.metadata.name: the API server would refuse this Service: metadata.name: Invalid value: "the-service-of-the-shop-front-end-that-takes-the-orders-from-the-internet-now": must be no more than 63 characters`,
+		file + `:38: spec.children[2].template.metadata.labels.owner: the API server would refuse this Service: metadata.labels: Invalid value: "ops@example.com": a valid label must be an empty string`,
+		file + `:40: spec.children[2].template.spec.ports[0].port: the API server would refuse this Service: spec.ports[0].port: Invalid value: 80800: must be between 1 and 65535, inclusive`,
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("validate said:\n%s\nwant it to say:\n%s", errOut, want)
+		}
+	}
+	if n := strings.Count(errOut, "the API server would refuse"); n != 5 {
+		t.Errorf("%d refusals, want one per mistake:\n%s", n, errOut)
+	}
+}
+
 // TestValidateWarnsOfChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay: validate passes a policy
 // whose children the API server accepts but that do not do what they say, with a warning at the
 // line of each, in the order of the lines.

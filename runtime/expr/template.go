@@ -282,6 +282,26 @@ func splitTemplate(s string) ([]segment, error) {
 	return segs, nil
 }
 
+// Substitute returns the text of a template string with each ${} expression replaced by what sub
+// gives for its source ("$${" is a literal "${"), and how many expressions it holds.
+func Substitute(s string, sub func(src string) string) (string, int, error) {
+	segs, err := splitTemplate(s)
+	if err != nil {
+		return "", 0, err
+	}
+	var b strings.Builder
+	n := 0
+	for _, seg := range segs {
+		if seg.expr {
+			n++
+			b.WriteString(sub(seg.text))
+			continue
+		}
+		b.WriteString(seg.text)
+	}
+	return b.String(), n, nil
+}
+
 var errUnterminated = errors.New("unterminated")
 
 // exprEnd returns the index of the "}" closing an expression that starts at start.

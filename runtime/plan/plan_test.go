@@ -282,12 +282,12 @@ func TestPlan(t *testing.T) {
 		},
 		{
 			name:    "a Pod the API server refuses makes its parent failing, named with the error",
-			running: gadget, candidate: edit(t, "- {name: app,", "- {name: app, ports: [{containerPort: 70000}],"),
+			running: gadget, candidate: edit(t, "- {name: app,", "- {name: app, ports: [{containerPort: 8080}],"), // valid offline: the fake API server refuses bad-pod
 			parents: []*unstructured.Unstructured{myApp("a", "nginx"), myApp("bad", "nginx")},
 			refused: []string{"bad-pod"},
 			want: []string{
-				`a: recreate v1 Pod default/a-pod (disruptive); spec.containers[name=app].ports: (absent) → [{"containerPort":70000}]`,
-				`bad: recreate v1 Pod default/bad-pod (disruptive); spec.containers[name=app].ports: (absent) → [{"containerPort":70000}]`,
+				`a: recreate v1 Pod default/a-pod (disruptive); spec.containers[name=app].ports: (absent) → [{"containerPort":8080}]`,
+				`bad: recreate v1 Pod default/bad-pod (disruptive); spec.containers[name=app].ports: (absent) → [{"containerPort":8080}]`,
 				`bad: failing: dry run of recreate v1 Pod default/bad-pod: Pod "bad-pod" is invalid…`,
 			},
 			totals:  Totals{Parents: 2, Changed: 2, Recreated: 2, Failing: 1},

@@ -402,7 +402,11 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			c.checkKind(ch.Template, path+".template", allowed)
 			c.checkReserved(ch.Template, path+".template")
 			if s, ok := c.schemaOfChild(ch.Template, allowed); ok {
+				before := len(c.errs)
 				c.checkChildSchema(ch.Template, path+".template", env, s)
+				if len(c.errs) == before { // validation reads an object that fits its schema
+					c.checkAPIValidation(ch.Template, path+".template", s)
+				}
 			}
 		}
 		c.checkPlacement(ch, path, parent)

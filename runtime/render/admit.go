@@ -2,27 +2,40 @@ package render
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/apivalidation"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
 
-// Admit is metacel's offline verdict on one object of a kind whose schema is s: nil when the API
-// server would accept it, else why it would refuse it. Today that is the schema check a render
-// makes of every child (checkSchema): a field its kind does not have, a value of the wrong type,
-// two items of a keyed list with one key, a missing required field, two exclusive fields, a
-// malformed quantity; Kubernetes' own validation beyond the schema (names, label values, ports, a
-// workload's selector, a cron schedule) is not checked yet. A nil s (a kind whose schema is not
-// known) admits anything. The e2e test TestOfflineVerdictAgreesWithTheAPIServer measures how far
-// this verdict agrees with the API server's.
+// Admit gives the offline verdict on one object as the API server would give it to a create: nil
+// when it would accept the object, else why not. It checks the object against the schema of its
+// kind (s; nil skips it): a field the kind does not have, a value of the wrong type, a missing
+// required field, two items of a keyed list with one key; then, for a built-in kind, Kubernetes'
+// own validation of the kind (runtime/apivalidation): names, labels, ports, selectors, schedules
+// and the rest, in the API server's wording, with a fix where one is known. A schema problem is
+// said the way a policy's load errors say it; the validation runs only on an object that fits.
 func Admit(obj *unstructured.Unstructured, s *kinds.ObjectSchema) error {
-	if s == nil {
-		return nil
+	if s != nil {
+		if err := fitsSchema(obj, s); err != nil {
+			return fmt.Errorf("%s %q does not fit the schema of its kind, so the API server would reject it: %w", obj.GetKind(), obj.GetName(), err)
+		}
 	}
-	// the problems in field order, as checkSchema says them; Validate finds the rest
+	if errs := apivalidation.Validate(obj); len(errs) > 0 {
+		return apivalidation.Refuse(obj, errs)
+	}
+	return nil
+}
+
+// fitsSchema checks the object against its schema. The library's walk follows Go's map order, so
+// that which of two unknown fields it names changes from one check to the next: the problems are
+// said in field order, as load errors are. The walk also finds what Validate does not look for: a
+// missing required field (client-go's schema has none).
+func fitsSchema(obj *unstructured.Unstructured, s *kinds.ObjectSchema) error {
 	err := s.Validate(obj.Object)
 	if problems := policy.SchemaMismatches(s, obj.Object, maxSchemaProblems); len(problems) > 0 {
 		err = errors.New(strings.Join(problems, "; "))

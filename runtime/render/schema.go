@@ -1,19 +1,18 @@
 package render
 
 import (
-	"errors"
-	"strings"
-
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/policy"
 )
 
-// checkSchema rejects a child that does not fit the schema of its kind (a field its kind does not
-// have, a value of the wrong type, two items of a keyed list with one key), as the API server
-// would reject it when metacel applies it: the render fails with InvalidChild, and no request is
-// made. A template's literal fields were checked when the policy loaded; this catches what
+// checkSchema rejects a child the API server would refuse (Admit): one that does not fit the
+// schema of its kind (a field its kind does not have, a value of the wrong type, two items of a
+// keyed list with one key), or, of a built-in kind, one Kubernetes' validation of the kind refuses
+// (a name too long, a label value with '@', a port out of range, a selector that does not select
+// the template's labels, a six-field schedule). The render fails with InvalidChild, and no request
+// is made. A template's literal fields were checked when the policy loaded; this catches what
 // expressions computed and what expression children built. A kind whose schema is not known (a
 // guessed resource) is not checked.
 //
@@ -24,18 +23,10 @@ func (r *run) checkSchema(ch *policy.CompiledChild, obj *unstructured.Unstructur
 	if res.ObjectSchema == nil || r.heldAsRendered(obj) {
 		return nil
 	}
-	// the library's walk follows Go's map order, so that which of two unknown fields it names
-	// changes from one render to the next (and the condition's message with it): say the problems
-	// in field order, as load errors do. The walk also finds what Validate does not look for: a
-	// missing required field (client-go's schema has none).
-	err := res.ObjectSchema.Validate(obj.Object)
-	if problems := policy.SchemaMismatches(res.ObjectSchema, obj.Object, maxSchemaProblems); len(problems) > 0 {
-		err = errors.New(strings.Join(problems, "; "))
+	if err := Admit(obj, res.ObjectSchema); err != nil {
+		return childError(ch.Path, "%w", err)
 	}
-	if err == nil {
-		return nil
-	}
-	return childError(ch.Path, "%s %q does not fit the schema of its kind, so the API server would reject it: %v", obj.GetKind(), obj.GetName(), err)
+	return nil
 }
 
 // maxSchemaProblems bounds how many problems of one child its error names.

@@ -33,10 +33,10 @@ func TestRenderedChildrenFitTheirSchema(t *testing.T) {
 		want     string // "" when the child renders
 	}{
 		{"a template's expression of the right type", `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.count}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.count}", selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: c}]}}}}
 `, ""},
 		{"a template's expression of the wrong type", `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: c}]}}}}
 `, `spec.children[0]: Deployment "d" does not fit the schema of its kind, so the API server would reject it: spec.replicas: "elsewhere" is a string, but Deployment spec.replicas takes a number`},
 		{"an expression child with a misspelt field", `    - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x'}, 'datta': {'a': 'b'}}"
@@ -98,7 +98,7 @@ func TestSchemaErrorsAreStable(t *testing.T) {
 // desired hash) was accepted by the API server, so a converged parent's sync skips the check.
 func TestChildHeldAsRenderedIsNotCheckedAgain(t *testing.T) {
 	c := loadSchemaPolicy(t, `    - id: d
-      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {spec: {containers: [{name: c}]}}}}
+      template: {apiVersion: apps/v1, kind: Deployment, metadata: {name: d}, spec: {replicas: "${parent.spec.other}", selector: {matchLabels: {a: b}}, template: {metadata: {labels: {a: b}}, spec: {containers: [{name: c, image: c}]}}}}
 `)
 	in := Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}
 	if _, err := Render(t.Context(), c, in); err == nil {

@@ -24,8 +24,8 @@ import (
 )
 
 // TestPlan previews changes of the MyApp policy running on 100 parents with `metacel plan`: a new
-// label on the Pod template recreates the 100 Pods (exit 0); a container port the API server
-// refuses fails every parent, named with the error (exit 1). Neither makes a write: the objects'
+// label on the Pod template recreates the 100 Pods (exit 0); a priority class the API server
+// does not know fails every parent, named with the error (exit 1). Neither makes a write: the objects'
 // resourceVersions and the API server's counters of writes that are no dry runs do not move, while
 // its counter of dry-run creates of Pods does.
 func TestPlan(t *testing.T) {
@@ -76,8 +76,11 @@ func TestPlan(t *testing.T) {
 			t.Errorf("plan: %v, want exit 0 and the totals %q; got:\n%s", err, want, tail(string(text), 30))
 		}
 	})
-	t.Run("a port the API server refuses fails every parent, named", func(t *testing.T) {
-		out, err := exec.CommandContext(t.Context(), bin, candidate("port.yaml", strings.Replace(policyText, "containerPort: 80", "containerPort: 70000", 1))...).Output()
+	t.Run("a priority class the API server does not know fails every parent, named", func(t *testing.T) {
+		// valid offline (a port out of range is refused at load): only the API server's Priority
+		// admission knows that no such class exists
+		unknownClass := strings.Replace(policyText, "              containers:\n", "              priorityClassName: metacel-nowhere\n              containers:\n", 1)
+		out, err := exec.CommandContext(t.Context(), bin, candidate("priority.yaml", unknownClass)...).Output()
 		var exit *exec.ExitError
 		if !errors.As(err, &exit) || exit.ExitCode() != 1 {
 			t.Fatalf("plan: %v, want exit code 1\n%s", err, tail(string(out), 30))
@@ -92,7 +95,7 @@ func TestPlan(t *testing.T) {
 		if n := strings.Count(text, "FAILING: dry run of recreate v1 Pod "); n != parents {
 			t.Errorf("%d failing parents, want %d:\n%s", n, parents, tail(text, 30))
 		}
-		if !strings.Contains(text, "containerPort: Invalid value: 70000") {
+		if !strings.Contains(text, `no PriorityClass with name metacel-nowhere was found`) {
 			t.Errorf("the API server's error is not shown:\n%s", tail(text, 30))
 		}
 		if !strings.HasSuffix(text, "100 recreated, 0 deleted, 0 released, 100 failing\n") {

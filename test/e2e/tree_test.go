@@ -51,11 +51,13 @@ spec:
       readyWhen: "child.?status.?phase.orValue('') == 'Running'"
     - id: refused
       includeWhen: "variables.broken"
-      template:
+      template: # valid offline: only the API server's Priority admission knows there is no such class
         apiVersion: v1
-        kind: ConfigMap
+        kind: Pod
         metadata: {name: "${parent.metadata.name}-refused"}
-        data: {"not a key!": x}
+        spec:
+          priorityClassName: metacel-nowhere
+          containers: [{name: app, image: nginx}]
 `
 
 // TestTreeShowsEachChildsState: metacel tree of a parent with a child that is not ready and a
@@ -107,7 +109,7 @@ func TestTreeShowsEachChildsState(t *testing.T) {
 			"Synced  False ApplyFailed: ",
 			"ConfigMap " + ns + "/broken-config (child config): ready",
 			"Pod " + ns + "/broken-pod (child pod): not ready: readyWhen \"child.?status.?phase.orValue('') == 'Running'\" is not true yet",
-			"ConfigMap " + ns + "/broken-refused (child refused): missing",
+			"Pod " + ns + "/broken-refused (child refused): missing",
 			"next sync: create",
 			"last error: ApplyFailed: ",
 		} {
@@ -121,7 +123,7 @@ func TestTreeShowsEachChildsState(t *testing.T) {
 			t.Fatalf("tree -o json: %v\n%s", err, js)
 		}
 		if got.Ready || len(got.Children) != 3 || !got.Children[0].Ready || got.Children[1].Ready || !got.Children[1].Exists || got.Children[2].Exists ||
-			!strings.Contains(got.Children[2].LastError, "not a key!") {
+			!strings.Contains(got.Children[2].LastError, "metacel-nowhere") {
 			t.Errorf("tree -o json: %+v", got)
 		}
 	})

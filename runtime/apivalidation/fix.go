@@ -1,0 +1,68 @@
+package apivalidation
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+// fixes say how to fix the errors policy authors meet most, recognised by the wording of the
+// validation that gives them (k8s.io/apimachinery/pkg/util/validation and the API groups'
+// validation packages); the first that matches an error gives its fix.
+var fixes = []struct {
+	match func(e *field.Error) bool
+	fix   func(e *field.Error) string
+}{
+	{detailHas("`selector` does not match template `labels`"), constant("give spec.template.metadata.labels every label spec.selector matches")},
+	{detailHas("a valid label must be an empty string or consist of"), constant("a label value is at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit: put other text in an annotation")},
+	{detailHas("must be no more than"), shorten},
+	{detailHas("must not contain dots"), constant("use '-' where the name has '.'")},
+	{detailHas("RFC 1123"), constant("use lowercase letters, digits and '-' (and '.' in a subdomain), starting and ending with a letter or digit")},
+	{detailHas("RFC 1035"), constant("use lowercase letters, digits and '-', starting with a letter and ending with a letter or digit")},
+	{detailHas("must be between 1 and 65535"), constant("use a port from 1 to 65535")},
+	{pathEnds("schedule"), constant(`write five fields, minute hour day-of-month month day-of-week ("0 3 * * *"), or a descriptor ("@daily", "@every 1h"), with any time zone in spec.timeZone`)},
+	{pathEnds("timeZone"), constant(`name a time zone of the IANA database, e.g. "Europe/Paris" or "Etc/UTC"`)},
+	{typeIs(field.ErrorTypeDuplicate), constant("give each item its own value")},
+	{mountsAnUndeclaredVolume, constant("mount a volume that spec.volumes declares, or declare it there")},
+	{typeIs(field.ErrorTypeRequired), func(e *field.Error) string { return "set " + e.Field }},
+}
+
+func detailHas(s string) func(e *field.Error) bool {
+	return func(e *field.Error) bool { return strings.Contains(e.Detail, s) }
+}
+
+func pathEnds(name string) func(e *field.Error) bool {
+	return func(e *field.Error) bool { return e.Field == name || strings.HasSuffix(e.Field, "."+name) }
+}
+
+func mountsAnUndeclaredVolume(e *field.Error) bool {
+	return e.Type == field.ErrorTypeNotFound && strings.HasSuffix(e.Field, ".name") && strings.Contains(e.Field, "volumeMounts[")
+}
+
+func typeIs(t field.ErrorType) func(e *field.Error) bool {
+	return func(e *field.Error) bool { return e.Type == t }
+}
+
+func constant(fix string) func(*field.Error) string { return func(*field.Error) string { return fix } }
+
+var noMoreThan = regexp.MustCompile(`must be no more than (\d+) (characters|bytes)`)
+
+func shorten(e *field.Error) string {
+	m := noMoreThan.FindStringSubmatch(e.Detail)
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("shorten %s to at most %s %s", e.Field, m[1], m[2])
+}
+
+// Fix says how to fix one field error, or "" when it knows no better than the error says.
+func Fix(e *field.Error) string {
+	for _, f := range fixes {
+		if f.match(e) {
+			return f.fix(e)
+		}
+	}
+	return ""
+}
