@@ -262,3 +262,43 @@ func readYAMLObject(t *testing.T, text string) *unstructured.Unstructured {
 	}
 	return obj
 }
+
+// TestTheRulesOfAParentSchemaHoldInTheCluster: the CEL rules and immutable fields a policy declares
+// in parentSchema reach the CRD it installs, and the API server enforces them at admission: a
+// parent that breaks a rule is refused on create, a change of an immutable field on update, with
+// the rule's message (issue 40, item 9).
+func TestTheRulesOfAParentSchemaHoldInTheCluster(t *testing.T) {
+	group := rand.String(8) + ".rules.e2e.metacel.dev"
+	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
+	crdName := "gizmos." + group
+	t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(t.Context(), crdName, metav1.DeleteOptions{}) })
+	policyNS, parentNS := newNamespace(t, "policies"), newNamespace(t, "gizmos")
+	text := gizmoPolicy(group, "", []string{
+		"color: {type: string, immutable: true}",
+		`size: {type: integer, x-kubernetes-validations: [{rule: "self <= 10", message: "at most 10"}]}`,
+	}, []string{`color: "${parent.spec.color}"`})
+	grantPolicyText(t, policyNS, text)
+	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
+	applyConfigMap(t, installPolicyConfigMap("policy-gizmo", policyNS, text))
+	waitFor(t, crdsGVR, "", crdName, wait, established)
+
+	gizmo := func(name string, spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": group + "/v1", "kind": "Gizmo",
+			"metadata": map[string]any{"name": name, "namespace": parentNS}, "spec": spec}}
+	}
+	createGizmo(t, gizmos, parentNS, "a", map[string]any{"color": "red", "size": int64(3)}) // once the kind is served
+	waitFor(t, configMapsGVR, parentNS, "a-summary", wait, func(*unstructured.Unstructured) error { return nil })
+	_, err := cluster.dynamic.Resource(gizmos).Namespace(parentNS).Create(t.Context(), gizmo("big", map[string]any{"color": "red", "size": int64(11)}), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "at most 10") {
+		t.Errorf("create of a Gizmo of size 11: %v, want the rule's message", err)
+	}
+	a, err := cluster.dynamic.Resource(gizmos).Namespace(parentNS).Get(t.Context(), "a", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Object["spec"].(map[string]any)["color"] = "blue"
+	_, err = cluster.dynamic.Resource(gizmos).Namespace(parentNS).Update(t.Context(), a, metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "immutable") {
+		t.Errorf("update of an immutable color: %v, want it refused as immutable", err)
+	}
+}
