@@ -265,8 +265,8 @@ func readYAMLObject(t *testing.T, text string) *unstructured.Unstructured {
 
 // TestTheRulesOfAParentSchemaHoldInTheCluster: the CEL rules and immutable fields a policy declares
 // in parentSchema reach the CRD it installs, and the API server enforces them at admission: a
-// parent that breaks a rule is refused on create, a change of an immutable field on update, with
-// the rule's message (issue 40, item 9).
+// parent that breaks a rule or a field's format is refused on create, a change of an immutable
+// field on update, with the rule's message (issue 40, item 9).
 func TestTheRulesOfAParentSchemaHoldInTheCluster(t *testing.T) {
 	group := rand.String(8) + ".rules.e2e.metacel.dev"
 	gizmos := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "gizmos"}
@@ -276,6 +276,7 @@ func TestTheRulesOfAParentSchemaHoldInTheCluster(t *testing.T) {
 	text := gizmoPolicy(group, "", []string{
 		"color: {type: string, immutable: true}",
 		`size: {type: integer, x-kubernetes-validations: [{rule: "self <= 10", message: "at most 10"}]}`,
+		"contact: {type: string, format: email}",
 	}, []string{`color: "${parent.spec.color}"`})
 	grantPolicyText(t, policyNS, text)
 	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
@@ -291,6 +292,10 @@ func TestTheRulesOfAParentSchemaHoldInTheCluster(t *testing.T) {
 	_, err := cluster.dynamic.Resource(gizmos).Namespace(parentNS).Create(t.Context(), gizmo("big", map[string]any{"color": "red", "size": int64(11)}), metav1.CreateOptions{})
 	if err == nil || !strings.Contains(err.Error(), "at most 10") {
 		t.Errorf("create of a Gizmo of size 11: %v, want the rule's message", err)
+	}
+	_, err = cluster.dynamic.Resource(gizmos).Namespace(parentNS).Create(t.Context(), gizmo("mail", map[string]any{"color": "red", "contact": "not an address"}), metav1.CreateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "email") {
+		t.Errorf("create of a Gizmo whose contact is no e-mail address: %v, want it refused by the format", err)
 	}
 	a, err := cluster.dynamic.Resource(gizmos).Namespace(parentNS).Get(t.Context(), "a", metav1.GetOptions{})
 	if err != nil {
