@@ -1,12 +1,12 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -154,21 +154,11 @@ func documentNodes(file string) ([]*yaml.Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []*yaml.Node
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	for {
-		var root yaml.Node
-		err := dec.Decode(&root)
-		if errors.Is(err, io.EOF) {
-			return out, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", file, err)
-		}
-		if len(root.Content) > 0 && root.Content[0].Kind == yaml.MappingNode {
-			out = append(out, root.Content[0])
-		}
+	docs, err := manifest.Documents(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
+	return slices.DeleteFunc(docs, func(n *yaml.Node) bool { return n.Kind != yaml.MappingNode }), nil
 }
 
 // nodeOf finds the node obj was read from: a document, or an item of a List document, with its

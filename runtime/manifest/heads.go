@@ -57,9 +57,9 @@ func ReadHeads(file string) ([]Head, error) {
 	return heads, nil
 }
 
-// Heads reads the head of every document of a YAML or JSON stream, skipping empty ones.
-func Heads(data []byte) ([]Head, error) {
-	var out []Head
+// Documents returns the top node of every document of a YAML or JSON stream, skipping empty ones.
+func Documents(data []byte) ([]*yaml.Node, error) {
+	var out []*yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	for {
 		var root yaml.Node
@@ -70,10 +70,20 @@ func Heads(data []byte) ([]Head, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(root.Content) == 0 {
-			continue
+		if len(root.Content) > 0 {
+			out = append(out, root.Content[0])
 		}
-		n := root.Content[0]
+	}
+}
+
+// Heads reads the head of every document of a YAML or JSON stream, skipping empty ones.
+func Heads(data []byte) ([]Head, error) {
+	docs, err := Documents(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []Head
+	for _, n := range docs {
 		if n.Kind != yaml.MappingNode {
 			if n.Tag != "!!null" {
 				out = append(out, Head{})
@@ -94,6 +104,7 @@ func Heads(data []byte) ([]Head, error) {
 		h.Labels, h.Data = stringValues(meta["labels"]), stringValues(doc["data"])
 		out = append(out, h)
 	}
+	return out, nil
 }
 
 // stringValues returns the entries of a map that are strings; nil when v is no map.
