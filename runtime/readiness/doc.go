@@ -1,0 +1,22 @@
+// Package readiness judges whether an object a policy owns is ready, by its kind, when the
+// policy gives the child no readyWhen: a Deployment, StatefulSet or DaemonSet rolled out at its
+// generation, a Job complete, a PersistentVolumeClaim bound, a Pod ready, a custom resource whose
+// Ready condition is True at its generation.
+//
+// The rules are those of kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status), the library Flux,
+// kpt and cli-utils' appliers judge objects with, so a parent is Ready when the tools a platform
+// team already runs would call its children Current. Two rules are metacel's own, on top of
+// kstatus's verdict, because a parent's readiness is what another object waits for:
+//   - a Job is ready only once it has completed (kstatus calls a running Job Current: it has
+//     started, and kstatus only asks whether an apply has taken effect);
+//   - an object whose Ready condition records the generation it was judged at is not ready
+//     while that generation is not the object's (kstatus reads only status.observedGeneration),
+//     and an object of a kind that reports conditions is not ready before it reports any (a
+//     nested metacel parent before its own policy has synced it; kstatus calls an object with
+//     no conditions Current).
+//
+// A verdict says why an object is not ready, in the words of the object's own conditions where
+// it has them, and whether it failed: a failed object (a Job past its backoff limit or deadline,
+// a Deployment past its progress deadline, a Stalled custom resource) will not become ready
+// without a change, which is what a parent's Ready condition says first.
+package readiness

@@ -1,0 +1,107 @@
+package readiness
+
+import (
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+)
+
+// Verdict is an object's readiness as its kind judges it.
+type Verdict struct {
+	Ready bool
+	// Failed: the object says it will not become ready without a change.
+	Failed bool
+	// Reason is one CamelCase word: the object's own reason where it gives one.
+	Reason string
+	// Message says why the object is not ready, or what makes it ready.
+	Message string
+}
+
+// Kind is what the judge knows of an object's kind beyond the object.
+type Kind struct {
+	// ReportsConditions: the kind's schema declares status.conditions, so an object of it
+	// with none has not been looked at by its controller yet.
+	ReportsConditions bool
+}
+
+// Of judges obj: kstatus's verdict, then metacel's two rules (doc.go).
+func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
+	res, err := kstatus.Compute(obj)
+	if err != nil {
+		return Verdict{Reason: "StatusUnreadable", Message: fmt.Sprintf("its status cannot be read: %v", err)}
+	}
+	if res.Status != kstatus.CurrentStatus {
+		return notCurrent(obj, res)
+	}
+	if v, ok := jobNotComplete(obj); ok {
+		return v
+	}
+	if v, ok := readyConditionBehind(obj); ok {
+		return v
+	}
+	if kind.ReportsConditions && !hasConditions(obj) {
+		return Verdict{Reason: "NoConditions", Message: "its controller has reported no conditions yet"}
+	}
+	return Verdict{Ready: true, Reason: "Current", Message: res.Message}
+}
+
+// notCurrent turns a kstatus verdict other than Current into a Verdict.
+func notCurrent(obj *unstructured.Unstructured, res *kstatus.Result) Verdict {
+	v := Verdict{Failed: res.Status == kstatus.FailedStatus, Reason: string(res.Status), Message: res.Message}
+	for _, c := range res.Conditions {
+		if c.Reason != "" {
+			v.Reason = c.Reason
+		}
+		if c.Message != "" {
+			v.Message = c.Message
+		}
+	}
+	if c, ok := findCondition(obj, "Failed"); ok && v.Failed && isJob(obj) && c.status == "True" {
+		v.Reason, v.Message = orDefault(c.reason, v.Reason), orDefault(c.message, v.Message)
+	}
+	if res.Status == kstatus.TerminatingStatus {
+		v.Reason = "Terminating"
+	}
+	return v
+}
+
+// jobNotComplete is metacel's Job rule: a Job is ready once it has completed.
+func jobNotComplete(obj *unstructured.Unstructured) (Verdict, bool) {
+	if !isJob(obj) {
+		return Verdict{}, false
+	}
+	for _, t := range []string{"Complete", "SuccessCriteriaMet"} {
+		if c, ok := findCondition(obj, t); ok && c.status == "True" {
+			return Verdict{}, false
+		}
+	}
+	active, _, _ := unstructured.NestedInt64(obj.Object, "status", "active")
+	succeeded, _, _ := unstructured.NestedInt64(obj.Object, "status", "succeeded")
+	return Verdict{Reason: "JobRunning", Message: fmt.Sprintf("the Job has not completed (active %d, succeeded %d)", active, succeeded)}, true
+}
+
+// readyConditionBehind is metacel's generation rule: a Ready condition judged at another
+// generation than the object's says nothing of the object as it is.
+func readyConditionBehind(obj *unstructured.Unstructured) (Verdict, bool) {
+	c, ok := findCondition(obj, "Ready")
+	if !ok || c.observedGeneration == 0 || c.observedGeneration == obj.GetGeneration() {
+		return Verdict{}, false
+	}
+	return Verdict{
+		Reason:  "ReadyConditionBehind",
+		Message: fmt.Sprintf("its Ready condition is of generation %d, and the object is at generation %d", c.observedGeneration, obj.GetGeneration()),
+	}, true
+}
+
+func isJob(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
