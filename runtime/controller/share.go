@@ -50,14 +50,17 @@ func (s *share) has(uid types.UID) bool {
 	return f == nil || (*f)(uid)
 }
 
-// writesFor returns ctx for the writes of a sync of the parent of that UID: with sharding, they
-// say the parent's slot, so that the replica's write fence lets them through only while the
-// replica holds it (hashslot.WithSlot), each of them, not only when the sync began.
-func (s *share) writesFor(ctx context.Context, uid types.UID) context.Context {
-	if !s.sharded.Load() {
-		return ctx
+// writesFor returns ctx for the writes of a sync of the parent of that UID, and whether the
+// parent is in the share (has). With sharding, the writes say the parent's slot, so that the
+// replica's write fence lets them through only while the replica holds it (hashslot.WithSlot),
+// each of them, not only when the sync began.
+func (s *share) writesFor(ctx context.Context, uid types.UID) (context.Context, bool) {
+	held := true
+	if s.sharded.Load() {
+		ctx, held = hashslot.Set(s.slots.Load()).WithSlotOf(ctx, uid)
 	}
-	return hashslot.WithSlot(ctx, hashslot.Of(uid))
+	f := s.holds.Load()
+	return ctx, held && (f == nil || (*f)(uid))
 }
 
 // whole reports whether the share is every parent (no share set).

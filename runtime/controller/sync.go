@@ -60,10 +60,10 @@ func (y *syncer) sync(ctx context.Context, key string) error {
 		return y.syncGone(ctx, key)
 	}
 	// 2. Leave alone a parent another replica (sharding) or version (a rollout) holds.
-	if !y.share.has(cached.GetUID()) {
+	ctx, ours := y.share.writesFor(ctx, cached.GetUID())
+	if !ours {
 		return nil
 	}
-	ctx = y.share.writesFor(ctx, cached.GetUID())
 	if y.deps.OnSync != nil {
 		start := y.deps.Clock.Now()
 		defer func() { y.deps.OnSync(y.policy.Name(), key, start, y.deps.Clock.Now()) }()
@@ -129,7 +129,8 @@ type parentSync struct {
 // is let go of; a deleted parent's owned children go with it (garbage collection).
 func (y *syncer) syncGone(ctx context.Context, key string) error {
 	if uid, ok := y.cleanup.left.take(key); ok {
-		return y.cleanup.letGo(y.share.writesFor(ctx, uid), key, uid)
+		ctx, _ := y.share.writesFor(ctx, uid) // whether still in the share or not: the fence judges
+		return y.cleanup.letGo(ctx, key, uid)
 	}
 	return nil
 }
