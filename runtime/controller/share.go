@@ -9,7 +9,6 @@ import (
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
-	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -141,9 +140,8 @@ func (ps Parents) Count() Counts {
 	objs := ps.caches.parents.List()
 	ps.states.mu.Lock()
 	defer ps.states.mu.Unlock()
-	for _, obj := range objs {
-		m, err := informers.MetaOf(obj)
-		if err != nil || !ps.share.has(m.GetUID()) {
+	for _, m := range objs {
+		if !ps.share.has(m.GetUID()) {
 			continue
 		}
 		out.Parents++
@@ -168,8 +166,8 @@ func (ps Parents) Held() []metav1.Object {
 		return nil
 	}
 	var out []metav1.Object
-	for _, obj := range ps.caches.parents.List() {
-		if m, err := informers.MetaOf(obj); err == nil && ps.share.has(m.GetUID()) {
+	for _, m := range ps.caches.parents.List() {
+		if ps.share.has(m.GetUID()) {
 			out = append(out, m)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
-	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -275,12 +274,12 @@ func onlyStatusChanged(rendered *unstructured.Unstructured, written *metav1.Obje
 // it), to be read, never modified; nil when it is gone, after letting go of a parent that left
 // with the cleanup finalizer and forgetting what was remembered of it.
 func (y *syncer) cachedParent(key string) (metav1.Object, error) {
-	obj, exists, err := y.caches.parents.GetByKey(key)
+	m, exists, err := y.caches.parents.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
 	if exists {
-		return informers.MetaOf(obj)
+		return m, nil
 	}
 	y.states.forget(key)
 	y.related.index.forget(key)
