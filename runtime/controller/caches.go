@@ -64,8 +64,8 @@ func (cs *caches) cachedChildren(uid types.UID) []metav1.Object {
 	var out []metav1.Object
 	for _, rc := range cs.children {
 		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
-		for _, obj := range objs {
-			if m, err := informers.MetaOf(obj); err == nil && contract.ChildPolicy(m.GetLabels()) == cs.policy {
+		for _, m := range objs {
+			if contract.ChildPolicy(m.GetLabels()) == cs.policy {
 				out = append(out, m)
 			}
 		}

@@ -148,9 +148,8 @@ func (d *drain) markRecreatesGoing() {
 		if res.Method != policy.Recreate {
 			continue
 		}
-		for _, obj := range d.caches.children[gvr.String()].List() {
-			m, err := informers.MetaOf(obj)
-			if err != nil || m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != d.policy.Name() {
+		for _, m := range d.caches.children[gvr.String()].List() {
+			if m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != d.policy.Name() {
 				continue
 			}
 			if key, ok := d.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {
@@ -168,7 +167,7 @@ func (d *drain) markRecreatesGoing() {
 func (d *drain) stayingParent(uid string) (string, bool) {
 	parents, _ := d.caches.parents.ByIndex(informers.ByUID, uid)
 	for _, p := range parents {
-		if m, err := informers.MetaOf(p); err == nil && m.GetDeletionTimestamp() == nil {
+		if p.GetDeletionTimestamp() == nil {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			return key, err == nil
 		}

@@ -161,14 +161,11 @@ func (rw *relatedWatch) read(ctx context.Context, key string, parent *unstructur
 	if len(rw.policy.Related) == 0 {
 		return nil, nil
 	}
-	refs, err := render.Related(ctx, rw.policy, parent, budget)
+	refs, err := render.RelatedInReach(ctx, rw.policy, parent, rw.namespaceLabels, budget)
 	if err != nil {
 		return nil, err
 	}
 	rw.index.set(key, refs)
-	if err := render.CheckRelatedReach(ctx, rw.policy, parent, refs, rw.namespaceLabels, budget); err != nil {
-		return nil, err
-	}
 	out := map[string][]*unstructured.Unstructured{}
 	for _, ref := range refs {
 		if err := rw.access.mayRead(ctx, relatedRead(ref)); err != nil {

@@ -9,7 +9,6 @@ import (
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
-	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -50,14 +49,17 @@ func (s *share) has(uid types.UID) bool {
 	return f == nil || (*f)(uid)
 }
 
-// writesFor returns ctx for the writes of a sync of the parent of that UID: with sharding, they
-// say the parent's slot, so that the replica's write fence lets them through only while the
-// replica holds it (hashslot.WithSlot), each of them, not only when the sync began.
-func (s *share) writesFor(ctx context.Context, uid types.UID) context.Context {
-	if !s.sharded.Load() {
-		return ctx
+// writesFor returns ctx for the writes of a sync of the parent of that UID, and whether the
+// parent is in the share (has). With sharding, the writes say the parent's slot, so that the
+// replica's write fence lets them through only while the replica holds it (hashslot.WithSlot),
+// each of them, not only when the sync began.
+func (s *share) writesFor(ctx context.Context, uid types.UID) (context.Context, bool) {
+	held := true
+	if s.sharded.Load() {
+		ctx, held = hashslot.Set(s.slots.Load()).WithSlotOf(ctx, uid)
 	}
-	return hashslot.WithSlot(ctx, hashslot.Of(uid))
+	f := s.holds.Load()
+	return ctx, held && (f == nil || (*f)(uid))
 }
 
 // whole reports whether the share is every parent (no share set).
@@ -138,9 +140,8 @@ func (ps Parents) Count() Counts {
 	objs := ps.caches.parents.List()
 	ps.states.mu.Lock()
 	defer ps.states.mu.Unlock()
-	for _, obj := range objs {
-		m, err := informers.MetaOf(obj)
-		if err != nil || !ps.share.has(m.GetUID()) {
+	for _, m := range objs {
+		if !ps.share.has(m.GetUID()) {
 			continue
 		}
 		out.Parents++
@@ -165,8 +166,8 @@ func (ps Parents) Held() []metav1.Object {
 		return nil
 	}
 	var out []metav1.Object
-	for _, obj := range ps.caches.parents.List() {
-		if m, err := informers.MetaOf(obj); err == nil && ps.share.has(m.GetUID()) {
+	for _, m := range ps.caches.parents.List() {
+		if ps.share.has(m.GetUID()) {
 			out = append(out, m)
 		}
 	}

@@ -16,7 +16,6 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
-	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -60,10 +59,10 @@ func (y *syncer) sync(ctx context.Context, key string) error {
 		return y.syncGone(ctx, key)
 	}
 	// 2. Leave alone a parent another replica (sharding) or version (a rollout) holds.
-	if !y.share.has(cached.GetUID()) {
+	ctx, ours := y.share.writesFor(ctx, cached.GetUID())
+	if !ours {
 		return nil
 	}
-	ctx = y.share.writesFor(ctx, cached.GetUID())
 	if y.deps.OnSync != nil {
 		start := y.deps.Clock.Now()
 		defer func() { y.deps.OnSync(y.policy.Name(), key, start, y.deps.Clock.Now()) }()
@@ -129,7 +128,8 @@ type parentSync struct {
 // is let go of; a deleted parent's owned children go with it (garbage collection).
 func (y *syncer) syncGone(ctx context.Context, key string) error {
 	if uid, ok := y.cleanup.left.take(key); ok {
-		return y.cleanup.letGo(y.share.writesFor(ctx, uid), key, uid)
+		ctx, _ := y.share.writesFor(ctx, uid) // whether still in the share or not: the fence judges
+		return y.cleanup.letGo(ctx, key, uid)
 	}
 	return nil
 }
@@ -274,12 +274,12 @@ func onlyStatusChanged(rendered *unstructured.Unstructured, written *metav1.Obje
 // it), to be read, never modified; nil when it is gone, after letting go of a parent that left
 // with the cleanup finalizer and forgetting what was remembered of it.
 func (y *syncer) cachedParent(key string) (metav1.Object, error) {
-	obj, exists, err := y.caches.parents.GetByKey(key)
+	m, exists, err := y.caches.parents.GetByKey(key)
 	if err != nil {
 		return nil, err
 	}
 	if exists {
-		return informers.MetaOf(obj)
+		return m, nil
 	}
 	y.states.forget(key)
 	y.related.index.forget(key)

@@ -2,7 +2,7 @@
 // API server's sharded list and watch selects on (64-bit FNV-1a of metadata.uid, the
 // ShardedListAndWatch feature), a UID's slot (Of), runs of slots (Range) with the shard selector
 // that lists and watches them, sets of slots (Set), and the slot a request's context writes for
-// (WithSlot). It is pure arithmetic, so that the render (a child's metacel.dev/shard-slot label)
+// (WithSlot; Set.WithSlotOf also says whether a set holds an object's slot). It is pure arithmetic, so that the render (a child's metacel.dev/shard-slot label)
 // needs nothing of the replicas' coordination (package shard).
 //
 // The selector is written by k8s.io/apimachinery/pkg/sharding, the API server's own. The hash is

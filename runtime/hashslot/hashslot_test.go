@@ -193,3 +193,29 @@ func TestTheSingleSlotRangesPartitionTheUIDs(t *testing.T) {
 		}
 	}
 }
+
+func TestWithSlotOfSaysTheSlotAndWhetherTheSetHoldsIt(t *testing.T) {
+	uid := uids(1)[0]
+	slot := Of(uid)
+	cases := []struct {
+		name string
+		set  Set
+		want bool
+	}{
+		{"the set holds the slot", SetOf(Range{slot, slot + 1}), true},
+		{"the set holds every slot", SetOf(Range{0, Count}), true},
+		{"the set holds the other slots", SetOf(Range{0, Count}) &^ SetOf(Range{slot, slot + 1}), false},
+		{"the set is empty", 0, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, held := c.set.WithSlotOf(t.Context(), uid)
+			if held != c.want {
+				t.Errorf("held = %v, want %v", held, c.want)
+			}
+			if got, ok := SlotFrom(ctx); !ok || got != slot {
+				t.Errorf("SlotFrom = %d, %v, want %d, true", got, ok, slot)
+			}
+		})
+	}
+}

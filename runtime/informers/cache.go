@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
@@ -173,14 +174,15 @@ func (rc *Cache) Whole() cache.SharedIndexInformer {
 	return rc.bySlot[wholeSlot].informer
 }
 
-// GetByKey returns the object of a key from whichever informer holds it.
-func (rc *Cache) GetByKey(key string) (any, bool, error) {
-	if infs := rc.Informers(); len(infs) == 1 {
-		return infs[0].GetIndexer().GetByKey(key)
-	}
+// GetByKey returns the metadata of the object of a key (package compact decodes the object)
+// from whichever informer holds it.
+func (rc *Cache) GetByKey(key string) (metav1.Object, bool, error) {
 	for _, inf := range rc.Informers() {
-		if obj, ok, err := inf.GetIndexer().GetByKey(key); ok || err != nil {
-			return obj, ok, err
+		if obj, ok, err := inf.GetIndexer().GetByKey(key); err != nil {
+			return nil, false, err
+		} else if ok {
+			m, err := MetaOf(obj)
+			return m, err == nil, err
 		}
 	}
 	return nil, false, nil
@@ -195,32 +197,37 @@ func (rc *Cache) ListKeys() []string {
 	return out
 }
 
-// List returns every object cached.
-func (rc *Cache) List() []any {
-	if infs := rc.Informers(); len(infs) == 1 {
-		return infs[0].GetIndexer().List()
-	}
-	var out []any
+// List returns the metadata of every object cached.
+func (rc *Cache) List() []metav1.Object {
+	var out []metav1.Object
 	for _, inf := range rc.Informers() {
-		out = append(out, inf.GetIndexer().List()...)
+		out = appendMeta(out, inf.GetIndexer().List())
 	}
 	return out
 }
 
-// ByIndex returns the objects cached under an index value.
-func (rc *Cache) ByIndex(index, value string) ([]any, error) {
-	if infs := rc.Informers(); len(infs) == 1 {
-		return infs[0].GetIndexer().ByIndex(index, value)
-	}
-	var out []any
+// ByIndex returns the metadata of the objects cached under an index value.
+func (rc *Cache) ByIndex(index, value string) ([]metav1.Object, error) {
+	var out []metav1.Object
 	for _, inf := range rc.Informers() {
 		objs, err := inf.GetIndexer().ByIndex(index, value)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, objs...)
+		out = appendMeta(out, objs)
 	}
 	return out, nil
+}
+
+// appendMeta appends the metadata of objs to out (an informer holds objects only: anything else
+// is skipped).
+func appendMeta(out []metav1.Object, objs []any) []metav1.Object {
+	for _, obj := range objs {
+		if m, err := MetaOf(obj); err == nil {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // SlotsSynced reports whether the informers of slots have synced (a cache not sharded by slot

@@ -10,7 +10,8 @@
 //
 // A Cache is one resource as a controller reads it: the pool's one informer of every object, or,
 // with sharding (package shard), one informer per slot the replica holds, read as one, so that
-// when slots move between replicas only the slots gained are listed.
+// when slots move between replicas only the slots gained are listed. Its reads (by key, by index,
+// all) return the objects' metadata, which is what a controller looks at before it decodes one.
 //
 // These live apart from package controller because they are the process's, not one policy's:
 // package operator makes the pool, warms it ahead of a policy's controller, and retires the

@@ -153,10 +153,7 @@ func related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstr
 		l, ok := namespaces[name]
 		return l, ok
 	}
-	refs, err := render.Related(ctx, c, parent, budget)
-	if err == nil {
-		err = render.CheckRelatedReach(ctx, c, parent, refs, labels, budget)
-	}
+	refs, err := render.RelatedInReach(ctx, c, parent, labels, budget)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -34,6 +34,23 @@ func (r RelatedRef) Matches(obj metav1.Object) bool {
 	return obj.GetName() == r.Name
 }
 
+// RelatedInReach resolves the related entries of a policy for a parent (Related) and checks that
+// each reads a namespace the parent may reach (CheckRelatedReach): the references a sync reads,
+// in the runtime and in a preview alike. Its expressions spend from budget, as Related's.
+func RelatedInReach(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, labels NamespaceLabels, budget *expr.Budget) ([]RelatedRef, error) {
+	if budget == nil {
+		budget = expr.NewBudget()
+	}
+	refs, err := Related(ctx, c, parent, budget)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckRelatedReach(ctx, c, parent, refs, labels, budget); err != nil {
+		return nil, err
+	}
+	return refs, nil
+}
+
 // Related resolves the related entries of a policy for a parent: names, namespaces and selector
 // labels are templates over the parent. A namespaced related resource defaults to the parent's
 // namespace. Its expressions spend from budget, the sync's (pass the same to Render through
