@@ -19,9 +19,9 @@
 // ports and their names, protocols and targetPorts, a workload's selector against its template's
 // labels, a CronJob's schedule and time zone (robfig/cron, as the API server parses them),
 // container, env var and volume names, mounts of declared volumes and the rest are what the API
-// server of the release in go.mod says, feature gates at their defaults. Refuse gives the
-// API server's error (`Deployment.apps "web" is invalid: ...`), and Fix the fix of the errors
-// authors meet most.
+// server of the release in go.mod says, feature gates at their defaults. Refuse validates an
+// object and gives the API server's error (`Deployment.apps "web" is invalid: ...`), nil for one
+// it accepts, and Fix the fix of the errors authors meet most.
 //
 // Not checked: what admission decides (quotas, LimitRanges, PriorityClasses, PodSecurity,
 // webhooks, ValidatingAdmissionPolicies), what needs the cluster's state (a name taken, a

@@ -16,8 +16,13 @@ type Refusal struct {
 	Errors field.ErrorList
 }
 
-// Refuse returns the refusal of an object with the field errors Validate gave it.
-func Refuse(obj *unstructured.Unstructured, errs field.ErrorList) *Refusal {
+// Refuse returns what the API server answers a create of obj when its validation (Validate)
+// refuses the object: a *Refusal with the field errors; nil when it accepts it.
+func Refuse(obj *unstructured.Unstructured) error {
+	errs := Validate(obj)
+	if len(errs) == 0 {
+		return nil
+	}
 	return &Refusal{Status: apierrors.NewInvalid(obj.GroupVersionKind().GroupKind(), obj.GetName(), errs), Errors: errs}
 }
 

@@ -248,7 +248,8 @@ func conditionalHint(wholeValue bool) string {
 }
 
 // Budget is the cost that the expressions of one sync may still spend. It is not safe for
-// concurrent use: one sync evaluates one expression at a time.
+// concurrent use: one sync evaluates one expression at a time. A copy of a Budget (b2 := *b) is
+// spent apart from it.
 type Budget struct{ remaining uint64 }
 
 // NewBudget returns a full budget of SyncCostBudget.
@@ -256,14 +257,6 @@ func NewBudget() *Budget { return &Budget{remaining: SyncCostBudget} }
 
 // Remaining is what is left to spend.
 func (b *Budget) Remaining() uint64 { return b.remaining }
-
-// Copy returns a budget with what is left of b, spent apart from it; nil for nil.
-func (b *Budget) Copy() *Budget {
-	if b == nil {
-		return nil
-	}
-	return &Budget{remaining: b.remaining}
-}
 
 // spend charges cost, or empties the budget and reports false when it is more than what is left.
 func (b *Budget) spend(cost uint64) bool {

@@ -1,6 +1,13 @@
 package policy
 
-import "metacel.dev/metacel/runtime/expr"
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"slices"
+
+	"metacel.dev/metacel/runtime/expr"
+)
 
 // CompiledConfinement is a policy's confinement, compiled; nil rules allow no other namespace.
 type CompiledConfinement struct {
@@ -15,18 +22,33 @@ type CompiledNamespaceRule struct {
 	ConsentLabel string
 }
 
-// AnyName reports whether the rule names every namespace ("*").
-func (r *CompiledNamespaceRule) AnyName() bool {
-	for _, n := range r.Names {
-		if n == "*" {
-			return true
-		}
+// NamesNamespace reports whether the rule allows namespace ns by name for a parent (its object):
+// ns is one of its names, or "*" is, or its expression over the parent returns ns, spending from
+// b. A rule that names nothing leaves every namespace to consent: true. The error is its
+// expression's, which fails or returns no list of names.
+func (r *CompiledNamespaceRule) NamesNamespace(ctx context.Context, parent map[string]any, ns string, b *expr.Budget) (bool, error) {
+	if !r.namesSome() || r.anyName() || slices.Contains(r.Names, ns) {
+		return true, nil
 	}
-	return false
+	if r.Expression == nil {
+		return false, nil
+	}
+	v, err := r.Expression.Eval(ctx, expr.NewActivation(map[string]any{"parent": parent}), b)
+	if err != nil {
+		return false, err
+	}
+	names, err := v.ConvertToNative(reflect.TypeOf([]string{}))
+	if err != nil {
+		return false, fmt.Errorf("must return a list of namespace names: %w", err)
+	}
+	return slices.Contains(names.([]string), ns), nil
 }
 
-// NamesSome reports whether the rule allows by name at all (else consent alone decides).
-func (r *CompiledNamespaceRule) NamesSome() bool { return len(r.Names) > 0 || r.Expression != nil }
+// anyName reports whether the rule names every namespace ("*").
+func (r *CompiledNamespaceRule) anyName() bool { return slices.Contains(r.Names, "*") }
+
+// namesSome reports whether the rule allows by name at all (else consent alone decides).
+func (r *CompiledNamespaceRule) namesSome() bool { return len(r.Names) > 0 || r.Expression != nil }
 
 // ConsentLabels are the consent labels of a policy's rules: a controller that has some watches
 // Namespaces to read them.

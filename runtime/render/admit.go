@@ -25,10 +25,7 @@ func Admit(obj *unstructured.Unstructured, s *kinds.ObjectSchema) error {
 			return fmt.Errorf("%s %q does not fit the schema of its kind, so the API server would reject it: %w", obj.GetKind(), obj.GetName(), err)
 		}
 	}
-	if errs := apivalidation.Validate(obj); len(errs) > 0 {
-		return apivalidation.Refuse(obj, errs)
-	}
-	return nil
+	return apivalidation.Refuse(obj)
 }
 
 // fitsSchema checks the object against its schema. The library's walk follows Go's map order, so

@@ -3,8 +3,6 @@ package render
 import (
 	"context"
 	"fmt"
-	"reflect"
-	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -61,9 +59,12 @@ func reachable(ctx context.Context, rule *policy.CompiledNamespaceRule, path str
 	if rule == nil {
 		return fmt.Sprintf("the policy reaches the parent's own namespace only (its %s allows others)", path), nil
 	}
-	named, err := namesNamespace(ctx, rule, parent, ns, budget)
-	if err != nil || !named {
-		return fmt.Sprintf("%s does not name it", path), err
+	named, err := rule.NamesNamespace(ctx, parent.Object, ns, budget)
+	if err != nil {
+		return fmt.Sprintf("%s does not name it", path), evalError(rule.Path+".expression", err)
+	}
+	if !named {
+		return fmt.Sprintf("%s does not name it", path), nil
 	}
 	if rule.ConsentLabel == "" {
 		return "", nil
@@ -75,26 +76,6 @@ func reachable(ctx context.Context, rule *policy.CompiledNamespaceRule, path str
 		return fmt.Sprintf("namespace %q has not opted in: its owners label it %s=true to allow it", ns, rule.ConsentLabel), nil
 	}
 	return "", nil
-}
-
-// namesNamespace reports whether a rule allows ns by name; a rule that names nothing leaves it
-// to consent.
-func namesNamespace(ctx context.Context, rule *policy.CompiledNamespaceRule, parent *unstructured.Unstructured, ns string, budget *expr.Budget) (bool, error) {
-	if !rule.NamesSome() || rule.AnyName() || slices.Contains(rule.Names, ns) {
-		return true, nil
-	}
-	if rule.Expression == nil {
-		return false, nil
-	}
-	v, err := rule.Expression.Eval(ctx, expr.NewActivation(map[string]any{"parent": parent.Object}), budget)
-	if err != nil {
-		return false, evalError(rule.Path+".expression", err)
-	}
-	names, err := v.ConvertToNative(reflect.TypeOf([]string{}))
-	if err != nil {
-		return false, evalError(rule.Path+".expression", fmt.Errorf("must return a list of namespace names: %w", err))
-	}
-	return slices.Contains(names.([]string), ns), nil
 }
 
 // checkNotReserved returns an error for a child placed in the reserved namespace, where the

@@ -60,8 +60,8 @@ func RenderObserved(ctx context.Context, c *policy.Compiled, in Input, objs []*u
 	}
 	kin := NewKinship(ctx, c, in)
 	owned, foreign := kin.split(objs, nil, false)
-	first := in
-	first.Observed, first.Budget = byChildIDLabel(owned), in.Budget.Copy()
+	first, spent := in, *in.Budget
+	first.Observed, first.Budget = byChildIDLabel(owned), &spent
 	out, err := Render(ctx, c, first)
 	if err != nil {
 		*in.Budget = *first.Budget
