@@ -23,13 +23,17 @@ const (
 const (
 	// ReasonSynced: Synced is True, every desired child was applied.
 	ReasonSynced = "Synced"
-	// ReasonReady: Ready is True, every child exists and passes its readyWhen.
+	// ReasonReady: Ready is True, every child exists and is ready: it passes its readyWhen, or,
+	// with none, its kind says so (runtime/readiness).
 	ReasonReady = "ChildrenReady"
-	// ReasonNotReady: Ready is False, some children are missing or do not pass their readyWhen.
+	// ReasonNotReady: Ready is False, some children are missing or not ready yet.
 	ReasonNotReady = "ChildrenNotReady"
 	// ReasonReadyWhenFailed: Ready is False, a child's readyWhen failed to evaluate (Ready only:
 	// the sync itself succeeded).
 	ReasonReadyWhenFailed = "ReadyWhenFailed"
+	// ReasonChildFailed: a child its kind judges failed (a Job past its backoff limit or
+	// deadline, a Deployment past its progress deadline): it will not become ready by waiting.
+	ReasonChildFailed = "ChildFailed"
 )
 
 // The reasons of a failed sync: Synced and Ready are both False with the reason (Ready's message

@@ -18,6 +18,7 @@ import (
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/readiness"
 )
 
 // LoadFiles reads, parses, validates and compiles every policy of the files; the errors of all
@@ -202,7 +203,7 @@ func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourc
 		if err != nil {
 			c.errorf(path, "%v: fix the CRD (the API server serves structural schemas only)", err)
 		}
-		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method(), ObjectSchema: s}
+		out[info.GVR] = ChildResourceInfo{Info: info, Method: cr.Method(), ObjectSchema: s, Readiness: readinessKind(info)}
 	}
 	return out
 }
@@ -476,4 +477,20 @@ func (c *compiler) rollout() *CompiledRollout {
 	}
 	out.Health = c.program(c.parentEnv.Unrecorded(), r.Health, "spec.rollout.health", expr.WantBool)
 	return out
+}
+
+// readinessKind is what the readiness of a child of the resource is judged with: a custom
+// resource whose schema declares status.conditions reports them (a metacel parent does), so one
+// with none has not been looked at by its controller yet. Built-in kinds are judged by their
+// own rules, whatever their schemas declare (a Namespace has conditions it seldom sets).
+func readinessKind(info kinds.Info) readiness.Kind {
+	if info.Schema == nil {
+		return readiness.Kind{}
+	}
+	status, ok := info.Schema.Properties["status"]
+	if !ok {
+		return readiness.Kind{}
+	}
+	_, ok = status.Properties["conditions"]
+	return readiness.Kind{ReportsConditions: ok}
 }

@@ -8,6 +8,7 @@ import (
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/readiness"
 )
 
 // MaxChildrenPerParent caps how many children one parent may have, so that a forEach over a large
@@ -57,6 +58,9 @@ type ChildResourceInfo struct {
 	// ObjectSchema is the schema every child of the resource must fit, built when the policy
 	// loads; nil when it is not known (a guessed resource, an aggregated API).
 	ObjectSchema *kinds.ObjectSchema
+	// Readiness is what judging the readiness of a child with no readyWhen needs to know of its
+	// kind beyond the child.
+	Readiness readiness.Kind
 }
 
 // ChildResourceOfKind returns the child resource whose objects are of kind gvk, when the policy

@@ -18,6 +18,7 @@ import (
 	"metacel.dev/metacel/runtime/jsonenc"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/readiness"
 )
 
 // buildChildren evaluates every child entry, in policy order, and finishes each object.
@@ -275,39 +276,49 @@ func (r *run) ownerRef() map[string]any {
 	}
 }
 
-// judgeReadiness evaluates readyWhen of every desired child against its observed object; a child
-// that does not exist, or is being deleted, is not ready.
-func (r *run) judgeReadiness(children []Child) ([]string, error) {
+// judgeReadiness judges every desired child against its observed object: by its readyWhen, or
+// by its kind when it has none (runtime/readiness); a child that does not exist, or is being
+// deleted, is not ready. Each child gets its verdict and why it is not ready.
+func (r *run) judgeReadiness(children []Child) error {
 	observed := r.observedByIdentity()
-	var notReady []string
 	for i := range children {
 		child := &children[i]
-		// a child being deleted (to be recreated, say) is not ready, whatever readyWhen says
 		obs, ok := observed[Identity(child.Object)]
-		if ok && obs.GetDeletionTimestamp() == nil {
-			ready, err := r.ready(child, obs)
-			if err != nil {
-				return nil, err
+		switch {
+		case !ok:
+			child.Ready, child.NotReadyBecause = false, "missing"
+		case obs.GetDeletionTimestamp() != nil: // being recreated, say: not ready, whatever readyWhen says
+			child.Ready, child.NotReadyBecause = false, "being deleted"
+		default:
+			if err := r.judge(child, obs); err != nil {
+				return err
 			}
-			child.Ready = ready
-		}
-		if !child.Ready {
-			notReady = append(notReady, fmt.Sprintf("%s %s", child.Object.GetKind(), NamespacedName(child.Object)))
 		}
 	}
-	return notReady, nil
+	return nil
 }
 
-func (r *run) ready(child *Child, observed *unstructured.Unstructured) (bool, error) {
+// judge sets the readiness of a child that exists: its readyWhen's verdict, or its kind's.
+func (r *run) judge(child *Child, observed *unstructured.Unstructured) error {
 	ch := child.entry
 	if ch.ReadyWhen == nil {
-		return true, nil
+		v := readiness.Of(observed, child.Resource.Readiness)
+		child.Ready, child.Failed = v.Ready, v.Failed
+		child.NotReadyBecause = ""
+		if !v.Ready {
+			child.NotReadyBecause = v.Reason + ": " + v.Message
+		}
+		return nil
 	}
 	ok, err := ch.ReadyWhen.EvalBool(r.ctx, expr.Extend(r.act, map[string]any{"child": observed.Object}), r.budget)
 	if err != nil {
-		return false, evalError(ch.Path+".readyWhen", err)
+		return evalError(ch.Path+".readyWhen", err)
 	}
-	return ok, nil
+	child.Ready, child.NotReadyBecause = ok, ""
+	if !ok {
+		child.NotReadyBecause = fmt.Sprintf("readyWhen %q is not true yet", ch.ReadyWhen.Source)
+	}
+	return nil
 }
 
 // Identity names an object by group, kind, namespace and name: two objects with one identity

@@ -54,8 +54,14 @@ type Child struct {
 	// cross-namespace and cluster-scoped children, which the parent's finalizer cleans up, and
 	// for Orphan children, which it releases.
 	Owned bool
-	// Ready is the child's readiness: it exists and passes readyWhen.
+	// Ready is the child's readiness: it exists and passes its readyWhen or, with none, its kind
+	// says it is ready (runtime/readiness).
 	Ready bool
+	// Failed: its kind says it will not become ready without a change (a Job that failed).
+	Failed bool
+	// NotReadyBecause says why it is not ready ("" when it is): missing, being deleted, the
+	// readyWhen that is not true yet or failed, or its kind's reason and message.
+	NotReadyBecause string
 	// LegacyHeld: the observed child was written by a runtime from before the content hash
 	// (contract.AnnotationDesiredHash) and holds this child's content: only its bookkeeping
 	// differs.
@@ -70,8 +76,13 @@ type Output struct {
 	// Status holds the policy's status fields (conditions, observedGeneration are added by
 	// NewStatus).
 	Status map[string]any
-	// NotReady names the children that are not ready yet, in order.
+	// NotReady names the children that are not ready yet, in order; a child its kind judged
+	// (no readyWhen) with the kind's reason: "Deployment ns/web (LessAvailable: Available: 0/1)".
 	NotReady []string
+	// Failed names the children that failed (runtime/readiness), in order, each with its reason:
+	// "Job ns/migrate failed: DeadlineExceeded: Job was active longer than specified deadline".
+	// They are in NotReady too.
+	Failed []string
 	// ReadyWhenErrors holds, for each child in NotReady whose readyWhen failed to evaluate, the
 	// child and the error, in order: such a child is not ready, and the sync goes on
 	// (judgeEachChild).
@@ -79,7 +90,7 @@ type Output struct {
 }
 
 // Ready reports whether every desired child is ready.
-func (o *Output) Ready() bool { return len(o.NotReady) == 0 }
+func (o *Output) Ready() bool { return len(o.NotReady) == 0 && len(o.Failed) == 0 }
 
 // Render computes the desired children and status of one parent.
 func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) {
@@ -95,7 +106,7 @@ func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) 
 		return nil, err
 	}
 	out := &Output{Children: children}
-	if out.NotReady, out.ReadyWhenErrors, err = r.judgeEachChild(children); err != nil {
+	if err := r.judgeEachChild(out); err != nil {
 		return nil, err
 	}
 	if out.Status, err = r.evalStatus(); err != nil {
@@ -117,15 +128,11 @@ func Rerender(ctx context.Context, c *policy.Compiled, in Input, last *Output) (
 	if err := r.evalVariables(); err != nil { // readyWhen may read them
 		return nil, err
 	}
-	children := slices.Clone(last.Children)
-	for i := range children {
-		children[i].Ready = false
-	}
-	notReady, readyWhenErrors, err := r.judgeEachChild(children)
-	if err != nil {
+	out := &Output{Children: slices.Clone(last.Children), Status: last.Status}
+	if err := r.judgeEachChild(out); err != nil {
 		return nil, err
 	}
-	return &Output{Children: children, Status: last.Status, NotReady: notReady, ReadyWhenErrors: readyWhenErrors}, nil
+	return out, nil
 }
 
 // run is the state of one render.

@@ -104,30 +104,60 @@ func TestRender(t *testing.T) {
 }
 
 func TestReadiness(t *testing.T) {
-	body := `  children:
+	configMap := `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
 `
-	observed := func(extra string) map[string][]*unstructured.Unstructured {
+	job := `    - apiVersion: batch/v1
+      resource: jobs
+  children:
+    - id: job
+      template:
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: j}
+        spec: {template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}}
+`
+	jobExists := strings.Replace(job, "    - id: job\n", "    - id: job\n      readyWhen: \"true\"\n", 1)
+	observedConfigMap := func(extra string) map[string][]*unstructured.Unstructured {
 		return map[string][]*unstructured.Unstructured{"cm": {obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns"+extra+"}}")}}
 	}
+	observedJob := func(status string) map[string][]*unstructured.Unstructured {
+		return map[string][]*unstructured.Unstructured{"job": {obj(t, "{apiVersion: batch/v1, kind: Job, metadata: {name: j, namespace: ns}, status: "+status+"}")}}
+	}
 	tests := []struct {
-		name     string
-		observed map[string][]*unstructured.Unstructured
-		ready    bool
+		name      string
+		body      string
+		observed  map[string][]*unstructured.Unstructured
+		wantReady Condition
 	}{
-		{"a child that does not exist is not ready", nil, false},
-		{"an existing child is ready by default", observed(""), true},
-		{"a child being deleted is not ready", observed(", deletionTimestamp: '2026-01-01T00:00:00Z'"), false},
+		{"a child that does not exist is not ready", configMap, nil,
+			Condition{"Ready", "False", contract.ReasonNotReady, "waiting for ConfigMap ns/x"}},
+		{"a ConfigMap is ready once it exists", configMap, observedConfigMap(""),
+			Condition{"Ready", "True", contract.ReasonReady, "1 child ready"}},
+		{"a child being deleted is not ready", configMap, observedConfigMap(", deletionTimestamp: '2026-01-01T00:00:00Z'"),
+			Condition{"Ready", "False", contract.ReasonNotReady, "waiting for ConfigMap ns/x"}},
+		{"a Job still running is not ready, and says why", job, observedJob("{startTime: '2026-01-01T00:00:00Z', active: 1}"),
+			Condition{"Ready", "False", contract.ReasonNotReady, "waiting for Job ns/j (JobRunning: the Job has not completed (active 1, succeeded 0))"}},
+		{"a completed Job is ready", job, observedJob("{succeeded: 1, conditions: [{type: Complete, status: 'True'}]}"),
+			Condition{"Ready", "True", contract.ReasonReady, "1 child ready"}},
+		{"a failed Job fails its parent's readiness, in the Job's words", job,
+			observedJob("{failed: 1, conditions: [{type: Failed, status: 'True', reason: BackoffLimitExceeded, message: Job has reached the specified backoff limit}]}"),
+			Condition{"Ready", "False", contract.ReasonChildFailed, "Job ns/j failed: BackoffLimitExceeded: Job has reached the specified backoff limit"}},
+		{`readyWhen: "true" keeps "ready once it exists"`, jobExists, observedJob("{startTime: '2026-01-01T00:00:00Z', active: 1}"),
+			Condition{"Ready", "True", contract.ReasonReady, "1 child ready"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := Render(t.Context(), load(t, body), Input{Parent: obj(t, testParent), Observed: tc.observed, Mapper: kinds.NewCatalog()})
+			out, err := Render(t.Context(), load(t, tc.body), Input{Parent: obj(t, testParent), Observed: tc.observed, Mapper: kinds.NewCatalog()})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if out.Ready() != tc.ready {
-				t.Errorf("ready %v, want %v (not ready: %v)", out.Ready(), tc.ready, out.NotReady)
+			if got := out.Conditions()[1]; got != tc.wantReady {
+				t.Errorf("Ready condition %+v, want %+v", got, tc.wantReady)
+			}
+			if out.Ready() != (tc.wantReady.Status == "True") {
+				t.Errorf("Ready() %v with the condition %+v", out.Ready(), tc.wantReady)
 			}
 		})
 	}

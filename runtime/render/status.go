@@ -26,12 +26,19 @@ func (o *Output) Conditions() []Condition {
 	}
 }
 
-// readyCondition says which children are not ready and, first among the reasons, a readyWhen
-// that failed: a policy bug its author has to fix, which waiting does not.
+// readyCondition says which children are not ready and, first among the reasons, a child that
+// failed (it will not become ready by waiting), then a readyWhen that failed: a policy bug its
+// author has to fix, which waiting does not.
 func (o *Output) readyCondition() Condition {
 	switch {
 	case o.Ready():
 		return Condition{Type: contract.ConditionReady, Status: "True", Reason: contract.ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
+	case len(o.Failed) > 0:
+		msg := summarize(o.Failed)
+		if waiting := o.waiting(); len(waiting) > 0 {
+			msg += "; waiting for " + summarize(waiting)
+		}
+		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonChildFailed, Message: msg}
 	case len(o.ReadyWhenErrors) > 0:
 		msg := fmt.Sprintf("waiting for %s; readyWhen failed for %s", summarize(o.NotReady), o.ReadyWhenErrors[0])
 		if more := len(o.ReadyWhenErrors) - 1; more > 0 {
@@ -43,27 +50,54 @@ func (o *Output) readyCondition() Condition {
 	}
 }
 
-// judgeEachChild judges the readiness of each desired child on its own (judgeReadiness), and
-// returns the children not ready and the readyWhen errors among them. A readyWhen that fails to
-// evaluate makes its child not ready rather than failing the sync: it reads what other
-// controllers write (a child's status, absent until they write it), and a mistake there must not
-// keep the children from being applied, nor hide the other children's readiness. What stops
-// every expression alike still fails the render: the sync's cost budget spent, or its context
-// done.
-func (r *run) judgeEachChild(children []Child) (notReady, readyWhenErrors []string, err error) {
-	for i := range children {
-		names, err := r.judgeReadiness(children[i : i+1])
-		if err != nil {
-			if r.budget.Remaining() == 0 || r.ctx.Err() != nil {
-				return nil, nil, err
-			}
-			name := childName(children[i].Object)
-			names = []string{name}
-			readyWhenErrors = append(readyWhenErrors, fmt.Sprintf("%s: %v", name, err))
+// waiting are the children not ready that have not failed.
+func (o *Output) waiting() []string {
+	var out []string
+	for i := range o.Children {
+		if ch := &o.Children[i]; !ch.Ready && !ch.Failed {
+			out = append(out, notReadyName(ch))
 		}
-		notReady = append(notReady, names...)
 	}
-	return notReady, readyWhenErrors, nil
+	return out
+}
+
+// judgeEachChild judges the readiness of each desired child on its own (judgeReadiness), and
+// lists in out the children not ready, those that failed and the readyWhen errors. A readyWhen
+// that fails to evaluate makes its child not ready rather than failing the sync: it reads what
+// other controllers write (a child's status, absent until they write it), and a mistake there
+// must not keep the children from being applied, nor hide the other children's readiness. What
+// stops every expression alike still fails the render: the sync's cost budget spent, or its
+// context done.
+func (r *run) judgeEachChild(out *Output) error {
+	for i := range out.Children {
+		child := &out.Children[i]
+		if err := r.judgeReadiness(out.Children[i : i+1]); err != nil {
+			if r.budget.Remaining() == 0 || r.ctx.Err() != nil {
+				return err
+			}
+			child.Ready, child.Failed, child.NotReadyBecause = false, false, err.Error()
+			out.ReadyWhenErrors = append(out.ReadyWhenErrors, fmt.Sprintf("%s: %v", childName(child.Object), err))
+		}
+		if child.Ready {
+			continue
+		}
+		out.NotReady = append(out.NotReady, notReadyName(child))
+		if child.Failed {
+			out.Failed = append(out.Failed, childName(child.Object)+" failed: "+child.NotReadyBecause)
+		}
+	}
+	return nil
+}
+
+// notReadyName names a child that is not ready as the Ready condition does: with its kind's
+// reason when its kind judged it (it has no readyWhen, and exists).
+func notReadyName(child *Child) string {
+	name := childName(child.Object)
+	if child.entry != nil && child.entry.ReadyWhen == nil && child.NotReadyBecause != "" &&
+		child.NotReadyBecause != "missing" && child.NotReadyBecause != "being deleted" {
+		return name + " (" + child.NotReadyBecause + ")"
+	}
+	return name
 }
 
 // childName names a child as the Ready condition does: kind, then namespace/name.

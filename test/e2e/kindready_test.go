@@ -1,0 +1,54 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Children with no readyWhen are ready when their kinds say so: a Job once it has completed, a
+// Deployment once its replicas are available. A Job that fails (its Pod never scheduled, past its
+// deadline) makes its parent Ready=False with the Job's reason, and the Deployment with no
+// replica available is named among what the parent waits for.
+func TestAChildIsReadyWhenItsKindSaysSo(t *testing.T) {
+	startRuntime(t, filepath.Join("testdata", "policies", "kindready"))
+	ns := newNamespace(t, "kindready")
+	widget := func(name, color string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec":     map[string]any{"color": color},
+		}}
+	}
+	create(t, widgetsGVR, widget("runs", "kwok"))
+	create(t, widgetsGVR, widget("stuck", "none"))
+
+	waitFor(t, widgetsGVR, ns, "runs", 2*wait, hasCondition("Ready", "True", "ChildrenReady", "2 children ready"))
+	job := waitFor(t, jobsGVR, ns, "runs-once", wait, nil)
+	if c := condition(job, "Complete"); c == nil || c["status"] != "True" {
+		t.Errorf("the parent is Ready but its Job has not completed: conditions %v", job.Object["status"])
+	}
+	app := waitFor(t, deploymentsGVR, ns, "runs-app", wait, nil)
+	if n, _, _ := unstructured.NestedInt64(app.Object, "status", "availableReplicas"); n != 1 {
+		t.Errorf("the parent is Ready but its Deployment has %d replicas available, want 1", n)
+	}
+
+	waitFor(t, widgetsGVR, ns, "stuck", 2*wait, func(w *unstructured.Unstructured) error {
+		if err := hasCondition("Ready", "False", "ChildFailed", "")(w); err != nil {
+			return err
+		}
+		msg, _ := condition(w, "Ready")["message"].(string)
+		for _, want := range []string{"Job " + ns + "/stuck-once failed", "DeadlineExceeded", "Deployment " + ns + "/stuck-app"} {
+			if !strings.Contains(msg, want) {
+				return fmt.Errorf("Ready message %q does not say %q", msg, want)
+			}
+		}
+		return nil
+	})
+	waitFor(t, widgetsGVR, ns, "stuck", wait, hasCondition("Synced", "True", "", ""))
+}
