@@ -283,7 +283,7 @@ func conflictError(parent *unstructured.Unstructured, child *render.Child, polic
 // asked: it is where the render placed the desired child, whom metacel applies and records.
 func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool {
 	kin := render.Kinship{Policy: policyName, Parent: parent}
-	return kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), ChildID: id}).Child()
+	return kin.Judge(obj, render.Facts{Applied: render.AppliedAsManagedFieldsSay, ChildID: id}).Child()
 }
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is

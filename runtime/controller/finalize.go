@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
@@ -141,7 +140,7 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 // up would let anyone pin a parent (and its namespace) in Terminating with an object of their
 // own. Such an object carrying the parent's labels is reported (ignoreForeign).
 func (f *cleanup) cleansUp(ctx context.Context, kin *render.Kinship, parent, obj *unstructured.Unstructured) bool {
-	v := kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), Undesired: true})
+	v := kin.Judge(obj, render.Facts{Applied: render.AppliedAsManagedFieldsSay, Undesired: true})
 	if v.Reason != "" {
 		f.ignoreForeign(ctx, parent, obj, v.Reason, v.Why)
 	}
