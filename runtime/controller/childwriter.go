@@ -270,7 +270,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 func conflictError(parent *unstructured.Unstructured, child *render.Child, policyName string) error {
 	return &syncError{reason: contract.ReasonChildConflict, err: fmt.Errorf(
 		"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
-		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
+		child.Object.GetKind(), klog.KObj(child.Object), parent.GetKind(), policyName)}
 }
 
 // childOf reports whether an existing object of the name of the desired child id is the child of
@@ -395,7 +395,7 @@ func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Uns
 // format takes the child's kind and namespaced name.
 func (cw *childWriter) childEvent(parent, child *unstructured.Unstructured, reason, action, format string) {
 	if parent != nil {
-		cw.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
+		cw.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), klog.KObj(child))
 	}
 }
 
@@ -421,7 +421,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
 	}
 	return &syncError{reason: contract.ReasonApplyFailed,
-		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
+		err: fmt.Errorf(format, verb, obj.GetKind(), klog.KObj(obj), err)}
 }
 
 // rememberCreated remembers a child the controller created, as the create returned it.

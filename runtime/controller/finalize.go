@@ -152,7 +152,7 @@ func (f *cleanup) cleansUp(ctx context.Context, kin *render.Kinship, parent, obj
 func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
 	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels", "object", klog.KObj(obj), "kind", obj.GetKind(), "reason", reason, "why", why)
 	f.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
-		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
+		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), klog.KObj(obj), parent.GetKind(), why)
 }
 
 // kinshipOf returns what decides which of a parent's labelled objects its finalizer cleans up,
