@@ -127,7 +127,7 @@ func (cw *childWriter) patchBookkeeping(ctx context.Context, parent *unstructure
 		return nil, applyError("patch the bookkeeping of", s.Observed, err)
 	}
 	cw.states.wroteChild(parent, s.Child, true, cw.deps.Clock.Now())
-	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping.String())
+	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping) // a fmt.Stringer: spelt out only when logged
 	return got, nil
 }
 

@@ -87,8 +87,8 @@ func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unst
 // is gone, so that the finalizer waits for it.
 func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
 	all := append(append(allObjects(kids.ByID), kids.Undesired...), objects...)
-	value := render.RecordValue(parent, all)
-	if render.RecordOf(parent, true).Records(value) {
+	value, changed := render.RecordOf(parent, true).Renewed(all)
+	if !changed {
 		return nil
 	}
 	if err := f.deps.Writer.SetAnnotation(ctx, f.policy.Parent.GVR, parent, contract.AnnotationChildren, value); err != nil {
