@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
@@ -288,14 +287,9 @@ func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is
 // reverted). A child metacel created and never applied first has its fields moved to metacel's
-// Apply entry.
+// Apply entry (apply.Writer.Apply).
 func (cw *childWriter) update(ctx context.Context, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if apply.CreatedNotApplied(obs) {
-		if err := cw.deps.Writer.UpgradeToApply(ctx, child.Resource.GVR, obs); err != nil {
-			return nil, applyError("take over the fields it created of", child.Object, err)
-		}
-	}
-	got, err := cw.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
+	got, err := cw.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object, obs)
 	if err != nil {
 		return nil, applyError("apply", child.Object, err)
 	}
