@@ -104,23 +104,9 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
-	remaining := 0
 	kin := f.kinshipOf(ctx, parent)
-	for _, objs := range f.children(ctx, parent.GetUID()) {
-		for _, obs := range objs {
-			if !f.cleansUp(ctx, kin, parent, obs) {
-				continue
-			}
-			remaining++
-			if obs.GetDeletionTimestamp() == nil {
-				if err := f.writer.remove(ctx, parent, decide.Removal(obs, f.policy, f.previous())); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if remaining > 0 {
-		return nil
+	if remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID()))); err != nil || remaining > 0 {
+		return err
 	}
 	if left, err := f.unownedChildrenLive(ctx, parent, kin); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
@@ -177,17 +163,30 @@ func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}
-		for _, obj := range items {
-			if !f.cleansUp(ctx, kin, parent, obj) {
-				continue
-			}
-			left++
-			if obj.GetDeletionTimestamp() == nil {
-				if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
-					return 0, err
-				}
+		n, err := f.cleanUp(ctx, kin, parent, items)
+		if err != nil {
+			return 0, err
+		}
+		left += n
+	}
+	return left, nil
+}
+
+// cleanUp deletes or releases (decide.Removal) those of objs, objects that carry a deleted
+// parent's labels, that its finalizer cleans up (cleansUp), and returns how many there are: those
+// already going are waited for, not removed again.
+func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (int, error) {
+	n := 0
+	for _, obj := range objs {
+		if !f.cleansUp(ctx, kin, parent, obj) {
+			continue
+		}
+		n++
+		if obj.GetDeletionTimestamp() == nil {
+			if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
+				return 0, err
 			}
 		}
 	}
-	return left, nil
+	return n, nil
 }
