@@ -46,7 +46,7 @@ func TestWritesThroughTheRawClient(t *testing.T) {
 	}
 	applyGadget := write{
 		send: func(ctx context.Context, w *apply.Writer) (metav1.Object, error) {
-			return object(w.Apply(ctx, gadgets, gadget))
+			return object(w.Apply(ctx, gadgets, gadget, nil))
 		},
 		method: http.MethodPatch, path: "/apis/example.com/v1/namespaces/ns/gadgets/g", query: "fieldManager=metacel&force=true", contentType: "application/apply-patch+yaml", body: body,
 	}
@@ -120,7 +120,7 @@ func TestAWriteReturnsTheWholeObject(t *testing.T) {
 	defer ts.Close()
 	rc := must(apply.NewRawClient(&rest.Config{Host: ts.URL}))
 	gadget := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": map[string]any{"name": "g", "namespace": "ns"}}}
-	got, err := apply.NewWriter(nil).WithRawClient(rc, compact.Responses{}).Apply(t.Context(), gadgets, gadget)
+	got, err := apply.NewWriter(nil).WithRawClient(rc, compact.Responses{}).Apply(t.Context(), gadgets, gadget, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,3 +110,44 @@ func fmtJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
 }
+
+func TestApplyMovesTheFieldsMetacelCreatedBeforeItFirstApplies(t *testing.T) {
+	update, apply := metav1.ManagedFieldsOperationUpdate, metav1.ManagedFieldsOperationApply
+	for _, tc := range []struct {
+		name      string
+		observed  *unstructured.Unstructured
+		wantPatch []types.PatchType
+	}{
+		{"created by metacel, never applied: its fields moved, then applied", createdConfigMap("5", entry(FieldManager, update, "")),
+			[]types.PatchType{types.JSONPatchType, types.ApplyPatchType}},
+		{"applied by metacel before: applied", createdConfigMap("5", entry(FieldManager, apply, "")), []types.PatchType{types.ApplyPatchType}},
+		{"not known: applied", nil, []types.PatchType{types.ApplyPatchType}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			stored := createdConfigMap("5", entry(FieldManager, update, ""))
+			client := fake.NewSimpleDynamicClient(runtime.NewScheme(), stored)
+			client.PrependReactor("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if a.(clienttesting.PatchAction).GetPatchType() != types.ApplyPatchType {
+					return false, nil, nil
+				}
+				return true, stored, nil
+			})
+			client.ClearActions()
+
+			desired := createdConfigMap("")
+			if _, err := NewWriter(client).Apply(context.Background(), configMapsGVR, desired, tc.observed); err != nil {
+				t.Fatal(err)
+			}
+
+			var got []types.PatchType
+			for _, a := range client.Actions() {
+				if p, ok := a.(clienttesting.PatchAction); ok {
+					got = append(got, p.GetPatchType())
+				}
+			}
+			if fmtJSON(got) != fmtJSON(tc.wantPatch) {
+				t.Errorf("patches %s, want %s", fmtJSON(got), fmtJSON(tc.wantPatch))
+			}
+		})
+	}
+}

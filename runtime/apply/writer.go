@@ -142,8 +142,16 @@ func (w *Writer) resource(gvr schema.GroupVersionResource, namespace string) dyn
 }
 
 // Apply server-side applies a desired object, taking over conflicting fields: metacel owns what
-// its policy sets, so a manual edit of such a field is reverted (drift correction).
-func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+// its policy sets, so a manual edit of such a field is reverted (drift correction). observed is
+// the object as the cache holds it (nil: not known): when metacel created it and has not applied
+// it since (CreatedNotApplied), its fields are first moved to metacel's Apply entry
+// (UpgradeToApply), so that this apply owns them and removes any the policy no longer sets.
+func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj, observed *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	if observed != nil && CreatedNotApplied(observed) {
+		if err := w.UpgradeToApply(ctx, gvr, observed); err != nil {
+			return nil, fmt.Errorf("move the fields metacel created into its apply entry: %w", err)
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	if w.raw != nil {
@@ -155,7 +163,7 @@ func (w *Writer) Apply(ctx context.Context, gvr schema.GroupVersionResource, obj
 // Create creates a child (POST) with metacel's field manager: unlike an apply, it fails
 // (AlreadyExists) rather than take over an object of that name that metacel does not know, so a
 // new child costs one request and no read. The child's fields are then in an Update entry, which
-// UpgradeToApply moves to an Apply entry before metacel first applies it.
+// Apply moves to an Apply entry (UpgradeToApply) before it first applies the child.
 func (w *Writer) Create(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()

@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
@@ -127,7 +126,7 @@ func (cw *childWriter) patchBookkeeping(ctx context.Context, parent *unstructure
 		return nil, applyError("patch the bookkeeping of", s.Observed, err)
 	}
 	cw.states.wroteChild(parent, s.Child, true, cw.deps.Clock.Now())
-	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping.String())
+	klog.FromContext(ctx).V(2).Info("Updated the bookkeeping of child", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "patch", s.Bookkeeping) // a fmt.Stringer: spelt out only when logged
 	return got, nil
 }
 
@@ -270,7 +269,7 @@ func (cw *childWriter) takeExisting(ctx context.Context, parent *unstructured.Un
 func conflictError(parent *unstructured.Unstructured, child *render.Child, policyName string) error {
 	return &syncError{reason: contract.ReasonChildConflict, err: fmt.Errorf(
 		"%s %s already exists and is not managed by this %s (metacel did not apply it, or applied it for another parent): delete or rename it, or change the child's name in policy %q",
-		child.Object.GetKind(), render.NamespacedName(child.Object), parent.GetKind(), policyName)}
+		child.Object.GetKind(), klog.KObj(child.Object), parent.GetKind(), policyName)}
 }
 
 // childOf reports whether an existing object of the name of the desired child id is the child of
@@ -283,19 +282,14 @@ func conflictError(parent *unstructured.Unstructured, child *render.Child, polic
 // asked: it is where the render placed the desired child, whom metacel applies and records.
 func childOf(obj, parent *unstructured.Unstructured, policyName, id string) bool {
 	kin := render.Kinship{Policy: policyName, Parent: parent}
-	return kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), ChildID: id}).Child()
+	return kin.Judge(obj, render.Facts{Applied: render.AppliedAsManagedFieldsSay, ChildID: id}).Child()
 }
 
 // update applies a child whose managed fields differ (server-side apply, forced: drift is
 // reverted). A child metacel created and never applied first has its fields moved to metacel's
-// Apply entry.
+// Apply entry (apply.Writer.Apply).
 func (cw *childWriter) update(ctx context.Context, child *render.Child, obs *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	if apply.CreatedNotApplied(obs) {
-		if err := cw.deps.Writer.UpgradeToApply(ctx, child.Resource.GVR, obs); err != nil {
-			return nil, applyError("take over the fields it created of", child.Object, err)
-		}
-	}
-	got, err := cw.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object)
+	got, err := cw.deps.Writer.Apply(ctx, child.Resource.GVR, child.Object, obs)
 	if err != nil {
 		return nil, applyError("apply", child.Object, err)
 	}
@@ -395,7 +389,7 @@ func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Uns
 // format takes the child's kind and namespaced name.
 func (cw *childWriter) childEvent(parent, child *unstructured.Unstructured, reason, action, format string) {
 	if parent != nil {
-		cw.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), render.NamespacedName(child))
+		cw.deps.Recorder.Eventf(parent, child, "Normal", reason, action, format, child.GetKind(), klog.KObj(child))
 	}
 }
 
@@ -421,7 +415,7 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 		format += ": the object is larger than the API server can store (etcd's request limit, 1.5 MiB by default): make it smaller, e.g. split its content over several children"
 	}
 	return &syncError{reason: contract.ReasonApplyFailed,
-		err: fmt.Errorf(format, verb, obj.GetKind(), render.NamespacedName(obj), err)}
+		err: fmt.Errorf(format, verb, obj.GetKind(), klog.KObj(obj), err)}
 }
 
 // rememberCreated remembers a child the controller created, as the create returned it.

@@ -11,7 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
@@ -88,8 +87,8 @@ func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unst
 // is gone, so that the finalizer waits for it.
 func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstructured, kids *render.ObservedChildren, objects []*unstructured.Unstructured) error {
 	all := append(append(allObjects(kids.ByID), kids.Undesired...), objects...)
-	value := render.RecordValue(parent, all)
-	if render.RecordOf(parent, true).Records(value) {
+	value, changed := render.RecordOf(parent, true).Renewed(all)
+	if !changed {
 		return nil
 	}
 	if err := f.deps.Writer.SetAnnotation(ctx, f.policy.Parent.GVR, parent, contract.AnnotationChildren, value); err != nil {
@@ -105,23 +104,9 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
-	remaining := 0
 	kin := f.kinshipOf(ctx, parent)
-	for _, objs := range f.children(ctx, parent.GetUID()) {
-		for _, obs := range objs {
-			if !f.cleansUp(ctx, kin, parent, obs) {
-				continue
-			}
-			remaining++
-			if obs.GetDeletionTimestamp() == nil {
-				if err := f.writer.remove(ctx, parent, decide.Removal(obs, f.policy, f.previous())); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	if remaining > 0 {
-		return nil
+	if remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID()))); err != nil || remaining > 0 {
+		return err
 	}
 	if left, err := f.unownedChildrenLive(ctx, parent, kin); err != nil || left > 0 {
 		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
@@ -141,7 +126,7 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 // up would let anyone pin a parent (and its namespace) in Terminating with an object of their
 // own. Such an object carrying the parent's labels is reported (ignoreForeign).
 func (f *cleanup) cleansUp(ctx context.Context, kin *render.Kinship, parent, obj *unstructured.Unstructured) bool {
-	v := kin.Judge(obj, render.Facts{Applied: render.AppliedIf(apply.AppliedBy(obj)), Undesired: true})
+	v := kin.Judge(obj, render.Facts{Applied: render.AppliedAsManagedFieldsSay, Undesired: true})
 	if v.Reason != "" {
 		f.ignoreForeign(ctx, parent, obj, v.Reason, v.Why)
 	}
@@ -153,7 +138,7 @@ func (f *cleanup) cleansUp(ctx context.Context, kin *render.Kinship, parent, obj
 func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.Unstructured, reason, why string) {
 	klog.FromContext(ctx).V(1).Info("Ignoring an object that carries the parent's labels", "object", klog.KObj(obj), "kind", obj.GetKind(), "reason", reason, "why", why)
 	f.deps.Recorder.Eventf(parent, obj, "Warning", reason, "Ignore",
-		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), render.NamespacedName(obj), parent.GetKind(), why)
+		"Ignored %s %s, which carries this %s's labels: %s; metacel neither adopts, deletes nor waits for it", obj.GetKind(), klog.KObj(obj), parent.GetKind(), why)
 }
 
 // kinshipOf returns what decides which of a parent's labelled objects its finalizer cleans up,
@@ -178,17 +163,30 @@ func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.
 		if err != nil {
 			return 0, applyError("list the children of", parent, err)
 		}
-		for _, obj := range items {
-			if !f.cleansUp(ctx, kin, parent, obj) {
-				continue
-			}
-			left++
-			if obj.GetDeletionTimestamp() == nil {
-				if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
-					return 0, err
-				}
+		n, err := f.cleanUp(ctx, kin, parent, items)
+		if err != nil {
+			return 0, err
+		}
+		left += n
+	}
+	return left, nil
+}
+
+// cleanUp deletes or releases (decide.Removal) those of objs, objects that carry a deleted
+// parent's labels, that its finalizer cleans up (cleansUp), and returns how many there are: those
+// already going are waited for, not removed again.
+func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (int, error) {
+	n := 0
+	for _, obj := range objs {
+		if !f.cleansUp(ctx, kin, parent, obj) {
+			continue
+		}
+		n++
+		if obj.GetDeletionTimestamp() == nil {
+			if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
+				return 0, err
 			}
 		}
 	}
-	return left, nil
+	return n, nil
 }

@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
@@ -93,7 +94,7 @@ func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, chil
 }
 
 func fightError(child *render.Child, obs *unstructured.Unstructured, undone int) error {
-	name := child.Object.GetKind() + " " + render.NamespacedName(child.Object)
+	name := child.Object.GetKind() + " " + klog.KObj(child.Object).String()
 	if obs == nil {
 		return &syncError{reason: contract.ReasonChildKeepsDisappearing, err: fmt.Errorf(
 			"%s was deleted %d times within %s after metacel wrote it: metacel backs off; find what deletes it (the garbage collector deletes an object whose ownerReferences name an owner that does not exist; check admission and other controllers)",

@@ -100,8 +100,15 @@ func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 	if got != want && (got != "" || !child.LegacyHeld) {
 		return false
 	}
-	return !noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
-		ContentNeedsApply(child.Object, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
+	return !contentNeedsApply(child, child.Object, obs)
+}
+
+// contentNeedsApply is the no-op check (package noop) of what the policy computes: whether
+// applying desired, the child or some of its fields, would change obs, as the schema of the
+// child's resource compares them; metacel's bookkeeping is not compared.
+func contentNeedsApply(child *render.Child, desired, obs *unstructured.Unstructured) bool {
+	return noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
+		ContentNeedsApply(desired, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
 }
 
 // bookkeepingOf is the patch that brings an observed child's bookkeeping to the desired child's,

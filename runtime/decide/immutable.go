@@ -8,7 +8,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -93,7 +92,6 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 	if len(fields) == 0 {
 		return ""
 	}
-	s := noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema)
 	for _, f := range fields {
 		path := strings.Split(f, ".")
 		v, found, err := unstructured.NestedFieldNoCopy(child.Object.Object, path...)
@@ -107,7 +105,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 		if err := unstructured.SetNestedField(only.Object, v, path...); err != nil {
 			continue
 		}
-		if s.NeedsApply(only, obs) {
+		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
 			return f
 		}
 	}

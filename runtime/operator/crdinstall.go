@@ -122,7 +122,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	if err != nil {
 		return false, err
 	}
-	if _, err := w.Apply(ctx, crdGVR, desired); err != nil {
+	if _, err := w.Apply(ctx, crdGVR, desired, nil); err != nil {
 		return false, fmt.Errorf("%s the CRD %q: %w", strings.ToLower(string(decision.Action)), crd.Name, err)
 	}
 	klog.FromContext(ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)

@@ -91,11 +91,18 @@ const (
 	AppliedByMetacel
 	// NotAppliedByMetacel: its managed fields have no entry of metacel's.
 	NotAppliedByMetacel
+	// AppliedAsManagedFieldsSay: the object is as the API server stores it (read live, or from a
+	// cache that keeps managed fields), so Judge reads its managed fields (apply.AppliedBy):
+	// AppliedByMetacel or NotAppliedByMetacel.
+	AppliedAsManagedFieldsSay
 )
 
-// AppliedIf returns what managed fields read from the API server say: applied or not.
-func AppliedIf(applied bool) Applied {
-	if applied {
+// known returns what a is for obj: AppliedAsManagedFieldsSay read from its managed fields.
+func (a Applied) known(obj *unstructured.Unstructured) Applied {
+	switch {
+	case a != AppliedAsManagedFieldsSay:
+		return a
+	case apply.AppliedBy(obj):
 		return AppliedByMetacel
 	}
 	return NotAppliedByMetacel
@@ -133,6 +140,7 @@ func (v Verdict) Child() bool { return v.Why == "" }
 // Judge says whether obj is the parent's child, for the question f asks, and why not (the rules
 // are Kinship's).
 func (k *Kinship) Judge(obj *unstructured.Unstructured, f Facts) Verdict {
+	f.Applied = f.Applied.known(obj)
 	if why := k.unmarkedReason(obj, f); why != "" {
 		return Verdict{Why: why}
 	}
@@ -159,7 +167,8 @@ func (k *Kinship) Judge(obj *unstructured.Unstructured, f Facts) Verdict {
 // carries no mark of the parent (rule 6 of Kinship), or "".
 func (k *Kinship) unmarkedFileReason(obj *unstructured.Unstructured) string {
 	labels := obj.GetLabels()
-	if k.Record.Checked || labels[contract.LabelParentUID] != "" || labels[contract.LabelChildID] != "" || contract.ChildPolicy(labels) != "" ||
+	_, policyName := contract.ChildPolicyLabel(labels)
+	if k.Record.Checked || labels[contract.LabelParentUID] != "" || labels[contract.LabelChildID] != "" || policyName != "" ||
 		HasOwnerReference(obj, k.Parent) || apply.AppliedBy(obj) {
 		return ""
 	}
@@ -179,8 +188,9 @@ func (k *Kinship) unmarkedReason(obj *unstructured.Unstructured, f Facts) string
 		return "metacel did not apply it (its managed fields have no entry of metacel's)"
 	}
 	labels := obj.GetLabels()
-	if key, p := contract.ChildPolicyLabel(labels); p != "" && p != k.Policy {
-		return fmt.Sprintf("its %s label names policy %q", key, p)
+	key, policyName := contract.ChildPolicyLabel(labels)
+	if policyName != "" && policyName != k.Policy {
+		return fmt.Sprintf("its %s label names policy %q", key, policyName)
 	}
 	if uid := labels[contract.LabelParentUID]; uid != "" {
 		if uid != string(k.Parent.GetUID()) {
@@ -197,7 +207,7 @@ func (k *Kinship) unmarkedReason(obj *unstructured.Unstructured, f Facts) string
 	if f.Applied == AppliedUnknown {
 		return "" // a file written by hand
 	}
-	if id := labels[contract.LabelChildID]; contract.ChildPolicy(labels) != k.Policy || id == "" || (f.ChildID != "" && id != f.ChildID) {
+	if id := labels[contract.LabelChildID]; policyName != k.Policy || id == "" || (f.ChildID != "" && id != f.ChildID) {
 		return fmt.Sprintf("it has neither a %s label nor a controller ownerReference, and its %s and %s labels do not name policy %q and child %q",
 			contract.LabelParentUID, contract.LabelChildPolicyName, contract.LabelChildID, k.Policy, f.ChildID)
 	}

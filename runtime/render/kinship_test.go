@@ -94,6 +94,11 @@ func TestKinshipDecidesWhichObjectsAreAParentsChild(t *testing.T) {
 		{"the finalizer cleans up a recorded child garbage collection cannot reach", finalizer, cm("uid: rec, labels: {" + ours + "}"), Facts{Applied: AppliedByMetacel, Undesired: true}, "", ""},
 		{"the finalizer leaves a child metacel did not apply", finalizer, cm("uid: rec, labels: {" + ours + "}"), Facts{Applied: NotAppliedByMetacel, Undesired: true},
 			"metacel did not apply it (its managed fields have no entry of metacel's)", ""},
+		{"the finalizer reads whether metacel applied an object from its managed fields: applied", finalizer,
+			cm("uid: rec, labels: {" + ours + "}, managedFields: [{manager: metacel, operation: Apply, fieldsV1: {f:data: {}}}]"), Facts{Applied: AppliedAsManagedFieldsSay, Undesired: true}, "", ""},
+		{"the finalizer reads whether metacel applied an object from its managed fields: not applied", finalizer,
+			cm("uid: rec, labels: {" + ours + "}, managedFields: [{manager: kubectl, operation: Apply, fieldsV1: {f:data: {}}}]"), Facts{Applied: AppliedAsManagedFieldsSay, Undesired: true},
+			"metacel did not apply it (its managed fields have no entry of metacel's)", ""},
 		{"the finalizer leaves an unrecorded object, reported", finalizer, cm("uid: x, labels: {" + ours + "}"), Facts{Applied: AppliedByMetacel, Undesired: true},
 			`metacel did not write it for this MyApp (its UID is not in the parent's metacel.dev/children annotation)`, contract.ReasonChildNotRecorded},
 	}

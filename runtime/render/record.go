@@ -90,6 +90,13 @@ func RecordValue(parent *unstructured.Unstructured, objs []*unstructured.Unstruc
 	return strings.Join(slices.Compact(uids), ",")
 }
 
+// Renewed is the value of the parent's record that names objs (RecordValue), and whether it
+// differs from what the parent records now (Records): the annotation a sync writes, when it must.
+func (r ChildRecord) Renewed(objs []*unstructured.Unstructured) (value string, changed bool) {
+	value = RecordValue(r.parent, objs)
+	return value, !r.Records(value)
+}
+
 // Records reports whether the parent's record already says value (RecordValue); no record at all
 // says "".
 func (r ChildRecord) Records(value string) bool {

@@ -71,4 +71,11 @@ func TestARecordListsTheUIDsOfTheObjectsWithoutAnOwnerReferenceSorted(t *testing
 	if !RecordOf(parent, true).Records("") || RecordOf(parent, true).Records("a") {
 		t.Error("no record must read as the empty record, and only as it")
 	}
+	if value, changed := RecordOf(parent, true).Renewed(objs); value != "a,b" || !changed {
+		t.Errorf("Renewed without a record: %q, %v; want a,b, true", value, changed)
+	}
+	parent.SetAnnotations(map[string]string{"metacel.dev/children": "a,b"})
+	if value, changed := RecordOf(parent, true).Renewed(objs); value != "a,b" || changed {
+		t.Errorf("Renewed with the record: %q, %v; want a,b, false", value, changed)
+	}
 }
