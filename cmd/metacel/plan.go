@@ -154,6 +154,11 @@ func printPlan(w io.Writer, file string, p *plan.Plan) {
 	}
 	fmt.Fprintf(w, "\n%s, %d changed: %d created, %d updated%s, %d recreated, %d deleted, %d released, %d failing\n",
 		plural(t.Parents, "parent", "parents"), t.Changed, t.Created, t.Updated, bookkeeping, t.Recreated, t.Deleted, t.Released, t.Failing)
+	if t.ReadinessChanged > 0 {
+		fmt.Fprintf(w, "%s change Ready whatever the candidate: this metacel judges a child with no readyWhen by its kind "+
+			"(a Job once complete, a Deployment once its replicas are available), where a runtime before it called it ready once it existed; "+
+			"readyWhen: \"true\" keeps that\n", plural(t.ReadinessChanged, "parent", "parents"))
+	}
 }
 
 func printParent(w io.Writer, p plan.Parent) {
@@ -173,6 +178,9 @@ func printParent(w io.Writer, p plan.Parent) {
 	}
 	for _, f := range p.Status {
 		fmt.Fprintf(w, "  status.%s\n", f)
+	}
+	if p.Readiness != nil {
+		fmt.Fprintf(w, "  %s (children with no readyWhen judged by their kind)\n", p.Readiness)
 	}
 	if p.Failing() {
 		fmt.Fprintf(w, "  FAILING: %s\n", p.Error)

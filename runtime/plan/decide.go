@@ -32,6 +32,7 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 	}
 	out.Children = childChanges(in, cand, running)
 	out.Status = statusChanges(parent, cand, running)
+	out.Readiness = readinessByKind(in.Running, parent, running)
 	out.Error = dryRun(ctx, in.Client, parent, out.Children)
 	return out
 }
@@ -139,6 +140,43 @@ func statusChanges(parent *unstructured.Unstructured, cand, running *preview.Res
 		before = running.Parent
 	}
 	return diff(untimedStatus(before), untimedStatus(cand.Parent))
+}
+
+// readinessByKind is how the parent's Ready condition changes because children with no readyWhen
+// are judged by their kind (runtime/readiness; a runtime before it called them ready once they
+// existed): the live condition, which the runtime running now wrote, against the one the running
+// version computes with this metacel. nil when they agree or when no child of the running version
+// goes without a readyWhen: a change that is the candidate's own is in Status.
+func readinessByKind(c *policy.Compiled, parent *unstructured.Unstructured, running *preview.Result) *FieldChange {
+	if running == nil || running.Parent == nil || !judgesAChildByKind(c) {
+		return nil
+	}
+	live, now := readyCondition(parent), readyCondition(running.Parent)
+	if live == nil || now == nil || live["status"] == now["status"] {
+		return nil
+	}
+	return &FieldChange{Path: "status.conditions[type=Ready]", Old: live, New: now}
+}
+
+// judgesAChildByKind reports whether a child entry of the policy has no readyWhen.
+func judgesAChildByKind(c *policy.Compiled) bool {
+	for _, ch := range c.Policy.Spec.Children {
+		if ch.ReadyWhen == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// readyCondition is the parent's Ready condition without its transition time; nil when it has none.
+func readyCondition(obj *unstructured.Unstructured) map[string]any {
+	conds, _ := untimedStatus(obj)["conditions"].([]any)
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Ready" {
+			return map[string]any{"status": m["status"], "reason": m["reason"], "message": m["message"]}
+		}
+	}
+	return nil
 }
 
 // untimedStatus is a copy of an object's status without its conditions' lastTransitionTime.

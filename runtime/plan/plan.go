@@ -61,13 +61,20 @@ type Parent struct {
 	Children []Change `json:"children,omitempty"`
 	// Status lists the fields of its status that would change.
 	Status []FieldChange `json:"status,omitempty"`
+	// Readiness is how its Ready condition changes whatever the candidate, because this version
+	// of metacel judges children with no readyWhen by their kind (runtime/readiness): the live
+	// condition against the one the running version computes here. nil when they agree, or when
+	// every child of the running version has a readyWhen.
+	Readiness *FieldChange `json:"readiness,omitempty"`
 }
 
 // Failing reports whether the parent would fail under the candidate.
 func (p Parent) Failing() bool { return p.Error != "" }
 
 // Changed reports whether the candidate would change anything of the parent, or fail on it.
-func (p Parent) Changed() bool { return p.Failing() || len(p.Children) > 0 || len(p.Status) > 0 }
+func (p Parent) Changed() bool {
+	return p.Failing() || len(p.Children) > 0 || len(p.Status) > 0 || p.Readiness != nil
+}
 
 // String names the parent as kubectl does: Kind namespace/name.
 func (p Parent) String() string { return p.Kind + " " + namespaced(p.Namespace, p.Name) }
@@ -115,6 +122,9 @@ type Totals struct {
 	Deleted     int `json:"deleted"`
 	Released    int `json:"released"`
 	Failing     int `json:"failing"`
+	// ReadinessChanged counts the parents whose Ready condition changes because children with no
+	// readyWhen are judged by their kind (Parent.Readiness).
+	ReadinessChanged int `json:"readinessChanged,omitempty"`
 }
 
 // Run plans the candidate against every live parent. It fails only when the cluster cannot be
@@ -166,6 +176,9 @@ func (t *Totals) add(p Parent) {
 	t.Changed++
 	if p.Failing() {
 		t.Failing++
+	}
+	if p.Readiness != nil {
+		t.ReadinessChanged++
 	}
 	for _, c := range p.Children {
 		switch c.Action {

@@ -210,11 +210,23 @@ func summary(p *Plan) []string {
 		for _, f := range parent.Status {
 			out = append(out, parent.Name+": status."+f.String())
 		}
+		if parent.Readiness != nil {
+			out = append(out, parent.Name+": readiness: "+parent.Readiness.String())
+		}
 		if parent.Failing() {
 			out = append(out, parent.Name+": failing: "+parent.Error)
 		}
 	}
 	return out
+}
+
+// readyOnceItExisted gives a parent the Ready condition a runtime wrote that called a child ready
+// once it existed.
+func readyOnceItExisted(obj *unstructured.Unstructured) *unstructured.Unstructured {
+	obj.Object["status"] = map[string]any{"conditions": []any{map[string]any{
+		"type": "Ready", "status": "True", "reason": "ChildrenReady", "message": "2 children ready", "lastTransitionTime": "2026-01-01T00:00:00Z",
+	}}}
+	return obj
 }
 
 func TestPlan(t *testing.T) {
@@ -313,6 +325,15 @@ func TestPlan(t *testing.T) {
 			want:    []string{`a: update v1 ConfigMap default/a-config; data.greeting: "hello" → "bonjour"`},
 			totals:  Totals{Parents: 1, Changed: 1, Updated: 1},
 			dryRuns: []string{"apply configmaps a-config"},
+		},
+		{
+			name:    "a parent Ready by a runtime that called a child ready once it existed says it is not ready now, whatever the candidate",
+			running: gadget, candidate: gadget,
+			parents: []*unstructured.Unstructured{readyOnceItExisted(myApp("a", "nginx"))},
+			want: []string{
+				`a: readiness: status.conditions[type=Ready]: {"message":"2 children ready","reason":"ChildrenReady","status":"True"} → {"message":"waiting for Pod default/a-pod (PodNotObserved: Pod phase not available)","reason":"ChildrenNotReady","status":"False"}`,
+			},
+			totals: Totals{Parents: 1, Changed: 1, ReadinessChanged: 1},
 		},
 		{
 			name:    "a child entry removed deletes its children",

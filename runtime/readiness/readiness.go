@@ -37,6 +37,9 @@ func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
 	if v, ok := jobNotComplete(obj); ok {
 		return v
 	}
+	if v, ok := podFailed(obj); ok {
+		return v
+	}
 	if v, ok := readyConditionBehind(obj); ok {
 		return v
 	}
@@ -79,6 +82,21 @@ func jobNotComplete(obj *unstructured.Unstructured) (Verdict, bool) {
 	active, _, _ := unstructured.NestedInt64(obj.Object, "status", "active")
 	succeeded, _, _ := unstructured.NestedInt64(obj.Object, "status", "succeeded")
 	return Verdict{Reason: "JobRunning", Message: fmt.Sprintf("the Job has not completed (active %d, succeeded %d)", active, succeeded)}, true
+}
+
+// podFailed is metacel's Pod rule: a Pod whose containers ended in failure (phase Failed) has
+// failed; kstatus calls it Current, as it does a Pod that succeeded (which is ready).
+func podFailed(obj *unstructured.Unstructured) (Verdict, bool) {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "" || gvk.Kind != "Pod" {
+		return Verdict{}, false
+	}
+	if phase, _, _ := unstructured.NestedString(obj.Object, "status", "phase"); phase != "Failed" {
+		return Verdict{}, false
+	}
+	reason, _, _ := unstructured.NestedString(obj.Object, "status", "reason")
+	message, _, _ := unstructured.NestedString(obj.Object, "status", "message")
+	return Verdict{Failed: true, Reason: orDefault(reason, "PodFailed"), Message: orDefault(message, "the Pod has completed, but not successfully")}, true
 }
 
 // readyConditionBehind is metacel's generation rule: a Ready condition judged at another

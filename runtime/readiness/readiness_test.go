@@ -125,6 +125,16 @@ status:
 			wantReason: "PodRunningNotReady",
 		},
 		{
+			name:       "a Pod that failed has failed",
+			object:     "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Failed, reason: Evicted, message: The node was low on memory.}",
+			wantFailed: true, wantReason: "Evicted", wantMessage: "The node was low on memory.",
+		},
+		{
+			name:      "a Pod that succeeded is ready",
+			object:    "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nstatus: {phase: Succeeded}",
+			wantReady: true, wantReason: "Current",
+		},
+		{
 			name: "a custom resource whose Ready condition is False is not ready, in its words",
 			object: `apiVersion: example.com/v1
 kind: App
