@@ -34,6 +34,11 @@ const (
 	// ReasonChildFailed: a child its kind judges failed (a Job past its backoff limit or
 	// deadline, a Deployment past its progress deadline): it will not become ready by waiting.
 	ReasonChildFailed = "ChildFailed"
+	// ReasonNoChildIncluded: Ready is False, no child of the parent is included (each entry's
+	// includeWhen is false, or its forEach gave nothing) and the policy has no spec.readyWhen.
+	ReasonNoChildIncluded = "NoChildIncluded"
+	// ReasonParentNotReady: Ready is False, the policy's spec.readyWhen is not true.
+	ReasonParentNotReady = "ParentNotReady"
 )
 
 // The reasons of a failed sync: Synced and Ready are both False with the reason (Ready's message

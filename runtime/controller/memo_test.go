@@ -23,7 +23,7 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 		{"changed since the memo: read", "2", false, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := newHarness(t, secretsPolicy(""))
+			before := newHarness(t, readyWithoutChildren)
 			parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "1"}}`)
 			before.cacheParent(t, parent)
 			if err := before.c.syncer.sync(t.Context(), "ns/p"); err != nil {
@@ -34,7 +34,7 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 			}
 			saved := before.c.Memory().Entries()
 
-			after := newHarness(t, secretsPolicy(""))
+			after := newHarness(t, readyWithoutChildren)
 			after.c.Memory().Recall(saved)
 			undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
 				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: tc.rvNow}, Raw: []byte("not JSON")}
@@ -54,6 +54,9 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 		})
 	}
 }
+
+// readyWithoutChildren is a policy with no child entry whose parents are Ready (spec.readyWhen).
+var readyWithoutChildren = secretsPolicy("  readyWhen: \"true\"\n")
 
 // Only a controller whose syncs depend on the fingerprinted inputs alone, holding every parent,
 // saves or recalls a memo.

@@ -114,6 +114,8 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Variables = c.variables()
 	out.Children = c.children(out.Parent, out.ChildResources)
 	out.Status = c.status()
+	out.ReadyWhen = c.program(c.mainEnv, c.spec.ReadyWhen, "spec.readyWhen", expr.WantBool)
+	out.Conditions = c.conditions()
 	c.checkStatusSchema(out.Parent)
 	c.checkStatusTypes(out.Parent)
 	if err := c.errs.Err(); err != nil {

@@ -33,6 +33,10 @@ type Compiled struct {
 	Children       []CompiledChild
 	// Status, when not nil, computes the fields merged into the parent's status.
 	Status *expr.Template
+	// ReadyWhen, when not nil, is the parent's own readiness (spec.readyWhen).
+	ReadyWhen *expr.Program
+	// Conditions compute the parent's own conditions (spec.conditions), in order.
+	Conditions []CompiledCondition
 	// ResyncPeriod is 0 when the policy asks for no periodic re-sync.
 	ResyncPeriod time.Duration
 	// Rollout, when not nil, says how a new version of the policy reaches its parents; nil: at once.
@@ -73,6 +77,15 @@ func (p *Compiled) ChildResourceOfKind(gvk schema.GroupVersionKind) (ChildResour
 		}
 	}
 	return ChildResourceInfo{}, false
+}
+
+// CompiledCondition is one of the parent's own conditions: its type, and a template giving its
+// status, reason and message.
+type CompiledCondition struct {
+	Path string
+	Type string
+	// Fields evaluates to {status, reason, message}.
+	Fields *expr.Template
 }
 
 // CompiledValidation is a compiled validation rule.

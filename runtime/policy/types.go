@@ -44,6 +44,12 @@ type Spec struct {
 	Children            []Child         `json:"children,omitempty"`
 	// Status holds the fields merged into the parent's status: a YAML tree of ${} templates.
 	Status map[string]any `json:"status,omitempty"`
+	// ReadyWhen is CEL over parent, related, variables and children returning a bool: the
+	// parent is Ready only while it is true, and every included child is ready. Without it, a
+	// parent with no child included is not Ready.
+	ReadyWhen string `json:"readyWhen,omitempty"`
+	// Conditions are the parent's own conditions, written beside Synced and Ready.
+	Conditions []Condition `json:"conditions,omitempty"`
 	// Confinement bounds how far the author of a namespaced parent reaches through it: the
 	// namespaces other than the parent's own that its related objects may be read from and its
 	// children written to. Without it, a parent reaches its own namespace only.
@@ -58,6 +64,15 @@ type Spec struct {
 	// (--allow-policies-without-service-account: cluster-admin-equivalent for whoever may write a
 	// policy).
 	ServiceAccountName string `json:"serviceAccountName,omitempty"`
+}
+
+// Condition is one of the parent's own conditions: a type, and ${} templates of its status
+// (True, False or Unknown), reason (one CamelCase word) and message.
+type Condition struct {
+	Type    string `json:"type"`
+	Status  string `json:"status"`
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
 }
 
 // Rollout moves parents to a new version of the policy in steps, a growing share of them at a

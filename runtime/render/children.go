@@ -59,6 +59,7 @@ func (r *run) evalChild(ch *policy.CompiledChild) ([]any, error) {
 			return nil, evalError(ch.Path+".includeWhen", err)
 		}
 		if !ok {
+			r.excluded = append(r.excluded, fmt.Sprintf("%s: includeWhen %q is false", ch.ID, ch.IncludeWhen.Source))
 			return nil, nil
 		}
 	}
@@ -72,6 +73,9 @@ func (r *run) evalChild(ch *policy.CompiledChild) ([]any, error) {
 	list, _ := items.([]any)
 	if len(list) > policy.MaxChildrenPerParent {
 		return nil, childError(ch.Path+".forEach", "gives %d items, more than the %d children one parent may have", len(list), policy.MaxChildrenPerParent)
+	}
+	if len(list) == 0 {
+		r.excluded = append(r.excluded, fmt.Sprintf("%s: forEach %q gave no item", ch.ID, ch.ForEach.Source))
 	}
 	var out []any
 	for _, item := range list {

@@ -79,6 +79,14 @@ type Output struct {
 	// NotReady names the children that are not ready yet, in order; a child its kind judged
 	// (no readyWhen) with the kind's reason: "Deployment ns/web (LessAvailable: Available: 0/1)".
 	NotReady []string
+	// Excluded says, for each child entry that gave no child, why: its includeWhen is false, its
+	// forEach gave nothing.
+	Excluded []string
+	// Waiting says why the parent itself is not ready when its children are ("" when it is):
+	// spec.readyWhen not true, or no child included; WaitingReason is the Ready reason it gives.
+	Waiting, WaitingReason string
+	// Own are the parent's own conditions (spec.conditions), in order.
+	Own []Condition
 	// Failed names the children that failed (runtime/readiness), in order, each with its reason:
 	// "Job ns/migrate failed: DeadlineExceeded: Job was active longer than specified deadline".
 	// They are in NotReady too.
@@ -90,7 +98,9 @@ type Output struct {
 }
 
 // Ready reports whether every desired child is ready.
-func (o *Output) Ready() bool { return len(o.NotReady) == 0 && len(o.Failed) == 0 }
+func (o *Output) Ready() bool {
+	return len(o.NotReady) == 0 && len(o.Failed) == 0 && len(o.ReadyWhenErrors) == 0 && o.Waiting == ""
+}
 
 // Render computes the desired children and status of one parent.
 func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) {
@@ -105,11 +115,17 @@ func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Children: children}
+	out := &Output{Children: children, Excluded: r.excluded}
 	if err := r.judgeEachChild(out); err != nil {
 		return nil, err
 	}
+	if err := r.judgeParent(out); err != nil {
+		return nil, err
+	}
 	if out.Status, err = r.evalStatus(); err != nil {
+		return nil, err
+	}
+	if out.Own, err = r.evalConditions(); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -128,8 +144,11 @@ func Rerender(ctx context.Context, c *policy.Compiled, in Input, last *Output) (
 	if err := r.evalVariables(); err != nil { // readyWhen may read them
 		return nil, err
 	}
-	out := &Output{Children: slices.Clone(last.Children), Status: last.Status}
+	out := &Output{Children: slices.Clone(last.Children), Status: last.Status, Excluded: last.Excluded, Own: last.Own}
 	if err := r.judgeEachChild(out); err != nil {
+		return nil, err
+	}
+	if err := r.judgeParent(out); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -145,6 +164,8 @@ type run struct {
 	act    expr.Activation
 	// observed indexes in.Observed by Identity; built on first use (observedByIdentity)
 	observed map[string]*unstructured.Unstructured
+	// excluded says why each child entry that gave no child gave none (Output.Excluded)
+	excluded []string
 }
 
 func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {

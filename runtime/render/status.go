@@ -18,18 +18,22 @@ type Condition struct {
 	Type, Status, Reason, Message string
 }
 
-// Conditions are the Synced and Ready conditions of a successful sync.
+// Conditions are the Synced and Ready conditions of a successful sync, then the parent's own
+// (spec.conditions).
 func (o *Output) Conditions() []Condition {
-	return []Condition{
+	return append([]Condition{
 		{Type: contract.ConditionSynced, Status: "True", Reason: contract.ReasonSynced, Message: fmt.Sprintf("%s applied", count(len(o.Children)))},
 		o.readyCondition(),
-	}
+	}, o.Own...)
 }
 
-// readyCondition says which children are not ready and, first among the reasons, a child that
-// failed (it will not become ready by waiting), then a readyWhen that failed: a policy bug its
-// author has to fix, which waiting does not.
+// readyCondition says why the parent is not ready, first what waiting does not fix: a child that
+// failed, then a readyWhen that failed (a policy bug its author has to fix); then the children
+// not ready yet, then the parent's own readyWhen or that no child is included.
 func (o *Output) readyCondition() Condition {
+	notReady := func(reason, msg string) Condition {
+		return Condition{Type: contract.ConditionReady, Status: "False", Reason: reason, Message: msg}
+	}
 	switch {
 	case o.Ready():
 		return Condition{Type: contract.ConditionReady, Status: "True", Reason: contract.ReasonReady, Message: fmt.Sprintf("%s ready", count(len(o.Children)))}
@@ -38,15 +42,20 @@ func (o *Output) readyCondition() Condition {
 		if waiting := o.waiting(); len(waiting) > 0 {
 			msg += "; waiting for " + summarize(waiting)
 		}
-		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonChildFailed, Message: msg}
+		return notReady(contract.ReasonChildFailed, msg)
 	case len(o.ReadyWhenErrors) > 0:
-		msg := fmt.Sprintf("waiting for %s; readyWhen failed for %s", summarize(o.NotReady), o.ReadyWhenErrors[0])
+		msg := "readyWhen failed for " + o.ReadyWhenErrors[0]
+		if len(o.NotReady) > 0 {
+			msg = fmt.Sprintf("waiting for %s; %s", summarize(o.NotReady), msg)
+		}
 		if more := len(o.ReadyWhenErrors) - 1; more > 0 {
 			msg += fmt.Sprintf(" (and %d more readyWhen errors)", more)
 		}
-		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonReadyWhenFailed, Message: msg}
+		return notReady(contract.ReasonReadyWhenFailed, msg)
+	case len(o.NotReady) > 0:
+		return notReady(contract.ReasonNotReady, "waiting for "+summarize(o.NotReady))
 	default:
-		return Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonNotReady, Message: "waiting for " + summarize(o.NotReady)}
+		return notReady(o.WaitingReason, o.Waiting)
 	}
 }
 

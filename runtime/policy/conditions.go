@@ -1,0 +1,99 @@
+package policy
+
+import (
+	"regexp"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/expr"
+)
+
+// conditionReason is the pattern the API server holds a condition's reason to (metav1.Condition).
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// conditions compiles spec.conditions: each a type, checked here, and a template of its status,
+// reason and message, typed like the status's templates. What is literal is checked now as the
+// API server would check the condition (runtime/render checks what templates compute).
+func (c *compiler) conditions() []CompiledCondition {
+	var out []CompiledCondition
+	seen := map[string]string{}
+	for i, cond := range c.spec.Conditions {
+		path := expr.IndexPath("spec.conditions", i)
+		c.checkConditionType(path+".type", cond.Type, seen)
+		c.checkLiteralCondition(path, cond)
+		seen[cond.Type] = path
+		if c.mainEnv == nil {
+			continue
+		}
+		fields := map[string]any{"status": cond.Status, "reason": cond.Reason, "message": cond.Message}
+		t, err := c.mainEnv.CompileTemplate(fields, path)
+		if err != nil {
+			c.fail(path, err)
+			continue
+		}
+		out = append(out, CompiledCondition{Path: path, Type: cond.Type, Fields: t})
+	}
+	return out
+}
+
+// checkConditionType checks a condition's type: a qualified name, not one the runtime writes,
+// not given twice.
+func (c *compiler) checkConditionType(path, t string, seen map[string]string) {
+	switch {
+	case t == "":
+		c.errorf(path, "a condition needs a type: one CamelCase word, such as DatabaseReady")
+	case t == contract.ConditionSynced || t == contract.ConditionReady:
+		c.errorf(path, "%q is written by the runtime: name the condition otherwise (say %q), or use spec.readyWhen for the parent's readiness", t, "Database"+t)
+	case seen[t] != "":
+		c.errorf(path, "condition type %q is also given at %s: give each condition one entry", t, seen[t])
+	default:
+		if errs := validation.IsQualifiedName(t); len(errs) > 0 {
+			c.errorf(path, "condition type %q: %s", t, strings.Join(errs, "; "))
+		}
+	}
+}
+
+// checkLiteralCondition checks the status and reason of a condition where they hold no ${}.
+func (c *compiler) checkLiteralCondition(path string, cond Condition) {
+	if !strings.Contains(cond.Status, "${") && !IsConditionStatus(cond.Status) {
+		c.errorf(path+".status", "%q is not a condition status: write True, False or Unknown, or a ${} template that gives one", cond.Status)
+	}
+	switch {
+	case cond.Reason == "":
+		c.errorf(path+".reason", "a condition needs a reason: one CamelCase word, such as WaitingForSecret, or a ${} template that gives one")
+	case !strings.Contains(cond.Reason, "${"):
+		if msg := CheckConditionReason(cond.Reason); msg != "" {
+			c.errorf(path+".reason", "%s", msg)
+		}
+	}
+}
+
+// IsConditionStatus reports whether s is a condition status the API server accepts.
+func IsConditionStatus(s string) bool { return s == "True" || s == "False" || s == "Unknown" }
+
+// CheckConditionReason says what is wrong with a condition's reason, "" when nothing.
+func CheckConditionReason(r string) string {
+	switch {
+	case len(r) > 1024:
+		return "a condition's reason is at most 1024 characters"
+	case !conditionReason.MatchString(r):
+		return "reason " + quote(r) + " is not one CamelCase word (letters, digits, _ , :, starting with a letter), as the API server requires: write, say, " + quote(camel(r))
+	}
+	return ""
+}
+
+func quote(s string) string { return `"` + s + `"` }
+
+// camel suggests a reason for r: its words, capitalised, joined.
+func camel(r string) string {
+	var b strings.Builder
+	for _, w := range strings.FieldsFunc(r, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') }) {
+		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
+	}
+	if b.Len() == 0 || !(b.String()[0] >= 'A' && b.String()[0] <= 'Z' || b.String()[0] >= 'a' && b.String()[0] <= 'z') {
+		return "Reason" + b.String()
+	}
+	return b.String()
+}
