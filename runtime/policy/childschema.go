@@ -15,6 +15,7 @@ import (
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -128,7 +129,7 @@ func anyValue(a smdschema.Atom) bool {
 
 func (w *schemaCheck) object(m map[string]any, t *smdschema.Map, path string) {
 	for _, k := range sortedKeys(m) {
-		fpath := expr.FieldPath(path, k)
+		fpath := fieldpath.Field(path, k)
 		if f, ok := t.FindField(k); ok {
 			w.value(m[k], f.Type, fpath)
 			continue
@@ -207,12 +208,12 @@ func (w *schemaCheck) unknownField(k string, t *smdschema.Map, path, fpath strin
 	for i, f := range t.Fields {
 		names[i] = f.Name
 	}
-	w.errorf(fpath, "unknown field %q of %s%s", k, w.field(path), expr.DidYouMean(k, names))
+	w.errorf(fpath, "unknown field %q of %s%s", k, w.field(path), fieldpath.DidYouMean(k, names))
 }
 
 func (w *schemaCheck) list(l []any, t *smdschema.List, path string) {
 	for i, item := range l {
-		w.value(item, t.ElementType, expr.IndexPath(path, i))
+		w.value(item, t.ElementType, fieldpath.Index(path, i))
 	}
 	if t.ElementRelationship == smdschema.Associative && len(t.Keys) > 0 {
 		w.listKeys(l, t, path)
@@ -237,12 +238,12 @@ func (w *schemaCheck) listKeys(l []any, t *smdschema.List, path string) {
 		}
 		key, literal := w.itemKey(m, item.Map, t.Keys)
 		if key == "" {
-			w.errorf(expr.IndexPath(path, i), "has none of the keys %s of %s: its items are merged by them, so each needs them",
+			w.errorf(fieldpath.Index(path, i), "has none of the keys %s of %s: its items are merged by them, so each needs them",
 				strings.Join(quoteAll(t.Keys), ", "), w.field(path))
 			continue
 		}
 		if first, dup := seen[key]; dup && literal {
-			w.errorf(expr.IndexPath(path, i), "has the same %s as item %d: %s merges its items by %s, so each needs its own",
+			w.errorf(fieldpath.Index(path, i), "has the same %s as item %d: %s merges its items by %s, so each needs its own",
 				strings.Join(t.Keys, " and "), first, w.field(path), strings.Join(t.Keys, " and "))
 			continue
 		}
@@ -346,7 +347,7 @@ func quantityHint(s string) string {
 				candidates = append(candidates, m[1]+suffix)
 			}
 		}
-		if hint := expr.DidYouMean(s, candidates); hint != "" {
+		if hint := fieldpath.DidYouMean(s, candidates); hint != "" {
 			return strings.TrimPrefix(hint, " ")
 		}
 	}
