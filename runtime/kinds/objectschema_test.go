@@ -82,7 +82,7 @@ func TestObjectSchemaValidate(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tc.object), &obj); err != nil {
 				t.Fatal(err)
 			}
-			err := s.Validate(obj)
+			err := s.validate(obj)
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("Validate: %v, want no error", err)
@@ -122,7 +122,7 @@ securityContext: {runAsUser: 1001, capabilities: {drop: [ALL]}}}]}}}}`), &obj); 
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.Validate(obj); err != nil {
+		if err := s.validate(obj); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -89,23 +89,5 @@ func (c *compiler) checkStatusTypes(parent kinds.Info) {
 	if err != nil || s == nil {
 		return
 	}
-	smd, root := s.Types()
-	obj, ok := smd.Resolve(root)
-	if !ok || obj.Map == nil {
-		return
-	}
-	f, ok := obj.FindField("status")
-	if !ok {
-		return
-	}
-	status, ok := smd.Resolve(f.Type)
-	if !ok || status.Map == nil {
-		return
-	}
-	w := &schemaCheck{report: func(p, msg string) { c.errorf(p, "%s", msg) }, template: true, env: c.mainEnv, types: smd, kind: s.Kind, root: "spec"}
-	for _, k := range sortedKeys(c.spec.Status) {
-		if field, ok := status.FindField(k); ok {
-			w.value(c.spec.Status[k], field.Type, fieldpath.Field("spec.status", k))
-		}
-	}
+	s.CheckStatusTemplate(c.spec.Status, "spec", newTemplateCheck(c, c.mainEnv, s), c.reportSchemaProblem)
 }
