@@ -85,9 +85,9 @@ func TestObjectSchemaValidate(t *testing.T) {
 			err := s.validate(obj)
 			switch {
 			case tc.want == "" && err != nil:
-				t.Errorf("Validate: %v, want no error", err)
+				t.Errorf("validate: %v, want no error", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
+				t.Errorf("validate: %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
