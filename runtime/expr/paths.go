@@ -1,28 +1,5 @@
 package expr
 
-import (
-	"fmt"
-	"regexp"
-	"strconv"
-)
-
-var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
-// FieldPath appends a map key to a field path: spec.template, or labels["app.kubernetes.io/name"]
-// for a key that is not a plain identifier.
-func FieldPath(path, key string) string {
-	if identRE.MatchString(key) {
-		if path == "" {
-			return key
-		}
-		return path + "." + key
-	}
-	return path + "[" + strconv.Quote(key) + "]"
-}
-
-// IndexPath appends a list index to a field path.
-func IndexPath(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
-
 // pathError is an error at a field path inside a policy.
 type pathError struct {
 	Path string
@@ -45,6 +22,3 @@ func (l PathErrors) Error() string {
 	}
 	return s
 }
-
-// IsIdentifier reports whether s can name a field in CEL without quoting.
-func IsIdentifier(s string) bool { return identRE.MatchString(s) }

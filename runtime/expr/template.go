@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/cel-go/common/types"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // Template is a compiled YAML value whose strings may hold ${} expressions.
@@ -69,7 +71,7 @@ func (c *templateCompiler) compile(v any, path string) tnode {
 		items := make([]tnode, len(x))
 		constant := true
 		for i, item := range x {
-			items[i] = c.compile(item, IndexPath(path, i))
+			items[i] = c.compile(item, fieldpath.Index(path, i))
 			_, isConst := items[i].(constNode)
 			constant = constant && isConst
 		}
@@ -93,9 +95,9 @@ func (c *templateCompiler) compileMap(m map[string]any, path string) tnode {
 	constant := true
 	for i, k := range keys {
 		if strings.Contains(k, "${") {
-			c.fail(FieldPath(path, k), fmt.Errorf("a map key cannot be a template; build the map with an expression instead: \"${{...}}\""))
+			c.fail(fieldpath.Field(path, k), fmt.Errorf("a map key cannot be a template; build the map with an expression instead: \"${{...}}\""))
 		}
-		n.vals[i] = c.compile(m[k], FieldPath(path, k))
+		n.vals[i] = c.compile(m[k], fieldpath.Field(path, k))
 		_, isConst := n.vals[i].(constNode)
 		constant = constant && isConst
 	}

@@ -60,11 +60,11 @@ func (s *ObjectSchema) Types() (*smdschema.Schema, smdschema.TypeRef) {
 	return s.parser.Schema, s.parser.TypeRef
 }
 
-// Validate checks an object as server-side apply does before it applies one: a field the schema
+// validate checks an object as server-side apply does before it applies one: a field the schema
 // does not declare, a value of the wrong type, an item of a keyed list (containers by name) without
 // its key, or two items with one key, is an error naming the field's path (.spec.replicas). Values
 // the schema leaves open (x-kubernetes-preserve-unknown-fields, int-or-string, quantities) pass.
-func (s *ObjectSchema) Validate(obj map[string]any) error {
+func (s *ObjectSchema) validate(obj map[string]any) error {
 	_, err := s.parser.FromUnstructured(obj)
 	var errs typed.ValidationErrors
 	if err == nil || !asValidationErrors(err, &errs) {

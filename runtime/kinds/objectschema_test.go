@@ -82,12 +82,12 @@ func TestObjectSchemaValidate(t *testing.T) {
 			if err := yaml.Unmarshal([]byte(tc.object), &obj); err != nil {
 				t.Fatal(err)
 			}
-			err := s.Validate(obj)
+			err := s.validate(obj)
 			switch {
 			case tc.want == "" && err != nil:
-				t.Errorf("Validate: %v, want no error", err)
+				t.Errorf("validate: %v, want no error", err)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-				t.Errorf("Validate: %v, want an error containing %q", err, tc.want)
+				t.Errorf("validate: %v, want an error containing %q", err, tc.want)
 			}
 		})
 	}
@@ -122,7 +122,7 @@ securityContext: {runAsUser: 1001, capabilities: {drop: [ALL]}}}]}}}}`), &obj); 
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if err := s.Validate(obj); err != nil {
+		if err := s.validate(obj); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -16,7 +16,7 @@ import (
 // the k8s.io/api in go.mod), less the few fields whose zero value the API server accepts, so that
 // leaving them out is no error. TestTheRequiredFieldsAreKubernetes writes it again under
 // METACEL_UPDATE_GOLDEN=1 (`make golden`). client-go's structured-merge-diff schema, which
-// ObjectSchema.Validate checks, carries no required fields.
+// ObjectSchema.Fit checks first, carries no required fields.
 //
 //go:embed required.json
 var builtinRequiredJSON []byte

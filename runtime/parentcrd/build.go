@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilptr "k8s.io/utils/ptr"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // Bounds a declared field gets when it states none, so that the cost of the CEL that reads it is
@@ -241,7 +241,7 @@ func (b *schemaBuilder) names(n apiextensionsv1.CustomResourceDefinitionNames) a
 		b.errorf(parentSchemaPath+".listKind", "must differ from the kind %q", n.Kind)
 	}
 	for i, s := range n.ShortNames {
-		b.dnsLabel(expr.IndexPath(parentSchemaPath+".shortNames", i), s, s)
+		b.dnsLabel(fieldpath.Index(parentSchemaPath+".shortNames", i), s, s)
 	}
 	return n
 }
@@ -259,7 +259,7 @@ func (b *schemaBuilder) scope(s apiextensionsv1.ResourceScope) apiextensionsv1.R
 	case s == "":
 		return apiextensionsv1.NamespaceScoped
 	case !slices.Contains(scopes, string(s)):
-		b.errorf(parentSchemaPath+".scope", "must be Namespaced or Cluster, got %q%s", s, expr.DidYouMean(string(s), scopes))
+		b.errorf(parentSchemaPath+".scope", "must be Namespaced or Cluster, got %q%s", s, fieldpath.DidYouMean(string(s), scopes))
 	}
 	return s
 }
@@ -275,7 +275,7 @@ func (b *schemaBuilder) rootSchema(d Declaration) *apiextensionsv1.JSONSchemaPro
 	status.Description = "Observed state, written by metacel."
 	for _, name := range slices.Sorted(maps.Keys(runtimeStatusSchemas)) {
 		if _, ok := status.Properties[name]; ok {
-			b.errorf(expr.FieldPath(parentSchemaPath+".status", name), "metacel declares status.%s itself, as the field it writes: remove it", name)
+			b.errorf(fieldpath.Field(parentSchemaPath+".status", name), "metacel declares status.%s itself, as the field it writes: remove it", name)
 		}
 		own := runtimeStatusSchemas[name]
 		status.Properties[name] = *own.DeepCopy()
@@ -316,7 +316,7 @@ func (b *schemaBuilder) object(path string, at *field.Path, fields map[string]an
 func (b *schemaBuilder) fillObject(path string, at *field.Path, fields map[string]any, s *apiextensionsv1.JSONSchemaProps) {
 	s.Properties = map[string]apiextensionsv1.JSONSchemaProps{}
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
-		fieldPath := expr.FieldPath(path, name)
+		fieldPath := fieldpath.Field(path, name)
 		p, required := b.field(fieldPath, at.Child("properties").Key(name), fields[name], true)
 		s.Properties[name] = p
 		if required {
@@ -366,7 +366,7 @@ func (b *schemaBuilder) typeName(path, t string) (string, bool) {
 	if slices.Contains(fieldTypes, t) {
 		return t, true
 	}
-	hint := expr.DidYouMean(t, fieldTypes)
+	hint := fieldpath.DidYouMean(t, fieldTypes)
 	if alias, ok := typeAliases[strings.ToLower(t)]; ok {
 		hint = fmt.Sprintf(" (did you mean %q?)", alias)
 	}
@@ -410,14 +410,14 @@ func (b *schemaBuilder) unknownKeys(path string, m map[string]any) {
 		if _, ok := fieldKeys[k]; ok {
 			continue
 		}
-		hint := expr.DidYouMean(k, keys)
+		hint := fieldpath.DidYouMean(k, keys)
 		if hint == "" {
 			hint = fmt.Sprintf(": a field has the keys %s", strings.Join(keys, ", "))
 			if _, isType := m[k].(string); isType || isObject(m[k]) {
 				hint += fmt.Sprintf("; to declare a field %q of an object, list it under properties", k)
 			}
 		}
-		b.errorf(expr.FieldPath(path, k), "unknown key %q%s", k, hint)
+		b.errorf(fieldpath.Field(path, k), "unknown key %q%s", k, hint)
 	}
 }
 
@@ -451,7 +451,7 @@ func (b *schemaBuilder) fieldType(path string, m map[string]any) (string, bool) 
 func (b *schemaBuilder) keysApply(path, t string, m map[string]any) {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if types := fieldKeys[k]; len(types) > 0 && !slices.Contains(types, t) {
-			b.errorf(expr.FieldPath(path, k), "%s applies to fields of type %s, not to this %s", k, orList(types), t)
+			b.errorf(fieldpath.Field(path, k), "%s applies to fields of type %s, not to this %s", k, orList(types), t)
 		}
 	}
 	if t == "array" && m["items"] == nil {
@@ -607,7 +607,7 @@ func (b *schemaBuilder) enum(path, t string, m map[string]any) []apiextensionsv1
 	out := make([]apiextensionsv1.JSON, 0, len(values))
 	for i, x := range values {
 		if !isOfType(x, t) {
-			b.errorf(expr.IndexPath(path+".enum", i), "expected %s, as the field's type says, got %s", article(t), describeValue(x))
+			b.errorf(fieldpath.Index(path+".enum", i), "expected %s, as the field's type says, got %s", article(t), describeValue(x))
 			continue
 		}
 		raw, _ := json.Marshal(x) // a scalar

@@ -18,7 +18,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	utilptr "k8s.io/utils/ptr"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // The API server's limits on the estimated cost of a CRD's rules, as
@@ -231,7 +231,7 @@ func notBool(detail string) string {
 // suggestion proposes what a misspelt field or variable of a rule likely meant.
 func (c *ruleCheck) suggestion(msg string) string {
 	if name, ok := quotedAfter(msg, "undeclared reference to '"); ok {
-		return expr.DidYouMean(name, []string{"self", "oldSelf"})
+		return fieldpath.DidYouMean(name, []string{"self", "oldSelf"})
 	}
 	name, ok := quotedAfter(msg, "undefined field '")
 	if !ok {
@@ -240,7 +240,7 @@ func (c *ruleCheck) suggestion(msg string) string {
 	if c.names == nil {
 		c.names = propertyNames(c.root)
 	}
-	return expr.DidYouMean(name, c.names)
+	return fieldpath.DidYouMean(name, c.names)
 }
 
 // quotedAfter returns the name quoted after prefix in a message.

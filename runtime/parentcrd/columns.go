@@ -10,7 +10,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/client-go/util/jsonpath"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // columnTypes are the types of a printer column, as the API server accepts them.
@@ -32,7 +32,7 @@ func (b *schemaBuilder) columns(declared []apiextensionsv1.CustomResourceColumnD
 	}
 	out := make([]apiextensionsv1.CustomResourceColumnDefinition, 0, len(declared)+len(printerColumns))
 	for i, c := range declared {
-		path := expr.IndexPath(parentSchemaPath+".printerColumns", i)
+		path := fieldpath.Index(parentSchemaPath+".printerColumns", i)
 		switch by, ok := taken[strings.ToLower(c.Name)]; {
 		case strings.TrimSpace(c.Name) == "":
 			b.errorf(path+".name", "a column needs a name, the header kubectl get shows, e.g. name: Replicas")
@@ -85,7 +85,7 @@ func columnField(path, jsonPath string, root *apiextensionsv1.JSONSchemaProps) (
 		p, ok := s.Properties[name]
 		if !ok {
 			return nil, mistakef(path, "%q names no declared field: .%s has no field %q%s", jsonPath, strings.Join(names[:i], "."), name,
-				expr.DidYouMean(name, slices.Sorted(maps.Keys(s.Properties))))
+				fieldpath.DidYouMean(name, slices.Sorted(maps.Keys(s.Properties))))
 		}
 		s = &p
 	}
@@ -97,7 +97,7 @@ func columnField(path, jsonPath string, root *apiextensionsv1.JSONSchemaProps) (
 func columnType(path string, c apiextensionsv1.CustomResourceColumnDefinition, named *apiextensionsv1.JSONSchemaProps) (string, *Error) {
 	switch {
 	case c.Type != "" && !slices.Contains(columnTypes, c.Type):
-		return "", mistakef(path+".type", "unknown column type %q%s: one of %s", c.Type, expr.DidYouMean(c.Type, columnTypes), strings.Join(columnTypes, ", "))
+		return "", mistakef(path+".type", "unknown column type %q%s: one of %s", c.Type, fieldpath.DidYouMean(c.Type, columnTypes), strings.Join(columnTypes, ", "))
 	case c.Type != "":
 		return c.Type, nil
 	case named == nil:

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/kube-openapi/pkg/validation/spec"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // rulesKey is the key of a field's CEL validation rules, as a CRD's schema names them.
@@ -51,7 +51,7 @@ func (b *schemaBuilder) format(path, t string, m map[string]any) string {
 	if f == "" || formats[t] == nil || formatKnown(t, f) {
 		return f // keysApply reports a format on a type that has none
 	}
-	b.errorf(path+".format", "unknown format %q for %s%s: the API server checks %s", f, article(t), expr.DidYouMean(f, formats[t]), strings.Join(formats[t], ", "))
+	b.errorf(path+".format", "unknown format %q for %s%s: the API server checks %s", f, article(t), fieldpath.DidYouMean(f, formats[t]), strings.Join(formats[t], ", "))
 	return f
 }
 
@@ -69,7 +69,7 @@ func (b *schemaBuilder) rules(path string, at *field.Path, m map[string]any) []a
 	if !ok {
 		return nil
 	}
-	path = expr.FieldPath(path, rulesKey)
+	path = fieldpath.Field(path, rulesKey)
 	list, isList := v.([]any)
 	if !isList {
 		b.errorf(path, "expected a list of rules such as {rule: \"self.min <= self.max\", message: \"min must not exceed max\"}, got %s", describeValue(v))
@@ -77,8 +77,8 @@ func (b *schemaBuilder) rules(path string, at *field.Path, m map[string]any) []a
 	}
 	var out []apiextensionsv1.ValidationRule
 	for i, x := range list {
-		if r, ok := b.rule(expr.IndexPath(path, i), x); ok {
-			b.record(ruleAt(at, len(out)), expr.IndexPath(path, i))
+		if r, ok := b.rule(fieldpath.Index(path, i), x); ok {
+			b.record(ruleAt(at, len(out)), fieldpath.Index(path, i))
 			out = append(out, r)
 		}
 	}
@@ -94,7 +94,7 @@ func (b *schemaBuilder) rule(path string, v any) (apiextensionsv1.ValidationRule
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		if !slices.Contains(ruleKeys, k) {
-			b.errorf(expr.FieldPath(path, k), "unknown key %q%s: a rule has the keys %s", k, expr.DidYouMean(k, ruleKeys), strings.Join(ruleKeys, ", "))
+			b.errorf(fieldpath.Field(path, k), "unknown key %q%s: a rule has the keys %s", k, fieldpath.DidYouMean(k, ruleKeys), strings.Join(ruleKeys, ", "))
 		}
 	}
 	r := apiextensionsv1.ValidationRule{Rule: b.str(path, m, "rule"), Message: b.str(path, m, "message")}
@@ -111,7 +111,7 @@ func (b *schemaBuilder) rootRules(at *field.Path, declared []apiextensionsv1.Val
 		return nil
 	}
 	for i := range declared {
-		b.record(ruleAt(at, i), expr.IndexPath(expr.FieldPath(parentSchemaPath, rulesKey), i))
+		b.record(ruleAt(at, i), fieldpath.Index(fieldpath.Field(parentSchemaPath, rulesKey), i))
 	}
 	return slices.Clone(declared)
 }
@@ -149,7 +149,7 @@ func presenceRule(name, kind string) (apiextensionsv1.ValidationRule, bool) {
 		return apiextensionsv1.ValidationRule{}, false
 	}
 	fieldPath := "." + name
-	if !expr.IsIdentifier(name) {
+	if !fieldpath.IsIdentifier(name) {
 		fieldPath = "['" + name + "']"
 	}
 	return apiextensionsv1.ValidationRule{

@@ -13,6 +13,7 @@ import (
 
 	"metacel.dev/metacel/runtime/apivalidation"
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -211,13 +212,13 @@ func walkField(tmpl map[string]any, path, fieldPath string) (node any, at string
 			if !ok {
 				return node, at, false
 			}
-			node, at = next, expr.FieldPath(at, step)
+			node, at = next, fieldpath.Field(at, step)
 		case []any:
 			i, err := strconv.Atoi(step)
 			if err != nil || i < 0 || i >= len(n) {
 				return node, at, false
 			}
-			node, at = n[i], expr.IndexPath(at, i)
+			node, at = n[i], fieldpath.Index(at, i)
 		default:
 			return node, at, false
 		}
@@ -279,16 +280,16 @@ func findValue(node any, at string, bad any) (string, bool) {
 	case map[string]any:
 		for _, k := range sortedKeys(n) {
 			if k == want {
-				return expr.FieldPath(at, k), true
+				return fieldpath.Field(at, k), true
 			}
 			if got, ok := scalarText(n[k]); ok && got == want && literal(n[k]) {
-				return expr.FieldPath(at, k), true
+				return fieldpath.Field(at, k), true
 			}
 		}
 	case []any:
 		for i, item := range n {
 			if got, ok := scalarText(item); ok && got == want && literal(item) {
-				return expr.IndexPath(at, i), true
+				return fieldpath.Index(at, i), true
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	utilptr "k8s.io/utils/ptr"
 
 	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/readiness"
 )
@@ -199,7 +200,7 @@ func (c *compiler) parent() kinds.Info {
 func (c *compiler) childResources() map[schema.GroupVersionResource]ChildResourceInfo {
 	out := make(map[schema.GroupVersionResource]ChildResourceInfo, len(c.spec.ChildResources))
 	for i, cr := range c.spec.ChildResources {
-		path := expr.IndexPath("spec.childResources", i)
+		path := fieldpath.Index("spec.childResources", i)
 		info := c.resource(path, cr.APIVersion, cr.Resource)
 		s, err := kinds.SchemaOf(info)
 		if err != nil {
@@ -259,14 +260,14 @@ func (c *compiler) env(s expr.Scope) *expr.Env {
 func (c *compiler) related() []CompiledRelated {
 	out := make([]CompiledRelated, 0, len(c.spec.Related))
 	for i, r := range c.spec.Related {
-		path := expr.IndexPath("spec.related", i)
+		path := fieldpath.Index("spec.related", i)
 		cr := CompiledRelated{Path: path, ID: r.ID, Info: c.resource(path, r.APIVersion, r.Resource), Selector: r.Selector}
 		cr.Namespace = c.stringTemplate(r.Namespace, path+".namespace")
 		cr.Name = c.stringTemplate(r.Name, path+".name")
 		if r.Selector != nil {
 			cr.SelectorLabels = map[string]*expr.Template{}
 			for k, v := range r.Selector.MatchLabels {
-				cr.SelectorLabels[k] = c.stringTemplate(v, expr.FieldPath(path+".selector.matchLabels", k))
+				cr.SelectorLabels[k] = c.stringTemplate(v, fieldpath.Field(path+".selector.matchLabels", k))
 			}
 		}
 		out = append(out, cr)
@@ -322,7 +323,7 @@ func notHereHint(err error, path string) error {
 func (c *compiler) validations() []CompiledValidation {
 	out := make([]CompiledValidation, 0, len(c.spec.Validations))
 	for i, v := range c.spec.Validations {
-		path := expr.IndexPath("spec.validations", i)
+		path := fieldpath.Index("spec.validations", i)
 		cv := CompiledValidation{Path: path, Message: v.Message}
 		cv.Rule = c.program(c.validationEnv, v.Expression, path+".expression", expr.WantBool)
 		if cv.Rule != nil && c.looseValidationEnv != nil && cv.Rule.Out.Kind() == types.DynKind {
@@ -345,7 +346,7 @@ func (c *compiler) variables() []CompiledVariable {
 	out := make([]CompiledVariable, 0, len(c.spec.Variables))
 	scope := c.scope
 	for i, v := range c.spec.Variables {
-		path := expr.IndexPath("spec.variables", i)
+		path := fieldpath.Index("spec.variables", i)
 		scope.Variables = append([]expr.Var(nil), c.vars...)
 		p := c.program(c.env(scope), v.Expression, path+".expression", expr.WantAny)
 		t := cel.DynType
@@ -381,7 +382,7 @@ func (c *compiler) readyEnv(child *expr.ObjectType) *expr.Env {
 func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionResource]ChildResourceInfo) []CompiledChild {
 	out := make([]CompiledChild, 0, len(c.spec.Children))
 	for i, ch := range c.spec.Children {
-		path := expr.IndexPath("spec.children", i)
+		path := fieldpath.Index("spec.children", i)
 		cc := CompiledChild{Path: path, ID: ch.ID, DeletionPolicy: ch.DeletionPolicy, CrossNamespace: ch.CrossNamespace}
 		if cc.DeletionPolicy == "" {
 			cc.DeletionPolicy = DeletionDelete

@@ -11,7 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // decoder fills Go values from a yaml.Node tree, strictly: unknown fields, wrong types and duplicate
@@ -128,11 +128,11 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	d.eachKey(n, path, func(key string, kn, vn *yaml.Node) {
 		idx, ok := fields[key]
 		if !ok {
-			d.errorf(kn, expr.FieldPath(path, key), "unknown field %q%s", key, suggest(key, fields))
+			d.errorf(kn, fieldpath.Field(path, key), "unknown field %q%s", key, suggest(key, fields))
 			return
 		}
-		d.mark(kn, expr.FieldPath(path, key)) // a field is where its key is
-		d.decode(vn, v.Field(idx), expr.FieldPath(path, key))
+		d.mark(kn, fieldpath.Field(path, key)) // a field is where its key is
+		d.decode(vn, v.Field(idx), fieldpath.Field(path, key))
 	})
 }
 
@@ -144,7 +144,7 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 	m := reflect.MakeMapWithSize(v.Type(), len(n.Content)/2)
 	d.eachKey(n, path, func(key string, _, vn *yaml.Node) {
 		ev := reflect.New(v.Type().Elem()).Elem()
-		d.decode(vn, ev, expr.FieldPath(path, key))
+		d.decode(vn, ev, fieldpath.Field(path, key))
 		m.SetMapIndex(reflect.ValueOf(key).Convert(v.Type().Key()), ev)
 	})
 	v.Set(m)
@@ -157,7 +157,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 	}
 	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
 	for i, en := range n.Content {
-		d.decode(en, s.Index(i), expr.IndexPath(path, i))
+		d.decode(en, s.Index(i), fieldpath.Index(path, i))
 	}
 	v.Set(s)
 }
@@ -241,7 +241,7 @@ func (d *decoder) eachKey(n *yaml.Node, path string, fn func(key string, kn, vn 
 			continue
 		}
 		if first, dup := seen[kn.Value]; dup {
-			d.errorf(kn, expr.FieldPath(path, kn.Value), "duplicate key %q (first at line %d)", kn.Value, first)
+			d.errorf(kn, fieldpath.Field(path, kn.Value), "duplicate key %q (first at line %d)", kn.Value, first)
 			continue
 		}
 		seen[kn.Value] = kn.Line
@@ -262,14 +262,14 @@ func (d *decoder) freeform(n *yaml.Node, path string) any {
 	case yaml.MappingNode:
 		m := make(map[string]any, len(n.Content)/2)
 		d.eachKey(n, path, func(key string, kn, vn *yaml.Node) {
-			d.mark(kn, expr.FieldPath(path, key)) // a block value starts a line below its key
-			m[key] = d.freeform(vn, expr.FieldPath(path, key))
+			d.mark(kn, fieldpath.Field(path, key)) // a block value starts a line below its key
+			m[key] = d.freeform(vn, fieldpath.Field(path, key))
 		})
 		return m
 	case yaml.SequenceNode:
 		l := make([]any, len(n.Content))
 		for i, en := range n.Content {
-			l[i] = d.freeform(en, expr.IndexPath(path, i))
+			l[i] = d.freeform(en, fieldpath.Index(path, i))
 		}
 		return l
 	case yaml.ScalarNode:
@@ -312,5 +312,5 @@ func jsonFields(t reflect.Type) map[string]int {
 
 // suggest proposes the known field closest to a misspelt one: ` (did you mean "x"?)`, or "".
 func suggest(key string, fields map[string]int) string {
-	return expr.DidYouMean(key, slices.Collect(maps.Keys(fields)))
+	return fieldpath.DidYouMean(key, slices.Collect(maps.Keys(fields)))
 }

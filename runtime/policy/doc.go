@@ -35,8 +35,11 @@
 //     the schema Kubernetes ships for a built-in kind, the CRD's for a custom one), as the API
 //     server would check the object: an unknown field (with the closest known one), a literal of the
 //     wrong type, a literal that is no quantity, an item of a keyed list without its keys or with
-//     another item's, are errors at their line. A whole-value "${...}" is checked by its expression's
-//     type where both types are known; dyn passes, unless the expression may give a string
+//     another item's, are errors at their line. The walk is kinds' (ObjectSchema.CheckTemplate, the
+//     one render's check of a rendered object makes through ObjectSchema.Fit); what only a template
+//     needs is policy's (childschema.go, a kinds.Template): a string with ${} in it holds an
+//     expression, a field of the child entry in its template says so, and a whole-value "${...}" is
+//     checked by its expression's type where both types are known, with the conversion to write; dyn passes, unless the expression may give a string
 //     (expr.Program.MayGiveString: it reads a quantity or an int-or-string, or its orValue default
 //     or a conditional's branch is a string) and the field takes no string (a quantity into an
 //     integer status field). The schema is kept with the child resource

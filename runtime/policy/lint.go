@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // Finding is what Lint finds in a valid policy: not an error, since the policy loads and runs,
@@ -46,7 +46,7 @@ func bindingFindings(c *Compiled) []Finding {
 	}
 	var out []Finding
 	for i, child := range c.Policy.Spec.Children {
-		path := expr.IndexPath("spec.children", i)
+		path := fieldpath.Index("spec.children", i)
 		kind, _ := child.Template["kind"].(string)
 		for _, r := range RoleRefs(c.Policy, child) {
 			switch {

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // The lints of this file find child templates the API server accepts but that do not do what
@@ -67,7 +67,7 @@ func secretFindings(c *Compiled) []Finding {
 			if _, both := stringData[key]; !both {
 				continue
 			}
-			path := expr.FieldPath(expr.IndexPath("spec.children", i)+".template.data", key)
+			path := fieldpath.Field(fieldpath.Index("spec.children", i)+".template.data", key)
 			out = append(out, c.finding(path, "key %q is in both data and stringData: the API server writes stringData's value over "+
 				"data's, so this value is lost without an error; keep the key in one of them (stringData for text)", key))
 		}
@@ -125,7 +125,7 @@ func scaleFindings(c *Compiled) []Finding {
 // unscaledTarget is the finding of an HPA whose target is no child of the policy: none of its
 // kind, or none of that kind named as the target is.
 func (c *Compiled) unscaledTarget(t scaleTarget, children []namedChild) []Finding {
-	ref := expr.IndexPath("spec.children", t.hpa.index) + ".template.spec.scaleTargetRef"
+	ref := fieldpath.Index("spec.children", t.hpa.index) + ".template.spec.scaleTargetRef"
 	var names []string
 	for _, child := range children {
 		if child.kind != t.kind {
@@ -154,7 +154,7 @@ func (c *Compiled) replicasUnderHPA(w namedChild, targets []scaleTarget) []Findi
 	}
 	for _, t := range targets {
 		if t.kind == w.kind && sameName(t.name, w.name) {
-			path := expr.IndexPath("spec.children", w.index) + ".template.spec.replicas"
+			path := fieldpath.Index("spec.children", w.index) + ".template.spec.replicas"
 			return []Finding{c.finding(path, "the HPA child %q scales this %s, yet its template sets spec.replicas: every sync writes "+
 				"it back over the replicas the HPA chose; leave spec.replicas out and let the HPA own it (docs/cookbook.md, "+
 				"\"Handing replicas over to an HPA\": how to drop it from a running policy without a dip to 1 replica)", t.hpa.id, w.kind)}

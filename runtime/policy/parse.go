@@ -11,7 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/manifest"
 )
 
@@ -108,7 +108,7 @@ func parseConfigMap(file string, n *yaml.Node, text []byte, docs *[]*Document, e
 	sort.SliceStable(entries, func(i, j int) bool { return entries[i].key < entries[j].key })
 	for _, e := range entries {
 		if e.val.Kind != yaml.ScalarNode {
-			*errs = append(*errs, &FieldError{File: file, Line: e.val.Line, Path: expr.FieldPath("data", e.key), Msg: "expected a string holding policy YAML"})
+			*errs = append(*errs, &FieldError{File: file, Line: e.val.Line, Path: fieldpath.Field("data", e.key), Msg: "expected a string holding policy YAML"})
 			continue
 		}
 		at := origin{line: e.val.Line - 1, text: text}

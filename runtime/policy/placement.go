@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -93,7 +93,7 @@ func (c *compiler) checkRelatedNamespaces(parent kinds.Info) {
 			continue // a cluster-scoped object is not confined
 		}
 		if fix := c.confinementFix("relatedNamespaces", r.Namespace); fix != "" {
-			c.errorf(expr.IndexPath("spec.related", i)+".namespace", "%q is a literal namespace, but the parent (%s) is namespaced and reads only its own namespace unless spec.confinement.relatedNamespaces allows more, "+
+			c.errorf(fieldpath.Index("spec.related", i)+".namespace", "%q is a literal namespace, but the parent (%s) is namespaced and reads only its own namespace unless spec.confinement.relatedNamespaces allows more, "+
 				"so every sync of a parent in another namespace fails with NamespaceNotAllowed: %s, or remove namespace (it defaults to the parent's)", r.Namespace, parentName(parent), fix)
 		}
 	}

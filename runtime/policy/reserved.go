@@ -4,7 +4,7 @@ import (
 	"sort"
 
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // The fields of a child that the runtime owns: a template that sets them would fight the runtime
@@ -38,7 +38,7 @@ func (c *compiler) checkReserved(tmpl map[string]any, path string) {
 		m, _ := meta[r.kind].(map[string]any)
 		for _, k := range sortedKeys(m) {
 			if r.reserved(k) {
-				c.errorf(expr.FieldPath(path+".metadata."+r.kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
+				c.errorf(fieldpath.Field(path+".metadata."+r.kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
 			}
 		}
 	}

@@ -6,7 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 )
 
@@ -58,7 +58,7 @@ func (c *compiler) checkStatusSchema(parent kinds.Info) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.spec.Status)) {
 		if !slices.Contains(runtimeStatusFields, k) && !declares(&status, k) {
-			c.errorf(expr.FieldPath("spec.status", k), "the CRD of %s declares no status.%s: add it to the status schema, "+
+			c.errorf(fieldpath.Field("spec.status", k), "the CRD of %s declares no status.%s: add it to the status schema, "+
 				"or the API server rejects every status write", gr, k)
 		}
 	}
@@ -89,23 +89,5 @@ func (c *compiler) checkStatusTypes(parent kinds.Info) {
 	if err != nil || s == nil {
 		return
 	}
-	smd, root := s.Types()
-	obj, ok := smd.Resolve(root)
-	if !ok || obj.Map == nil {
-		return
-	}
-	f, ok := obj.FindField("status")
-	if !ok {
-		return
-	}
-	status, ok := smd.Resolve(f.Type)
-	if !ok || status.Map == nil {
-		return
-	}
-	w := &schemaCheck{report: func(p, msg string) { c.errorf(p, "%s", msg) }, template: true, env: c.mainEnv, types: smd, kind: s.Kind, root: "spec"}
-	for _, k := range sortedKeys(c.spec.Status) {
-		if field, ok := status.FindField(k); ok {
-			w.value(c.spec.Status[k], field.Type, expr.FieldPath("spec.status", k))
-		}
-	}
+	s.CheckStatusTemplate(c.spec.Status, "spec", newTemplateCheck(c, c.mainEnv, s), c.reportSchemaProblem)
 }

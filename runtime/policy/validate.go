@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // celTokens are the words CEL's grammar reads as literals or operators, so that they cannot follow
@@ -35,21 +35,21 @@ func Validate(doc *Document) error {
 		v.errorf("spec.resyncPeriodSeconds", "must be at least 1 (seconds), got %d", *r)
 	}
 	for i, val := range p.Spec.Validations {
-		v.required(expr.IndexPath("spec.validations", i)+".expression", val.Expression)
+		v.required(fieldpath.Index("spec.validations", i)+".expression", val.Expression)
 	}
 	ids := map[string]string{}
 	for i, vr := range p.Spec.Variables {
-		path := expr.IndexPath("spec.variables", i)
+		path := fieldpath.Index("spec.variables", i)
 		v.id(path+".name", vr.Name, ids)
 		v.required(path+".expression", vr.Expression)
 	}
 	ids = map[string]string{} // related and children are separate namespaces of ids
 	for i, r := range p.Spec.Related {
-		v.related(expr.IndexPath("spec.related", i), r, ids)
+		v.related(fieldpath.Index("spec.related", i), r, ids)
 	}
 	ids = map[string]string{}
 	for i, c := range p.Spec.Children {
-		v.child(expr.IndexPath("spec.children", i), c, ids)
+		v.child(fieldpath.Index("spec.children", i), c, ids)
 	}
 	if c := p.Spec.Confinement; c != nil {
 		v.namespaceRule("spec.confinement.relatedNamespaces", c.RelatedNamespaces)
@@ -105,7 +105,7 @@ func (v *validator) id(path, id string, seen map[string]string) {
 		return
 	}
 	switch {
-	case !expr.IsIdentifier(id):
+	case !fieldpath.IsIdentifier(id):
 		v.errorf(path, "%q is not a valid identifier: use letters, digits and _, not starting with a digit (it is read in CEL as a field name)", id)
 	case celTokens[id]:
 		v.errorf(path, "%q is a word of CEL's grammar and cannot be a field name; choose another name", id)
@@ -151,7 +151,7 @@ func (v *validator) parent(path string, p ParentResource) {
 func (v *validator) childResources(crs []ChildResource) {
 	seen := map[string]string{}
 	for i, cr := range crs {
-		path := expr.IndexPath("spec.childResources", i)
+		path := fieldpath.Index("spec.childResources", i)
 		v.groupVersion(path+".apiVersion", cr.APIVersion)
 		v.resource(path+".resource", cr.Resource)
 		key := cr.APIVersion + " " + cr.Resource
@@ -212,7 +212,7 @@ func (v *validator) namespaceRule(path string, r *NamespaceRule) {
 			continue
 		}
 		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
-			v.errorf(expr.IndexPath(path+".names", i), "%q is not a namespace name: %s", n, errs[0])
+			v.errorf(fieldpath.Index(path+".names", i), "%q is not a namespace name: %s", n, errs[0])
 		}
 	}
 	if r.ConsentLabel != "" {
@@ -244,7 +244,7 @@ func (v *validator) rolloutSteps(path string, steps []RolloutStep) {
 	}
 	prev := 0
 	for i, st := range steps {
-		p := expr.IndexPath(path, i)
+		p := fieldpath.Index(path, i)
 		switch {
 		case !v.present(p + ".percent"):
 			v.errorf(p+".percent", "is required: the share of parents (1 to 100) on the new version after this step")
@@ -257,7 +257,7 @@ func (v *validator) rolloutSteps(path string, steps []RolloutStep) {
 		v.seconds(p+".pauseSeconds", st.PauseSeconds, 0)
 	}
 	if last := steps[len(steps)-1]; last.Percent != 100 && last.Percent >= 1 && last.Percent <= 100 {
-		p := expr.IndexPath(path, len(steps)-1) + ".percent"
+		p := fieldpath.Index(path, len(steps)-1) + ".percent"
 		v.errorf(p, "the last step must be 100, got %d: end with {percent: 100} so that every parent reaches the new version", last.Percent)
 	}
 }
