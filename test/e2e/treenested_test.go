@@ -29,7 +29,9 @@ func TestTreeShowsANestedParentsOwnTree(t *testing.T) {
 	teams := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "teams"}
 	apps := schema.GroupVersionResource{Group: group, Version: "v1", Resource: "apps"}
 	for _, crd := range []string{"teams." + group, "apps." + group} {
-		t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(context.Background(), crd, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(crdsGVR).Delete(context.Background(), crd, metav1.DeleteOptions{})
+		})
 	}
 	policyNS, ns := newNamespace(t, "nested-policies"), newNamespace(t, "nested")
 	grantPolicies(t, policyNS, dir)
