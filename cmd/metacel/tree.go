@@ -22,6 +22,7 @@ import (
 type treeOptions struct {
 	cluster                                        *clusterFlags
 	namespace, policyNamespace, policyName, output string
+	depth                                          int
 }
 
 func newTreeCommand() *cobra.Command {
@@ -35,6 +36,10 @@ readyWhen that is not true yet, what the next sync would do to it, the last erro
 met) and each related object it reads. KIND is the parent's kind or resource (MyApp, myapps,
 myapps.demo.rtfm.co.ua). It exits 1 when the parent is not Ready.
 
+A child that is itself the parent of a running policy (a Team's App, which a policy of Apps
+syncs) shows its own tree beneath it, with that policy, its conditions and its children:
+--depth levels down (default 1; 0 shows the parent's children only).
+
 With --policy alone, it lists the policy's parents with their Synced and Ready conditions, those
 not Synced first, then those not Ready; it exits 1 when one is not Ready.
 
@@ -47,6 +52,8 @@ objects, its events, and the policy ConfigMaps of --policy-namespace.`,
 				return fmt.Errorf("--output %q: want text, wide or json", o.output)
 			case len(args) == 0 && o.policyName == "":
 				return fmt.Errorf("give a parent as KIND/NAME, or a policy with --policy")
+			case o.depth < 0 || o.depth > tree.MaxDepth:
+				return fmt.Errorf("--depth %d: want 0 to %d", o.depth, tree.MaxDepth)
 			}
 			if len(args) == 0 {
 				return o.runPolicy(cmd.Context(), cmd.OutOrStdout())
@@ -60,6 +67,7 @@ objects, its events, and the policy ConfigMaps of --policy-namespace.`,
 	f.StringVar(&o.policyNamespace, "policy-namespace", "metacel-system", "the namespace whose labelled ConfigMaps hold the running policies")
 	f.StringVar(&o.policyName, "policy", "", "the policy: alone, list its parents; with KIND/NAME, the policy that syncs it")
 	f.StringVarP(&o.output, "output", "o", "text", "text, wide (with UIDs and API versions), or json")
+	f.IntVar(&o.depth, "depth", 1, fmt.Sprintf("levels of children's own trees shown beneath a child that is a parent itself (0 to %d)", tree.MaxDepth))
 	return cmd
 }
 
@@ -89,7 +97,7 @@ func (o *treeOptions) runParent(ctx context.Context, w io.Writer, arg string) er
 		return fmt.Errorf("read %s %q: %w", c.Parent.GVR.Resource, name, err)
 	}
 	t, err := tree.Build(ctx, tree.Input{Policy: c, Source: running.Source, Parent: parent, Client: cl.dyn, Kube: cl.kube,
-		Mapper: cl.mapper, ReservedNamespace: o.policyNamespace})
+		Mapper: cl.mapper, ReservedNamespace: o.policyNamespace, Depth: o.depth})
 	if err != nil {
 		return err
 	}
@@ -178,36 +186,62 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // printTree writes a parent's tree for people: the parent and its policy, its conditions, its
-// children, its related objects. Messages are never cut short.
+// children (each child that is a parent with its own tree beneath it), its related objects.
+// Messages are never cut short.
 func printTree(w io.Writer, t *tree.Tree, wide bool) {
-	fmt.Fprintf(w, "%s (policy %s, version %s", t.Parent, t.Policy, t.Version)
-	if wide {
-		fmt.Fprintf(w, ", %s, uid %s", t.Source, t.Parent.UID)
-	}
-	fmt.Fprintln(w, ")")
-	var lines [][]string // each item: its first line, then its details
+	fmt.Fprintf(w, "%s (%s)\n", t.Parent, policyOf(t, wide))
+	printItems(w, "", treeItems(t, wide))
+}
+
+// item is one line of a tree, its details beneath it and, for a child that is a parent, the
+// items of its own tree.
+type item struct {
+	line    string
+	details []string
+	nested  []item
+}
+
+// treeItems are the items beneath a parent's line: its conditions, the error of its render, its
+// children and its related objects.
+func treeItems(t *tree.Tree, wide bool) []item {
+	var items []item
 	for _, c := range t.Conditions {
-		lines = append(lines, []string{fmt.Sprintf("%-7s %-5s %s", c.Type, c.Status, reasonMessage(c.Reason, c.Message))})
+		items = append(items, item{line: fmt.Sprintf("%-7s %-5s %s", c.Type, c.Status, reasonMessage(c.Reason, c.Message))})
 	}
 	if t.Error != "" {
-		lines = append(lines, []string{"error: " + t.Error})
+		items = append(items, item{line: "error: " + t.Error})
 	}
 	for _, c := range t.Children {
-		lines = append(lines, childLines(c, wide))
+		items = append(items, childItem(c, wide))
 	}
 	for _, r := range t.Related {
-		lines = append(lines, []string{relatedLine(r, wide)})
+		items = append(items, item{line: relatedLine(r, wide)})
 	}
-	for i, item := range lines {
-		branch, more := "├── ", "│     "
-		if i == len(lines)-1 {
-			branch, more = "└── ", "      "
+	return items
+}
+
+// printItems writes items as branches of a tree, each line after prefix.
+func printItems(w io.Writer, prefix string, items []item) {
+	for i, it := range items {
+		branch, more := "├── ", "│   "
+		if i == len(items)-1 {
+			branch, more = "└── ", "    "
 		}
-		fmt.Fprintln(w, branch+item[0])
-		for _, d := range item[1:] {
-			fmt.Fprintln(w, more+d)
+		fmt.Fprintln(w, prefix+branch+it.line)
+		for _, d := range it.details {
+			fmt.Fprintln(w, prefix+more+"  "+d)
 		}
+		printItems(w, prefix+more, it.nested)
 	}
+}
+
+// policyOf names the policy and version that sync a tree's parent.
+func policyOf(t *tree.Tree, wide bool) string {
+	s := "policy " + t.Policy + ", version " + t.Version
+	if wide {
+		s += ", " + t.Source + ", uid " + t.Parent.UID
+	}
+	return s
 }
 
 func reasonMessage(reason, message string) string {
@@ -220,8 +254,8 @@ func reasonMessage(reason, message string) string {
 	return reason + ": " + message
 }
 
-// childLines are a child's line and its details.
-func childLines(c tree.Child, wide bool) []string {
+// childItem is a child's line, its details and its own tree.
+func childItem(c tree.Child, wide bool) item {
 	state := "ready"
 	switch {
 	case !c.Exists:
@@ -229,18 +263,36 @@ func childLines(c tree.Child, wide bool) []string {
 	case !c.Ready:
 		state = "not ready: " + c.NotReady
 	}
-	first := fmt.Sprintf("%s (child %s): %s", c.Object, c.ID, state)
+	about := "child " + c.ID
 	if wide {
-		first = fmt.Sprintf("%s %s (child %s, uid %s): %s", c.APIVersion, c.Object, c.ID, c.UID, state)
+		about += ", uid " + c.UID
 	}
-	out := []string{first}
+	switch {
+	case c.ShownAbove:
+		about += ", a parent shown above"
+	case c.Tree != nil && c.Tree.Policy != "":
+		about += ", policy " + c.Tree.Policy
+		if c.Tree.Version != "" {
+			about += ", version " + c.Tree.Version
+		}
+		if wide && c.Tree.Source != "" {
+			about += ", " + c.Tree.Source
+		}
+	}
+	it := item{line: fmt.Sprintf("%s (%s): %s", c.Object, about, state)}
+	if wide {
+		it.line = c.APIVersion + " " + it.line
+	}
 	if c.Next != "" {
-		out = append(out, "next sync: "+c.Next)
+		it.details = append(it.details, "next sync: "+c.Next)
 	}
 	if c.LastError != "" {
-		out = append(out, "last error: "+c.LastError)
+		it.details = append(it.details, "last error: "+c.LastError)
 	}
-	return out
+	if c.Tree != nil {
+		it.nested = treeItems(c.Tree, wide)
+	}
+	return it
 }
 
 func relatedLine(r tree.Related, wide bool) string {

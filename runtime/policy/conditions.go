@@ -7,7 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/expr"
+	"metacel.dev/metacel/runtime/fieldpath"
 )
 
 // conditionReason is the pattern the API server holds a condition's reason to (metav1.Condition).
@@ -20,7 +20,7 @@ func (c *compiler) conditions() []CompiledCondition {
 	var out []CompiledCondition
 	seen := map[string]string{}
 	for i, cond := range c.spec.Conditions {
-		path := expr.IndexPath("spec.conditions", i)
+		path := fieldpath.Index("spec.conditions", i)
 		c.checkConditionType(path+".type", cond.Type, seen)
 		c.checkLiteralCondition(path, cond)
 		seen[cond.Type] = path

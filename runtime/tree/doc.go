@@ -4,6 +4,13 @@
 // it, the last error a write of it met) and each related object it reads; and, for a policy, its
 // parents with their conditions, the failing ones first. It only reads.
 //
+// A child may itself be the parent of a running policy (a Team's App, which a policy of Apps
+// syncs): the tree shows that child's own tree beneath it, a given number of levels down (at
+// most MaxDepth), each found as `metacel tree` finds a parent's policy: the policy of the policy
+// namespace that claims the child's resource (the first in the runtime's load order) and whose
+// label selector selects it. A parent already shown above is not shown again, so a cycle of kinds
+// ends. A nested tree is the nested policy's own offline sync, never the outer policy's.
+//
 // Which children a parent should have, whether each is ready and what a sync would write are the
 // runtime's own decision (package preview, with the children and related objects read here), so
 // the tree cannot disagree with the runtime. The last errors are the parent's Warning events

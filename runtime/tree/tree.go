@@ -38,6 +38,10 @@ type Input struct {
 	Mapper kinds.Mapper
 	// ReservedNamespace is the policy namespace, which never holds a child.
 	ReservedNamespace string
+	// Depth is how many levels of children's own trees to show beneath the parent: a child that
+	// is the parent of a running policy of ReservedNamespace gets its tree (0: none; at most
+	// MaxDepth).
+	Depth int
 }
 
 // Tree is one parent, its children and its related objects.
@@ -93,6 +97,10 @@ type Child struct {
 	Next string `json:"next,omitempty"`
 	// LastError is the last Warning event about it on the parent: its reason and note.
 	LastError string `json:"lastError,omitempty"`
+	// Tree is the child's own tree, when it is the parent of a running policy and the depth
+	// asked reaches it; ShownAbove says it is a parent shown above it, whose tree is not repeated.
+	Tree       *Tree `json:"tree,omitempty"`
+	ShownAbove bool  `json:"shownAbove,omitempty"`
 }
 
 // Related is one object, or list, the parent reads.
@@ -106,8 +114,25 @@ type Related struct {
 }
 
 // Build reads a parent's children, related objects and events, and syncs it offline as the
-// runtime would (package preview) to say what each child is.
+// runtime would (package preview) to say what each child is; then, in.Depth levels down, the
+// same of each child that is the parent of a running policy.
 func Build(ctx context.Context, in Input) (*Tree, error) {
+	in.Depth = min(max(in.Depth, 0), MaxDepth)
+	t, observed, err := buildOne(ctx, in)
+	if err != nil || in.Depth == 0 || in.Kube == nil {
+		return t, err
+	}
+	n, err := newNesting(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	n.nest(ctx, in, t, observed, nil)
+	return t, nil
+}
+
+// buildOne is one parent's tree, without its children's own; observed are its children as the
+// API server holds them, one for each of t.Children (nil for a missing one).
+func buildOne(ctx context.Context, in Input) (*Tree, []*unstructured.Unstructured, error) {
 	t := &Tree{
 		Parent: objectOf(in.Parent), Policy: in.Policy.Name(), Source: in.Source,
 		Version: policystatus.ShortVersion(rollout.Version(in.Policy)), Conditions: conditionsOf(in.Parent),
@@ -115,7 +140,7 @@ func Build(ctx context.Context, in Input) (*Tree, error) {
 	t.Ready = conditionIs(t.Conditions, contract.ConditionReady, "True")
 	observed, err := readChildren(ctx, in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	related, refs := readRelated(ctx, in)
 	t.Related = refs
@@ -124,11 +149,12 @@ func Build(ctx context.Context, in Input) (*Tree, error) {
 	if err != nil {
 		t.Error = err.Error()
 	}
+	var held []*unstructured.Unstructured
 	if res != nil && res.Output != nil {
-		t.Children = childrenOf(in.Policy, res)
+		t.Children, held = childrenOf(in.Policy, res)
 	}
 	addLastErrors(ctx, in, t.Children)
-	return t, nil
+	return t, held, nil
 }
 
 // readChildren lists the objects of each child resource that carry the parent's labels.
@@ -171,25 +197,26 @@ func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, [
 	return objs, out
 }
 
-// childrenOf says what each desired child of an offline sync is.
-func childrenOf(c *policy.Compiled, res *preview.Result) []Child {
+// childrenOf says what each desired child of an offline sync is; held are the children as the
+// API server holds them, one for each (nil for a missing one).
+func childrenOf(c *policy.Compiled, res *preview.Result) (out []Child, held []*unstructured.Unstructured) {
 	readyWhen := map[string]string{}
 	for _, ch := range c.Policy.Spec.Children {
 		readyWhen[ch.ID] = ch.ReadyWhen
 	}
-	var out []Child
 	for i := range res.Output.Children {
 		ch := &res.Output.Children[i]
 		child := Child{ID: ch.ID, Object: objectOf(ch.Object), Ready: ch.Ready}
-		if obs := render.FindSame(res.Observed.ByID[ch.ID], ch.Object); obs != nil {
+		obs := render.FindSame(res.Observed.ByID[ch.ID], ch.Object)
+		if obs != nil {
 			child.Exists, child.Deleting = true, obs.GetDeletionTimestamp() != nil
 			child.UID = string(obs.GetUID())
 		}
 		child.NotReady = notReadyBecause(child, readyWhen[ch.ID], res.Output.ReadyWhenErrors)
 		child.Next = nextStep(res.Steps, ch)
-		out = append(out, child)
+		out, held = append(out, child), append(held, obs)
 	}
-	return out
+	return out, held
 }
 
 // notReadyBecause says why a child is not ready ("" when it is).
