@@ -94,6 +94,8 @@ type Program struct {
 	want Want
 	// mayGiveString is what may make a value typed dyn a string (MayGiveString)
 	mayGiveString *StringSource
+	// refs is what it names of the children and the variables (Refs)
+	refs Refs
 	// metered is the program planned with cost tracking (meter.go); nil for a bounded program.
 	metered cel.Program
 	// bounded is a program whose cost cannot exceed its estimate, whatever its input (bounded):
@@ -131,7 +133,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 			"bound the lists, maps and strings it walks (maxItems/maxProperties/maxLength in the parent's CRD schema) or simplify it",
 			quote(src), est.Max, perExpressionCostLimit)
 	}
-	p := &Program{Source: src, Out: ast.OutputType(), want: want}
+	p := &Program{Source: src, Out: ast.OutputType(), want: want, refs: refsOf(ast)}
 	if UnwrapOptional(p.Out).Kind() == types.DynKind {
 		p.mayGiveString = e.stringSource(ast)
 	}

@@ -114,6 +114,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Rollout = c.rollout()
 	out.Variables = c.variables()
 	out.Children = c.children(out.Parent, out.ChildResources)
+	out.Order = c.order(out.Children, out.Variables)
 	out.Status = c.status()
 	out.ReadyWhen = c.program(c.mainEnv, c.spec.ReadyWhen, "spec.readyWhen", expr.WantBool)
 	out.Conditions = c.conditions()

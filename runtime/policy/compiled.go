@@ -37,6 +37,9 @@ type Compiled struct {
 	ReadyWhen *expr.Program
 	// Conditions compute the parent's own conditions (spec.conditions), in order.
 	Conditions []CompiledCondition
+	// Order lists the indexes of Children in the order they are applied: each after those it
+	// waits for (CompiledChild.After), the others as listed. Deletion goes in reverse.
+	Order []int
 	// ResyncPeriod is 0 when the policy asks for no periodic re-sync.
 	ResyncPeriod time.Duration
 	// Rollout, when not nil, says how a new version of the policy reaches its parents; nil: at once.
@@ -130,6 +133,9 @@ type CompiledChild struct {
 	ReadyWhen      *expr.Program
 	DeletionPolicy DeletionPolicy
 	CrossNamespace bool
+	// After are the children this one waits for (order.go): applied once they exist, or are
+	// ready, and deleted before them.
+	After []Dependency
 }
 
 // IsList reports whether the child entry produces a list (forEach or an expression).

@@ -3,6 +3,7 @@ package policy
 import (
 	"regexp"
 	"strings"
+	"unicode"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
@@ -86,14 +87,16 @@ func CheckConditionReason(r string) string {
 
 func quote(s string) string { return `"` + s + `"` }
 
-// camel suggests a reason for r: its words, capitalised, joined.
+// camel suggests a reason for r: its words, capitalised, joined, starting with a letter.
 func camel(r string) string {
 	var b strings.Builder
-	for _, w := range strings.FieldsFunc(r, func(c rune) bool { return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') }) {
+	for _, w := range strings.FieldsFunc(r, func(c rune) bool { return !isAlnum(c) }) {
 		b.WriteString(strings.ToUpper(w[:1]) + w[1:])
 	}
-	if b.Len() == 0 || !(b.String()[0] >= 'A' && b.String()[0] <= 'Z' || b.String()[0] >= 'a' && b.String()[0] <= 'z') {
-		return "Reason" + b.String()
+	if out := b.String(); out != "" && !unicode.IsDigit(rune(out[0])) {
+		return out
 	}
-	return b.String()
+	return "Reason" + b.String()
 }
+
+func isAlnum(c rune) bool { return c < unicode.MaxASCII && (unicode.IsLetter(c) || unicode.IsDigit(c)) }

@@ -252,6 +252,10 @@ type Child struct {
 	ReadyWhen      string         `json:"readyWhen,omitempty"`
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 	CrossNamespace bool           `json:"crossNamespace,omitempty"`
+	// DependsOn names children this one is applied after, once they are ready, and deleted
+	// before: what its expressions do not show (a Deployment that mounts a Secret by a literal
+	// name). What they do show (children.<id>) orders the children without it.
+	DependsOn []string `json:"dependsOn,omitempty"`
 }
 
 // Method returns the update method of a child resource, InPlace when none is set.
