@@ -198,7 +198,7 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 	}
 	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, w.objects)
 	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
-	return left{written: w, parent: status, statusBeforeWrites: !sawWrites}, err
+	return left{written: w, parent: status, statusBeforeWrites: !sawWrites, held: len(out.Held) > 0}, err
 }
 
 // left is what a sync's writes left: the children written, as the API server returned them, and
@@ -209,6 +209,9 @@ type left struct {
 	// statusBeforeWrites: the status written was rendered without the children written (see
 	// statusAfterWrites), so their events must bring a sync that renders it with them
 	statusBeforeWrites bool
+	// held: a child entry waited for a child (render.Output.Held), maybe one this sync wrote, so
+	// the events of its writes must bring a sync that renders again
+	held bool
 }
 
 // inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged),
@@ -225,7 +228,7 @@ func (s *parentSync) inputsLeft(before uint64, l left) (uint64, bool) {
 	if l.writes == 0 && l.parent == nil {
 		return before, true
 	}
-	if l.deletes > 0 || l.writes != len(l.objects) || len(y.policy.Related) > 0 || l.statusBeforeWrites {
+	if l.deletes > 0 || l.writes != len(l.objects) || len(y.policy.Related) > 0 || l.statusBeforeWrites || l.held {
 		return 0, false
 	}
 	after := cached

@@ -12,7 +12,8 @@ import (
 type Dependency struct {
 	ID    string
 	Ready bool
-	// Why says what makes the dependency: "reads children.db.status", "dependsOn".
+	// Why says what makes the dependency: "it reads children.db", "it reads children.db's
+	// status", "its dependsOn names db".
 	Why string
 }
 
@@ -69,9 +70,9 @@ func (c *compiler) dependencies(ch *CompiledChild, dependsOn []string, index map
 	deps := map[string]Dependency{}
 	for id, status := range refs.Children {
 		if _, ok := index[id]; ok && id != ch.ID {
-			why := "reads children." + id
+			why := "it reads children." + id
 			if status {
-				why += " status"
+				why += "'s status"
 			}
 			deps[id] = Dependency{ID: id, Ready: status, Why: why}
 		}
@@ -84,7 +85,7 @@ func (c *compiler) dependencies(ch *CompiledChild, dependsOn []string, index map
 		case !ok:
 			c.errorf(path, "no child has id %q: name one of %s", id, strings.Join(sortedIDs(index), ", "))
 		default:
-			deps[id] = Dependency{ID: id, Ready: true, Why: "dependsOn"}
+			deps[id] = Dependency{ID: id, Ready: true, Why: "its dependsOn names " + id}
 		}
 	}
 	out := make([]Dependency, 0, len(deps))
@@ -166,7 +167,7 @@ func cycleMessage(children []CompiledChild, cycle []int) string {
 		ids = append(ids, fmt.Sprintf("%q", children[i].ID))
 		for _, d := range children[i].After {
 			if d.ID == next {
-				hows = append(hows, fmt.Sprintf("%q %s", children[i].ID, d.Why))
+				hows = append(hows, fmt.Sprintf("%q: %s", children[i].ID, d.Why))
 			}
 		}
 	}

@@ -21,12 +21,20 @@ import (
 	"metacel.dev/metacel/runtime/readiness"
 )
 
-// buildChildren evaluates every child entry, in policy order, and finishes each object.
+// buildChildren evaluates every child entry in the policy's order (each after the children it
+// waits for), and finishes each object. An entry whose children would read a child that does not
+// exist yet, or is not ready yet when they read its status, is held: not evaluated, its existing
+// children kept as they are (Output.Held).
 func (r *run) buildChildren() ([]Child, error) {
 	var out []Child
 	seen := map[string]string{}
-	for i := range r.c.Children {
+	built := map[string][]Child{}
+	for _, i := range r.order() {
 		ch := &r.c.Children[i]
+		if why := r.waitsFor(ch, built); why != "" {
+			r.held = append(r.held, Held{ID: ch.ID, Why: why})
+			continue
+		}
 		objs, err := r.evalChild(ch)
 		if err != nil {
 			return nil, err
@@ -46,9 +54,47 @@ func (r *run) buildChildren() ([]Child, error) {
 			}
 			seen[key] = ch.Path
 			out = append(out, child)
+			built[ch.ID] = append(built[ch.ID], child)
 		}
 	}
 	return out, nil
+}
+
+// order is the order the entries are evaluated and applied in: the policy's (policy.Compiled.Order).
+func (r *run) order() []int {
+	if len(r.c.Order) == len(r.c.Children) {
+		return r.c.Order
+	}
+	order := make([]int, len(r.c.Children)) // a policy compiled without one
+	for i := range order {
+		order[i] = i
+	}
+	return order
+}
+
+// waitsFor says what an entry waits for before it is evaluated ("" when nothing): a child of an
+// entry it waits for that does not exist yet, or is not ready yet when it waits for readiness. An
+// entry that gives no child is not waited for: what reads it sees it absent.
+func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) string {
+	for _, dep := range ch.After {
+		for _, kid := range built[dep.ID] {
+			obs := r.observedByIdentity()[Identity(kid.Object)]
+			if obs == nil || obs.GetDeletionTimestamp() != nil {
+				return fmt.Sprintf("after %s exists: %s", childName(kid.Object), dep.Why)
+			}
+			if !dep.Ready {
+				continue
+			}
+			judged := kid
+			if err := r.judge(&judged, obs); err != nil {
+				return fmt.Sprintf("after %s is ready: %s; %v", childName(kid.Object), dep.Why, err)
+			}
+			if !judged.Ready {
+				return fmt.Sprintf("after %s is ready: %s; %s", childName(kid.Object), dep.Why, judged.NotReadyBecause)
+			}
+		}
+	}
+	return ""
 }
 
 // evalChild evaluates one child entry into zero or more objects.

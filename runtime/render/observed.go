@@ -117,17 +117,24 @@ func byChildIDLabel(objs []*unstructured.Unstructured) map[string][]*unstructure
 }
 
 // matchDesired binds each object to the desired child it is (by Identity, whatever its child-id
-// label says); the others are undesired.
+// label says), and the children of an entry that waits (Output.Held) to that entry, by their
+// child-id label; the others are undesired.
 func matchDesired(out *Output, objs []*unstructured.Unstructured) (map[string][]*unstructured.Unstructured, []*unstructured.Unstructured) {
 	idOf := make(map[string]string, len(out.Children))
 	for i := range out.Children {
 		idOf[Identity(out.Children[i].Object)] = out.Children[i].ID
+	}
+	held := make(map[string]bool, len(out.Held))
+	for _, h := range out.Held {
+		held[h.ID] = true
 	}
 	byID := map[string][]*unstructured.Unstructured{}
 	var undesired []*unstructured.Unstructured
 	for _, obj := range objs {
 		if id, ok := idOf[Identity(obj)]; ok {
 			byID[id] = append(byID[id], obj)
+		} else if id := obj.GetLabels()[contract.LabelChildID]; held[id] {
+			byID[id] = append(byID[id], obj) // an entry that waits keeps its children as they are
 		} else {
 			undesired = append(undesired, obj)
 		}

@@ -70,6 +70,11 @@ type Child struct {
 	entry *policy.CompiledChild // the policy entry that produced it
 }
 
+// Held is a child entry that waits for another child, and what it waits for.
+type Held struct {
+	ID, Why string
+}
+
 // Output is what the policy wants for the parent.
 type Output struct {
 	Children []Child
@@ -79,6 +84,9 @@ type Output struct {
 	// NotReady names the children that are not ready yet, in order; a child its kind judged
 	// (no readyWhen) with the kind's reason: "Deployment ns/web (LessAvailable: Available: 0/1)".
 	NotReady []string
+	// Held are the child entries not evaluated because they wait for a child that does not
+	// exist yet, or is not ready yet: their existing children are kept as they are.
+	Held []Held
 	// Excluded says, for each child entry that gave no child, why: its includeWhen is false, its
 	// forEach gave nothing.
 	Excluded []string
@@ -99,7 +107,7 @@ type Output struct {
 
 // Ready reports whether every desired child is ready.
 func (o *Output) Ready() bool {
-	return len(o.NotReady) == 0 && len(o.Failed) == 0 && len(o.ReadyWhenErrors) == 0 && o.Waiting == ""
+	return len(o.NotReady) == 0 && len(o.Failed) == 0 && len(o.ReadyWhenErrors) == 0 && o.Waiting == "" && len(o.Held) == 0
 }
 
 // Render computes the desired children and status of one parent.
@@ -115,7 +123,7 @@ func Render(ctx context.Context, c *policy.Compiled, in Input) (*Output, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := &Output{Children: children, Excluded: r.excluded}
+	out := &Output{Children: children, Excluded: r.excluded, Held: r.held}
 	if err := r.judgeEachChild(out); err != nil {
 		return nil, err
 	}
@@ -144,7 +152,7 @@ func Rerender(ctx context.Context, c *policy.Compiled, in Input, last *Output) (
 	if err := r.evalVariables(); err != nil { // readyWhen may read them
 		return nil, err
 	}
-	out := &Output{Children: slices.Clone(last.Children), Status: last.Status, Excluded: last.Excluded, Own: last.Own}
+	out := &Output{Children: slices.Clone(last.Children), Status: last.Status, Excluded: last.Excluded, Own: last.Own, Held: last.Held}
 	if err := r.judgeEachChild(out); err != nil {
 		return nil, err
 	}
@@ -166,6 +174,8 @@ type run struct {
 	observed map[string]*unstructured.Unstructured
 	// excluded says why each child entry that gave no child gave none (Output.Excluded)
 	excluded []string
+	// held are the entries that wait for another child (Output.Held)
+	held []Held
 }
 
 func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {

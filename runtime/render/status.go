@@ -95,6 +95,9 @@ func (r *run) judgeEachChild(out *Output) error {
 			out.Failed = append(out.Failed, childName(child.Object)+" failed: "+child.NotReadyBecause)
 		}
 	}
+	for _, h := range out.Held {
+		out.NotReady = append(out.NotReady, "child "+h.ID+" ("+h.Why+")")
+	}
 	return nil
 }
 
