@@ -17,9 +17,10 @@ import (
 
 func newValidateCommand() *cobra.Command {
 	var crds []string
+	var output string
 	var cluster *clusterFlags
 	cmd := &cobra.Command{
-		Use:   "validate PATH... [--crd F]... [--kubeconfig F]",
+		Use:   "validate PATH... [--crd F]... [--kubeconfig F] [-o text|graph]",
 		Short: "Check policy files (or directories of them) with no cluster",
 		Long: `Validate parses, checks and compiles every policy in the given files and directories
 (*.yaml, *.yml, *.json; bare CompositePolicy documents or ConfigMaps holding them: labelled
@@ -36,14 +37,19 @@ is looked up in that cluster: its resources, and its CRDs' schemas (nothing is w
 (file:line: field.path: warning: message) name what the API server would accept but that does not
 do what the policy says (a Secret key in both data and stringData, an HPA aimed at no child, a
 workload that sets replicas under an HPA) or grants beyond a parent's namespace; they fail
-nothing. Exits 1 if any policy or sample is invalid, or if there is no policy.`,
+nothing. With -o graph, each valid policy's children are printed in the order they are applied
+(deleted in the reverse), each with what it waits for and why. Exits 1 if any policy or sample
+is invalid, or if there is no policy.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if output != "text" && output != "graph" {
+				return fmt.Errorf("-o %q: want text or graph", output)
+			}
 			cat, err := kinds.LoadCRDFiles(crds)
 			if err != nil {
 				return err
 			}
-			v := validation{cat: cat, mapper: cat, withCRDs: len(crds) > 0}
+			v := validation{cat: cat, mapper: cat, withCRDs: len(crds) > 0, graph: output == "graph"}
 			if cluster.given() {
 				if v.cluster, err = clusterMapper(cluster); err != nil {
 					return err
@@ -66,6 +72,7 @@ nothing. Exits 1 if any policy or sample is invalid, or if there is no policy.`,
 		},
 	}
 	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or graph: each policy's children in the order they are applied, with what each waits for")
 	cluster = addClusterFlags(cmd.Flags(), "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
 	return cmd
 }
@@ -78,6 +85,8 @@ type validation struct {
 	// withCRDs says that CRD files were given: every custom parent must then be defined by one
 	// (or by the cluster)
 	withCRDs bool
+	// graph prints each valid policy's order of children (-o graph)
+	graph bool
 	// cluster is the cluster's mapper, nil without a cluster flag
 	cluster kinds.Mapper
 }
@@ -139,6 +148,9 @@ func (v validation) files(out, errOut io.Writer, files []string) (valid []*polic
 				v.parentTyping(c), plural(len(c.Children), "child entry", "child entries"), uncheckedChildren(c))
 			for _, f := range policy.Lint(c) {
 				fmt.Fprintln(errOut, f)
+			}
+			if v.graph {
+				printOrder(out, c)
 			}
 		}
 	}
@@ -216,4 +228,26 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// printOrder writes the order a policy's children are applied in, each with what it waits for:
+// one line per child entry, numbered, indented under the policy's line.
+func printOrder(w io.Writer, c *policy.Compiled) {
+	fmt.Fprintln(w, "  children, in the order they are applied (deleted in the reverse):")
+	for n, i := range c.Order {
+		ch := c.Children[i]
+		line := fmt.Sprintf("  %d. %s", n+1, ch.ID)
+		var waits []string
+		for _, d := range ch.After {
+			until := "exists"
+			if d.Ready {
+				until = "is ready"
+			}
+			waits = append(waits, fmt.Sprintf("after %s %s (%s)", d.ID, until, d.Why))
+		}
+		if len(waits) > 0 {
+			line += ": " + strings.Join(waits, ", ")
+		}
+		fmt.Fprintln(w, line)
+	}
 }

@@ -58,6 +58,9 @@ func TestValidateSaysWhatItChecked(t *testing.T) {
 			good + `:6: spec.parentResource: myapps.demo.rtfm.co.ua is defined by none of the --crd files (they define memcacheds.cache.example.com)`},
 		{"a directory of CRDs defines every seed parent", []string{filepath.Join(repo, "policies"), "--crd", filepath.Join(repo, "crds")}, true,
 			"children of loadbalancers.elbv2.services.k8s.aws unchecked: pass their CRD with --crd"},
+		{"-o graph prints the children in the order they are applied, with what each waits for",
+			[]string{"-o", "graph", filepath.Join("testdata", "order", "webapp.yaml")}, true,
+			"  1. creds\n  2. db\n  3. web: after creds exists (it reads children.creds), after db is ready (its dependsOn names db)\n"},
 		{"a child template that does not fit its kind is an error at its line", []string{bad, "--crd", crd("myapp")}, false,
 			bad + `:18: spec.children[0].template.spec.replicas: "three" is a string, but Deployment spec.replicas takes a number`},
 	}
