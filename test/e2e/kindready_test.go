@@ -52,3 +52,34 @@ func TestAChildIsReadyWhenItsKindSaysSo(t *testing.T) {
 	})
 	waitFor(t, widgetsGVR, ns, "stuck", wait, hasCondition("Synced", "True", "", ""))
 }
+
+// A parent whose only child waits for a related Secret (its includeWhen false) is not Ready and
+// says what left the child out; the policy's own condition says what it waits for. Once the
+// Secret exists, the child is created and the parent is Ready, the condition True.
+func TestAParentWithNoChildIncludedIsNotReadyAndSaysWhy(t *testing.T) {
+	startRuntime(t, filepath.Join("testdata", "policies", "waiting"))
+	ns := newNamespace(t, "waiting")
+	create(t, widgetsGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "e2e.metacel.dev/v1", "kind": "Widget",
+		"metadata": map[string]any{"name": "u", "namespace": ns},
+	}})
+	waitFor(t, widgetsGVR, ns, "u", wait, func(w *unstructured.Unstructured) error {
+		if err := hasCondition("Ready", "False", "NoChildIncluded",
+			`no child is included (grant: includeWhen "has(related.password)" is false): set spec.readyWhen to say when the parent is ready without children`)(w); err != nil {
+			return err
+		}
+		return hasCondition("PasswordFound", "False", "WaitingForSecret", "Secret u-password")(w)
+	})
+	create(t, secretsGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Secret",
+		"metadata":   map[string]any{"name": "u-password", "namespace": ns},
+		"stringData": map[string]any{"password": "s3cret"},
+	}})
+	waitFor(t, configMapsGVR, ns, "u-grant", wait, nil)
+	waitFor(t, widgetsGVR, ns, "u", wait, func(w *unstructured.Unstructured) error {
+		if err := hasCondition("Ready", "True", "ChildrenReady", "1 child ready")(w); err != nil {
+			return err
+		}
+		return hasCondition("PasswordFound", "True", "SecretFound", "Secret u-password")(w)
+	})
+}
