@@ -76,7 +76,8 @@ func ChildrenAfter(observed map[string][]*unstructured.Unstructured, written []*
 // exists, and may be ready; one just changed is judged as it now is. It keeps out when nothing
 // was written, or when what in.Budget has left cannot pay for a second render as costly as the
 // first (or the second fails); sawWrites says whether the output returned saw the children
-// written. in.Observed is ignored: observed is what the first render bound.
+// written. in.Observed is ignored: observed is what the first render bound. The entries out held
+// stay held: the sync wrote none of their children.
 func AfterWrites(ctx context.Context, c *policy.Compiled, in render.Input, out *render.Output, observed map[string][]*unstructured.Unstructured, written []*unstructured.Unstructured) (_ *render.Output, sawWrites bool) {
 	if len(written) == 0 {
 		return out, true
@@ -85,6 +86,7 @@ func AfterWrites(ctx context.Context, c *policy.Compiled, in render.Input, out *
 		return out, false
 	}
 	in.Observed = ChildrenAfter(observed, written)
+	in.Hold = out.Held // what waited was not written: it still waits
 	again, err := render.Rerender(ctx, c, in, out)
 	if err != nil {
 		return out, false

@@ -31,7 +31,11 @@ func (r *run) buildChildren() ([]Child, error) {
 	built := map[string][]Child{}
 	for _, i := range r.order() {
 		ch := &r.c.Children[i]
-		if why := r.waitsFor(ch, built); why != "" {
+		why := r.heldBefore(ch.ID)
+		if why == "" {
+			why = r.waitsFor(ch, built)
+		}
+		if why != "" {
 			r.held = append(r.held, Held{ID: ch.ID, Why: why})
 			continue
 		}
@@ -58,6 +62,16 @@ func (r *run) buildChildren() ([]Child, error) {
 		}
 	}
 	return out, nil
+}
+
+// heldBefore is why the input holds the entry (Input.Hold), "" when it does not.
+func (r *run) heldBefore(id string) string {
+	for _, h := range r.in.Hold {
+		if h.ID == id {
+			return h.Why
+		}
+	}
+	return ""
 }
 
 // order is the order the entries are evaluated and applied in: the policy's (policy.Compiled.Order).

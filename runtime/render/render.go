@@ -40,6 +40,9 @@ type Input struct {
 	// children decides which of those without an ownerReference to it are its children
 	// (ChildRecord); false (offline files) takes every object in reach.
 	CheckRecord bool
+	// Hold are entries held whatever they wait for: a render again after a sync's writes holds
+	// what the first render held, whose children the sync did not write.
+	Hold []Held
 }
 
 // Child is one desired child.
