@@ -214,6 +214,9 @@ func treeItems(t *tree.Tree, wide bool) []item {
 	for _, c := range t.Children {
 		items = append(items, childItem(c, wide))
 	}
+	for _, wt := range t.Waiting {
+		items = append(items, item{line: "child " + wt.ID + ": waits, " + wt.Why})
+	}
 	for _, r := range t.Related {
 		items = append(items, item{line: relatedLine(r, wide)})
 	}

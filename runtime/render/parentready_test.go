@@ -86,3 +86,39 @@ func TestAPolicysOwnConditionsAreWrittenBesideSyncedAndReady(t *testing.T) {
 		t.Errorf("error %v, want %q", err, want)
 	}
 }
+
+// Why a child is not ready is said once, here, for the Ready condition and for metacel tree.
+func TestAChildSaysWhyItIsNotReady(t *testing.T) {
+	pod := func(readyWhen string) string {
+		return "    - apiVersion: v1\n      resource: pods\n  children:\n    - id: p\n" + readyWhen +
+			"      template: {apiVersion: v1, kind: Pod, metadata: {name: p}, spec: {containers: [{name: c, image: nginx}]}}\n"
+	}
+	observed := func(extra string) map[string][]*unstructured.Unstructured {
+		return map[string][]*unstructured.Unstructured{"p": {obj(t, "{apiVersion: v1, kind: Pod, metadata: {name: p, namespace: ns"+extra+"}")}}
+	}
+	tests := []struct {
+		name     string
+		body     string
+		observed map[string][]*unstructured.Unstructured
+		want     string
+	}{
+		{"missing", pod(""), nil, "missing"},
+		{"being deleted", pod(""), observed(", deletionTimestamp: '2026-01-01T00:00:00Z'}"), "being deleted"},
+		{"its readyWhen false", pod("      readyWhen: \"child.?status.?phase.orValue('') == 'Running'\"\n"), observed("}"),
+			`readyWhen "child.?status.?phase.orValue('') == 'Running'" is not true yet`},
+		{"its readyWhen failed", pod("      readyWhen: \"child.status.phase == 'Running'\"\n"), observed("}"),
+			`spec.children[0].readyWhen: evaluate "child.status.phase == 'Running'": no such key: status`},
+		{"its kind's reason", pod(""), observed("}, status: {phase: Pending}"), "PodPending: Pod is in the Pending phase"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := Render(t.Context(), load(t, tc.body), Input{Parent: obj(t, testParent), Observed: tc.observed, Mapper: kinds.NewCatalog()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := out.Children[0].NotReadyBecause; got != tc.want {
+				t.Errorf("NotReadyBecause %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

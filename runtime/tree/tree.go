@@ -54,9 +54,18 @@ type Tree struct {
 	// Ready is the parent's Ready condition: True.
 	Ready bool `json:"ready"`
 	// Error is why the policy cannot render the parent now, as a sync would report it.
-	Error    string    `json:"error,omitempty"`
-	Children []Child   `json:"children"`
-	Related  []Related `json:"related,omitempty"`
+	Error    string  `json:"error,omitempty"`
+	Children []Child `json:"children"`
+	// Waiting are the child entries a sync would not evaluate yet, each with what it waits for
+	// (another child that does not exist yet, or is not ready).
+	Waiting []Waiting `json:"waiting,omitempty"`
+	Related []Related `json:"related,omitempty"`
+}
+
+// Waiting is a child entry that waits for another child.
+type Waiting struct {
+	ID  string `json:"id"`
+	Why string `json:"why"`
 }
 
 // Object names an object.
@@ -151,7 +160,10 @@ func buildOne(ctx context.Context, in Input) (*Tree, []*unstructured.Unstructure
 	}
 	var held []*unstructured.Unstructured
 	if res != nil && res.Output != nil {
-		t.Children, held = childrenOf(in.Policy, res)
+		t.Children, held = childrenOf(res)
+		for _, h := range res.Output.Held {
+			t.Waiting = append(t.Waiting, Waiting{ID: h.ID, Why: h.Why})
+		}
 	}
 	addLastErrors(ctx, in, t.Children)
 	return t, held, nil
@@ -198,46 +210,21 @@ func readRelated(ctx context.Context, in Input) ([]*unstructured.Unstructured, [
 }
 
 // childrenOf says what each desired child of an offline sync is; held are the children as the
-// API server holds them, one for each (nil for a missing one).
-func childrenOf(c *policy.Compiled, res *preview.Result) (out []Child, held []*unstructured.Unstructured) {
-	readyWhen := map[string]string{}
-	for _, ch := range c.Policy.Spec.Children {
-		readyWhen[ch.ID] = ch.ReadyWhen
-	}
+// API server holds them, one for each (nil for a missing one). Why a child is not ready is the
+// render's own word (render.Child.NotReadyBecause).
+func childrenOf(res *preview.Result) (out []Child, held []*unstructured.Unstructured) {
 	for i := range res.Output.Children {
 		ch := &res.Output.Children[i]
-		child := Child{ID: ch.ID, Object: objectOf(ch.Object), Ready: ch.Ready}
+		child := Child{ID: ch.ID, Object: objectOf(ch.Object), Ready: ch.Ready, NotReady: ch.NotReadyBecause}
 		obs := render.FindSame(res.Observed.ByID[ch.ID], ch.Object)
 		if obs != nil {
 			child.Exists, child.Deleting = true, obs.GetDeletionTimestamp() != nil
 			child.UID = string(obs.GetUID())
 		}
-		child.NotReady = notReadyBecause(child, readyWhen[ch.ID], res.Output.ReadyWhenErrors)
 		child.Next = nextStep(res.Steps, ch)
 		out, held = append(out, child), append(held, obs)
 	}
 	return out, held
-}
-
-// notReadyBecause says why a child is not ready ("" when it is).
-func notReadyBecause(child Child, readyWhen string, readyWhenErrors []string) string {
-	switch {
-	case child.Ready:
-		return ""
-	case !child.Exists:
-		return "missing"
-	case child.Deleting:
-		return "being deleted"
-	}
-	for _, e := range readyWhenErrors {
-		if strings.Contains(e, child.Kind+" "+namespaced(child.Object)) {
-			return e
-		}
-	}
-	if readyWhen != "" {
-		return fmt.Sprintf("readyWhen %q is not true yet", readyWhen)
-	}
-	return "not ready"
 }
 
 // nextStep says what the next sync would do to a desired child, and why; "" when nothing.

@@ -5,33 +5,6 @@ import (
 	"testing"
 )
 
-func TestAChildSaysWhyItIsNotReady(t *testing.T) {
-	pod := Object{Kind: "Pod", Namespace: "ns", Name: "p"}
-	tests := []struct {
-		name      string
-		child     Child
-		readyWhen string
-		errors    []string
-		want      string
-	}{
-		{"ready", Child{Object: pod, Exists: true, Ready: true}, "x", nil, ""},
-		{"missing", Child{Object: pod}, "x", nil, "missing"},
-		{"being deleted", Child{Object: pod, Exists: true, Deleting: true}, "x", nil, "being deleted"},
-		{"its readyWhen false", Child{Object: pod, Exists: true}, "child.?status.?phase.orValue('') == 'Running'", nil,
-			`readyWhen "child.?status.?phase.orValue('') == 'Running'" is not true yet`},
-		{"its readyWhen failed", Child{Object: pod, Exists: true}, "x", []string{"readyWhen failed for Pod ns/p: no such key: status"},
-			"readyWhen failed for Pod ns/p: no such key: status"},
-		{"no readyWhen", Child{Object: pod, Exists: true}, "", nil, "not ready"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := notReadyBecause(tt.child, tt.readyWhen, tt.errors); got != tt.want {
-				t.Errorf("notReadyBecause = %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestAPolicysParentsAreListedFailingFirst(t *testing.T) {
 	ok := Condition{Status: "True"}
 	no := Condition{Status: "False"}
