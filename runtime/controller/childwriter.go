@@ -68,6 +68,9 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Delete, decide.Release:
 		w.deletes++
 		return cw.remove(ctx, parent, s)
+	case decide.Wait: // deleted by the sync that the deletion of the one it waits for causes
+		klog.FromContext(ctx).V(3).Info("Child waits to be deleted", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "waitsFor", klog.KObj(s.Blocker))
+		return nil
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
