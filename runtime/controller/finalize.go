@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,9 +21,10 @@ import (
 
 // cleanup removes what a policy's children leave behind that no sync would see again. It holds
 // the cleanup finalizer (contract.Finalizer) on a parent with children that garbage collection does
-// not remove with it (cross-namespace, cluster-scoped and Orphan ones), keeps the parent's record
-// of those children, and, when the parent is deleted, deletes or releases them and lets the
-// parent go (finalize.go); it lets go of parents that left the policy's labelSelector
+// not remove with it (cross-namespace, cluster-scoped and Orphan ones), or whose children have an
+// order (decide.Ordered: garbage collection would delete them in none), keeps the parent's record
+// of those children, and, when the parent is deleted, deletes or releases them, in the reverse of
+// the order they are applied in, and lets the parent go (finalize.go); it lets go of parents that left the policy's labelSelector
 // (leftwithfinalizer.go); it removes the children of resources the policy no longer lists
 // (droppedresources.go). What it removes is read from the API server's objects, the parent's
 // record and the ledger, never only remembered.
@@ -33,6 +35,7 @@ type cleanup struct {
 	previous func() *policy.Compiled
 	deps     *Deps
 	writer   *childWriter
+	reporter *reporter
 	// children returns the parent's children the caches hold, by child id
 	children func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured
 	// namespaceLabels gives the labels of a namespace, for the policy's consent labels
@@ -51,12 +54,13 @@ type cleanup struct {
 }
 
 // ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
-// cluster-scoped ones, to delete; Orphan ones, to release) carries the cleanup finalizer before
-// they are created, and drops it once it has none left. Its children are those of kids, the
+// cluster-scoped ones, to delete; Orphan ones, to release), or with children that have an order
+// (to delete them in reverse), carries the cleanup finalizer before they are created, and drops
+// it once it has none left. Its children are those of kids, the
 // render's sort of what the sync observed; the objects it found foreign that carry the parent's
 // labels (out of its reach, or not in its record) are reported, and make no finalizer.
 func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
-	need := false
+	need := decide.Ordered(f.policy) && (len(out.Children) > 0 || len(kids.ByID) > 0 || len(kids.Undesired) > 0)
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
 	}
@@ -98,18 +102,25 @@ func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstr
 }
 
 // finalize cleans up a deleted parent's children that garbage collection cannot reach (those
-// without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
-// so it is finalized once they are gone.
+// without an ownerReference), and, when its children have an order, all of them, in the reverse
+// of that order (decide.Removals), then removes the finalizer. Their deletions re-sync the
+// parent, so it is finalized once they are gone; while a child being deleted holds the others up,
+// it is synced again at the deletion deadline, past which its status says so (holdUp).
 func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
 	kin := f.kinshipOf(ctx, parent)
-	if remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID()))); err != nil || remaining > 0 {
+	remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID())))
+	if err == nil && len(remaining) == 0 {
+		// a child the cache had not seen yet: it is being deleted, and re-syncs the parent
+		remaining, err = f.childrenLive(ctx, parent, kin)
+	}
+	if err != nil {
 		return err
 	}
-	if left, err := f.unownedChildrenLive(ctx, parent, kin); err != nil || left > 0 {
-		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
+	if len(remaining) > 0 {
+		return f.holdUp(ctx, parent, remaining)
 	}
 	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
@@ -144,49 +155,57 @@ func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.U
 // kinshipOf returns what decides which of a parent's labelled objects its finalizer cleans up,
 // built once per finalize: the kinship its render judges (render.NewKinship: the namespaces its
 // children may be in, its record of the children it wrote), asked only of the objects garbage
-// collection does not remove with it (ExceptCollected).
+// collection does not remove with it (ExceptCollected), unless the finalizer deletes all its
+// children in order (deletesInOrder).
 func (f *cleanup) kinshipOf(ctx context.Context, parent *unstructured.Unstructured) *render.Kinship {
 	kin := render.NewKinship(ctx, f.policy, render.Input{
 		Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace, CheckRecord: true,
 	})
-	kin.ExceptCollected = true
+	kin.ExceptCollected = !f.deletesInOrder(parent)
 	return kin
 }
 
-// unownedChildrenLive asks the API server, not the cache, for the parent's children without an
-// ownerReference, deletes them, and returns how many there were: the finalizer goes only when
+// deletesInOrder reports whether the finalizer deletes all of a deleted parent's children, owned
+// ones too, in the reverse of the order they are applied in: when they have an order
+// (decide.Ordered), unless the parent was deleted with propagationPolicy Orphan (its children
+// are to stay).
+func (f *cleanup) deletesInOrder(parent *unstructured.Unstructured) bool {
+	return decide.Ordered(f.policy) && !slices.Contains(parent.GetFinalizers(), metav1.FinalizerOrphanDependents)
+}
+
+// childrenLive asks the API server, not the cache, for the parent's children the finalizer
+// cleans up, removes them (cleanUp), and returns those there were: the finalizer goes only when
 // none is left, even one created just before the parent's deletion and not cached yet.
-func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (int, error) {
-	left := 0
+func (f *cleanup) childrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) ([]*unstructured.Unstructured, error) {
+	var all []*unstructured.Unstructured
 	for gvr := range f.policy.ChildResources {
 		items, err := clusterread.ListChildren(ctx, f.deps.Writer.Client(), gvr, f.policy.Name(), parent.GetUID())
 		if err != nil {
-			return 0, applyError("list the children of", parent, err)
+			return nil, applyError("list the children of", parent, err)
 		}
-		n, err := f.cleanUp(ctx, kin, parent, items)
-		if err != nil {
-			return 0, err
-		}
-		left += n
+		all = append(all, items...)
 	}
-	return left, nil
+	return f.cleanUp(ctx, kin, parent, all)
 }
 
-// cleanUp deletes or releases (decide.Removal) those of objs, objects that carry a deleted
-// parent's labels, that its finalizer cleans up (cleansUp), and returns how many there are: those
-// already going are waited for, not removed again.
-func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (int, error) {
-	n := 0
+// cleanUp deletes or releases those of objs, objects that carry a deleted parent's labels, that
+// its finalizer cleans up (cleansUp), in the reverse of the order they are applied in
+// (decide.Removals: one that another waits for is left until that one is gone), and returns them:
+// those already going are waited for, not removed again.
+func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	var children []*unstructured.Unstructured
 	for _, obj := range objs {
-		if !f.cleansUp(ctx, kin, parent, obj) {
-			continue
-		}
-		n++
-		if obj.GetDeletionTimestamp() == nil {
-			if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
-				return 0, err
-			}
+		if f.cleansUp(ctx, kin, parent, obj) {
+			children = append(children, obj)
 		}
 	}
-	return n, nil
+	for _, s := range decide.Removals(children, nil, f.policy, f.previous()) {
+		if s.Action == decide.Wait {
+			continue // deleted once the one it waits for is gone: its deletion re-syncs the parent
+		}
+		if err := f.writer.remove(ctx, parent, s); err != nil {
+			return nil, err
+		}
+	}
+	return children, nil
 }

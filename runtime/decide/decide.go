@@ -65,6 +65,10 @@ type Step struct {
 	Bookkeeping *Bookkeeping
 	// Blocker is, for a Wait step, the child going away that waits for Observed; nil otherwise.
 	Blocker *unstructured.Unstructured
+	// Foreground: a Delete step deletes in the foreground (the object is gone only once what it
+	// owns is: a Job's Pods, a Deployment's ReplicaSets and Pods), for a child that waits for
+	// others (its After), which wait for it until it is gone.
+	Foreground bool
 }
 
 // Writes decides what a sync writes: the steps in the order the sync takes them (see the

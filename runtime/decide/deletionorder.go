@@ -28,6 +28,7 @@ func Removals(objs, going []*unstructured.Unstructured, versions ...*policy.Comp
 		}
 		s := Removal(obs, versions...)
 		if s.Action == Delete {
+			s.Foreground = waitsForOthers(obs, versions) && ownsObjects(obs)
 			if blocker, why := heldBackBy(obs, all, versions); blocker != nil {
 				s = Step{Action: Wait, Observed: obs, Blocker: blocker, Why: fmt.Sprintf(
 					"no longer desired; deleted once %s %s is gone: %s (children are deleted in the reverse of the order they are applied in)",
@@ -87,6 +88,37 @@ func heldBackBy(obs *unstructured.Unstructured, others []*unstructured.Unstructu
 		}
 	}
 	return best, bestWhy
+}
+
+// waitsForOthers reports whether the entry of obj, in the first of versions that lists it, waits
+// for other children: those wait for it, when they go too, until it is gone.
+func waitsForOthers(obj *unstructured.Unstructured, versions []*policy.Compiled) bool {
+	id := childID(obj)
+	c := firstListing(versions, id)
+	if c == nil {
+		return false
+	}
+	for i := range c.Children {
+		if c.Children[i].ID == id {
+			return len(c.Children[i].After) > 0
+		}
+	}
+	return false
+}
+
+// ownerKinds are the built-in kinds whose objects own others that the garbage collector deletes
+// after them (their Pods, ReplicaSets or Jobs), by group: deleted in the foreground, such an
+// object is gone only once those are.
+var ownerKinds = map[string][]string{
+	"":      {"ReplicationController"},
+	"apps":  {"Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"},
+	"batch": {"Job", "CronJob"},
+}
+
+// ownsObjects reports whether obj is of a kind that owns objects (ownerKinds).
+func ownsObjects(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return slices.Contains(ownerKinds[gvk.Group], gvk.Kind)
 }
 
 // childID is the id of the entry an object is a child of, as its label says.

@@ -142,3 +142,27 @@ func TestOrdered(t *testing.T) {
 		t.Error("a policy of one child: Ordered")
 	}
 }
+
+func TestAChildThatWaitsForOthersIsDeletedInTheForegroundWhenItsKindOwnsObjects(t *testing.T) {
+	c := loadChain(t)
+	tests := []struct {
+		name, id, apiVersion, kind string
+		want                       bool
+	}{
+		{"a Deployment that waits for others", "app", "apps/v1", "Deployment", true},
+		{"a Job that waits for others", "app", "batch/v1", "Job", true},
+		{"a ConfigMap that waits for others", "app", "v1", "ConfigMap", false},
+		{"a Deployment that waits for none", "db", "apps/v1", "Deployment", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			obj := chainChild(t, tt.id, "")
+			obj.SetAPIVersion(tt.apiVersion)
+			obj.SetKind(tt.kind)
+			steps := decide.Removals([]*unstructured.Unstructured{obj}, nil, c)
+			if len(steps) != 1 || steps[0].Action != decide.Delete || steps[0].Foreground != tt.want {
+				t.Errorf("steps %+v, want one delete, in the foreground: %v", steps, tt.want)
+			}
+		})
+	}
+}
