@@ -165,3 +165,24 @@ func TestAParentWhoseChildrenHaveAnOrderCarriesTheFinalizer(t *testing.T) {
 		t.Errorf("finalizers %v, want metacel.dev/cleanup", fin)
 	}
 }
+
+func TestOfSeveralChildrenHoldingUpADeletionTheOneDeletedFirstIsNamed(t *testing.T) {
+	first, later, staying := orderedChild(t, "a", "2026-11-20T00:00:00Z"), orderedChild(t, "b", "2026-11-21T00:00:00Z"), orderedChild(t, "c", "")
+	tests := []struct {
+		name             string
+		holding, blocker *unstructured.Unstructured
+		want             *unstructured.Unstructured
+	}{
+		{"the first blocker being deleted", nil, later, later},
+		{"a blocker deleted earlier", later, first, first},
+		{"a blocker deleted later", first, later, first},
+		{"a blocker not being deleted yet", nil, staying, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := firstDeleted(tt.holding, tt.blocker); got != tt.want {
+				t.Errorf("firstDeleted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -36,6 +38,8 @@ type cleanup struct {
 	deps     *Deps
 	writer   *childWriter
 	reporter *reporter
+	// ordered: the policy's children have an order (decide.Ordered), computed once
+	ordered bool
 	// children returns the parent's children the caches hold, by child id
 	children func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured
 	// namespaceLabels gives the labels of a namespace, for the policy's consent labels
@@ -60,7 +64,7 @@ type cleanup struct {
 // render's sort of what the sync observed; the objects it found foreign that carry the parent's
 // labels (out of its reach, or not in its record) are reported, and make no finalizer.
 func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
-	need := decide.Ordered(f.policy) && (len(out.Children) > 0 || len(kids.ByID) > 0 || len(kids.Undesired) > 0)
+	need := f.ordered && (len(out.Children) > 0 || len(kids.ByID) > 0 || len(kids.Undesired) > 0)
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
 	}
@@ -111,16 +115,18 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 		return nil
 	}
 	kin := f.kinshipOf(ctx, parent)
-	remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID())))
-	if err == nil && len(remaining) == 0 {
+	remaining, holding, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID())))
+	if err == nil && remaining == 0 {
 		// a child the cache had not seen yet: it is being deleted, and re-syncs the parent
-		remaining, err = f.childrenLive(ctx, parent, kin)
+		remaining, holding, err = f.childrenLive(ctx, parent, kin)
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if len(remaining) > 0 {
-		return f.holdUp(ctx, parent, remaining)
+	case holding != nil:
+		return f.holdUp(ctx, parent, holding)
+	case remaining > 0:
+		return nil
 	}
 	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
@@ -170,18 +176,18 @@ func (f *cleanup) kinshipOf(ctx context.Context, parent *unstructured.Unstructur
 // (decide.Ordered), unless the parent was deleted with propagationPolicy Orphan (its children
 // are to stay).
 func (f *cleanup) deletesInOrder(parent *unstructured.Unstructured) bool {
-	return decide.Ordered(f.policy) && !slices.Contains(parent.GetFinalizers(), metav1.FinalizerOrphanDependents)
+	return f.ordered && !slices.Contains(parent.GetFinalizers(), metav1.FinalizerOrphanDependents)
 }
 
 // childrenLive asks the API server, not the cache, for the parent's children the finalizer
-// cleans up, removes them (cleanUp), and returns those there were: the finalizer goes only when
-// none is left, even one created just before the parent's deletion and not cached yet.
-func (f *cleanup) childrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) ([]*unstructured.Unstructured, error) {
+// cleans up and removes them (cleanUp): the finalizer goes only when none is left, even one
+// created just before the parent's deletion and not cached yet.
+func (f *cleanup) childrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (remaining int, holding *unstructured.Unstructured, err error) {
 	var all []*unstructured.Unstructured
 	for gvr := range f.policy.ChildResources {
 		items, err := clusterread.ListChildren(ctx, f.deps.Writer.Client(), gvr, f.policy.Name(), parent.GetUID())
 		if err != nil {
-			return nil, applyError("list the children of", parent, err)
+			return 0, nil, applyError("list the children of", parent, err)
 		}
 		all = append(all, items...)
 	}
@@ -190,9 +196,10 @@ func (f *cleanup) childrenLive(ctx context.Context, parent *unstructured.Unstruc
 
 // cleanUp deletes or releases those of objs, objects that carry a deleted parent's labels, that
 // its finalizer cleans up (cleansUp), in the reverse of the order they are applied in
-// (decide.Removals: one that another waits for is left until that one is gone), and returns them:
-// those already going are waited for, not removed again.
-func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+// (decide.Removals: one that another waits for is left until that one is gone). It returns how
+// many there are (those already going are waited for, not removed again), and the child being
+// deleted that holds up the deletion of others (of several, the one deleted first), or nil.
+func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (remaining int, holding *unstructured.Unstructured, err error) {
 	var children []*unstructured.Unstructured
 	for _, obj := range objs {
 		if f.cleansUp(ctx, kin, parent, obj) {
@@ -200,12 +207,58 @@ func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unst
 		}
 	}
 	for _, s := range decide.Removals(children, nil, f.policy, f.previous()) {
-		if s.Action == decide.Wait {
-			continue // deleted once the one it waits for is gone: its deletion re-syncs the parent
+		if s.Action == decide.Wait { // deleted once the one it waits for is gone: its deletion re-syncs the parent
+			holding = firstDeleted(holding, s.Blocker)
+			continue
 		}
 		if err := f.writer.remove(ctx, parent, s); err != nil {
-			return nil, err
+			return 0, nil, err
 		}
 	}
-	return children, nil
+	return len(children), holding, nil
+}
+
+// firstDeleted is, of a child that holds up others so far (nil: none) and the blocker of one more
+// that waits, the one being deleted since first; a blocker not being deleted yet holds up nothing.
+func firstDeleted(holding, blocker *unstructured.Unstructured) *unstructured.Unstructured {
+	at := blocker.GetDeletionTimestamp()
+	if at == nil || holding != nil && !at.Before(holding.GetDeletionTimestamp()) {
+		return holding
+	}
+	return blocker
+}
+
+// DeletionDeadline is how long a child of a deleted parent may be deleting while it holds up
+// the deletion of the others (children go in the reverse of the order they are applied in)
+// before the parent's Ready condition says so (DeletionBlocked).
+const DeletionDeadline = 5 * time.Minute
+
+// holdUp handles a deleted parent whose child holding, being deleted, holds up the deletion of
+// others: its deletion re-syncs the parent; until then, the parent is synced again at the
+// deadline, and, past it, its Ready condition names that child and since when. Nothing is
+// remembered: each sync reads the children again.
+func (f *cleanup) holdUp(ctx context.Context, parent, holding *unstructured.Unstructured) error {
+	since := holding.GetDeletionTimestamp().Time
+	if left := DeletionDeadline - f.deps.Clock.Since(since); left > 0 {
+		f.requeueAfter(parentKey(parent), left)
+		return nil
+	}
+	msg := deletionBlockedMessage(holding)
+	klog.FromContext(ctx).V(2).Info("A child being deleted holds up the deletion of the others", "child", klog.KObj(holding), "kind", holding.GetKind(), "since", since)
+	_, changed, err := f.reporter.updateStatus(ctx, parent, nil, []render.Condition{
+		{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonDeletionBlocked, Message: msg}})
+	if changed {
+		f.deps.Recorder.Eventf(parent, holding, "Warning", contract.ReasonDeletionBlocked, "Delete", "%s", msg)
+	}
+	return err
+}
+
+// deletionBlockedMessage says which child holds up a deletion, since when, and what holds it.
+func deletionBlockedMessage(holding *unstructured.Unstructured) string {
+	msg := fmt.Sprintf("the deletion waits for %s %s, being deleted since %s (longer than %s): the children it waits for are deleted once it is gone",
+		holding.GetKind(), klog.KObj(holding), holding.GetDeletionTimestamp().UTC().Format(time.RFC3339), DeletionDeadline)
+	if fin := holding.GetFinalizers(); len(fin) > 0 {
+		msg += "; its finalizers: " + strings.Join(fin, ", ")
+	}
+	return msg
 }

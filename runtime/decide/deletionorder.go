@@ -40,23 +40,6 @@ func Removals(objs, going []*unstructured.Unstructured, versions ...*policy.Comp
 	return steps
 }
 
-// Holding returns the child of objs that holds back the deletion of the others: one being
-// deleted that some other of objs waits for (Removals). Of several, the one deleted first (the
-// oldest deletionTimestamp); nil when none.
-func Holding(objs []*unstructured.Unstructured, versions ...*policy.Compiled) *unstructured.Unstructured {
-	var out *unstructured.Unstructured
-	for _, s := range Removals(objs, nil, versions...) {
-		b := s.Blocker
-		if b == nil || b.GetDeletionTimestamp() == nil {
-			continue
-		}
-		if out == nil || b.GetDeletionTimestamp().Before(out.GetDeletionTimestamp()) {
-			out = b
-		}
-	}
-	return out
-}
-
 // Ordered reports whether the children of c have an order: some child waits for another.
 func Ordered(c *policy.Compiled) bool {
 	for i := range c.Children {
