@@ -253,17 +253,28 @@ func (w *Writer) Get(ctx context.Context, gvr schema.GroupVersionResource, names
 // docs/contract.md says so.
 const DeletePropagation = metav1.DeletePropagationBackground
 
+// DeleteOption changes how Delete deletes an object.
+type DeleteOption func(*metav1.DeleteOptions)
+
+// Foreground deletes an object in the foreground: it stays, being deleted, until the garbage
+// collector has deleted what it owns (a Job's Pods), so that it is gone only once they are.
+func Foreground(o *metav1.DeleteOptions) {
+	p := metav1.DeletePropagationForeground
+	o.PropagationPolicy = &p
+}
+
 // Delete deletes an object if it is still the one observed (UID precondition), with
-// DeletePropagation. An object already gone is not an error.
-func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) error {
+// DeletePropagation unless an option says otherwise. An object already gone is not an error.
+func (w *Writer) Delete(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, opts ...DeleteOption) error {
 	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
 	defer cancel()
 	uid := obj.GetUID()
 	propagation := DeletePropagation
-	err := w.resource(gvr, obj.GetNamespace()).Delete(ctx, obj.GetName(), metav1.DeleteOptions{
-		Preconditions:     &metav1.Preconditions{UID: &uid},
-		PropagationPolicy: &propagation,
-	})
+	o := metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}, PropagationPolicy: &propagation}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	err := w.resource(gvr, obj.GetNamespace()).Delete(ctx, obj.GetName(), o)
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) { // gone, or already replaced
 		return nil
 	}

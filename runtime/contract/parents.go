@@ -7,7 +7,8 @@ const (
 	// Orphan ones), comma-separated: the children metacel wrote for it (render.ChildRecord).
 	AnnotationChildren = "metacel.dev/children"
 	// Finalizer is set on parents with children that cannot be owned (cross-namespace or
-	// cluster-scoped), so that they are removed when the parent is deleted.
+	// cluster-scoped), so that they are removed when the parent is deleted, and on parents whose
+	// children have an order, so that they are deleted in the reverse of it.
 	Finalizer = "metacel.dev/cleanup"
 )
 
@@ -39,6 +40,10 @@ const (
 	ReasonNoChildIncluded = "NoChildIncluded"
 	// ReasonParentNotReady: Ready is False, the policy's spec.readyWhen is not true.
 	ReasonParentNotReady = "ParentNotReady"
+	// ReasonDeletionBlocked: Ready is False, the parent is being deleted and a child being
+	// deleted for longer than the deletion deadline holds up the deletion of the others (they
+	// go in the reverse of the order they are applied in); the message names it and since when.
+	ReasonDeletionBlocked = "DeletionBlocked"
 )
 
 // The reasons of a failed sync: Synced and Ready are both False with the reason (Ready's message

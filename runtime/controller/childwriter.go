@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
@@ -68,6 +69,9 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Delete, decide.Release:
 		w.deletes++
 		return cw.remove(ctx, parent, s)
+	case decide.Wait: // deleted by the sync that the deletion of the one it waits for causes
+		klog.FromContext(ctx).V(3).Info("Child waits to be deleted", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "waitsFor", klog.KObj(s.Blocker))
+		return nil
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
@@ -364,12 +368,16 @@ func (cw *childWriter) remove(ctx context.Context, parent *unstructured.Unstruct
 	if s.Action == decide.Release {
 		dp = policy.DeletionOrphan
 	}
-	return cw.removeChild(ctx, parent, res.GVR, dp, s.Observed)
+	var opts []apply.DeleteOption
+	if s.Foreground {
+		opts = append(opts, apply.Foreground)
+	}
+	return cw.removeChild(ctx, parent, res.GVR, dp, s.Observed, opts...)
 }
 
 // removeChild deletes a child, or releases it (metacel's labels and ownerReference removed) when
-// its entry's deletionPolicy is Orphan. parent, when known, gets the event.
-func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured) error {
+// its entry's deletionPolicy is Orphan, else deleted with opts. parent, when known, gets the event.
+func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Unstructured, gvr schema.GroupVersionResource, dp policy.DeletionPolicy, obs *unstructured.Unstructured, opts ...apply.DeleteOption) error {
 	if dp == policy.DeletionOrphan {
 		annotations := []string{contract.AnnotationDeletionPolicy}
 		if err := cw.deps.Writer.Release(ctx, gvr, obs, contract.ChildLabels, annotations, types.UID(obs.GetLabels()[contract.LabelParentUID])); err != nil {
@@ -378,7 +386,7 @@ func (cw *childWriter) removeChild(ctx context.Context, parent *unstructured.Uns
 		cw.childEvent(parent, obs, "Orphaned", "Release", "Released %s %s (deletionPolicy: Orphan)")
 		return nil
 	}
-	if err := cw.deps.Writer.Delete(ctx, gvr, obs); err != nil {
+	if err := cw.deps.Writer.Delete(ctx, gvr, obs, opts...); err != nil {
 		return applyError("delete", obs, err)
 	}
 	cw.childEvent(parent, obs, "Deleted", "Delete", "Deleted %s %s, no longer desired")

@@ -23,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
@@ -112,7 +113,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		access: c.access, writer: writer, drain: c.drain, requeueAfter: c.queue.AddAfter,
 		reporter: &reporter{policy: p, deps: &c.deps, states: &c.states}}
 	c.syncer.previous.Store(opts.Replaces)
-	c.cleanup = &cleanup{policy: p, previous: c.syncer.previous.Load, deps: &c.deps, writer: writer,
+	c.cleanup = &cleanup{policy: p, previous: c.syncer.previous.Load, deps: &c.deps, writer: writer, reporter: c.syncer.reporter, ordered: decide.Ordered(p),
 		children: func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured {
 			return observedChildren(ctx, c.caches.cachedChildren(uid))
 		},

@@ -20,9 +20,11 @@
 //   - childWriter (childwriter.go): carries out decide's steps against the API server, with the
 //     guards around them (refused writes, fights, recent creates, Recreates under way, the pace
 //     of bookkeeping patches): creating, updating, recreating or removing one child reads there;
-//   - cleanup (finalize.go, leftwithfinalizer.go, droppedresources.go): the cleanup finalizer,
-//     the record of unowned children, parents that left the labelSelector, children of dropped
-//     resources;
+//   - cleanup (finalize.go, leftwithfinalizer.go, droppedresources.go): the
+//     cleanup finalizer, the record of unowned children, the deletion of a deleted parent's
+//     children in the reverse of the order they are applied in (decide.Removals; the deadline
+//     past which the parent says which child holds it up, DeletionBlocked), parents that left the
+//     labelSelector, children of dropped resources;
 //   - reporter (status.go): the parent's status, conditions and failure events;
 //   - relatedWatch (related.go): the related objects' and namespaces' informers, and which parent
 //     read which object;

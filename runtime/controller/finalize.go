@@ -2,10 +2,13 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -20,9 +23,10 @@ import (
 
 // cleanup removes what a policy's children leave behind that no sync would see again. It holds
 // the cleanup finalizer (contract.Finalizer) on a parent with children that garbage collection does
-// not remove with it (cross-namespace, cluster-scoped and Orphan ones), keeps the parent's record
-// of those children, and, when the parent is deleted, deletes or releases them and lets the
-// parent go (finalize.go); it lets go of parents that left the policy's labelSelector
+// not remove with it (cross-namespace, cluster-scoped and Orphan ones), or whose children have an
+// order (decide.Ordered: garbage collection would delete them in none), keeps the parent's record
+// of those children, and, when the parent is deleted, deletes or releases them, in the reverse of
+// the order they are applied in, and lets the parent go (finalize.go); it lets go of parents that left the policy's labelSelector
 // (leftwithfinalizer.go); it removes the children of resources the policy no longer lists
 // (droppedresources.go). What it removes is read from the API server's objects, the parent's
 // record and the ledger, never only remembered.
@@ -33,6 +37,9 @@ type cleanup struct {
 	previous func() *policy.Compiled
 	deps     *Deps
 	writer   *childWriter
+	reporter *reporter
+	// ordered: the policy's children have an order (decide.Ordered), computed once
+	ordered bool
 	// children returns the parent's children the caches hold, by child id
 	children func(ctx context.Context, uid types.UID) map[string][]*unstructured.Unstructured
 	// namespaceLabels gives the labels of a namespace, for the policy's consent labels
@@ -51,12 +58,13 @@ type cleanup struct {
 }
 
 // ensureFinalizer makes sure a parent with children it does not own (cross-namespace or
-// cluster-scoped ones, to delete; Orphan ones, to release) carries the cleanup finalizer before
-// they are created, and drops it once it has none left. Its children are those of kids, the
+// cluster-scoped ones, to delete; Orphan ones, to release), or with children that have an order
+// (to delete them in reverse), carries the cleanup finalizer before they are created, and drops
+// it once it has none left. Its children are those of kids, the
 // render's sort of what the sync observed; the objects it found foreign that carry the parent's
 // labels (out of its reach, or not in its record) are reported, and make no finalizer.
 func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unstructured, out *render.Output, kids *render.ObservedChildren) error {
-	need := false
+	need := f.ordered && (len(out.Children) > 0 || len(kids.ByID) > 0 || len(kids.Undesired) > 0)
 	for _, ch := range out.Children {
 		need = need || !ch.Owned
 	}
@@ -98,18 +106,27 @@ func (f *cleanup) recordChildren(ctx context.Context, parent *unstructured.Unstr
 }
 
 // finalize cleans up a deleted parent's children that garbage collection cannot reach (those
-// without an ownerReference), then removes the finalizer. Their deletions re-sync the parent,
-// so it is finalized once they are gone.
+// without an ownerReference), and, when its children have an order, all of them, in the reverse
+// of that order (decide.Removals), then removes the finalizer. Their deletions re-sync the
+// parent, so it is finalized once they are gone; while a child being deleted holds the others up,
+// it is synced again at the deletion deadline, past which its status says so (holdUp).
 func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructured) error {
 	if !slices.Contains(parent.GetFinalizers(), contract.Finalizer) {
 		return nil
 	}
 	kin := f.kinshipOf(ctx, parent)
-	if remaining, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID()))); err != nil || remaining > 0 {
-		return err
+	remaining, holding, err := f.cleanUp(ctx, kin, parent, allObjects(f.children(ctx, parent.GetUID())))
+	if err == nil && remaining == 0 {
+		// a child the cache had not seen yet: it is being deleted, and re-syncs the parent
+		remaining, holding, err = f.childrenLive(ctx, parent, kin)
 	}
-	if left, err := f.unownedChildrenLive(ctx, parent, kin); err != nil || left > 0 {
-		return err // a child the cache had not seen yet: it is being deleted, and re-syncs the parent
+	switch {
+	case err != nil:
+		return err
+	case holding != nil:
+		return f.holdUp(ctx, parent, holding)
+	case remaining > 0:
+		return nil
 	}
 	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
@@ -144,49 +161,104 @@ func (f *cleanup) ignoreForeign(ctx context.Context, parent, obj *unstructured.U
 // kinshipOf returns what decides which of a parent's labelled objects its finalizer cleans up,
 // built once per finalize: the kinship its render judges (render.NewKinship: the namespaces its
 // children may be in, its record of the children it wrote), asked only of the objects garbage
-// collection does not remove with it (ExceptCollected).
+// collection does not remove with it (ExceptCollected), unless the finalizer deletes all its
+// children in order (deletesInOrder).
 func (f *cleanup) kinshipOf(ctx context.Context, parent *unstructured.Unstructured) *render.Kinship {
 	kin := render.NewKinship(ctx, f.policy, render.Input{
 		Parent: parent, Mapper: f.deps.Mapper, Namespaces: f.namespaceLabels, ReservedNamespace: f.deps.ReservedNamespace, CheckRecord: true,
 	})
-	kin.ExceptCollected = true
+	kin.ExceptCollected = !f.deletesInOrder(parent)
 	return kin
 }
 
-// unownedChildrenLive asks the API server, not the cache, for the parent's children without an
-// ownerReference, deletes them, and returns how many there were: the finalizer goes only when
-// none is left, even one created just before the parent's deletion and not cached yet.
-func (f *cleanup) unownedChildrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (int, error) {
-	left := 0
+// deletesInOrder reports whether the finalizer deletes all of a deleted parent's children, owned
+// ones too, in the reverse of the order they are applied in: when they have an order
+// (decide.Ordered), unless the parent was deleted with propagationPolicy Orphan (its children
+// are to stay).
+func (f *cleanup) deletesInOrder(parent *unstructured.Unstructured) bool {
+	return f.ordered && !slices.Contains(parent.GetFinalizers(), metav1.FinalizerOrphanDependents)
+}
+
+// childrenLive asks the API server, not the cache, for the parent's children the finalizer
+// cleans up and removes them (cleanUp): the finalizer goes only when none is left, even one
+// created just before the parent's deletion and not cached yet.
+func (f *cleanup) childrenLive(ctx context.Context, parent *unstructured.Unstructured, kin *render.Kinship) (remaining int, holding *unstructured.Unstructured, err error) {
+	var all []*unstructured.Unstructured
 	for gvr := range f.policy.ChildResources {
 		items, err := clusterread.ListChildren(ctx, f.deps.Writer.Client(), gvr, f.policy.Name(), parent.GetUID())
 		if err != nil {
-			return 0, applyError("list the children of", parent, err)
+			return 0, nil, applyError("list the children of", parent, err)
 		}
-		n, err := f.cleanUp(ctx, kin, parent, items)
-		if err != nil {
-			return 0, err
-		}
-		left += n
+		all = append(all, items...)
 	}
-	return left, nil
+	return f.cleanUp(ctx, kin, parent, all)
 }
 
-// cleanUp deletes or releases (decide.Removal) those of objs, objects that carry a deleted
-// parent's labels, that its finalizer cleans up (cleansUp), and returns how many there are: those
-// already going are waited for, not removed again.
-func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (int, error) {
-	n := 0
+// cleanUp deletes or releases those of objs, objects that carry a deleted parent's labels, that
+// its finalizer cleans up (cleansUp), in the reverse of the order they are applied in
+// (decide.Removals: one that another waits for is left until that one is gone). It returns how
+// many there are (those already going are waited for, not removed again), and the child being
+// deleted that holds up the deletion of others (of several, the one deleted first), or nil.
+func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unstructured.Unstructured, objs []*unstructured.Unstructured) (remaining int, holding *unstructured.Unstructured, err error) {
+	var children []*unstructured.Unstructured
 	for _, obj := range objs {
-		if !f.cleansUp(ctx, kin, parent, obj) {
-			continue
-		}
-		n++
-		if obj.GetDeletionTimestamp() == nil {
-			if err := f.writer.remove(ctx, parent, decide.Removal(obj, f.policy, f.previous())); err != nil {
-				return 0, err
-			}
+		if f.cleansUp(ctx, kin, parent, obj) {
+			children = append(children, obj)
 		}
 	}
-	return n, nil
+	for _, s := range decide.Removals(children, nil, f.policy, f.previous()) {
+		if s.Action == decide.Wait { // deleted once the one it waits for is gone: its deletion re-syncs the parent
+			holding = firstDeleted(holding, s.Blocker)
+			continue
+		}
+		if err := f.writer.remove(ctx, parent, s); err != nil {
+			return 0, nil, err
+		}
+	}
+	return len(children), holding, nil
+}
+
+// firstDeleted is, of a child that holds up others so far (nil: none) and the blocker of one more
+// that waits, the one being deleted since first; a blocker not being deleted yet holds up nothing.
+func firstDeleted(holding, blocker *unstructured.Unstructured) *unstructured.Unstructured {
+	at := blocker.GetDeletionTimestamp()
+	if at == nil || holding != nil && !at.Before(holding.GetDeletionTimestamp()) {
+		return holding
+	}
+	return blocker
+}
+
+// DeletionDeadline is how long a child of a deleted parent may be deleting while it holds up
+// the deletion of the others (children go in the reverse of the order they are applied in)
+// before the parent's Ready condition says so (DeletionBlocked).
+const DeletionDeadline = 5 * time.Minute
+
+// holdUp handles a deleted parent whose child holding, being deleted, holds up the deletion of
+// others: its deletion re-syncs the parent; until then, the parent is synced again at the
+// deadline, and, past it, its Ready condition names that child and since when. Nothing is
+// remembered: each sync reads the children again.
+func (f *cleanup) holdUp(ctx context.Context, parent, holding *unstructured.Unstructured) error {
+	since := holding.GetDeletionTimestamp().Time
+	if left := DeletionDeadline - f.deps.Clock.Since(since); left > 0 {
+		f.requeueAfter(parentKey(parent), left)
+		return nil
+	}
+	msg := deletionBlockedMessage(holding)
+	klog.FromContext(ctx).V(2).Info("A child being deleted holds up the deletion of the others", "child", klog.KObj(holding), "kind", holding.GetKind(), "since", since)
+	_, changed, err := f.reporter.updateStatus(ctx, parent, nil, []render.Condition{
+		{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonDeletionBlocked, Message: msg}})
+	if changed {
+		f.deps.Recorder.Eventf(parent, holding, "Warning", contract.ReasonDeletionBlocked, "Delete", "%s", msg)
+	}
+	return err
+}
+
+// deletionBlockedMessage says which child holds up a deletion, since when, and what holds it.
+func deletionBlockedMessage(holding *unstructured.Unstructured) string {
+	msg := fmt.Sprintf("the deletion waits for %s %s, being deleted since %s (longer than %s): the children it waits for are deleted once it is gone",
+		holding.GetKind(), klog.KObj(holding), holding.GetDeletionTimestamp().UTC().Format(time.RFC3339), DeletionDeadline)
+	if fin := holding.GetFinalizers(); len(fin) > 0 {
+		msg += "; its finalizers: " + strings.Join(fin, ", ")
+	}
+	return msg
 }

@@ -2,6 +2,8 @@ package decide
 
 import (
 	"errors"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -29,6 +31,11 @@ const (
 	Delete Action = "delete"
 	// Release: a child no longer desired, with deletionPolicy Orphan, is released.
 	Release Action = "release"
+	// Wait: a child no longer desired (or a deleted parent's) is not deleted yet: a child going
+	// away too waits for it (reads it, or names it in dependsOn), so it is deleted once that one
+	// is gone (Step.Blocker), by the sync its deletion causes: children go in the reverse of the
+	// order they are applied in (Removals).
+	Wait Action = "wait"
 	// Refuse: a desired child that differs in a field its kind does not let change (a
 	// Deployment's spec.selector, a RoleBinding's roleRef, a CRD field with the rule
 	// self == oldSelf), to be applied in place: the API server would refuse the update as
@@ -56,6 +63,12 @@ type Step struct {
 	Why string
 	// Bookkeeping is the patch of an UpdateBookkeeping step; nil otherwise.
 	Bookkeeping *Bookkeeping
+	// Blocker is, for a Wait step, the child going away that waits for Observed; nil otherwise.
+	Blocker *unstructured.Unstructured
+	// Foreground: a Delete step deletes in the foreground (the object is gone only once what it
+	// owns is: a Job's Pods, a Deployment's ReplicaSets and Pods), for a child that waits for
+	// others (its After), which wait for it until it is gone.
+	Foreground bool
 }
 
 // Writes decides what a sync writes: the steps in the order the sync takes them (see the
@@ -77,12 +90,21 @@ func Writes(out *render.Output, kids *render.ObservedChildren, versions ...*poli
 			steps = append(steps, s)
 		}
 	}
-	for _, obs := range kids.Undesired {
-		if s, ok := undesiredStep(obs, versions); ok {
-			steps = append(steps, s)
+	return append(steps, Removals(kids.Undesired, beingDeleted(kids.ByID), versions...)...)
+}
+
+// beingDeleted are the desired children observed being deleted: going away, they hold back the
+// deletion of the undesired children they wait for.
+func beingDeleted(byID map[string][]*unstructured.Unstructured) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, id := range slices.Sorted(maps.Keys(byID)) {
+		for _, o := range byID[id] {
+			if o.GetDeletionTimestamp() != nil {
+				out = append(out, o)
+			}
 		}
 	}
-	return steps
+	return out
 }
 
 // StepFor is what a sync does with a desired child observed as obs (nil: missing); false when
@@ -128,15 +150,6 @@ func Refusal(steps []Step) error {
 		}
 	}
 	return nil
-}
-
-// undesiredStep is what a sync does with a child no longer desired; false when nothing (it is
-// already going).
-func undesiredStep(obs *unstructured.Unstructured, versions []*policy.Compiled) (Step, bool) {
-	if obs.GetDeletionTimestamp() != nil {
-		return Step{}, false
-	}
-	return Removal(obs, versions...), true
 }
 
 // Removal is the step that removes a child: released when its deletion policy (what it records,

@@ -14,7 +14,11 @@
 // API server would, when an in-place update changes a field its kind does not let change: the
 // built-in kinds' known immutable fields, a CRD field with the rule self == oldSelf), then the
 // children no longer desired (deleted, or
-// released by their deletion policy). AfterWrites renders the status again with the children as the
+// released by their deletion policy), in the reverse of the order children are applied in
+// (Removals): one that a child going away too reads, or names in its dependsOn, waits (Wait)
+// until that child is gone, and the sync its deletion causes deletes the next; the runtime
+// deletes a deleted parent's children in the same order (Ordered says whether a policy's
+// children have one). AfterWrites renders the status again with the children as the
 // writes left them (the runtime: as the API server returned them; offline: as Written says the
 // API server would), so a child just created or changed counts at once.
 package decide

@@ -62,7 +62,7 @@ func changesOf(steps []decide.Step) []Change {
 	var changes []Change
 	for _, st := range steps {
 		switch st.Action {
-		case decide.Recreate, decide.Delete, decide.Release, decide.Conflict, decide.UpdateBookkeeping:
+		case decide.Recreate, decide.Delete, decide.Release, decide.Wait, decide.Conflict, decide.UpdateBookkeeping:
 			changes = append(changes, Change{Action: st.Action, Object: st.Observed, Why: st.Why})
 		}
 	}

@@ -13,7 +13,10 @@
 //
 // Which children a parent should have, whether each is ready and what a sync would write are the
 // runtime's own decision (package preview, with the children and related objects read here), so
-// the tree cannot disagree with the runtime. The last errors are the parent's Warning events
+// the tree cannot disagree with the runtime. For a parent being deleted, each child's next step
+// is what the runtime's finalizer does (decide.Removals: deleted in the reverse of the order
+// children are applied in, or waiting for the one that reads it), and a child being deleted that
+// others wait for names them (Child.HoldsUp): the one that holds up the deletion. The last errors are the parent's Warning events
 // about each child, which the runtime records (events.k8s.io: regarding the parent, related the
 // child).
 package tree

@@ -102,8 +102,12 @@ type Child struct {
 	Ready    bool `json:"ready"`
 	// NotReady says why it is not ready: missing, or the readyWhen that is not true yet.
 	NotReady string `json:"notReady,omitempty"`
-	// Next is what the next sync would do to it ("" when it is up to date), and why.
+	// Next is what the next sync would do to it ("" when it is up to date), and why; for a
+	// parent being deleted, what its finalizer does (children go in the reverse of the order
+	// they are applied in).
 	Next string `json:"next,omitempty"`
+	// HoldsUp names the children whose deletion waits for this one, being deleted, to be gone.
+	HoldsUp []string `json:"holdsUp,omitempty"`
 	// LastError is the last Warning event about it on the parent: its reason and note.
 	LastError string `json:"lastError,omitempty"`
 	// Tree is the child's own tree, when it is the parent of a running policy and the depth
@@ -164,6 +168,14 @@ func buildOne(ctx context.Context, in Input) (*Tree, []*unstructured.Unstructure
 		for _, h := range res.Output.Held {
 			t.Waiting = append(t.Waiting, Waiting{ID: h.ID, Why: h.Why})
 		}
+		steps := res.Steps
+		if in.Parent.GetDeletionTimestamp() != nil {
+			steps = decide.Removals(observed, nil, in.Policy) // what the finalizer does, not a sync
+			for i := range t.Children {
+				t.Children[i].Next = removalStep(steps, held[i])
+			}
+		}
+		markHoldUps(t.Children, held, steps)
 	}
 	addLastErrors(ctx, in, t.Children)
 	return t, held, nil
@@ -225,6 +237,36 @@ func childrenOf(res *preview.Result) (out []Child, held []*unstructured.Unstruct
 		out, held = append(out, child), append(held, obs)
 	}
 	return out, held
+}
+
+// removalStep says what a deleted parent's finalizer does to a child observed as obs, and why;
+// "" when nothing (missing, or already being deleted).
+func removalStep(steps []decide.Step, obs *unstructured.Unstructured) string {
+	for _, s := range steps {
+		if obs != nil && s.Observed.GetUID() == obs.GetUID() {
+			return string(s.Action) + ": " + s.Why
+		}
+	}
+	return ""
+}
+
+// markHoldUps names, on each child being deleted, the children whose deletion waits for it
+// (decide.Wait steps), and says so in what the next sync does (nothing but wait for it).
+func markHoldUps(children []Child, observed []*unstructured.Unstructured, steps []decide.Step) {
+	for i, obs := range observed {
+		if obs == nil || obs.GetDeletionTimestamp() == nil {
+			continue
+		}
+		for _, s := range steps {
+			if s.Action == decide.Wait && s.Blocker.GetUID() == obs.GetUID() {
+				children[i].HoldsUp = append(children[i].HoldsUp, objectOf(s.Observed).String())
+			}
+		}
+		if len(children[i].HoldsUp) > 0 && children[i].Next == "" {
+			children[i].Next = fmt.Sprintf("wait: being deleted since %s; the deletion of %s waits until it is gone",
+				obs.GetDeletionTimestamp().UTC().Format(time.RFC3339), strings.Join(children[i].HoldsUp, ", "))
+		}
+	}
 }
 
 // nextStep says what the next sync would do to a desired child, and why; "" when nothing.
