@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,8 @@ import (
 // compose operators. No child has a readyWhen. While the Apps' Pods cannot be scheduled (a color
 // no node has), no Deployment has a replica available, so no App, Team or Platform is Ready; once
 // they can, the Platform is Ready, and then every Deployment has its replica available. metacel
-// tree shows the three levels.
+// tree shows the three levels. Deleting the Platform deletes each Deployment before the Secret it
+// reads, and leaves no object.
 func TestANestedPlatformIsReadyOnlyWhenItsDeploymentsAre(t *testing.T) {
 	dir := filepath.Join("testdata", "policies", "platform")
 	const group = "platform.e2e.metacel.dev"
@@ -38,7 +40,7 @@ func TestANestedPlatformIsReadyOnlyWhenItsDeploymentsAre(t *testing.T) {
 	}
 	policyNS, ns := newNamespace(t, "platform-policies"), newNamespace(t, "platform")
 	grantPolicies(t, policyNS, dir)
-	startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
+	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS})
 	for _, name := range []string{"platform", "team", "app"} {
 		applyConfigMap(t, installPolicyConfigMap("policy-"+name, policyNS, readFile(t, filepath.Join(dir, name+".yaml"))))
 	}
@@ -108,6 +110,34 @@ func TestANestedPlatformIsReadyOnlyWhenItsDeploymentsAre(t *testing.T) {
 		"App " + ns + "/p-a-web (child app, policy app", "Deployment " + ns + "/p-a-web (child web)", "Secret " + ns + "/p-a-web-token (child token)"} {
 		if !strings.Contains(string(out), want) {
 			t.Errorf("metacel tree --depth 2 does not show %q:\n%s", want, out)
+		}
+	}
+
+	before := len(rt.sentSoFar())
+	if err := cluster.dynamic.Resource(platforms).Namespace(ns).Delete(t.Context(), "p", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, platforms, ns, "p", 2*wait)
+	for _, name := range deployments {
+		waitGone(t, deploymentsGVR, ns, name, 2*wait)
+		waitGone(t, secretsGVR, ns, name+"-token", wait)
+		waitGone(t, apps, ns, name, wait)
+	}
+	waitGone(t, teams, ns, "p-a", wait)
+	waitGone(t, teams, ns, "p-b", wait)
+	deleted := map[string]int{} // path -> position among the deletes sent
+	n := 0
+	for _, r := range rt.sentSoFar()[before:] {
+		if r.method == http.MethodDelete {
+			deleted[r.path] = n
+			n++
+		}
+	}
+	for _, name := range deployments {
+		d, okD := deleted["/apis/apps/v1/namespaces/"+ns+"/deployments/"+name]
+		s, okS := deleted["/api/v1/namespaces/"+ns+"/secrets/"+name+"-token"]
+		if !okD || !okS || d > s {
+			t.Errorf("App %s: the Deployment's delete at %d (sent %v), its Secret's at %d (sent %v): want the Deployment first", name, d, okD, s, okS)
 		}
 	}
 }
