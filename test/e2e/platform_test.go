@@ -99,6 +99,11 @@ func TestANestedPlatformIsReadyOnlyWhenItsDeploymentsAre(t *testing.T) {
 		if n, _, _ := unstructured.NestedInt64(d.Object, "status", "availableReplicas"); n < 1 {
 			t.Errorf("the Platform is Ready, but Deployment %s has %d replicas available", name, n)
 		}
+		// the App's policy syncs it, for the App: never the outer policies, for their parents
+		app := mustGet(t, apps, ns, name)
+		if labels := d.GetLabels(); labels["metacel.dev/policy-name"] != "app" || labels["metacel.dev/parent-uid"] != string(app.GetUID()) {
+			t.Errorf("Deployment %s is labelled %v: want policy app and its App's UID %s", name, labels, app.GetUID())
+		}
 	}
 
 	out, err := exec.CommandContext(t.Context(), buildMetacel(t), "tree", "platform/p", "-n", ns, "--depth", "2",
