@@ -6,24 +6,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // app reads db's name, listed first: db is created, then app, in one sync.
-const wavesPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: waves}
-spec:
-  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
-    - id: app
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: app}, data: {db: "${children.db.metadata.name}"}}
-    - id: db
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: db}}
-`
+var wavesPolicy = testpolicies.YAML("app-reads-db", testpolicies.Fills{"NAME": "waves"})
 
 // A child that reads another child that the sync has just created is created in the same sync,
 // after it: the sync renders again with what its writes returned.
