@@ -146,6 +146,15 @@ type written struct {
 	objects []*unstructured.Unstructured
 }
 
+// add adds the writes of another wave of the same sync.
+func (w *written) add(o written) {
+	w.deferred = max(w.deferred, o.deferred)
+	w.writes += o.writes
+	w.deletes += o.deletes
+	w.recreating = append(w.recreating, o.recreating...)
+	w.objects = append(w.objects, o.objects...)
+}
+
 // waitFor records a child whose Recreate waits for the old one to go.
 func (w *written) waitFor(child *render.Child) {
 	w.recreating = append(w.recreating, render.Identity(child.Object))

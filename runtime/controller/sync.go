@@ -168,18 +168,12 @@ func (s *parentSync) readInputs(ctx context.Context) (err error) {
 // then the undesired ones pruned), the status. It says what its writes left.
 func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 	y, key, parent := s.y, s.key, s.parent
-	start := y.deps.Clock.Now()
 	in := render.Input{Parent: parent, Related: s.related, Mapper: y.deps.Mapper, Namespaces: y.related.namespaceLabels, Budget: s.budget,
 		ReservedNamespace: y.deps.ReservedNamespace, CheckRecord: true}
-	out, kids, err := render.RenderObserved(ctx, y.policy, in, allObjects(s.observed))
-	y.deps.Metrics.observeRender(y.policy.Name(), y.deps.Clock.Since(start).Seconds())
-	if err != nil {
-		return left{}, y.reporter.fail(ctx, parent, err)
-	}
-	if err := y.cleanup.ensureFinalizer(ctx, parent, out, kids); err != nil {
+	out, kids, w, last, err := s.renderAndWrite(ctx, in)
+	if out == nil {
 		return left{}, err
 	}
-	w, err := y.writer.write(ctx, parent, decide.Writes(out, kids, y.policy, y.previous.Load()))
 	y.states.recordRecreating(key, w.recreating, err == nil)
 	y.drain.wake()
 	if rerr := y.cleanup.recordChildren(ctx, parent, kids, w.objects); err == nil {
@@ -196,9 +190,74 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 	if w.deferred > 0 {
 		y.requeueAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
-	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, w.objects)
+	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, last)
 	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites, held: len(out.Held) > 0}, err
+}
+
+// renderAndWrite renders the parent and writes what differs, in waves: while a child entry waits
+// for a child the last wave created or changed (render.Output.Held), it renders again with the
+// children as the writes left them and writes what follows, in the same sync (a Deployment that
+// reads its Secret's name, created right after the Secret). A wave that deleted, waits for a
+// Recreate, wrote nothing or failed ends it, and so does the depth of the policy's order. It
+// returns the last render, the writes of every wave together and those of the last wave alone;
+// out is nil when the render failed (err is then the failure reported).
+func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *render.Output, kids *render.ObservedChildren, all written, last []*unstructured.Unstructured, err error) {
+	y, parent := s.y, s.parent
+	objs := allObjects(s.observed)
+	for wave := 0; ; wave++ {
+		start := y.deps.Clock.Now()
+		o, k, err := render.RenderObserved(ctx, y.policy, in, objs)
+		y.deps.Metrics.observeRender(y.policy.Name(), y.deps.Clock.Since(start).Seconds())
+		if err != nil {
+			if wave == 0 {
+				return nil, nil, all, nil, y.reporter.fail(ctx, parent, err)
+			}
+			return out, kids, all, last, nil // the last wave's writes stand; the next sync renders again
+		}
+		if err := y.cleanup.ensureFinalizer(ctx, parent, o, k); err != nil {
+			return nil, nil, all, nil, err
+		}
+		out, kids = o, k
+		w, err := y.writer.write(ctx, parent, decide.Writes(o, k, y.policy, y.previous.Load()))
+		all.add(w)
+		last = w.objects
+		if err != nil || len(o.Held) == 0 || w.writes == 0 || w.deletes > 0 || len(w.recreating) > 0 ||
+			wave >= len(y.policy.Children) || !allOwnedBy(parent, w.objects) {
+			return out, kids, all, last, err
+		}
+		objs = objectsAfter(objs, w.objects)
+	}
+}
+
+// allOwnedBy reports whether every object carries the parent's controller reference: a child
+// without one (cross-namespace, cluster-scoped, Orphan) is known as the parent's by the record the
+// sync writes after its writes, so a render before that would not take it as a child.
+func allOwnedBy(parent *unstructured.Unstructured, objs []*unstructured.Unstructured) bool {
+	for _, o := range objs {
+		ref := metav1.GetControllerOfNoCopy(o)
+		if ref == nil || ref.UID != parent.GetUID() {
+			return false
+		}
+	}
+	return true
+}
+
+// objectsAfter is objs with each object written in place of the one of its identity, or added.
+func objectsAfter(objs, written []*unstructured.Unstructured) []*unstructured.Unstructured {
+	at := make(map[string]int, len(objs))
+	out := slices.Clone(objs)
+	for i, o := range out {
+		at[render.Identity(o)] = i
+	}
+	for _, o := range written {
+		if i, ok := at[render.Identity(o)]; ok {
+			out[i] = o
+		} else {
+			out = append(out, o)
+		}
+	}
+	return out
 }
 
 // left is what a sync's writes left: the children written, as the API server returned them, and

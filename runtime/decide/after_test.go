@@ -8,22 +8,11 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/render"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 // app reads the name of db: the first sync creates db alone and holds app.
-const heldPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: held}
-spec:
-  parentResource: {apiVersion: example.com/v1, resource: widgets}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
-    - id: app
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: app}, data: {db: "${children.db.metadata.name}"}}
-    - id: db
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: db}}
-`
+var heldPolicy = testpolicies.YAML("app-reads-db", testpolicies.Fills{"NAME": "held"})
 
 // The render after a sync's writes sees the child it created, but the entry that waited for it
 // still waits: the sync wrote none of its children, so the status must not count them applied,
