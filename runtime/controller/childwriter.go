@@ -71,6 +71,7 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 		return cw.remove(ctx, parent, s)
 	case decide.Wait: // deleted by the sync that the deletion of the one it waits for causes
 		klog.FromContext(ctx).V(3).Info("Child waits to be deleted", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind(), "waitsFor", klog.KObj(s.Blocker))
+		w.holding = firstDeleted(w.holding, s.Blocker)
 		return nil
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
@@ -144,6 +145,9 @@ type written struct {
 	recreating []string
 	// objects are the children created or updated, as the API server returned them
 	objects []*unstructured.Unstructured
+	// holding is the child being deleted that holds up the deletion of others (of several, the
+	// one deleted first; firstDeleted), or nil
+	holding *unstructured.Unstructured
 }
 
 // add adds the writes of another wave of the same sync.
@@ -153,6 +157,9 @@ func (w *written) add(o written) {
 	w.deletes += o.deletes
 	w.recreating = append(w.recreating, o.recreating...)
 	w.objects = append(w.objects, o.objects...)
+	if o.holding != nil {
+		w.holding = firstDeleted(w.holding, o.holding)
+	}
 }
 
 // waitFor records a child whose Recreate waits for the old one to go.

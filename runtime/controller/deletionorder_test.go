@@ -9,6 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // orderedPolicy makes two Secrets: app reads children.db, so it is applied after db, and
@@ -182,6 +184,85 @@ func TestOfSeveralChildrenHoldingUpADeletionTheOneDeletedFirstIsNamed(t *testing
 		t.Run(tt.name, func(t *testing.T) {
 			if got := firstDeleted(tt.holding, tt.blocker); got != tt.want {
 				t.Errorf("firstDeleted = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// switchedOff's children are both left out while the Widget's color is not "on": app, which reads
+// db, goes first.
+const switchedOff = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: app
+      includeWhen: "parent.spec.color == 'on'"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: w-app}, data: {db: "${children.db.metadata.name}"}}
+    - id: db
+      includeWhen: "parent.spec.color == 'on'"
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: w-db}}
+`
+
+// Children no longer desired of a parent that stays: while the one that goes first is being
+// deleted, the other waits; past the deadline the parent's Ready condition names the one that
+// holds it up, as a deleted parent's does.
+func TestAChildNoLongerDesiredThatHoldsUpAnotherIsNamedPastTheDeadline(t *testing.T) {
+	tests := []struct {
+		name       string
+		since      time.Duration // how long app has been deleting
+		wantReason string        // of the Ready condition written
+	}{
+		{"before the deadline the parent is synced again at it", time.Minute, contract.ReasonNoChildIncluded},
+		{"past the deadline the parent says which child holds it up", DeletionDeadline + time.Minute, contract.ReasonDeletionBlocked},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, switchedOff, widgetCRD)
+			var requeued []time.Duration
+			h.c.syncer.requeueAfter = func(_ string, d time.Duration) { requeued = append(requeued, d) }
+			w := objectFrom(t, `{apiVersion: e2e.metacel.dev/v1, kind: Widget, metadata: {name: w, namespace: ns, uid: w-1, generation: 1, finalizers: [metacel.dev/cleanup]}, spec: {color: off}}`)
+			h.store(t, widgetsGVR, w)
+			h.cacheParent(t, w)
+			sent := statusWrites(h, nil)
+			since := time.Now().Add(-tc.since).UTC().Format(time.RFC3339)
+			for id, deleting := range map[string]string{"app": since, "db": ""} {
+				c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`,
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
+				if deleting != "" {
+					c.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
+					c.SetFinalizers([]string{"example.com/slow"})
+				}
+				h.store(t, configmapsGVR, c)
+				h.cacheChild(t, c)
+			}
+			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+				t.Fatal(err)
+			}
+			if len(h.deletes()) != 0 {
+				t.Errorf("deleted %v, want nothing: db waits for app, which is going", h.deletes())
+			}
+			if len(*sent) != 1 {
+				t.Fatalf("status writes %v, want one", *sent)
+			}
+			var ready map[string]any
+			for _, c := range (*sent)[0]["conditions"].([]any) {
+				if m := c.(map[string]any); m["type"] == "Ready" {
+					ready = m
+				}
+			}
+			if ready["reason"] != tc.wantReason {
+				t.Errorf("Ready %v, want reason %s", ready, tc.wantReason)
+			}
+			if tc.wantReason == contract.ReasonDeletionBlocked && !strings.Contains(ready["message"].(string), "ConfigMap ns/w-app") {
+				t.Errorf("Ready message %q does not name the ConfigMap that holds the deletion up", ready["message"])
+			}
+			if want := DeletionDeadline - tc.since; tc.wantReason != contract.ReasonDeletionBlocked && (len(requeued) != 1 || requeued[0] > want || requeued[0] < want-time.Minute) {
+				t.Errorf("requeued after %v, want once, at the deadline (%v)", requeued, want)
 			}
 		})
 	}

@@ -228,9 +228,9 @@ func firstDeleted(holding, blocker *unstructured.Unstructured) *unstructured.Uns
 	return blocker
 }
 
-// DeletionDeadline is how long a child of a deleted parent may be deleting while it holds up
-// the deletion of the others (children go in the reverse of the order they are applied in)
-// before the parent's Ready condition says so (DeletionBlocked).
+// DeletionDeadline is how long a child may be deleting while it holds up the deletion of others
+// (children go in the reverse of the order they are applied in), those of a deleted parent or
+// those no longer desired, before the parent's Ready condition says so (DeletionBlocked).
 const DeletionDeadline = 5 * time.Minute
 
 // holdUp handles a deleted parent whose child holding, being deleted, holds up the deletion of

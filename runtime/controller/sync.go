@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"metacel.dev/metacel/runtime/compact"
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
@@ -191,8 +192,28 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 		y.requeueAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
 	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, last)
-	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, out.Conditions())
+	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, s.heldUp(out.Conditions(), w.holding))
 	return left{written: w, parent: status, statusBeforeWrites: !sawWrites, held: len(out.Held) > 0}, err
+}
+
+// heldUp is the conditions of a sync whose deletions of children no longer desired wait for a
+// child being deleted (holding; nil: none): past DeletionDeadline, Ready says DeletionBlocked,
+// naming it, as a deleted parent's does (cleanup.holdUp); before, the parent is synced again at
+// the deadline. Its deletion re-syncs the parent anyway.
+func (s *parentSync) heldUp(conds []render.Condition, holding *unstructured.Unstructured) []render.Condition {
+	if holding == nil {
+		return conds
+	}
+	if left := DeletionDeadline - s.y.deps.Clock.Since(holding.GetDeletionTimestamp().Time); left > 0 {
+		s.y.requeueAfter(s.key, left)
+		return conds
+	}
+	for i := range conds {
+		if conds[i].Type == contract.ConditionReady {
+			conds[i] = render.Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonDeletionBlocked, Message: deletionBlockedMessage(holding)}
+		}
+	}
+	return conds
 }
 
 // renderAndWrite renders the parent and writes what differs, in waves: while a child entry waits
