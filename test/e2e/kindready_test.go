@@ -30,8 +30,10 @@ func TestAChildIsReadyWhenItsKindSaysSo(t *testing.T) {
 
 	waitFor(t, widgetsGVR, ns, "runs", 2*wait, hasCondition("Ready", "True", "ChildrenReady", "2 children ready"))
 	job := waitFor(t, jobsGVR, ns, "runs-once", wait, nil)
-	if c := condition(job, "Complete"); c == nil || c["status"] != "True" {
-		t.Errorf("the parent is Ready but its Job has not completed: conditions %v", job.Object["status"])
+	// the job controller sets SuccessCriteriaMet once the Job has succeeded, and Complete once its
+	// Pods have terminated too: either says the Job has done its work
+	if c, m := condition(job, "Complete"), condition(job, "SuccessCriteriaMet"); (c == nil || c["status"] != "True") && (m == nil || m["status"] != "True") {
+		t.Errorf("the parent is Ready but its Job has not succeeded: status %v", job.Object["status"])
 	}
 	app := waitFor(t, deploymentsGVR, ns, "runs-app", wait, nil)
 	if n, _, _ := unstructured.NestedInt64(app.Object, "status", "availableReplicas"); n != 1 {
