@@ -147,7 +147,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 		return false, err
 	}
 	if owner, why := in.owner(claimants, existing); owner != "" && owner != name {
-		return false, fmt.Errorf("the CRD %q is policy %q's, %s: one parent resource has one policy; remove parentSchema.install from one of them", crd.Name, owner, why)
+		return false, fmt.Errorf("the CRD %q belongs to policy %q, %s: one parent resource has one policy; remove parentSchema.install from one of them", crd.Name, owner, why)
 	}
 	decision := crdinstall.Decide(existing, desired, in.runs)
 	switch decision.Action {
