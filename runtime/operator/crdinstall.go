@@ -27,7 +27,8 @@ import (
 // (spec.parentSchema.install), as package crdinstall decides: it reads as the runtime and writes
 // as the policy. It is a type of its own, apart from the policy set, because installing a CRD is
 // a conversation with the API server about one document (the CRD there, the parents it stores,
-// the identity that may write it) that knows nothing of the set but which policies run; the set
+// the identity that may write it) that knows nothing of the set but which policies run and which
+// install the same CRD (crdClaims: of those, one may write it, crdInstaller.owner); the set
 // decides what a unit does with the result (policySet.installParentCRDsOf) and when to try again
 // (policySet.retryInstalls).
 type crdInstaller struct {
