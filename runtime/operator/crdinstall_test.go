@@ -132,3 +132,24 @@ func TestOnePolicyOfTwinsInstallsTheCRD(t *testing.T) {
 		})
 	}
 }
+
+// A restart with the twins in two sources: the source that lists first holds only the twin, but
+// nothing loads until the other has listed too, so the twin never gets the CRD.
+func TestARestartDecidesFromEverySource(t *testing.T) {
+	s, applied := installSet(t, installedCRD(t, cachePolicy("cache")))
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "twin.yaml", Data: []byte(cachePolicy("cache-twin"))}}}, 2)
+	if len(s.units) != 0 {
+		t.Errorf("%d units loaded before every source listed, want none", len(s.units))
+	}
+	s.update(source.Snapshot{Source: "configmaps", Units: []source.Unit{{Name: "cache.yaml", Data: []byte(cachePolicy("cache"))}}}, 2)
+	if got := applied(); len(got) != 0 {
+		t.Errorf("CRDs applied for %q, want none", got)
+	}
+	st := s.units["twin.yaml"]
+	if st == nil {
+		t.Fatal("the twin's unit was not loaded")
+	}
+	if !st.failed || !strings.Contains(st.reported, `belongs to policy "cache"`) {
+		t.Errorf("the twin: failed %v, reported %q; want it refused, naming cache", st.failed, st.reported)
+	}
+}

@@ -195,9 +195,14 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 	return s
 }
 
-// update takes a source's new snapshot and reconciles.
-func (s *policySet) update(snap source.Snapshot) {
+// update takes a source's new snapshot and reconciles, once each of the sources (how many there
+// are) has given its first: which policy runs and which installs a CRD that several install are
+// decided from all the policies there are, never from those of the source that listed first.
+func (s *policySet) update(snap source.Snapshot, sources int) {
 	s.snapshots[snap.Source] = snap.Units
+	if len(s.snapshots) < sources {
+		return
+	}
 	s.reconcile(nil, nil)
 }
 
