@@ -176,9 +176,9 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 
 // owner says which of the claimants of a CRD (the policies that install it, in load order) may
 // write it, and why: the one that runs; else the one the CRD's installed-by label names; else the
-// first loaded; none when there are no claimants. Every claimant comes to the same answer from what the API server holds, before
-// any of them writes: a restart, where none runs yet, leaves the CRD to the policy that installed
-// it, and the others never apply it.
+// first loaded; none when there are no claimants. Every claimant comes to the same answer from
+// what the API server holds, before any of them writes: a restart, where none runs yet, leaves
+// the CRD to the policy that installed it, and the others never apply it.
 func (in *crdInstaller) owner(claimants []string, existing *unstructured.Unstructured) (owner, why string) {
 	if len(claimants) == 0 {
 		return "", ""
