@@ -6,8 +6,10 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -43,7 +45,15 @@ func TestATwinNeverGetsTheCRDOverARestart(t *testing.T) {
 		}
 		return nil
 	}
-	twinRefused := inState(policystatus.Invalid, `the CRD "`+crdName+`" belongs to policy "cache"`)
+	twinRefused := func(cm *corev1.ConfigMap) error {
+		if err := inState(policystatus.Invalid, "one parent resource has one policy")(cm); err != nil {
+			return err
+		}
+		if last := cm.Annotations[contract.AnnotationPolicyLastError]; !strings.Contains(last, `policy "cache"`) {
+			return fmt.Errorf("last error %q does not name policy cache", last)
+		}
+		return nil
+	}
 	serves := func(name string) {
 		t.Helper()
 		createWhenServed(t, caches, &unstructured.Unstructured{Object: map[string]any{
