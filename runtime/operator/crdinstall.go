@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,8 @@ import (
 // (spec.parentSchema.install), as package crdinstall decides: it reads as the runtime and writes
 // as the policy. It is a type of its own, apart from the policy set, because installing a CRD is
 // a conversation with the API server about one document (the CRD there, the parents it stores,
-// the identity that may write it) that knows nothing of the set but which policies run; the set
+// the identity that may write it) that knows nothing of the set but which policies run and which
+// install the same CRD (crdClaims: of those, one may write it, crdInstaller.owner); the set
 // decides what a unit does with the result (policySet.installParentCRDsOf) and when to try again
 // (policySet.retryInstalls).
 type crdInstaller struct {
@@ -59,43 +61,83 @@ type installResult struct {
 	err     error
 }
 
-// installParentCRDs makes the CRDs of the unit's installing policies what their parentSchema
-// declares; a nil installer installs none. Documents that do not parse or validate are left to
-// compile, which reports them.
-func (in *crdInstaller) installParentCRDs(ctx context.Context, u source.Unit) installResult {
-	if in == nil || u.Problem != "" {
-		return installResult{}
+// parentCRD is the CRD a policy installs (spec.parentSchema.install).
+type parentCRD struct {
+	doc *policy.Document
+	crd *apiextensionsv1.CustomResourceDefinition
+}
+
+// parentCRDsOf returns the CRDs the unit's policies install. Documents that do not parse or
+// validate install none: they are left to compile, which reports them.
+func parentCRDsOf(u source.Unit) []parentCRD {
+	if u.Problem != "" {
+		return nil
 	}
 	docs, err := policy.Parse(u.Name, u.Data)
 	if err != nil {
-		return installResult{}
+		return nil
 	}
-	var out installResult
-	var errs []error
+	var out []parentCRD
 	for _, doc := range docs {
 		ps := doc.Policy.Spec.ParentSchema
 		if ps == nil || !ps.Install || policy.Validate(doc) != nil {
 			continue
 		}
-		crd, err := policy.ParentCRD(doc)
-		if err != nil {
-			continue
+		if crd, err := policy.ParentCRD(doc); err == nil {
+			out = append(out, parentCRD{doc: doc, crd: crd})
 		}
-		wrote, err := in.installParentCRD(ctx, doc, crd)
+	}
+	return out
+}
+
+// crdClaims are, by CRD name, the policies of the sources that install it, in the runtime's load
+// order: of those, one may write it (crdInstaller.owner). They are gathered from every unit the
+// sources hold, on first use, so that a policy loading now knows of those that load after it.
+type crdClaims struct {
+	units  []source.Unit // in load order
+	byName map[string][]string
+}
+
+// of names the policies that install the CRD.
+func (c *crdClaims) of(crd string) []string {
+	if c == nil {
+		return nil
+	}
+	if c.byName == nil {
+		c.byName = map[string][]string{}
+		for _, u := range c.units {
+			for _, p := range parentCRDsOf(u) {
+				c.byName[p.crd.Name] = append(c.byName[p.crd.Name], p.doc.Policy.Metadata.Name)
+			}
+		}
+	}
+	return c.byName[crd]
+}
+
+// installParentCRDs makes the CRDs of the unit's installing policies what their parentSchema
+// declares, each CRD by the one policy of claims that may write it; a nil installer installs none.
+func (in *crdInstaller) installParentCRDs(ctx context.Context, u source.Unit, claims *crdClaims) installResult {
+	if in == nil {
+		return installResult{}
+	}
+	var out installResult
+	var errs []error
+	for _, p := range parentCRDsOf(u) {
+		wrote, err := in.installParentCRD(ctx, p.doc, p.crd, claims.of(p.crd.Name))
 		if err != nil {
-			errs = append(errs, fmt.Errorf("policy %q: spec.parentSchema.install: %w", doc.Policy.Metadata.Name, err))
+			errs = append(errs, fmt.Errorf("policy %q: spec.parentSchema.install: %w", p.doc.Policy.Metadata.Name, err))
 		}
 		if wrote {
-			out.written = append(out.written, crd.Name)
+			out.written = append(out.written, p.crd.Name)
 		}
 	}
 	out.err = errors.Join(errs...)
 	return out
 }
 
-// installParentCRD creates or updates one policy's CRD when crdinstall says so; it reports whether
-// it wrote it.
-func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (bool, error) {
+// installParentCRD creates or updates one policy's CRD when the policy owns it among claimants
+// (the policies that install it) and crdinstall says so; it reports whether it wrote it.
+func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition, claimants []string) (bool, error) {
 	name := doc.Policy.Metadata.Name
 	desired, err := crdinstall.Desired(crd, name)
 	if err != nil {
@@ -104,6 +146,9 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	existing, err := in.observedCRD(ctx, crd.Name)
 	if err != nil {
 		return false, err
+	}
+	if owner, why := in.owner(claimants, existing); owner != "" && owner != name {
+		return false, fmt.Errorf("the CRD %q belongs to policy %q, %s: one parent resource has one policy; remove parentSchema.install from one of them", crd.Name, owner, why)
 	}
 	decision := crdinstall.Decide(existing, desired, in.runs)
 	switch decision.Action {
@@ -127,6 +172,28 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	}
 	klog.FromContext(ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
 	return true, nil
+}
+
+// owner says which of the claimants of a CRD (the policies that install it, in load order) may
+// write it, and why: the one that runs; else the one the CRD's installed-by label names; else the
+// first loaded; none when there are no claimants. Every claimant comes to the same answer from
+// what the API server holds, before any of them writes: a restart, where none runs yet, leaves
+// the CRD to the policy that installed it, and the others never apply it.
+func (in *crdInstaller) owner(claimants []string, existing *unstructured.Unstructured) (owner, why string) {
+	if len(claimants) == 0 {
+		return "", ""
+	}
+	for _, c := range claimants {
+		if in.runs(c) {
+			return c, "which runs"
+		}
+	}
+	if existing != nil {
+		if by := existing.GetLabels()[contract.LabelInstalledBy]; slices.Contains(claimants, by) {
+			return by, "which installed it (its label " + contract.LabelInstalledBy + ")"
+		}
+	}
+	return claimants[0], "which was loaded first"
 }
 
 // observedCRD reads a CRD from the API server; nil when there is none.

@@ -20,7 +20,9 @@
 // (rolloutDriver, rollout.go) moves the shares step by step, or back, as package rollout decides
 // from the moved parents' health; the rollout record in the API server lets a restarted runtime go
 // on where it was. A policy that installs its parent's CRD (spec.parentSchema.install) has it
-// installed by the CRD installer (crdInstaller, crdinstall.go) before it compiles. Every second the
+// installed by the CRD installer (crdInstaller, crdinstall.go) before it compiles; of the policies
+// that install one CRD, one writes it, decided from the CRD's installed-by label and the load
+// order before any writes, so that a restart hands it to no other. Every second the
 // policy set tells package policystatus each policy's state, which the leader writes as labels of
 // the policy's ConfigMap (status.go). When the runtime stops, each controller's memory of its
 // converged parents is saved as a memo (package memo), and a controller starting recalls it: a

@@ -48,7 +48,7 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 				s := handOverSet(t, unsyncable)
 				var all []*running
 				for _, data := range tc.versions {
-					s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: data}}})
+					s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: data}}}, 1)
 					r := s.running["a"]
 					all = append(all, r)
 					if !strings.Contains(string(data), "resource: "+unsyncable) {

@@ -244,7 +244,7 @@ func (r *reconciler) run(ctx context.Context) error {
 		case err := <-r.errs:
 			return err
 		case snap := <-snapshots:
-			set.update(snap)
+			set.update(snap, sources)
 			seen[snap.Source] = true
 		case <-crds.signal:
 			set.crdsChanged(crds.take())

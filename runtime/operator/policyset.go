@@ -195,9 +195,14 @@ func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), worke
 	return s
 }
 
-// update takes a source's new snapshot and reconciles.
-func (s *policySet) update(snap source.Snapshot) {
+// update takes a source's new snapshot and reconciles, once each of the sources (how many there
+// are) has given its first: which policy runs and which installs a CRD that several install are
+// decided from all the policies there are, never from those of the source that listed first.
+func (s *policySet) update(snap source.Snapshot, sources int) {
 	s.snapshots[snap.Source] = snap.Units
+	if len(s.snapshots) < sources {
+		return
+	}
 	s.reconcile(nil, nil)
 }
 
@@ -265,9 +270,11 @@ func (s *policySet) warmInformers() (release func()) {
 }
 
 // loadUnits compiles every new or changed unit, and those retry picks, off to the side; a unit
-// that fails keeps its last good policies, and the failure is reported.
+// that fails keeps its last good policies, and the failure is reported. Which policy installs a
+// CRD that several install is settled among all the units the sources hold, before any loads.
 func (s *policySet) loadUnits(retry func(*unitState) bool) {
 	present := map[string]bool{}
+	var changed []*unitState
 	for _, units := range s.snapshots {
 		for _, u := range units {
 			present[u.Name] = true
@@ -280,7 +287,7 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 				continue
 			}
 			st.unit, st.hash = u, u.Hash()
-			s.load(st)
+			changed = append(changed, st)
 		}
 	}
 	for name := range s.units {
@@ -288,10 +295,37 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 			delete(s.units, name)
 		}
 	}
+	claims := &crdClaims{}
+	for _, st := range inLoadOrder(s.units) {
+		claims.units = append(claims.units, st.unit)
+	}
+	for _, st := range changed {
+		s.load(st, claims)
+	}
 }
 
-func (s *policySet) load(st *unitState) {
-	if s.installParentCRDsOf(st) {
+// inLoadOrder sorts units in the order they first loaded, those that never did last, by name:
+// the earlier wins a conflict.
+func inLoadOrder(units map[string]*unitState) []*unitState {
+	out := make([]*unitState, 0, len(units))
+	for _, st := range units {
+		out = append(out, st)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if (a.loaded == 0) != (b.loaded == 0) {
+			return b.loaded == 0
+		}
+		if a.loaded != b.loaded {
+			return a.loaded < b.loaded
+		}
+		return a.unit.Name < b.unit.Name
+	})
+	return out
+}
+
+func (s *policySet) load(st *unitState, claims *crdClaims) {
+	if s.installParentCRDsOf(st, claims) {
 		return
 	}
 	compiled, err := s.compile(st.unit)
@@ -334,9 +368,10 @@ func (s *policySet) load(st *unitState) {
 // the unit is not to compile now: a CRD could not be installed (the unit failed, and is loaded
 // again later), or the unit's new version waits for the CRD just written to be served as written
 // while its last good version keeps running. A unit whose running version's CRD was written
-// anew (it was deleted) compiles, and waits as any policy whose resources are not served.
-func (s *policySet) installParentCRDsOf(st *unitState) bool {
-	res := s.installer.installParentCRDs(s.ctx, st.unit)
+// anew (it was deleted) compiles, and waits as any policy whose resources are not served. Of the
+// policies that install one CRD, claims says which may.
+func (s *policySet) installParentCRDsOf(st *unitState, claims *crdClaims) bool {
+	res := s.installer.installParentCRDs(s.ctx, st.unit, claims)
 	if res.err != nil {
 		st.failed, st.crds = true, crdsNamed(st.unit)
 		st.installFailures++
@@ -457,16 +492,7 @@ type desiredPolicy struct {
 // resolveConflicts picks the policies to run: two policies with one name, or claiming one parent
 // resource, cannot both run; the one loaded first wins and the other is reported.
 func (s *policySet) resolveConflicts() map[string]desiredPolicy {
-	units := make([]*unitState, 0, len(s.units))
-	for _, st := range s.units {
-		units = append(units, st)
-	}
-	sort.Slice(units, func(i, j int) bool {
-		if units[i].loaded != units[j].loaded {
-			return units[i].loaded < units[j].loaded
-		}
-		return units[i].unit.Name < units[j].unit.Name
-	})
+	units := inLoadOrder(s.units)
 	desired := map[string]desiredPolicy{}
 	parents := map[schema.GroupVersionResource]desiredPolicy{}
 	for _, st := range units {

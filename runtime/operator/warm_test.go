@@ -50,7 +50,7 @@ func TestTheInformersOfAChangedUnitStartBeforeItCompiles(t *testing.T) {
 				Mapper: mapper, Pool: pool, Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
 			}
 			s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
-			s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "p.yaml", Data: []byte(tc.unit)}}})
+			s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "p.yaml", Data: []byte(tc.unit)}}}, 1)
 			if got := mapper.mostStarted(); got != tc.want {
 				t.Errorf("%d informers started when the unit compiled, want %d", got, tc.want)
 			}
