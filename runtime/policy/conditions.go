@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"regexp"
 	"strings"
 	"unicode"
@@ -80,12 +81,10 @@ func CheckConditionReason(r string) string {
 	case len(r) > 1024:
 		return "a condition's reason is at most 1024 characters"
 	case !conditionReason.MatchString(r):
-		return "reason " + quote(r) + " is not one CamelCase word (letters, digits, _ , :, starting with a letter), as the API server requires: write, say, " + quote(camel(r))
+		return fmt.Sprintf("reason %q is not one CamelCase word (letters, digits, _ , :, starting with a letter), as the API server requires: write, say, %q", r, camel(r))
 	}
 	return ""
 }
-
-func quote(s string) string { return `"` + s + `"` }
 
 // camel suggests a reason for r: its words, capitalised, joined, starting with a letter.
 func camel(r string) string {

@@ -350,9 +350,9 @@ func (r *run) judgeReadiness(children []Child) error {
 		obs, ok := observed[Identity(child.Object)]
 		switch {
 		case !ok:
-			child.Ready, child.NotReadyBecause = false, "missing"
+			child.Ready, child.NotReadyBecause = false, notReadyMissing
 		case obs.GetDeletionTimestamp() != nil: // being recreated, say: not ready, whatever readyWhen says
-			child.Ready, child.NotReadyBecause = false, "being deleted"
+			child.Ready, child.NotReadyBecause = false, notReadyDeleting
 		default:
 			if err := r.judge(child, obs); err != nil {
 				return err
@@ -361,6 +361,12 @@ func (r *run) judgeReadiness(children []Child) error {
 	}
 	return nil
 }
+
+// Why a child that does not exist, or is being deleted, is not ready (Child.NotReadyBecause).
+const (
+	notReadyMissing  = "missing"
+	notReadyDeleting = "being deleted"
+)
 
 // judge sets the readiness of a child that exists: its readyWhen's verdict, or its kind's.
 func (r *run) judge(child *Child, observed *unstructured.Unstructured) error {

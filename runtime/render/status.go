@@ -106,7 +106,7 @@ func (r *run) judgeEachChild(out *Output) error {
 func notReadyName(child *Child) string {
 	name := childName(child.Object)
 	if child.entry != nil && child.entry.ReadyWhen == nil && child.NotReadyBecause != "" &&
-		child.NotReadyBecause != "missing" && child.NotReadyBecause != "being deleted" {
+		child.NotReadyBecause != notReadyMissing && child.NotReadyBecause != notReadyDeleting {
 		return name + " (" + child.NotReadyBecause + ")"
 	}
 	return name
