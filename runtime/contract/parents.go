@@ -90,3 +90,9 @@ const (
 	// metacel did not write it for the parent, and leaves it alone.
 	ReasonChildNotRecorded = "ChildNotRecorded"
 )
+
+// AnnotationKeptPrefix starts the annotation that a parent converted from another version keeps
+// that version's fields in, when the version it is converted to cannot hold them
+// (parentSchema.versions[].toHub.keep, fromHub.keep): metacel.dev/kept-<version>, a JSON object of
+// the fields by path. Converting the parent back to that version puts them back.
+const AnnotationKeptPrefix = "metacel.dev/kept-"

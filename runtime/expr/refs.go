@@ -2,6 +2,7 @@ package expr
 
 import (
 	"maps"
+	"strings"
 
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/ast"
@@ -21,6 +22,11 @@ type Refs struct {
 	Variables map[string]bool
 	// AllVariables: variables is read otherwise than by selecting a name.
 	AllVariables bool
+	// Parent are the paths of the parent's fields read by name (spec.size: parent.spec.size);
+	// a path covers the fields below it. WholeParent: the parent is read otherwise (passed whole,
+	// indexed by a computed key).
+	Parent      map[string]bool
+	WholeParent bool
 }
 
 // Add adds o's references to r.
@@ -33,6 +39,35 @@ func (r *Refs) Add(o Refs) {
 		r.readVariable(name)
 	}
 	r.AllVariables = r.AllVariables || o.AllVariables
+	for path := range o.Parent {
+		r.readParent(path)
+	}
+	r.WholeParent = r.WholeParent || o.WholeParent
+}
+
+func (r *Refs) readParent(path string) {
+	if r.Parent == nil {
+		r.Parent = map[string]bool{}
+	}
+	r.Parent[path] = true
+}
+
+// ReadsParentField reports whether the expressions may read the parent's field at path (e.g.
+// spec.replicas): they read it, a field above it, or the parent whole.
+func (r Refs) ReadsParentField(path string) bool {
+	if r.WholeParent {
+		return true
+	}
+	for p := path; ; {
+		if r.Parent[p] {
+			return true
+		}
+		cut := strings.LastIndexByte(p, '.')
+		if cut < 0 {
+			return false
+		}
+		p = p[:cut]
+	}
 }
 
 func (r *Refs) readChild(id string, status bool) {
@@ -88,7 +123,8 @@ func addNodeRefs(out *Refs, n tnode) {
 }
 
 func (r Refs) clone() Refs {
-	return Refs{Children: maps.Clone(r.Children), AllChildren: r.AllChildren, Variables: maps.Clone(r.Variables), AllVariables: r.AllVariables}
+	return Refs{Children: maps.Clone(r.Children), AllChildren: r.AllChildren, Variables: maps.Clone(r.Variables), AllVariables: r.AllVariables,
+		Parent: maps.Clone(r.Parent), WholeParent: r.WholeParent}
 }
 
 // refsOf finds what a checked expression names of children and variables.
@@ -110,7 +146,30 @@ func refsOf(checked *cel.Ast) Refs {
 		}
 		out.readVariable(name)
 	}
+	for _, e := range uses(checked, "parent") {
+		path := selectedPath(e)
+		if path == "" {
+			out.WholeParent = true
+			continue
+		}
+		out.readParent(path)
+	}
 	return out
+}
+
+// selectedPath returns the path of field names that selects from a use of a variable
+// (parent.spec.size: spec.size), as far as fields are selected by name; "" when none is.
+func selectedPath(e ast.NavigableExpr) string {
+	var names []string
+	for {
+		name, member, ok := namedMember(e)
+		if !ok {
+			break
+		}
+		names = append(names, name)
+		e = member
+	}
+	return strings.Join(names, ".")
 }
 
 // namedMember returns the name a use of a map variable selects (v.name, v.?name, v['name'],

@@ -7,7 +7,7 @@ import (
 	"github.com/google/cel-go/cel"
 )
 
-func TestAnExpressionSaysWhichChildrenAndVariablesItReads(t *testing.T) {
+func TestAnExpressionSaysWhichChildrenVariablesAndParentFieldsItReads(t *testing.T) {
 	env, err := NewEnv(Scope{Variables: []Var{{Name: "prefix", Type: cel.StringType}}, Children: map[string]ObjectID{"db": {}, "cache": {}, "pods": {List: true}}})
 	if err != nil {
 		t.Fatal(err)
@@ -24,7 +24,9 @@ func TestAnExpressionSaysWhichChildrenAndVariablesItReads(t *testing.T) {
 		{"a list of children iterated: as a whole", "children.pods.all(p, p.status.phase == 'Running')", Refs{Children: map[string]bool{"pods": true}}},
 		{"children whole", "[children].size() > 0", Refs{AllChildren: true}},
 		{"a variable", "variables.prefix + '-x'", Refs{Variables: map[string]bool{"prefix": true}}},
-		{"nothing of either", "parent.metadata.name", Refs{}},
+		{"a parent's field", "parent.metadata.name", Refs{Parent: map[string]bool{"metadata.name": true}}},
+		{"a parent's field optionally, and by a literal key", "parent.?spec.size.orValue('') + parent.spec['image']", Refs{Parent: map[string]bool{"spec.size": true, "spec.image": true}}},
+		{"the parent whole", "[parent].size()", Refs{WholeParent: true}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -36,5 +38,17 @@ func TestAnExpressionSaysWhichChildrenAndVariablesItReads(t *testing.T) {
 				t.Errorf("Refs() = %+v, want %+v", got, tc.want)
 			}
 		})
+	}
+}
+
+func TestAParentFieldIsReadWhenItOrAFieldAboveItIs(t *testing.T) {
+	refs := Refs{Parent: map[string]bool{"spec.template": true, "spec.size": true}}
+	for path, want := range map[string]bool{"spec.template.image": true, "spec.size": true, "spec": false, "spec.sizes": false, "status.x": false} {
+		if got := refs.ReadsParentField(path); got != want {
+			t.Errorf("ReadsParentField(%q) = %v, want %v", path, got, want)
+		}
+	}
+	if !(Refs{WholeParent: true}).ReadsParentField("spec.anything") {
+		t.Error("a parent read whole reads every field")
 	}
 }

@@ -1,6 +1,7 @@
 package parentcrd
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -116,7 +117,35 @@ type Declaration struct {
 	// PrinterColumns are the columns kubectl get shows before Synced, Ready and Age; a column
 	// without a type takes it from the field its jsonPath names.
 	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
+	// Versions are the parent's other versions, beside APIVersion's (which the fields above
+	// declare); a CRD with more than one version converts with the runtime's webhook.
+	Versions []Version
+	// StorageVersion is the version the API server stores parents at: APIVersion's when empty.
+	StorageVersion string
 }
+
+// Version is one of a parent's other versions.
+type Version struct {
+	// Name is the version, e.g. v1alpha1.
+	Name string
+	// Path is the policy's field path that declares it, e.g. spec.parentSchema.versions[0].
+	Path string
+	// Served says whether the API server serves it; Deprecated has it warn with
+	// DeprecationWarning (its own when empty).
+	Served, Deprecated bool
+	DeprecationWarning string
+	// Spec, Status, Rules and PrinterColumns are the version's, as Declaration's.
+	Spec, Status   map[string]any
+	Rules          []apiextensionsv1.ValidationRule
+	PrinterColumns []apiextensionsv1.CustomResourceColumnDefinition
+}
+
+// WebhookPath is the path of the runtime's conversion webhook.
+const WebhookPath = "/convert"
+
+// DefaultWebhookService is the Service of the runtime's conversion webhook in a CRD that `metacel
+// crd` prints (deploy/ and the Helm chart's); the runtime writes its own when it installs the CRD.
+var DefaultWebhookService = apiextensionsv1.ServiceReference{Namespace: "metacel-system", Name: "metacel-webhook", Path: utilptr.To(WebhookPath), Port: utilptr.To[int32](443)}
 
 // Error is a mistake in a declaration, at the policy's field path that declares it (e.g.
 // spec.parentSchema.spec.replicas.default), for the loader to place at its line.
@@ -138,33 +167,90 @@ type Error struct {
 // mistake is returned, in the order found. The declaration is of a policy that passed
 // validation: an apiVersion that does not parse is the validator's to report.
 func Build(d Declaration) (*apiextensionsv1.CustomResourceDefinition, []Error) {
-	b := &schemaBuilder{policyPaths: map[string]string{}, kind: d.Names.Kind}
+	b := &schemaBuilder{policyPaths: map[string]string{}, kind: d.Names.Kind, base: parentSchemaPath}
 	gv := b.groupVersion(d.APIVersion)
 	names := b.names(d.Names)
 	scope := b.scope(d.Scope)
-	root := b.rootSchema(d)
-	columns := b.columns(d.PrinterColumns, root)
-	if len(b.errs) == 0 {
-		b.checkWithAPIServer(root)
+	hub := Version{Name: gv.Version, Path: parentSchemaPath, Served: true, Spec: d.Spec, Status: d.Status, Rules: d.Rules, PrinterColumns: d.PrinterColumns}
+	versions := append([]Version{hub}, d.Versions...)
+	storage := cmp.Or(d.StorageVersion, gv.Version)
+	b.checkVersions(versions, storage)
+	var out []apiextensionsv1.CustomResourceDefinitionVersion
+	for _, v := range versions {
+		out = append(out, b.version(d.Description, v, storage))
 	}
 	if len(b.errs) > 0 {
 		return nil, b.errs
 	}
-	return &apiextensionsv1.CustomResourceDefinition{
+	crd := &apiextensionsv1.CustomResourceDefinition{
 		TypeMeta:   metav1.TypeMeta{APIVersion: apiextensionsv1.SchemeGroupVersion.String(), Kind: "CustomResourceDefinition"},
 		ObjectMeta: metav1.ObjectMeta{Name: names.Plural + "." + gv.Group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: gv.Group,
-			Names: names,
-			Scope: scope,
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
-				Name: gv.Version, Served: true, Storage: true,
-				Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: root},
-				Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
-				AdditionalPrinterColumns: columns,
-			}},
+			Group: gv.Group, Names: names, Scope: scope, Versions: out,
 		},
-	}, nil
+	}
+	if len(out) > 1 {
+		crd.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{
+				ConversionReviewVersions: []string{"v1"},
+				ClientConfig:             &apiextensionsv1.WebhookClientConfig{Service: DefaultWebhookService.DeepCopy()},
+			},
+		}
+	}
+	return crd, nil
+}
+
+// version returns one version of the CRD: its schema, checked as the API server checks it, the
+// status subresource, and its printer columns.
+func (b *schemaBuilder) version(description string, v Version, storage string) apiextensionsv1.CustomResourceDefinitionVersion {
+	vb := &schemaBuilder{policyPaths: map[string]string{}, kind: b.kind, base: v.Path}
+	root := vb.rootSchema(description, v)
+	columns := vb.columns(v.PrinterColumns, root)
+	if len(vb.errs) == 0 {
+		vb.checkWithAPIServer(root)
+	}
+	b.errs = append(b.errs, vb.errs...)
+	out := apiextensionsv1.CustomResourceDefinitionVersion{
+		Name: v.Name, Served: v.Served, Storage: v.Name == storage, Deprecated: v.Deprecated,
+		Schema:                   &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: root},
+		Subresources:             &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		AdditionalPrinterColumns: columns,
+	}
+	if v.Deprecated && v.DeprecationWarning != "" {
+		out.DeprecationWarning = utilptr.To(v.DeprecationWarning)
+	}
+	return out
+}
+
+// checkVersions checks the versions' names, that the policy's version (the first) is served, and
+// that the storage version is one of them.
+func (b *schemaBuilder) checkVersions(versions []Version, storage string) {
+	seen := map[string]bool{}
+	var names []string
+	for i, v := range versions {
+		names = append(names, v.Name)
+		switch {
+		case i == 0:
+		case v.Name == "":
+			b.errorf(v.Path+".name", "a version needs a name, e.g. name: v1alpha1")
+		case seen[v.Name]:
+			b.errorf(v.Path+".name", "the version %q is declared twice (spec.parentResource.apiVersion names the policy's version): give each version one entry", v.Name)
+		case len(validation.IsDNS1035Label(v.Name)) > 0:
+			b.errorf(v.Path+".name", "the version %q of a custom resource must be a DNS label starting with a letter, e.g. v1alpha1", v.Name)
+		case v.DeprecationWarning != "" && !v.Deprecated:
+			b.errorf(v.Path+".deprecationWarning", "is given but the version is not deprecated: add deprecated: true, or remove the warning")
+		}
+		seen[v.Name] = true
+	}
+	if !seen[storage] {
+		b.errorf(parentSchemaPath+".storageVersion", "%q is not a version of the parent: one of %s", storage, strings.Join(names, ", "))
+	}
+	for _, v := range versions {
+		if v.Name == storage && !v.Served {
+			b.errorf(v.Path+".served", "the storage version %q must be served", storage)
+		}
+	}
 }
 
 // FieldTypes returns the types a declared field may have, for the policy format's JSON Schema.
@@ -182,6 +268,8 @@ type schemaBuilder struct {
 	policyPaths map[string]string
 	// kind is the parent's kind, for the messages of the rules metacel writes.
 	kind string
+	// base is the policy's field path that declares the version being built
+	base string
 }
 
 // errorf records a mistake, once: the rules immutable stands for may be refused for the same
@@ -264,26 +352,26 @@ func (b *schemaBuilder) scope(s apiextensionsv1.ResourceScope) apiextensionsv1.R
 	return s
 }
 
-// rootSchema returns the schema of the parent's objects.
-func (b *schemaBuilder) rootSchema(d Declaration) *apiextensionsv1.JSONSchemaProps {
+// rootSchema returns the schema of the parent's objects at version v.
+func (b *schemaBuilder) rootSchema(description string, v Version) *apiextensionsv1.JSONSchemaProps {
 	at := field.NewPath("openAPIV3Schema")
-	b.record(at, parentSchemaPath)
-	spec := b.object(parentSchemaPath+".spec", at.Child("properties").Key("spec"), d.Spec)
+	b.record(at, b.base)
+	spec := b.object(b.base+".spec", at.Child("properties").Key("spec"), v.Spec)
 	spec.Description = "Desired state, read by the policy."
 	defaultEmpty(&spec)
-	status := b.object(parentSchemaPath+".status", at.Child("properties").Key("status"), d.Status)
+	status := b.object(b.base+".status", at.Child("properties").Key("status"), v.Status)
 	status.Description = "Observed state, written by metacel."
 	for _, name := range slices.Sorted(maps.Keys(runtimeStatusSchemas)) {
 		if _, ok := status.Properties[name]; ok {
-			b.errorf(fieldpath.Field(parentSchemaPath+".status", name), "metacel declares status.%s itself, as the field it writes: remove it", name)
+			b.errorf(fieldpath.Field(b.base+".status", name), "metacel declares status.%s itself, as the field it writes: remove it", name)
 		}
 		own := runtimeStatusSchemas[name]
 		status.Properties[name] = *own.DeepCopy()
 	}
 	root := &apiextensionsv1.JSONSchemaProps{
 		Type:         "object",
-		Description:  d.Description,
-		XValidations: b.rootRules(at, d.Rules),
+		Description:  description,
+		XValidations: b.rootRules(at, v.Rules),
 		Properties: map[string]apiextensionsv1.JSONSchemaProps{
 			"apiVersion": {Type: "string"},
 			"kind":       {Type: "string"},
@@ -671,12 +759,12 @@ func (b *schemaBuilder) checkWithAPIServer(root *apiextensionsv1.JSONSchemaProps
 	at := field.NewPath("openAPIV3Schema")
 	internal := &apiextensions.JSONSchemaProps{}
 	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(root, internal, nil); err != nil {
-		b.errorf(parentSchemaPath, "%v", err)
+		b.errorf(b.base, "%v", err)
 		return
 	}
 	s, err := structuralschema.NewStructural(internal)
 	if err != nil {
-		b.errorf(parentSchemaPath, "the schema is not structural: %v", err)
+		b.errorf(b.base, "the schema is not structural: %v", err)
 		return
 	}
 	errs := structuralschema.ValidateStructural(at, s)
@@ -688,7 +776,7 @@ func (b *schemaBuilder) checkWithAPIServer(root *apiextensionsv1.JSONSchemaProps
 		// nothing can take long to cancel
 		defaultErrs, err := structuraldefaulting.ValidateDefaults(context.Background(), at, s, true, true)
 		if err != nil {
-			b.errorf(parentSchemaPath, "check the defaults: %v", err)
+			b.errorf(b.base, "check the defaults: %v", err)
 		}
 		errs = defaultErrs
 	}
@@ -710,7 +798,7 @@ func (b *schemaBuilder) policyPath(crdPath string) string {
 		}
 		p = p[:cut]
 	}
-	return parentSchemaPath
+	return b.base
 }
 
 // jsonValues returns strings as JSON values, for an enum.

@@ -65,7 +65,7 @@ func (b *schemaBuilder) checkRules(at *field.Path, s *structuralschema.Structura
 		for _, e := range c.expensive {
 			b.errorf(b.policyPath(e.at.String()), "the API server refuses it: its estimated cost %d counts for much of the total of the schema's rules, over the limit", e.cost)
 		}
-		b.errorf(parentSchemaPath, "the API server refuses it: the estimated cost of all the rules, %d, is over the limit of %d for a whole schema: simplify the rules, or bound the lists, maps and strings they walk (maxItems, maxProperties, maxLength)", c.total, schemaCostLimit)
+		b.errorf(b.base, "the API server refuses it: the estimated cost of all the rules, %d, is over the limit of %d for a whole schema: simplify the rules, or bound the lists, maps and strings they walk (maxItems, maxProperties, maxLength)", c.total, schemaCostLimit)
 	}
 }
 

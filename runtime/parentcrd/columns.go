@@ -32,7 +32,7 @@ func (b *schemaBuilder) columns(declared []apiextensionsv1.CustomResourceColumnD
 	}
 	out := make([]apiextensionsv1.CustomResourceColumnDefinition, 0, len(declared)+len(printerColumns))
 	for i, c := range declared {
-		path := fieldpath.Index(parentSchemaPath+".printerColumns", i)
+		path := fieldpath.Index(b.base+".printerColumns", i)
 		switch by, ok := taken[strings.ToLower(c.Name)]; {
 		case strings.TrimSpace(c.Name) == "":
 			b.errorf(path+".name", "a column needs a name, the header kubectl get shows, e.g. name: Replicas")

@@ -111,7 +111,7 @@ func (b *schemaBuilder) rootRules(at *field.Path, declared []apiextensionsv1.Val
 		return nil
 	}
 	for i := range declared {
-		b.record(ruleAt(at, i), fieldpath.Index(fieldpath.Field(parentSchemaPath, rulesKey), i))
+		b.record(ruleAt(at, i), fieldpath.Index(fieldpath.Field(b.base, rulesKey), i))
 	}
 	return slices.Clone(declared)
 }

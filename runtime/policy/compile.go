@@ -95,7 +95,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
 	known := c.parent()
-	parent, err := declaredParent(doc, known)
+	parent, crd, err := declaredParent(doc, known)
 	out.Parent = parent
 	// a scope the policy declares for a parent nothing serves yet decides as a known one does
 	c.scopeKnown = !parent.Guessed || (known.Guessed && err == nil && doc.Policy.Spec.ParentSchema != nil)
@@ -118,6 +118,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Status = c.status()
 	out.ReadyWhen = c.program(c.mainEnv, c.spec.ReadyWhen, "spec.readyWhen", expr.WantBool)
 	out.Conditions = c.conditions()
+	out.Conversion = c.conversion(crd)
 	c.checkStatusSchema(out.Parent)
 	c.checkStatusTypes(out.Parent)
 	if err := c.errs.Err(); err != nil {
@@ -193,8 +194,13 @@ func (c *compiler) resource(path, apiVersion, resource string) kinds.Info {
 	return info
 }
 
+// parent looks the parent resource up. A version the runtime installs itself (parentSchema
+// with install) may be one the cluster does not serve yet.
 func (c *compiler) parent() kinds.Info {
 	p := c.spec.ParentResource
+	if ps := c.spec.ParentSchema; ps != nil && ps.Install {
+		return kinds.LookupResource(c.m, gvr(p.APIVersion, p.Resource))
+	}
 	return c.resource("spec.parentResource", p.APIVersion, p.Resource)
 }
 

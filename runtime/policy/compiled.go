@@ -37,6 +37,9 @@ type Compiled struct {
 	ReadyWhen *expr.Program
 	// Conditions compute the parent's own conditions (spec.conditions), in order.
 	Conditions []CompiledCondition
+	// Conversion, when not nil, converts the parent's objects between the versions its
+	// parentSchema declares.
+	Conversion *CompiledConversion
 	// Order lists the indexes of Children in the order they are applied: each after those it
 	// waits for (CompiledChild.After), the others as listed. Deletion goes in reverse.
 	Order []int

@@ -5,6 +5,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/parentcrd"
 )
@@ -30,11 +31,26 @@ func ParentCRD(doc *Document) (*apiextensionsv1.CustomResourceDefinition, error)
 		Status:         ps.Status,
 		Rules:          validationRules(ps.Rules),
 		PrinterColumns: printerColumns(ps.PrinterColumns),
+		Versions:       otherVersions(ps.Versions),
+		StorageVersion: ps.StorageVersion,
 	})
 	if len(mistakes) > 0 {
 		return nil, atLines(doc.Source, mistakes)
 	}
 	return crd, nil
+}
+
+// otherVersions declares the parent's other versions, each at its field path.
+func otherVersions(versions []ParentVersion) []parentcrd.Version {
+	out := make([]parentcrd.Version, len(versions))
+	for i, v := range versions {
+		out[i] = parentcrd.Version{
+			Name: v.Name, Path: fieldpath.Index("spec.parentSchema.versions", i),
+			Served: v.IsServed(), Deprecated: v.Deprecated, DeprecationWarning: v.DeprecationWarning,
+			Spec: v.Spec, Status: v.Status, Rules: validationRules(v.Rules), PrinterColumns: printerColumns(v.PrinterColumns),
+		}
+	}
+	return out
 }
 
 func validationRules(rules []ValidationRule) []apiextensionsv1.ValidationRule {
@@ -68,14 +84,14 @@ func atLines(src *Source, mistakes []parentcrd.Error) ErrorList {
 // from the declaration, so that expressions are typed against it. It stays Guessed, since nothing
 // serves it yet: in a cluster the policy still waits for the CRD. A parent the mapper knows keeps
 // what the mapper says: a CRD given with --crd, or installed in the cluster, wins over the
-// declaration. The declaration's errors are returned either way.
-func declaredParent(doc *Document, known kinds.Info) (kinds.Info, error) {
+// declaration. The declared CRD (nil without parentSchema) and its errors are returned either way.
+func declaredParent(doc *Document, known kinds.Info) (kinds.Info, *apiextensionsv1.CustomResourceDefinition, error) {
 	if doc.Policy.Spec.ParentSchema == nil {
-		return known, nil
+		return known, nil, nil
 	}
 	crd, err := ParentCRD(doc)
 	if err != nil || !known.Guessed {
-		return known, err
+		return known, crd, err
 	}
 	return kinds.Info{
 		GVR:        known.GVR,
@@ -84,5 +100,5 @@ func declaredParent(doc *Document, known kinds.Info) (kinds.Info, error) {
 		Schema:     crd.Spec.Versions[0].Schema.OpenAPIV3Schema,
 		HasStatus:  true,
 		Guessed:    true,
-	}, nil
+	}, crd, nil
 }

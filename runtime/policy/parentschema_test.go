@@ -44,7 +44,7 @@ func TestAPolicyWithoutAParentSchemaHasNoCRD(t *testing.T) {
 		t.Errorf("got %v", err)
 	}
 	known := kinds.Info{Guessed: true}
-	if got, err := declaredParent(doc, known); err != nil || got != known {
+	if got, _, err := declaredParent(doc, known); err != nil || got != known {
 		t.Errorf("declaredParent changed %+v to %+v (%v)", known, got, err)
 	}
 }
@@ -77,7 +77,7 @@ func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := declaredParent(doc, tc.known)
+			got, _, err := declaredParent(doc, tc.known)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +85,7 @@ func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
 		})
 	}
 	bad := parseOne(t, declaring+"    spec:\n      html: strin\n")
-	if _, err := declaredParent(bad, kinds.Info{GVR: gvr, Schema: given}); err == nil || !strings.Contains(err.Error(), "p.yaml:10:") {
+	if _, _, err := declaredParent(bad, kinds.Info{GVR: gvr, Schema: given}); err == nil || !strings.Contains(err.Error(), "p.yaml:10:") {
 		t.Errorf("a broken declaration must be an error even when the CRD is known, got %v", err)
 	}
 }

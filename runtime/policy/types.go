@@ -154,6 +154,54 @@ type ParentSchema struct {
 	// metacel.dev/allow-breaking-schema-change: "true" to go ahead). A CRD the runtime did not
 	// install is never modified, and none is ever deleted.
 	Install bool `json:"install,omitempty"`
+	// Versions are the parent's other versions, beside the one spec.parentResource names (the
+	// policy's version, which Spec and Status above declare): each with its own fields and how
+	// its objects convert to the policy's version and back, in CEL. The runtime serves the
+	// conversion as the CRD's conversion webhook.
+	Versions []ParentVersion `json:"versions,omitempty"`
+	// StorageVersion is the version the API server stores parents at: the policy's version
+	// (the default) or one of Versions. When it changes, the runtime rewrites the stored parents
+	// at the new one and trims the CRD's status.storedVersions.
+	StorageVersion string `json:"storageVersion,omitempty"`
+}
+
+// ParentVersion is a version of the parent's API other than the policy's version: its fields,
+// whether the API server serves it, and how its objects convert to the policy's version (toHub)
+// and back (fromHub).
+type ParentVersion struct {
+	// Name of the version, e.g. v1alpha1.
+	Name string `json:"name"`
+	// Served says whether the API server serves the version (default true).
+	Served *bool `json:"served,omitempty"`
+	// Deprecated has the API server warn each client that reads or writes the version, with
+	// DeprecationWarning if given.
+	Deprecated         bool   `json:"deprecated,omitempty"`
+	DeprecationWarning string `json:"deprecationWarning,omitempty"`
+	// Spec and Status declare the version's fields, as parentSchema's do.
+	Spec   Fields `json:"spec,omitempty"`
+	Status Fields `json:"status,omitempty"`
+	// Rules and PrinterColumns of the version, as parentSchema's.
+	Rules          []ValidationRule `json:"x-kubernetes-validations,omitempty"`
+	PrinterColumns []PrinterColumn  `json:"printerColumns,omitempty"`
+	// ToHub converts an object at this version to the policy's version; FromHub converts one at
+	// the policy's version to this version.
+	ToHub   Conversion `json:"toHub,omitempty"`
+	FromHub Conversion `json:"fromHub,omitempty"`
+}
+
+// IsServed reports whether the API server serves the version.
+func (v ParentVersion) IsServed() bool { return v.Served == nil || *v.Served }
+
+// Conversion is how an object's spec and status become those of another version: templates of
+// the other version's spec and status, whose ${} expressions read parent, the object as it is.
+// A part left out is copied as it is, which needs the same fields in both versions. Every field of
+// the object the templates do not read must be listed in Keep: the runtime keeps those values in an
+// annotation of the converted object, and puts them back when it converts it back, so that a round
+// trip loses nothing (Kubernetes' convention for conversions).
+type Conversion struct {
+	Spec   any      `json:"spec,omitempty"`
+	Status any      `json:"status,omitempty"`
+	Keep   []string `json:"keep,omitempty"`
 }
 
 // ValidationRule is a CEL rule the API server checks when a parent is written: Rule is true when

@@ -1,0 +1,113 @@
+package conversion
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+)
+
+func loadCache(t *testing.T) *Converter {
+	t.Helper()
+	data, err := os.ReadFile("testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := policy.Load("testdata/cache.yaml", data, kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cs[0].Conversion == nil {
+		t.Fatal("the policy declares versions, but has no conversion")
+	}
+	cv, err := New(cs[0].Conversion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cv
+}
+
+func object(apiVersion string, spec map[string]any, annotations map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": apiVersion, "kind": "Cache",
+		"metadata": map[string]any{"name": "c", "namespace": "ns"},
+		"spec":     spec,
+		"status": map[string]any{"observedGeneration": int64(2), "conditions": []any{
+			map[string]any{"type": "Ready", "status": "True"},
+		}},
+	}}
+	if annotations != nil {
+		u.SetAnnotations(annotations)
+	}
+	return u
+}
+
+func TestAParentConvertsBetweenVersions(t *testing.T) {
+	cv := loadCache(t)
+	old := object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7"}, nil)
+	hub := object("versions.example.com/v1", map[string]any{"replicas": int64(3), "template": map[string]any{"image": "redis:7"}}, nil)
+	withPolicy := object("versions.example.com/v1", map[string]any{"replicas": int64(3), "template": map[string]any{"image": "redis:7", "pullPolicy": "Always"}}, nil)
+	keptPolicy := object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7"},
+		map[string]string{contract.AnnotationKeptPrefix + "v1": `{"spec.template.pullPolicy":"Always"}`})
+	tests := []struct {
+		name string
+		in   *unstructured.Unstructured
+		to   string
+		want *unstructured.Unstructured
+	}{
+		{"an old parent becomes one of the policy's version", old, "versions.example.com/v1", hub},
+		{"and back", hub, "versions.example.com/v1alpha1", old},
+		{"a field the old version cannot hold is kept in an annotation", withPolicy, "versions.example.com/v1alpha1", keptPolicy},
+		{"and put back when it converts back", keptPolicy, "versions.example.com/v1", withPolicy},
+		{"an object at the version asked for is returned as it is", old, "versions.example.com/v1alpha1", old},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tc.in.DeepCopy()
+			got, err := cv.Convert(context.Background(), tc.in, tc.to)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got.Object, tc.want.Object) {
+				t.Errorf("Convert() =\n%v\nwant\n%v", got.Object, tc.want.Object)
+			}
+			if !reflect.DeepEqual(before.Object, tc.in.Object) {
+				t.Errorf("Convert modified its input: %v", tc.in.Object)
+			}
+		})
+	}
+}
+
+func TestAConversionThatFailsNamesTheObjectAndWhy(t *testing.T) {
+	cv := loadCache(t)
+	tests := []struct {
+		name string
+		in   *unstructured.Unstructured
+		to   string
+		want string
+	}{
+		{"a value the expression cannot convert", object("versions.example.com/v1alpha1", map[string]any{"size": "three", "image": "x"}, nil),
+			"versions.example.com/v1", `convert Cache "ns/c" from v1alpha1 to v1: spec`},
+		{"a version the policy does not declare", object("versions.example.com/v2", map[string]any{}, nil),
+			"versions.example.com/v1", `Cache has no version "v2": its versions are v1, v1alpha1`},
+		{"another group", object("versions.example.com/v1", map[string]any{}, nil),
+			"other.example.com/v1", `is not of the group "versions.example.com"`},
+		{"a result its version does not hold", object("versions.example.com/v1", map[string]any{"replicas": int64(-1), "template": map[string]any{"image": "x"}}, nil),
+			"versions.example.com/v1alpha1", `the result is not a valid v1alpha1 Cache`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := cv.Convert(context.Background(), tc.in, tc.to)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("Convert() error = %v, want it to say %q", err, tc.want)
+			}
+		})
+	}
+}
