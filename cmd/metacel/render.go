@@ -71,7 +71,7 @@ func (o *renderOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 		return err
 	}
 	in := preview.Input{Policy: c, Mapper: cat}
-	if in.Parent, err = preview.ParentOf(parents, c, cat, o.parentFile); err != nil {
+	if in.Parent, err = preview.ParentOf(ctx, parents, c, cat, o.parentFile); err != nil {
 		return err
 	}
 	if in.Related, err = readAll(o.related); err != nil {

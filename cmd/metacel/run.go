@@ -44,6 +44,7 @@ type runOptions struct {
 	allowRuntimeIdentity bool
 	maxCachedObjectBytes int
 	bookkeepingPerSecond float64
+	webhook              webhookFlags
 }
 
 func newRunCommand() *cobra.Command {
@@ -89,6 +90,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.DurationVar(&o.sharding.LeaseDuration, "shard-lease-duration", sh.LeaseDuration, "how long after a replica stops renewing its Lease the others take its parents")
 	f.DurationVar(&o.sharding.RenewDeadline, "shard-renew-deadline", sh.RenewDeadline, "how long a replica goes on syncing without renewing its Lease (less than --shard-lease-duration)")
 	f.DurationVar(&o.sharding.RenewInterval, "shard-renew-interval", sh.RenewInterval, "how often a replica renews its Lease")
+	o.webhook.add(f)
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text (klog) or json (one object per line)")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
@@ -144,6 +146,9 @@ func (o *runOptions) run(ctx context.Context) error {
 		AllowPoliciesWithoutServiceAccount: o.allowRuntimeIdentity,
 		MaxCachedObjectBytes:               o.maxCachedObjectBytes,
 		BookkeepingPatchesPerSecond:        o.bookkeepingPerSecond,
+	}
+	if opts.Webhook, err = o.webhook.options(o.runtimeNamespace); err != nil {
+		return err
 	}
 	if o.leaderElect {
 		if o.election.Namespace == "" {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
@@ -122,8 +123,26 @@ func (v validation) checkSample(ctx context.Context, out, errOut io.Writer, file
 		fmt.Fprintf(errOut, "%s:%d: %s: %v\n", file, lineOf(s.node, ""), what, err)
 		return false
 	}
+	if err := roundTrip(ctx, s.policy, s.obj); err != nil {
+		fmt.Fprintf(errOut, "%s:%d: %v (the API server would lose it the first time it stores the parent at another version of policy %q's parentSchema: "+
+			"carry every field in toHub and fromHub, or list it in keep)\n", file, lineOf(s.node, ""), err, s.policy.Name())
+		return false
+	}
 	fmt.Fprintf(out, "%s: %s is a valid parent of policy %q (%s)\n", file, what, s.policy.Name(), against)
 	return true
+}
+
+// roundTrip converts a sample parent to each other version its policy declares and back, and
+// says what changed (conversion.Converter.RoundTrip); nil for a policy of one version.
+func roundTrip(ctx context.Context, c *policy.Compiled, obj *unstructured.Unstructured) error {
+	if c.Conversion == nil {
+		return nil
+	}
+	cv, err := conversion.New(c.Conversion)
+	if err != nil {
+		return err
+	}
+	return cv.RoundTrip(ctx, obj)
 }
 
 // sampleSchema says what a policy's samples are checked against; "" when its parent's schema is

@@ -59,6 +59,8 @@ func TestTheKeysAndReasonsAreWhatTheClusterHolds(t *testing.T) {
 		"AnnotationAllowBreakingSchemaChange": {AnnotationAllowBreakingSchemaChange, "metacel.dev/allow-breaking-schema-change"},
 		"LabelInstalledBy":                    {LabelInstalledBy, "metacel.dev/installed-by"},
 		"AnnotationParentSchemaHash":          {AnnotationParentSchemaHash, "metacel.dev/parent-schema-hash"},
+		"AnnotationStorageMigration":          {AnnotationStorageMigration, "metacel.dev/storage-migration"},
+		"AnnotationKeptPrefix":                {AnnotationKeptPrefix, "metacel.dev/kept-"},
 		"LabelMemoOf":                         {LabelMemoOf, "metacel.dev/memo-of"},
 		"LabelRolloutOf":                      {LabelRolloutOf, "metacel.dev/rollout-of"},
 		"AnnotationChildResources":            {AnnotationChildResources, "metacel.dev/child-resources"},

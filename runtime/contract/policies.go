@@ -55,4 +55,8 @@ const (
 	// AnnotationParentSchemaHash is, on a CRD, the hash of what the runtime applied last: a CRD
 	// whose hash is the declaration's is up to date, and not written again.
 	AnnotationParentSchemaHash = "metacel.dev/parent-schema-hash"
+	// AnnotationStorageMigration is, on a CRD whose stored parents are being migrated to its
+	// storage version (package storagemigration), how far the migration got: the storage version,
+	// the CRD's generation and the last object rewritten, as JSON, so that a restart resumes.
+	AnnotationStorageMigration = "metacel.dev/storage-migration"
 )

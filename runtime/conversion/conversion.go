@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"reflect"
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -13,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/policy"
 )
 
@@ -227,4 +228,43 @@ func name(obj *unstructured.Unstructured) string {
 		return fmt.Sprintf("%q", ns+"/"+obj.GetName())
 	}
 	return fmt.Sprintf("%q", obj.GetName())
+}
+
+// RoundTrip converts obj to each other version the converter knows and back, and returns an
+// error naming the first version whose round trip changes the object, and what changed: what
+// `metacel validate` checks of each sample parent, since the API server would lose that
+// difference the first time it stores the object at another version.
+func (cv *Converter) RoundTrip(ctx context.Context, obj *unstructured.Unstructured) error {
+	for _, v := range cv.Versions() {
+		gv := schema.GroupVersion{Group: cv.c.Group, Version: v}.String()
+		if gv == obj.GetAPIVersion() {
+			continue
+		}
+		there, err := cv.Convert(ctx, obj, gv)
+		if err != nil {
+			return err
+		}
+		back, err := cv.Convert(ctx, there, obj.GetAPIVersion())
+		if err != nil {
+			return err
+		}
+		if changed := changedParts(obj, back); len(changed) > 0 {
+			return fmt.Errorf("a round trip through %s changes %s %s: %s", v, cv.c.Kind, name(obj), strings.Join(changed, "; "))
+		}
+	}
+	return nil
+}
+
+// changedParts says which of an object's spec, status and annotations differ in after, with both
+// values.
+func changedParts(before, after *unstructured.Unstructured) []string {
+	var out []string
+	for _, path := range [][]string{{"spec"}, {"status"}, {"metadata", "annotations"}} {
+		b, _, _ := unstructured.NestedFieldNoCopy(before.Object, path...)
+		a, _, _ := unstructured.NestedFieldNoCopy(after.Object, path...)
+		if !reflect.DeepEqual(a, b) {
+			out = append(out, fmt.Sprintf("%s was %v, is %v", strings.Join(path, "."), b, a))
+		}
+	}
+	return out
 }

@@ -111,3 +111,18 @@ func TestAConversionThatFailsNamesTheObjectAndWhy(t *testing.T) {
 		})
 	}
 }
+
+func TestARoundTripThatLosesAFieldSaysWhichAndHow(t *testing.T) {
+	cv := loadCache(t)
+	hub := object("versions.example.com/v1", map[string]any{"replicas": int64(3), "template": map[string]any{"image": "redis:7", "pullPolicy": "Always"}}, nil)
+	if err := cv.RoundTrip(context.Background(), hub); err != nil {
+		t.Errorf("a lossless conversion: RoundTrip() = %v", err)
+	}
+	lossy := *cv.c.Versions["v1alpha1"]
+	lossy.FromHub.Keep = nil
+	cv.c = &policy.CompiledConversion{Group: cv.c.Group, Kind: cv.c.Kind, Hub: cv.c.Hub, HubSchema: cv.c.HubSchema, Versions: map[string]*policy.CompiledVersion{"v1alpha1": &lossy}}
+	err := cv.RoundTrip(context.Background(), hub)
+	if err == nil || !strings.Contains(err.Error(), `a round trip through v1alpha1 changes Cache "ns/c": spec was`) {
+		t.Errorf("a conversion that drops pullPolicy: RoundTrip() = %v", err)
+	}
+}

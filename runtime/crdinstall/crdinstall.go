@@ -117,3 +117,28 @@ func quoteAll(names []string) string {
 	}
 	return strings.Join(q, ", ")
 }
+
+// StoredVersionsDropped returns the versions the API server still stores parents at (the existing
+// CRD's status.storedVersions) that the new CRD would stop serving or declare no more, other than
+// its storage version: a change the runtime refuses until the stored parents have been migrated
+// to the storage version and storedVersions trimmed (package storagemigration), since a parent
+// stored at a version the CRD no longer declares cannot be read.
+func StoredVersionsDropped(existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) []string {
+	stored, _, _ := unstructured.NestedStringSlice(existing.Object, "status", "storedVersions")
+	var out []string
+	for _, v := range stored {
+		i := slices.IndexFunc(crd.Spec.Versions, func(d apiextensionsv1.CustomResourceDefinitionVersion) bool { return d.Name == v })
+		if i < 0 || !crd.Spec.Versions[i].Served && !crd.Spec.Versions[i].Storage {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// DroppedVersionsMessage says why a CRD change that drops stored versions is refused, and what to
+// do first.
+func DroppedVersionsMessage(crd string, dropped []string) string {
+	return fmt.Sprintf("the CRD %q still stores parents at %s (its status.storedVersions), which the new parentSchema no longer serves: "+
+		"keep serving it until the runtime has migrated the stored parents to the storage version and trimmed storedVersions "+
+		"(kubectl get crd %s -o jsonpath='{.status.storedVersions}' shows it), then stop serving or remove it", crd, quoteAll(dropped), crd)
+}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -188,7 +190,9 @@ func sameOwners(desired, observed *unstructured.Unstructured) bool {
 	if want == nil || got == nil {
 		return want == nil && got == nil
 	}
-	return want["apiVersion"] == got["apiVersion"] && want["kind"] == got["kind"] && want["name"] == got["name"] &&
+	wantVersion, _ := want["apiVersion"].(string)
+	gotVersion, _ := got["apiVersion"].(string)
+	return sameGroup(wantVersion, gotVersion) && want["kind"] == got["kind"] && want["name"] == got["name"] &&
 		want["controller"] == got["controller"] && want["blockOwnerDeletion"] == got["blockOwnerDeletion"]
 }
 
@@ -231,8 +235,17 @@ func ownersPatch(child *render.Child, obs *unstructured.Unstructured) ([]metav1.
 // sameOwner reports whether an owner reference is the one metacel writes: same object, and the
 // parent's controller blocking its deletion.
 func sameOwner(a, b metav1.OwnerReference) bool {
-	return a.APIVersion == b.APIVersion && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
+	return sameGroup(a.APIVersion, b.APIVersion) && a.Kind == b.Kind && a.Name == b.Name && a.UID == b.UID &&
 		isTrue(a.Controller) == isTrue(b.Controller) && isTrue(a.BlockOwnerDeletion) == isTrue(b.BlockOwnerDeletion)
+}
+
+// sameGroup reports whether two apiVersions are of one group: an ownerReference names its owner
+// at any version of its group (the garbage collector finds it by UID), so that a parent whose
+// policy moves to another version of its API leaves its children's owner references as they are.
+func sameGroup(a, b string) bool {
+	ga, _ := schema.ParseGroupVersion(a)
+	gb, _ := schema.ParseGroupVersion(b)
+	return ga.Group == gb.Group
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }

@@ -21,6 +21,7 @@ import (
 	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
+	"metacel.dev/metacel/runtime/storagemigration"
 )
 
 // crdInstaller installs the parents' CRDs of the policies that ask for it
@@ -41,6 +42,24 @@ type crdInstaller struct {
 	// runs reports whether a policy of that name runs (policySet.runs): a CRD installed for a
 	// policy that runs is that policy's (crdinstall.Decide)
 	runs func(policy string) bool
+	// conversion is the runtime's conversion webhook, which a CRD of several versions names
+	conversion *conversionServer
+	// migrations rewrite stored parents when a CRD's storage version has changed
+	migrations migrations
+}
+
+// migrateIfNeeded starts the migration of a CRD, installed as the policy declares, whose parents
+// are stored at another version than its storage version too, as the policy's identity.
+func (in *crdInstaller) migrateIfNeeded(ctx context.Context, doc *policy.Document, existing *unstructured.Unstructured) error {
+	if !storagemigration.NeedsMigration(existing) {
+		return nil
+	}
+	w, err := in.writer(doc.Policy.Metadata.Name, doc.Policy.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
+	in.migrations.start(ctx, existing.GetName(), w.Client())
+	return nil
 }
 
 // maxNamedBreaks bounds the parents a refused change names.
@@ -139,10 +158,6 @@ func (in *crdInstaller) installParentCRDs(ctx context.Context, u source.Unit, cl
 // (the policies that install it) and crdinstall says so; it reports whether it wrote it.
 func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition, claimants []string) (bool, error) {
 	name := doc.Policy.Metadata.Name
-	desired, err := crdinstall.Desired(crd, name)
-	if err != nil {
-		return false, err
-	}
 	existing, err := in.observedCRD(ctx, crd.Name)
 	if err != nil {
 		return false, err
@@ -150,10 +165,17 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	if owner, why := in.owner(claimants, existing); owner != "" && owner != name {
 		return false, fmt.Errorf("the CRD %q belongs to policy %q, %s: one parent resource has one policy; remove parentSchema.install from one of them", crd.Name, owner, why)
 	}
+	if err := in.conversion.configure(ctx, doc, crd); err != nil {
+		return false, err
+	}
+	desired, err := crdinstall.Desired(crd, name)
+	if err != nil {
+		return false, err
+	}
 	decision := crdinstall.Decide(existing, desired, in.runs)
 	switch decision.Action {
 	case crdinstall.Leave:
-		return false, nil
+		return false, in.migrateIfNeeded(ctx, doc, existing)
 	case crdinstall.Refuse:
 		return false, errors.New(decision.Why)
 	case crdinstall.Update:
@@ -163,6 +185,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 			}
 		}
 	}
+
 	w, err := in.writer(name, doc.Policy.Spec.ServiceAccountName)
 	if err != nil {
 		return false, err
@@ -208,42 +231,44 @@ func (in *crdInstaller) observedCRD(ctx context.Context, name string) (*unstruct
 	return obj, nil
 }
 
-// checkStoredParents refuses a new CRD that a stored parent would not survive, naming them.
+// checkStoredParents refuses a new CRD that a stored parent would not survive, naming them: at
+// each version both CRDs serve, the parents as the API server serves them there against the new
+// schema of that version; and a version parents are still stored at that the new CRD would no
+// longer serve.
 func (in *crdInstaller) checkStoredParents(ctx context.Context, existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) error {
-	gvr, ok := servedVersion(existing, crd)
-	if !ok {
-		return nil // nothing is served: nothing is stored
+	if dropped := crdinstall.StoredVersionsDropped(existing, crd); len(dropped) > 0 {
+		return errors.New(crdinstall.DroppedVersionsMessage(crd.Name, dropped))
 	}
-	parents, err := in.listParents(ctx, gvr)
-	if err != nil {
-		return fmt.Errorf("list the stored parents (%s) to check the change: %w", resourceName(gvr), err)
-	}
-	breaks, total, err := crdinstall.Breaks(crd.Spec.Versions[0].Schema.OpenAPIV3Schema, parents, maxNamedBreaks)
-	if err != nil {
-		return err
-	}
-	if total > 0 {
-		return errors.New(crdinstall.BreakingMessage(crd.Name, breaks, total))
+	for _, v := range crd.Spec.Versions {
+		if !servesVersion(existing, v.Name) {
+			continue // not served before: its parents are converted, as validate checks offline
+		}
+		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
+		parents, err := in.listParents(ctx, gvr)
+		if err != nil {
+			return fmt.Errorf("list the stored parents (%s) to check the change: %w", resourceName(gvr), err)
+		}
+		breaks, total, err := crdinstall.Breaks(v.Schema.OpenAPIV3Schema, parents, maxNamedBreaks)
+		if err != nil {
+			return err
+		}
+		if total > 0 {
+			return errors.New(crdinstall.BreakingMessage(crd.Name, breaks, total))
+		}
 	}
 	return nil
 }
 
-// servedVersion is the resource of the existing CRD's parents to read: the version the new CRD
-// declares when the existing one serves it, else the existing one's storage version.
-func servedVersion(existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) (schema.GroupVersionResource, bool) {
+// servesVersion reports whether the existing CRD serves a version.
+func servesVersion(existing *unstructured.Unstructured, version string) bool {
 	versions, _, _ := unstructured.NestedSlice(existing.Object, "spec", "versions")
-	want := crd.Spec.Versions[0].Name
-	found := ""
 	for _, v := range versions {
 		m, _ := v.(map[string]any)
-		name, _ := m["name"].(string)
-		served, _ := m["served"].(bool)
-		storage, _ := m["storage"].(bool)
-		if served && (name == want || storage && found == "") {
-			found = name
+		if served, _ := m["served"].(bool); served && m["name"] == version {
+			return true
 		}
 	}
-	return schema.GroupVersionResource{Group: crd.Spec.Group, Version: found, Resource: crd.Spec.Names.Plural}, found != ""
+	return false
 }
 
 // listParents lists a resource's objects in every namespace, a page at a time (clusterread.List).

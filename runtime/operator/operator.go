@@ -85,6 +85,10 @@ type Options struct {
 	// MaxCachedObjectBytes is the size above which the caches keep an object without its body,
 	// read from the API server when a sync reads it; 0: compact.DefaultMaxKeptBytes.
 	MaxCachedObjectBytes int
+	// Webhook, when set, serves the conversion webhook of the CRDs of several versions the
+	// runtime installs, on every replica (standbys included); without it such a CRD is not
+	// installed.
+	Webhook *Webhook
 }
 
 // DefaultBookkeepingPatchesPerSecond is how many bookkeeping patches a second the runtime sends
@@ -144,9 +148,13 @@ func Run(ctx context.Context, o Options) error {
 	var recorder events.EventRecorder = queue
 
 	var ready atomic.Bool
-	errs := make(chan error, 4)
+	errs := make(chan error, 5)
 	serve(ctx, o.MetricsAddr, metricsMux(reg, o.Profiling), errs)
 	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
+	webhook, err := startConversionWebhook(ctx, o, reg, errs)
+	if err != nil {
+		return err
+	}
 	logger.Info("Started", "policyDirs", o.PolicyDirs, "policyNamespace", o.PolicyNamespace, "workers", o.Workers)
 	markReady := sync.OnceFunc(func() {
 		ready.Store(true)
@@ -154,7 +162,7 @@ func Run(ctx context.Context, o Options) error {
 			close(o.Ready)
 		}
 	})
-	r := &reconciler{o: o, clients: clients, fence: fence, reg: reg, recorder: recorder, markReady: markReady, errs: errs}
+	r := &reconciler{o: o, clients: clients, fence: fence, reg: reg, recorder: recorder, markReady: markReady, errs: errs, webhook: webhook}
 	if o.LeaderElection == nil {
 		return r.run(ctx)
 	}
@@ -180,6 +188,8 @@ type reconciler struct {
 	// markReady reports the process ready (once the first policies' caches have synced)
 	markReady func()
 	errs      chan error
+	// webhook converts the parents of the CRDs of several versions the runtime installs
+	webhook *conversionServer
 }
 
 func (r *reconciler) run(ctx context.Context) error {
@@ -219,7 +229,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids
-	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs}
+	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs, conversion: r.webhook}
 	set.rollouts.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {

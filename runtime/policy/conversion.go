@@ -178,3 +178,20 @@ func leafFields(root *apiextensionsv1.JSONSchemaProps) []string {
 	}
 	return out
 }
+
+// CompileConversion compiles the conversions of a policy's parent versions alone, from the CRD its
+// parentSchema declares, for the runtime's conversion webhook: it converts the parents of a CRD
+// it installs from the moment the CRD is written, before the policy itself loads (its children's
+// kinds may not be served yet). nil without other versions. doc must have passed Validate.
+func CompileConversion(doc *Document) (*CompiledConversion, error) {
+	crd, err := ParentCRD(doc)
+	if err != nil {
+		return nil, err
+	}
+	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec}
+	out := c.conversion(crd)
+	if err := c.errs.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -102,7 +102,7 @@ func TestCompareErrors(t *testing.T) {
 }
 
 func TestFirstSyncsAreTheTestsThatStartFromTheParentAlone(t *testing.T) {
-	syncs, err := FirstSyncs("../../test/policies/myapp.yaml")
+	syncs, err := FirstSyncs(t.Context(), "../../test/policies/myapp.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

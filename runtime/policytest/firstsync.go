@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"context"
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +21,7 @@ type FirstSync struct {
 
 // FirstSyncs loads a test file and returns the first syncs of its tests that start from the
 // parent and related objects alone and expect a status.
-func FirstSyncs(path string) ([]FirstSync, error) {
+func FirstSyncs(ctx context.Context, path string) ([]FirstSync, error) {
 	f, err := load(path)
 	if err != nil {
 		return nil, err
@@ -34,7 +35,7 @@ func FirstSyncs(path string) ([]FirstSync, error) {
 		if len(t.Observed.Items) > 0 || len(t.Steps) == 0 || !startsUnedited(t.Steps[0]) {
 			continue
 		}
-		w, err := e.initialWorld(t)
+		w, err := e.initialWorld(ctx, t)
 		if err != nil {
 			return nil, err
 		}

@@ -92,7 +92,7 @@ func newEnv(f *File) (*env, error) {
 // runTest runs the steps of a test in order, each on the world the previous one left.
 func (e *env) runTest(ctx context.Context, t *Test, opts Options) Report {
 	r := Report{Passed: true}
-	w, err := e.initialWorld(t)
+	w, err := e.initialWorld(ctx, t)
 	if err != nil {
 		return Report{Messages: []string{fmt.Sprintf("%s:%d: %s: %v", e.file.Path, t.Line, t.Path, err)}}
 	}
@@ -183,12 +183,12 @@ type world struct {
 	children []*unstructured.Unstructured
 }
 
-func (e *env) initialWorld(t *Test) (*world, error) {
+func (e *env) initialWorld(ctx context.Context, t *Test) (*world, error) {
 	from := t.Path + ".parent"
 	if len(t.Parent.Where) > 0 {
 		from = t.Parent.Where[0]
 	}
-	parent, err := preview.ParentOf(t.Parent.Items, e.policy, e.mapper, from)
+	parent, err := preview.ParentOf(ctx, t.Parent.Items, e.policy, e.mapper, from)
 	if err != nil {
 		return nil, err
 	}

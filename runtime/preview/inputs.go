@@ -1,11 +1,13 @@
 package preview
 
 import (
+	"context"
 	"fmt"
 	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -39,11 +41,20 @@ func LoadPolicy(file, name string, m kinds.Mapper) (*policy.Compiled, error) {
 }
 
 // ParentOf finds the parent among objs: the one object of the policy's parent resource (a sample
-// file may hold its Namespace or related objects too). from names where objs come from, for errors.
-func ParentOf(objs []*unstructured.Unstructured, c *policy.Compiled, m kinds.Mapper, from string) (*unstructured.Unstructured, error) {
+// file may hold its Namespace or related objects too), at another version the policy's
+// parentSchema declares too, converted to the policy's version as the API server would convert it
+// with the runtime's webhook (package conversion). from names where objs come from, for errors.
+func ParentOf(ctx context.Context, objs []*unstructured.Unstructured, c *policy.Compiled, m kinds.Mapper, from string) (*unstructured.Unstructured, error) {
 	var parents []*unstructured.Unstructured
 	var others []string
 	for _, obj := range objs {
+		if converted, ok, err := asPolicyVersion(ctx, obj, c); ok || err != nil {
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", from, err)
+			}
+			parents = append(parents, converted)
+			continue
+		}
 		if kinds.LookupKind(m, obj.GroupVersionKind()).GVR == c.Parent.GVR {
 			parents = append(parents, obj)
 		} else {
@@ -55,4 +66,20 @@ func ParentOf(objs []*unstructured.Unstructured, c *policy.Compiled, m kinds.Map
 			from, c.Name(), c.Parent.GVR.GroupResource(), len(parents), others)
 	}
 	return parents[0], nil
+}
+
+// asPolicyVersion converts a parent at another version of the policy's parent to the policy's
+// version; ok is false for any other object.
+func asPolicyVersion(ctx context.Context, obj *unstructured.Unstructured, c *policy.Compiled) (*unstructured.Unstructured, bool, error) {
+	cv := c.Conversion
+	gvk := obj.GroupVersionKind()
+	if cv == nil || gvk.Group != cv.Group || gvk.Kind != cv.Kind || gvk.Version == cv.Hub {
+		return nil, false, nil
+	}
+	converter, err := conversion.New(cv)
+	if err != nil {
+		return nil, true, err
+	}
+	out, err := converter.Convert(ctx, obj, c.Parent.GVR.GroupVersion().String())
+	return out, true, err
 }

@@ -12,27 +12,46 @@ import (
 // CRD when there is none (the API server then asks for create too, of that name).
 var installVerbs = []string{"create", "patch"}
 
-// installRules returns the rule that lets policies install their parents' CRDs
-// (spec.parentSchema.install): create and patch of those CRDs by name, and of no other. A policy
-// that installs none adds nothing. The runtime reads CRDs itself (ClusterRole's get, list, watch).
+// installRules returns the rules that let policies install their parents' CRDs
+// (spec.parentSchema.install): create and patch of those CRDs by name, and of no other, and for a
+// CRD of several versions the update of its status that trims storedVersions after a migration.
+// A policy that installs none adds nothing. The runtime reads CRDs itself (ClusterRole's get, list, watch).
 func installRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
-	var names []string
+	var names, migrated []string
 	for _, p := range policies {
 		ps := p.Spec.ParentSchema
 		if ps == nil || !ps.Install {
 			continue
 		}
 		g := gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
-		if name := g.Resource + "." + g.Group; !slices.Contains(names, name) {
+		name := g.Resource + "." + g.Group
+		if !slices.Contains(names, name) {
 			names = append(names, name)
+		}
+		if migrates(p) && !slices.Contains(migrated, name) {
+			migrated = append(migrated, name)
 		}
 	}
 	if len(names) == 0 {
 		return nil
 	}
 	slices.Sort(names)
-	return []rbacv1.PolicyRule{{
+	out := []rbacv1.PolicyRule{{
 		APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
 		Verbs: installVerbs, ResourceNames: names,
 	}}
+	if len(migrated) > 0 {
+		slices.Sort(migrated)
+		out = append(out, rbacv1.PolicyRule{
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions"},
+			Verbs: []string{"get"}, ResourceNames: migrated,
+		}, rbacv1.PolicyRule{
+			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"},
+			Verbs: trimVerbs, ResourceNames: migrated,
+		})
+	}
+	return out
 }
+
+// trimVerbs are what trimming a CRD's status.storedVersions after a migration takes.
+var trimVerbs = []string{"update"}

@@ -78,6 +78,9 @@ func clusterRole(name string, rules []rbacv1.PolicyRule) *rbacv1.ClusterRole {
 func (s ruleSet) addPolicy(p *policy.CompositePolicy, builtIn func(schema.GroupVersionResource) bool) {
 	parent := gr(p.Spec.ParentResource.APIVersion, p.Spec.ParentResource.Resource)
 	s.add(parent, parentVerbs...)
+	if migrates(p) {
+		s.add(parent, migrationVerbs...)
+	}
 	if gv, _ := schema.ParseGroupVersion(p.Spec.ParentResource.APIVersion); !builtIn(gv.WithResource(parent.Resource)) {
 		s.add(schema.GroupResource{Group: parent.Group, Resource: parent.Resource + "/status"}, parentStatusVerbs...)
 	}
@@ -87,6 +90,17 @@ func (s ruleSet) addPolicy(p *policy.CompositePolicy, builtIn func(schema.GroupV
 	for _, r := range p.Spec.Related {
 		s.add(gr(r.APIVersion, r.Resource), relatedVerbs...)
 	}
+}
+
+// migrationVerbs are what migrating stored parents to a new storage version takes: a no-op
+// update of each (package storagemigration).
+var migrationVerbs = []string{"update"}
+
+// migrates reports whether a policy installs a CRD of several versions, whose stored parents the
+// runtime migrates, as the policy, when its storage version changes.
+func migrates(p *policy.CompositePolicy) bool {
+	ps := p.Spec.ParentSchema
+	return ps != nil && ps.Install && len(ps.Versions) > 0
 }
 
 // addReads adds what the runtime reads for a policy into its caches: parents, children, related.

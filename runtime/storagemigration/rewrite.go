@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"metacel.dev/metacel/runtime/contract"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,7 +22,7 @@ import (
 // Migrate writes it after each page and removes it once status.storedVersions is trimmed; a
 // Migrate after a restart resumes after that key, unless the CRD's storage version or generation
 // is another by then.
-const Annotation = "metacel.dev/storage-migration"
+const Annotation = contract.AnnotationStorageMigration
 
 // progress is the content of Annotation.
 type progress struct {

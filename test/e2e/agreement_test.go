@@ -34,7 +34,7 @@ func TestTheSeedTestsAgreeWithTheCluster(t *testing.T) {
 	}
 	compared := 0
 	for _, file := range files {
-		syncs, err := policytest.FirstSyncs(file)
+		syncs, err := policytest.FirstSyncs(t.Context(), file)
 		if err != nil {
 			t.Fatal(err)
 		}
