@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/dynamic"
@@ -159,6 +160,21 @@ func printPlan(w io.Writer, file string, p *plan.Plan) {
 			"(a Job once complete, a Deployment once its replicas are available), where a runtime before it called it ready once it existed; "+
 			"readyWhen: \"true\" keeps that\n", plural(t.ReadinessChanged, "parent", "parents"))
 	}
+	if v := p.Versions; v != nil {
+		fmt.Fprintf(w, "versions: served now %s, by the candidate %s; stored at %s", orNone(v.Served), orNone(v.Declared), v.Storage)
+		if v.Migrated > 0 {
+			fmt.Fprintf(w, ": the runtime rewrites %s at %s, then trims the CRD's storedVersions", plural(v.Migrated, "stored parent", "stored parents"), v.Storage)
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// orNone joins names with commas, or says none.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
 
 func printParent(w io.Writer, p plan.Parent) {

@@ -14,7 +14,9 @@ import (
 	"metacel.dev/metacel/runtime/policy"
 )
 
-func loadCache(t *testing.T) *Converter {
+func loadCache(t *testing.T) *Converter { return loadCacheB(t) }
+
+func loadCacheB(t testing.TB) *Converter {
 	t.Helper()
 	data, err := os.ReadFile("testdata/cache.yaml")
 	if err != nil {

@@ -6,6 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -43,7 +46,51 @@ type conversionServer struct {
 	certs      *servingcert.Keeper
 	metrics    *conversionwebhook.Metrics
 	mu         sync.RWMutex
-	converters map[schema.GroupKind]*conversion.Converter
+	converters map[schema.GroupKind]policyConverter
+	// failed is each policy's last conversion that failed, reported in its status for a while
+	failed map[string]conversionFailure
+}
+
+// policyConverter is a policy's converter, which records the conversions that fail.
+type policyConverter struct {
+	policy    string
+	converter *conversion.Converter
+	server    *conversionServer
+}
+
+// conversionFailure is a conversion that failed, and when.
+type conversionFailure struct {
+	err string
+	at  time.Time
+}
+
+// conversionFailureShown is how long a failed conversion stays in its policy's status.
+const conversionFailureShown = 10 * time.Minute
+
+// Convert converts with the policy's converter, and records a failure.
+func (c policyConverter) Convert(ctx context.Context, obj *unstructured.Unstructured, toVersion string) (*unstructured.Unstructured, error) {
+	out, err := c.converter.Convert(ctx, obj, toVersion)
+	if err != nil {
+		c.server.mu.Lock()
+		c.server.failed[c.policy] = conversionFailure{err: err.Error(), at: time.Now()}
+		c.server.mu.Unlock()
+	}
+	return out, err
+}
+
+// lastFailure is the policy's last failed conversion, when it failed less than
+// conversionFailureShown ago; "" when none did.
+func (s *conversionServer) lastFailure(policy string) string {
+	if s == nil {
+		return ""
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	f, ok := s.failed[policy]
+	if !ok || time.Since(f.at) > conversionFailureShown {
+		return ""
+	}
+	return "the conversion webhook refused a parent: " + f.err
 }
 
 // newConversionServer returns the webhook of config; nil when the runtime serves none.
@@ -51,7 +98,8 @@ func newConversionServer(config *Webhook, certs *servingcert.Keeper, metrics *co
 	if config == nil {
 		return nil
 	}
-	return &conversionServer{config: *config, certs: certs, metrics: metrics, converters: map[schema.GroupKind]*conversion.Converter{}}
+	return &conversionServer{config: *config, certs: certs, metrics: metrics,
+		converters: map[schema.GroupKind]policyConverter{}, failed: map[string]conversionFailure{}}
 }
 
 // run serves the webhook and keeps its certificate until ctx ends.
@@ -107,7 +155,7 @@ func (s *conversionServer) configure(ctx context.Context, doc *policy.Document, 
 		return fmt.Errorf("wait for the conversion webhook's certificate: %w", ctx.Err())
 	}
 	s.mu.Lock()
-	s.converters[converter.GroupKind()] = converter
+	s.converters[converter.GroupKind()] = policyConverter{policy: doc.Policy.Metadata.Name, converter: converter, server: s}
 	s.mu.Unlock()
 	cc := s.config.ClientConfig.DeepCopy()
 	cc.CABundle = s.certs.CABundle()
@@ -136,4 +184,19 @@ func startConversionWebhook(ctx context.Context, o Options, reg prometheus.Regis
 		}
 	}()
 	return s, nil
+}
+
+// caChanged signals a new CA bundle of the webhook's certificate (its first included), which the
+// CRDs that name the webhook must carry; nil, which never signals, without a webhook.
+func (s *conversionServer) caChanged() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.certs.Changes()
+}
+
+// reinstallParentCRDs loads again the units that install CRDs, so that each CRD of several
+// versions carries the webhook's current CA bundle (crdinstall finds the others up to date).
+func (s *policySet) reinstallParentCRDs() {
+	s.reconcile(func(st *unitState) bool { return len(parentCRDsOf(st.unit)) > 0 }, nil)
 }

@@ -258,6 +258,8 @@ func (r *reconciler) run(ctx context.Context) error {
 			seen[snap.Source] = true
 		case <-crds.signal:
 			set.crdsChanged(crds.take())
+		case <-r.webhook.caChanged():
+			set.reinstallParentCRDs()
 		case <-statusTick.C:
 			set.publishStatus()
 			if !set.retryInstalls() {

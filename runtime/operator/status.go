@@ -119,6 +119,9 @@ func (s *policySet) statusOf(st *unitState, name string, counts controller.Count
 	if out.State == policystatus.Running && out.LastError == "" {
 		out.LastError = st.recordRejected // it runs, but not the rollout its record said
 	}
+	if out.LastError == "" && s.installer != nil {
+		out.LastError = s.installer.conversion.lastFailure(name)
+	}
 	return out
 }
 

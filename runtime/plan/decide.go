@@ -21,6 +21,12 @@ import (
 // change, and has the API server check its writes.
 func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Unstructured) Parent {
 	out := Parent{APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(), Namespace: parent.GetNamespace(), Name: parent.GetName()}
+	listed := parent
+	parent, err := atVersion(ctx, in, in.Candidate, listed)
+	if err != nil {
+		out.Error = err.Error()
+		return out
+	}
 	cand, err := w.sync(ctx, in.Candidate, parent)
 	if err != nil {
 		out.Error = preview.ErrorText(err)
@@ -28,7 +34,9 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 	}
 	var running *preview.Result
 	if in.Running != nil && in.Running.Parent.GVR.GroupResource() == in.Candidate.Parent.GVR.GroupResource() {
-		running, _ = w.sync(ctx, in.Running, parent) // a failing running version has nothing to compare
+		if old, err := atVersion(ctx, in, in.Running, listed); err == nil {
+			running, _ = w.sync(ctx, in.Running, old) // a failing running version has nothing to compare
+		}
 	}
 	out.Children = childChanges(in, cand, running)
 	out.Status = statusChanges(parent, cand, running)

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -48,6 +49,20 @@ type Plan struct {
 	// Parents are the parents that would change or fail, by namespace and name.
 	Parents []Parent `json:"parents"`
 	Totals  Totals   `json:"totals"`
+	// Versions is what the candidate changes of the parent's API versions, when it installs a
+	// CRD of several versions; nil otherwise.
+	Versions *VersionChange `json:"versions,omitempty"`
+}
+
+// VersionChange is what a candidate that declares several versions of its parent's API does to
+// the CRD and the stored parents.
+type VersionChange struct {
+	// Served are the versions the cluster serves now, and Declared those the candidate serves.
+	Served, Declared []string `json:",omitempty"`
+	// Storage is the candidate's storage version; Migrated how many stored parents the runtime
+	// would rewrite at it because the running version stores them at another.
+	Storage  string `json:"storage"`
+	Migrated int    `json:"migrated"`
 }
 
 // Parent is what the candidate would change of one parent.
@@ -144,6 +159,7 @@ func Run(ctx context.Context, in Input) (*Plan, error) {
 			p.Totals.add(parent)
 		}
 	}
+	p.Versions = versionChange(in, len(w.parents))
 	klog.FromContext(ctx).V(2).Info("Planned", "policy", p.Policy, "parents", p.Totals.Parents, "changed", p.Totals.Changed)
 	return p, nil
 }
@@ -215,4 +231,36 @@ func sortParents(objs []*unstructured.Unstructured) {
 	slices.SortFunc(objs, func(a, b *unstructured.Unstructured) int {
 		return strings.Compare(namespaced(a.GetNamespace(), a.GetName()), namespaced(b.GetNamespace(), b.GetName()))
 	})
+}
+
+// versionChange says what the candidate does to the parent's versions; nil when it declares one.
+func versionChange(in Input, parents int) *VersionChange {
+	c := in.Candidate
+	ps := c.Policy.Spec.ParentSchema
+	if c.Conversion == nil || ps == nil {
+		return nil
+	}
+	out := &VersionChange{Served: in.Mapper.Versions(c.Parent.GVR.GroupResource()), Storage: cmp.Or(ps.StorageVersion, c.Conversion.Hub)}
+	out.Declared = append(out.Declared, c.Conversion.Hub)
+	for _, v := range ps.Versions {
+		if v.IsServed() {
+			out.Declared = append(out.Declared, v.Name)
+		}
+	}
+	if storageOf(in.Running) != out.Storage {
+		out.Migrated = parents
+	}
+	return out
+}
+
+// storageOf is the storage version a running policy declares: its parentSchema's, else its
+// parent's version; "" for none.
+func storageOf(c *policy.Compiled) string {
+	if c == nil {
+		return ""
+	}
+	if ps := c.Policy.Spec.ParentSchema; ps != nil && ps.StorageVersion != "" {
+		return ps.StorageVersion
+	}
+	return c.Parent.GVR.Version
 }

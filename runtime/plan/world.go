@@ -3,6 +3,7 @@ package plan
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -15,6 +16,7 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
 	"metacel.dev/metacel/runtime/render"
@@ -75,7 +77,7 @@ func listParents(ctx context.Context, in Input) ([]*unstructured.Unstructured, e
 			return nil, fmt.Errorf("policy %q: spec.parentResource.labelSelector: %w", c.Name(), err)
 		}
 	}
-	all, err := clusterread.List(ctx, in.Client, c.Parent.GVR, "", selector.String())
+	all, err := clusterread.List(ctx, in.Client, listedVersion(in), "", selector.String())
 	if err != nil {
 		return nil, err
 	}
@@ -188,4 +190,32 @@ func (w *world) read(ctx context.Context, ref render.RelatedRef) ([]*unstructure
 	w.reads[key] = objs
 	w.mu.Unlock()
 	return objs, nil
+}
+
+// listedVersion is the resource to list the parents at: the candidate's version, unless the
+// cluster does not serve it yet and the candidate converts from the running version's (a new
+// version of the parent's API, which the runtime installs with the candidate).
+func listedVersion(in Input) schema.GroupVersionResource {
+	c, r := in.Candidate, in.Running
+	if c.Conversion == nil || r == nil || r.Parent.GVR.GroupResource() != c.Parent.GVR.GroupResource() {
+		return c.Parent.GVR
+	}
+	if slices.Contains(in.Mapper.Versions(c.Parent.GVR.GroupResource()), c.Parent.GVR.Version) {
+		return c.Parent.GVR
+	}
+	return r.Parent.GVR
+}
+
+// atVersion returns a parent at the version policy c reads, converted with the candidate's
+// conversion (as the runtime's webhook will convert it) when it was listed at another.
+func atVersion(ctx context.Context, in Input, c *policy.Compiled, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+	want := c.Parent.GVR.GroupVersion().String()
+	if parent.GetAPIVersion() == want || in.Candidate.Conversion == nil {
+		return parent, nil
+	}
+	cv, err := conversion.New(in.Candidate.Conversion)
+	if err != nil {
+		return nil, err
+	}
+	return cv.Convert(ctx, parent, want)
 }

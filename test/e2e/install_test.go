@@ -187,7 +187,7 @@ func installPolicyConfigMap(name, ns, text string) *corev1.ConfigMap {
 }
 
 // grantPolicyText creates the ServiceAccount of the policy text with what metacel rbac grants it.
-func grantPolicyText(t *testing.T, ns, text string) {
+func grantPolicyText(t testing.TB, ns, text string) {
 	t.Helper()
 	docs, err := policy.Parse("policy.yaml", []byte(text))
 	if err != nil {

@@ -79,7 +79,7 @@ func policyConfigMapOn(t *testing.T, kube kubernetes.Interface, name, ns string)
 
 // An update that conflicts is tried again on the newest version: the runtime's policy-status
 // writer labels and annotates the same ConfigMap after each load (kubectl apply would patch).
-func applyConfigMap(t *testing.T, cm *corev1.ConfigMap) {
+func applyConfigMap(t testing.TB, cm *corev1.ConfigMap) {
 	t.Helper()
 	configMaps := cluster.kube.CoreV1().ConfigMaps(cm.Namespace)
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {

@@ -96,7 +96,7 @@ func TestTheReadmeTutorialRunsOnACluster(t *testing.T) {
 
 // createWhenServed creates obj, trying again while the API server does not serve its kind yet (a
 // CRD just installed is Established a moment before its objects can be created).
-func createWhenServed(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+func createWhenServed(t testing.TB, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
 	t.Helper()
 	eventually(t, wait, fmt.Sprintf("create %s %s", gvr.Resource, obj.GetName()), func() error {
 		_, err := cluster.dynamic.Resource(gvr).Namespace(obj.GetNamespace()).Create(t.Context(), obj, metav1.CreateOptions{})

@@ -3,14 +3,20 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
+	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,8 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/utils/ptr"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/parentcrd"
+	"metacel.dev/metacel/runtime/plan"
 	"metacel.dev/metacel/runtime/servingcert"
 )
 
@@ -59,7 +67,7 @@ spec:
 
 // newCachePolicy is the second version: the example of package conversion (v1, replicas an
 // integer, the image moved into template, v1alpha1 converted in CEL), in group.
-func newCachePolicy(t *testing.T, group string) string {
+func newCachePolicy(t testing.TB, group string) string {
 	t.Helper()
 	data, err := os.ReadFile("../../runtime/conversion/testdata/cache.yaml")
 	if err != nil {
@@ -100,6 +108,32 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 	})
 	gens.waitFor(t, "cache", 1)
 	before, synced := rt.writeCounts(), rt.reconciles("cache")
+
+	t.Run("plan: the new version changes no child, and migrates the stored parents", func(t *testing.T) {
+		out, err := exec.CommandContext(t.Context(), buildMetacel(t), "plan", writeTemp(t, "cache.yaml", []byte(newPolicy)),
+			"--kubeconfig", cluster.kubeconfig, "--namespace", policyNS, "-o", "json").Output()
+		if err != nil {
+			t.Fatalf("plan: %v\n%s", err, stderrOf(err))
+		}
+		var p plan.Plan
+		if err := json.Unmarshal(out, &p); err != nil {
+			t.Fatalf("plan -o json: %v\n%s", err, out)
+		}
+		if want := (plan.Totals{Parents: versionedParents}); p.Totals != want {
+			t.Errorf("totals %+v, want %+v", p.Totals, want)
+		}
+		if v := p.Versions; v == nil || v.Storage != "v1" || v.Migrated != versionedParents {
+			t.Errorf("versions %+v, want %d stored parents migrated to v1", v, versionedParents)
+		}
+		text, err := exec.CommandContext(t.Context(), buildMetacel(t), "plan", writeTemp(t, "cache.yaml", []byte(newPolicy)),
+			"--kubeconfig", cluster.kubeconfig, "--namespace", policyNS).Output()
+		// as docs/testing.md shows it
+		want := "\n200 parents, 0 changed: 0 created, 0 updated, 0 recreated, 0 deleted, 0 released, 0 failing\n" +
+			"versions: served now v1alpha1, by the candidate v1, v1alpha1; stored at v1: the runtime rewrites 200 stored parents at v1, then trims the CRD's storedVersions\n"
+		if err != nil || !strings.HasSuffix(string(text), want) {
+			t.Errorf("plan printed (%v):\n%s\nwant it to end with:\n%s", err, text, want)
+		}
+	})
 
 	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, newPolicy))
 	gens.waitFor(t, "cache", 2)
@@ -154,6 +188,15 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 			cacheAt(v1alpha1, parentNS, "huge", map[string]any{"size": "99999999999999999999", "image": "x"}), metav1.CreateOptions{})
 		if err == nil || !strings.Contains(err.Error(), `Cache "`+parentNS+`/huge"`) {
 			t.Errorf("create of a parent whose conversion fails: error = %v, want it to name %s/huge", err, parentNS)
+		}
+		waitStatus(t, policyNS, "policy-cache", "the failed conversion in the policy's status", func(cm *corev1.ConfigMap) error {
+			if got := cm.Annotations[contract.AnnotationPolicyLastError]; !strings.Contains(got, parentNS+`/huge`) {
+				return fmt.Errorf("%s = %q", contract.AnnotationPolicyLastError, got)
+			}
+			return nil
+		})
+		if _, err := cluster.dynamic.Resource(v1).Namespace(parentNS).Get(t.Context(), "c001", metav1.GetOptions{}); err != nil {
+			t.Errorf("the other parents convert: %v", err)
 		}
 	})
 
@@ -242,7 +285,9 @@ func crdVersions(crd *unstructured.Unstructured) []string {
 }
 
 // freeLoopbackAddress returns an address on loopback no one listens on.
-func freeLoopbackAddress(t *testing.T) string {
+func freeLoopbackAddress(t *testing.T) string { return freeLoopbackAddressTB(t) }
+
+func freeLoopbackAddressTB(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -255,4 +300,101 @@ func freeLoopbackAddress(t *testing.T) string {
 // apiextensionsClientConfigURL is a webhook client config of a URL.
 func apiextensionsClientConfigURL(url string) apiextensionsv1.WebhookClientConfig {
 	return apiextensionsv1.WebhookClientConfig{URL: ptr.To(url)}
+}
+
+// TestConversionsAreAnsweredWhileAReplicaIsKilled: two replicas serve the conversion webhook behind
+// one address, as a Service's endpoints do (a TCP balancer in the test stands in for the Service:
+// each connection to the next replica that accepts it); killed with kill -9, the leader stops
+// answering, and reads at the version that is not stored keep being converted by the other.
+func TestConversionsAreAnsweredWhileAReplicaIsKilled(t *testing.T) {
+	bin := buildMetacel(t)
+	group := rand.String(8) + ".versions.e2e.metacel.dev"
+	crdName := "caches." + group
+	t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(t.Context(), crdName, metav1.DeleteOptions{}) })
+	v1alpha1 := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "caches"}
+	v1 := v1alpha1.GroupResource().WithVersion("v1")
+	policyNS, parentNS := newNamespace(t, "policies"), newNamespace(t, "caches")
+	text := newCachePolicy(t, group)
+	grantPolicyText(t, policyNS, text)
+	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, text))
+
+	front, backends := freeLoopbackAddress(t), []string{freeLoopbackAddress(t), freeLoopbackAddress(t)}
+	served := startBalancer(t, front, backends)
+	replicas := make([]*process, len(backends))
+	for i, addr := range backends {
+		replicas[i] = startProcess(t, bin, "run", "--kubeconfig", cluster.kubeconfig, "--policy-namespace", policyNS,
+			"--leader-elect", "--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=1s",
+			"--webhook-bind-address", addr, "--webhook-url", "https://"+front+parentcrd.WebhookPath,
+			"--metrics-bind-address=0", "--health-probe-bind-address=0")
+	}
+	waitFor(t, crdsGVR, "", crdName, wait, established)
+	for i := range 20 {
+		createWhenServed(t, v1, cacheAt(v1, parentNS, fmt.Sprintf("c%02d", i), map[string]any{"replicas": int64(i), "template": map[string]any{"image": "redis:7"}}))
+	}
+	readOld := func() error {
+		list, err := cluster.dynamic.Resource(v1alpha1).Namespace(parentNS).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return err
+		}
+		if len(list.Items) != 20 {
+			return fmt.Errorf("%d parents at v1alpha1, want 20", len(list.Items))
+		}
+		return convertedCache(&list.Items[7], "v1alpha1", 7)
+	}
+	eventually(t, wait, "parents read at v1alpha1 through the webhook", readOld)
+	eventually(t, wait, "both replicas serving the webhook", func() error {
+		for _, b := range backends {
+			if served(b) == 0 {
+				_ = readOld() // a new connection goes to the next replica
+				return fmt.Errorf("no connection reached %s yet", b)
+			}
+		}
+		return nil
+	})
+
+	replicas[0].kill9()
+	eventually(t, wait, "a read at v1alpha1 after the kill", readOld)
+	for i := range 20 {
+		if err := readOld(); err != nil {
+			t.Fatalf("read %d at v1alpha1 with one replica killed: %v", i, err)
+		}
+	}
+}
+
+// startBalancer accepts TCP connections at front and passes each to the next of backends that
+// accepts it, as a Service passes them to its endpoints, until the test ends; served counts the
+// connections each backend took.
+func startBalancer(t *testing.T, front string, backends []string) (served func(backend string) int64) {
+	t.Helper()
+	l, err := net.Listen("tcp", front)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close() })
+	counts := make([]atomic.Int64, len(backends))
+	var next atomic.Int64
+	go func() {
+		for {
+			in, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer func() { _ = in.Close() }()
+				for range backends {
+					i := int(next.Add(1)) % len(backends)
+					out, err := net.DialTimeout("tcp", backends[i], time.Second)
+					if err != nil {
+						continue
+					}
+					counts[i].Add(1)
+					defer func() { _ = out.Close() }()
+					go func() { _, _ = io.Copy(out, in) }()
+					_, _ = io.Copy(in, out)
+					return
+				}
+			}()
+		}
+	}()
+	return func(backend string) int64 { return counts[slices.Index(backends, backend)].Load() }
 }
