@@ -61,7 +61,9 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 		stop := make(chan struct{})
 		var wg sync.WaitGroup
 		wg.Go(func() {
-			tick := time.NewTicker(time.Second)
+			// the deleter's pace is not the point: it deletes the Pod again soon after each
+			// re-create, and the fightLimit-th re-create it undoes is reported
+			tick := time.NewTicker(250 * time.Millisecond)
 			defer tick.Stop()
 			for {
 				_ = cluster.kube.CoreV1().Pods(ns).Delete(t.Context(), "app-00-pod", metav1.DeleteOptions{})

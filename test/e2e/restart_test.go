@@ -66,11 +66,31 @@ func TestARestartOverTheConvergedSeedsWritesNothing(t *testing.T) {
 	first.stop()
 
 	second := startRuntimeWith(t, opts)
-	consistently(t, 30*time.Second, "the restarted runtime writes nothing", quiet(second, ns, dst, policyNS))
+	// quiet while it syncs every parent, and restartQuiet after: its only later syncs are the
+	// squatted MyApp's conflict retries (backoff 5 ms, doubling: ten of them by then), and none
+	// has an input the earlier ones lacked
+	stillQuiet := quiet(second, ns, dst, policyNS)
+	parents := map[string]float64{"myapp": 3, "memcached": 1, "whalesay": 1, "myingress": 1, "configmapsync": 1}
+	eventually(t, wait, "the restarted runtime synced every parent", func() error {
+		if err := stillQuiet(); err != nil {
+			t.Fatalf("the restarted runtime writes nothing: %v", err)
+		}
+		for policy, n := range parents {
+			if got := second.reconciles(policy); got < n {
+				return fmt.Errorf("%s: %v syncs, want %v", policy, got, n)
+			}
+		}
+		return nil
+	})
+	consistently(t, restartQuiet, "the restarted runtime writes nothing", stillQuiet)
 	if n := second.reconciles("myapp"); n < 3 {
 		t.Errorf("the restarted runtime synced %v MyApps, want all 3", n)
 	}
 }
+
+// restartQuiet is how long a runtime started again over converged parents must stay quiet after
+// it has synced them all.
+const restartQuiet = 10 * time.Second
 
 // settled waits, up to timeout, until check has held for d in a row.
 func settled(t *testing.T, d, timeout time.Duration, check func() error) {

@@ -19,14 +19,25 @@ import (
 	"metacel.dev/metacel/runtime/rollout"
 )
 
-// rolloutDeadline is how long, in seconds, a rollout step's parents have to become healthy.
+// rolloutDeadline is how long, in seconds, a healthy version's rollout step has to become healthy:
+// a bound, never waited out, so generous.
 const rolloutDeadline = 15
 
+// badRolloutDeadline is the health deadline of the version whose Pods never run: the test waits
+// it out before the rollback, so it is short, yet long enough for the first step's Pods to be
+// created (under a second) before it.
+const badRolloutDeadline = 6
+
+// rolloutKillPause is the first step's pause of the version whose runtime is killed mid-rollout:
+// the window in which the test sees the first step done and kills the driver (well under a
+// second), and what the restarted runtime waits again before the second step.
+const rolloutKillPause = 4
+
 // rolloutSpec rolls MyApp's new versions out in three steps, a parent's health judged within
-// rolloutDeadline; pause is the first step's pause.
-func rolloutSpec(pause int) func(string) string {
+// deadline seconds; pause is the first step's pause.
+func rolloutSpec(pause, deadline int) func(string) string {
 	return func(p string) string {
-		spec := fmt.Sprintf("spec:\n  rollout:\n    steps:\n      - percent: 34\n        pauseSeconds: %d\n      - percent: 67\n      - percent: 100\n    healthDeadlineSeconds: %d\n", pause, rolloutDeadline)
+		spec := fmt.Sprintf("spec:\n  rollout:\n    steps:\n      - percent: 34\n        pauseSeconds: %d\n      - percent: 67\n      - percent: 100\n    healthDeadlineSeconds: %d\n", pause, deadline)
 		return strings.Replace(p, "spec:\n", spec, 1)
 	}
 }
@@ -170,8 +181,8 @@ func (r *rolloutRuntimes) restart(t *testing.T, id string) {
 func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 	policyNS, ns := newNamespace(t, "rollout-policies"), newNamespace(t, "rollout")
 	base := policyConfigMap(t, "myapp", policyNS)
-	const deadline = rolloutDeadline
-	applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("a"))))
+	const deadline = badRolloutDeadline
+	applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0, rolloutDeadline), podNamed("a"))))
 	outer := t
 	rts := startRolloutRuntimes(t, bin, policyNS, replicas)
 
@@ -209,7 +220,7 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 	t.Run("a version whose Pods never run stops at the first step and is rolled back", func(t *testing.T) {
 		before := myAppPods(t, ns)
 		start := time.Now()
-		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("bad"), unschedulable)))
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0, deadline), podNamed("bad"), unschedulable)))
 		// until the rollback, only the first step's parents ever get the bad Pod
 		var rolledBackAt time.Time
 		sawRollingOut := ""
@@ -241,7 +252,7 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 				t.Errorf("the PolicyRolloutFailed event does not name %s: %s", name, note)
 			}
 		}
-		eventually(t, time.Duration(deadline)*time.Second, "the moved parents back on the stable version", allReady(""))
+		eventually(t, rolloutDeadline*time.Second, "the moved parents back on the stable version", allReady(""))
 		after := myAppPods(t, ns)
 		for name := range uids {
 			if !first[name] && after[name].uid != before[name].uid {
@@ -255,7 +266,7 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 	})
 
 	t.Run("a healthy version goes through every step", func(t *testing.T) {
-		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0), podNamed("v2"), podLabelled("v2"))))
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(0, rolloutDeadline), podNamed("v2"), podLabelled("v2"))))
 		steps := map[int]bool{}
 		eventually(t, 2*wait, "v2 through every step, stable", func() error {
 			rec, err := rolloutRecord(t, policyNS)
@@ -279,7 +290,7 @@ func testPolicyRollout(t *testing.T, bin string, replicas []string) {
 
 	t.Run("killed mid-rollout, the runtime resumes where it was", func(t *testing.T) {
 		onV2 := myAppPods(t, ns)
-		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(8), podNamed("v3"), podLabelled("v3"))))
+		applyConfigMap(t, withPolicy(base, chain(rolloutSpec(rolloutKillPause, rolloutDeadline), podNamed("v3"), podLabelled("v3"))))
 		var rec rollout.Record
 		eventually(t, wait, "the first step's parents on v3", func() error {
 			var err error
