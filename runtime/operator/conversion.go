@@ -194,9 +194,3 @@ func (s *conversionServer) caChanged() <-chan struct{} {
 	}
 	return s.certs.Changes()
 }
-
-// reinstallParentCRDs loads again the units that install CRDs, so that each CRD of several
-// versions carries the webhook's current CA bundle (crdinstall finds the others up to date).
-func (s *policySet) reinstallParentCRDs() {
-	s.reconcile(func(st *unitState) bool { return len(parentCRDsOf(st.unit)) > 0 }, nil)
-}

@@ -305,3 +305,9 @@ func (s *policySet) retryInstalls() bool {
 	}
 	return false
 }
+
+// reinstallParentCRDs loads again the units that install CRDs, so that each CRD of several
+// versions carries the webhook's current CA bundle (crdinstall finds the others up to date).
+func (s *policySet) reinstallParentCRDs() {
+	s.reconcile(func(st *unitState) bool { return len(parentCRDsOf(st.unit)) > 0 }, nil)
+}

@@ -118,7 +118,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Status = c.status()
 	out.ReadyWhen = c.program(c.mainEnv, c.spec.ReadyWhen, "spec.readyWhen", expr.WantBool)
 	out.Conditions = c.conditions()
-	out.Conversion = c.conversion(crd)
+	out.Conversion = (&conversionCompiler{c}).conversion(crd)
 	c.checkStatusSchema(out.Parent)
 	c.checkStatusTypes(out.Parent)
 	if err := c.errs.Err(); err != nil {

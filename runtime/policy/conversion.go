@@ -44,6 +44,12 @@ type CompiledDirection struct {
 	Keep []string
 }
 
+// conversionCompiler compiles the conversions of a policy's parent versions: a type of its own,
+// beside the compiler of the policy's sync, whose errors it reports.
+type conversionCompiler struct {
+	*compiler
+}
+
 // versionConversionHint is the end of a message about a conversion between versions: what to write.
 const versionConversionHint = "write the conversion as a template of the other version's fields, e.g. " +
 	`toHub: {spec: {replicas: "${int(parent.spec.size)}"}}`
@@ -51,7 +57,7 @@ const versionConversionHint = "write the conversion as a template of the other v
 // conversion compiles the conversions of the parent's other versions, typed against the CRD the
 // policy declares (crd, nil when it declares none): each template against the schema of the
 // version it reads (parent) and of the one it gives, and checked to lose nothing.
-func (c *compiler) conversion(crd *apiextensionsv1.CustomResourceDefinition) *CompiledConversion {
+func (c *conversionCompiler) conversion(crd *apiextensionsv1.CustomResourceDefinition) *CompiledConversion {
 	ps := c.spec.ParentSchema
 	if ps == nil || len(ps.Versions) == 0 || crd == nil {
 		return nil
@@ -76,7 +82,7 @@ func (c *compiler) conversion(crd *apiextensionsv1.CustomResourceDefinition) *Co
 }
 
 // versionSchema returns the schema of a version's objects, for typing and fitting.
-func (c *compiler) versionSchema(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, path string) *kinds.ObjectSchema {
+func (c *conversionCompiler) versionSchema(crd *apiextensionsv1.CustomResourceDefinition, v apiextensionsv1.CustomResourceDefinitionVersion, path string) *kinds.ObjectSchema {
 	info := kinds.Info{GVR: schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural},
 		Kind: crd.Spec.Names.Kind, Schema: v.Schema.OpenAPIV3Schema}
 	s, err := kinds.SchemaOf(info)
@@ -88,7 +94,7 @@ func (c *compiler) versionSchema(crd *apiextensionsv1.CustomResourceDefinition, 
 
 // direction compiles one way of a conversion: from the version from (whose objects are parent)
 // to the one whose schema is to. A part not written is copied, which needs the same fields.
-func (c *compiler) direction(d Conversion, path string, from apiextensionsv1.CustomResourceDefinitionVersion, to *kinds.ObjectSchema, sameSpec, sameStatus bool) CompiledDirection {
+func (c *conversionCompiler) direction(d Conversion, path string, from apiextensionsv1.CustomResourceDefinitionVersion, to *kinds.ObjectSchema, sameSpec, sameStatus bool) CompiledDirection {
 	parent, err := expr.ParentType(from.Schema.OpenAPIV3Schema)
 	if err != nil {
 		c.errorf(path, "the schema of version %q cannot type CEL expressions: %v", from.Name, err)
@@ -108,7 +114,7 @@ func (c *compiler) direction(d Conversion, path string, from apiextensionsv1.Cus
 
 // conversionPart compiles the template of the spec or status of a conversion, and checks it
 // against the schema it must fit; one not written must be the same in both versions.
-func (c *compiler) conversionPart(env *expr.Env, tmpl any, path, part string, to *kinds.ObjectSchema, same bool) *expr.Template {
+func (c *conversionCompiler) conversionPart(env *expr.Env, tmpl any, path, part string, to *kinds.ObjectSchema, same bool) *expr.Template {
 	at := path + "." + part
 	if tmpl == nil {
 		if !same {
@@ -122,16 +128,16 @@ func (c *compiler) conversionPart(env *expr.Env, tmpl any, path, part string, to
 		return nil
 	}
 	if m, ok := tmpl.(map[string]any); ok && part == "spec" {
-		to.CheckTemplate(map[string]any{"spec": m}, path, newTemplateCheck(c, env, to), c.reportSchemaProblem)
+		to.CheckTemplate(map[string]any{"spec": m}, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
 	} else if ok {
-		to.CheckStatusTemplate(m, path, newTemplateCheck(c, env, to), c.reportSchemaProblem)
+		to.CheckStatusTemplate(m, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
 	}
 	return t
 }
 
 // checkLossless checks that a conversion carries every field of the version it reads: read by
 // its templates, copied, or kept; and that what it keeps is a field of that version.
-func (c *compiler) checkLossless(path string, from apiextensionsv1.CustomResourceDefinitionVersion, d CompiledDirection, keep []string) {
+func (c *conversionCompiler) checkLossless(path string, from apiextensionsv1.CustomResourceDefinitionVersion, d CompiledDirection, keep []string) {
 	var refs expr.Refs
 	for _, t := range []*expr.Template{d.Spec, d.Status} {
 		refs.Add(t.Refs())
@@ -188,7 +194,7 @@ func CompileConversion(doc *Document) (*CompiledConversion, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec}
+	c := &conversionCompiler{&compiler{src: doc.Source, spec: &doc.Policy.Spec}}
 	out := c.conversion(crd)
 	if err := c.errs.Err(); err != nil {
 		return nil, err
