@@ -21,6 +21,7 @@ import (
 	"metacel.dev/metacel/runtime/conversionwebhook"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/servingcert"
+	"metacel.dev/metacel/runtime/source"
 )
 
 // Webhook says where the runtime serves the conversion webhook of the CRDs of several versions it
@@ -141,12 +142,7 @@ func (s *conversionServer) configure(ctx context.Context, doc *policy.Document, 
 	if s == nil {
 		return errNoWebhook
 	}
-	compiled, err := policy.CompileConversion(doc)
-	if err != nil {
-		return fmt.Errorf("compile the conversion: %w", err)
-	}
-	converter, err := conversion.New(compiled)
-	if err != nil {
+	if err := s.register(ctx, doc); err != nil {
 		return err
 	}
 	select {
@@ -154,20 +150,55 @@ func (s *conversionServer) configure(ctx context.Context, doc *policy.Document, 
 	case <-ctx.Done():
 		return fmt.Errorf("wait for the conversion webhook's certificate: %w", ctx.Err())
 	}
-	s.mu.Lock()
-	s.converters[converter.GroupKind()] = policyConverter{policy: doc.Policy.Metadata.Name, converter: converter, server: s}
-	s.mu.Unlock()
 	cc := s.config.ClientConfig.DeepCopy()
 	cc.CABundle = s.certs.CABundle()
 	crd.Spec.Conversion.Webhook.ClientConfig = cc
-	klog.FromContext(ctx).V(2).Info("Converting parents", "policy", doc.Policy.Metadata.Name, "crd", crd.Name, "versions", converter.Versions())
 	return nil
+}
+
+// register compiles and registers the converter of a policy's parent versions.
+func (s *conversionServer) register(ctx context.Context, doc *policy.Document) error {
+	compiled, err := policy.CompileConversion(doc)
+	if err != nil || compiled == nil {
+		return err
+	}
+	converter, err := conversion.New(compiled)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	s.converters[converter.GroupKind()] = policyConverter{policy: doc.Policy.Metadata.Name, converter: converter, server: s}
+	s.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("Converting parents", "policy", doc.Policy.Metadata.Name, "kind", converter.GroupKind(), "versions", converter.Versions())
+	return nil
+}
+
+// registerFromSources registers the converters of the policies the sources hold, on every replica:
+// the leader registers them as it installs their CRDs (configure), but the API server sends its
+// conversions to any replica, standbys included, which install nothing. A snapshot's policy that
+// does not compile is left to the policy set to report.
+func (s *conversionServer) registerFromSources(ctx context.Context, snapshots <-chan source.Snapshot) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case snap := <-snapshots:
+			for _, u := range snap.Units {
+				for _, p := range parentCRDsOf(u) {
+					if err := s.register(ctx, p.doc); err != nil {
+						klog.FromContext(ctx).V(2).Info("No converter for the policy's parent versions", "policy", p.doc.Policy.Metadata.Name, "err", err)
+					}
+				}
+			}
+		}
+	}
 }
 
 // startConversionWebhook starts serving the conversion webhook with o.Webhook, with a certificate
 // kept in a Secret of the runtime's namespace (written without the fence: every replica serves,
-// the leader or not); nil without o.Webhook. A failure of the server ends the run (errs).
-func startConversionWebhook(ctx context.Context, o Options, reg prometheus.Registerer, errs chan<- error) (*conversionServer, error) {
+// the leader or not), and the converters of the policies its own read of the policy sources finds;
+// nil without o.Webhook. A failure of the server ends the run (errs).
+func startConversionWebhook(ctx context.Context, o Options, c *clients, reg prometheus.Registerer, errs chan<- error) (*conversionServer, error) {
 	if o.Webhook == nil {
 		return nil, nil
 	}
@@ -183,6 +214,8 @@ func startConversionWebhook(ctx context.Context, o Options, reg prometheus.Regis
 			errs <- err
 		}
 	}()
+	snapshots, _ := startSources(ctx, o, c, errs)
+	go s.registerFromSources(ctx, snapshots)
 	return s, nil
 }
 

@@ -151,7 +151,7 @@ func Run(ctx context.Context, o Options) error {
 	errs := make(chan error, 5)
 	serve(ctx, o.MetricsAddr, metricsMux(reg, o.Profiling), errs)
 	serve(ctx, o.HealthAddr, healthMux(&ready), errs)
-	webhook, err := startConversionWebhook(ctx, o, reg, errs)
+	webhook, err := startConversionWebhook(ctx, o, clients, reg, errs)
 	if err != nil {
 		return err
 	}

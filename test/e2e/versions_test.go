@@ -3,10 +3,14 @@
 package e2e
 
 import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"slices"
@@ -342,17 +346,12 @@ func TestConversionsAreAnsweredWhileAReplicaIsKilled(t *testing.T) {
 		return convertedCache(&list.Items[7], "v1alpha1", 7)
 	}
 	eventually(t, wait, "parents read at v1alpha1 through the webhook", readOld)
-	eventually(t, wait, "both replicas serving the webhook", func() error {
-		for _, b := range backends {
-			if served(b) == 0 {
-				_ = readOld() // a new connection goes to the next replica
-				return fmt.Errorf("no connection reached %s yet", b)
-			}
-		}
-		return nil
-	})
-
-	replicas[0].kill9()
+	for _, b := range backends {
+		eventually(t, wait, "a conversion answered by the replica at "+b, func() error { return convertsAt(t, policyNS, b, group) })
+	}
+	// the API server keeps its connection to the webhook: kill the replica at its other end
+	killed := slices.IndexFunc(backends, func(b string) bool { return served(b) > 0 })
+	replicas[killed].kill9()
 	eventually(t, wait, "a read at v1alpha1 after the kill", readOld)
 	for i := range 20 {
 		if err := readOld(); err != nil {
@@ -397,4 +396,36 @@ func startBalancer(t *testing.T, front string, backends []string) (served func(b
 		}
 	}()
 	return func(backend string) int64 { return counts[slices.Index(backends, backend)].Load() }
+}
+
+// convertsAt sends a ConversionReview of one Cache to the webhook at addr directly, trusting the
+// CA of the Secret the replicas share, and checks that it is converted.
+func convertsAt(t *testing.T, ns, addr, group string) error {
+	secret, err := cluster.kube.CoreV1().Secrets(ns).Get(t.Context(), "metacel-webhook-tls", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(secret.Data["ca.crt"])
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
+	review := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview", "request": map[string]any{
+		"uid": "e2e", "desiredAPIVersion": group + "/v1alpha1",
+		"objects": []any{map[string]any{"apiVersion": group + "/v1", "kind": "Cache", "metadata": map[string]any{"name": "probe", "namespace": ns, "uid": "u"},
+			"spec": map[string]any{"replicas": 2, "template": map[string]any{"image": "redis:7"}}}},
+	}}
+	body, _ := json.Marshal(review)
+	resp, err := client.Post("https://"+addr+parentcrd.WebhookPath, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var got apiextensionsv1.ConversionReview
+	if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+		return fmt.Errorf("HTTP %d: %w", resp.StatusCode, err)
+	}
+	if got.Response == nil || got.Response.Result.Status != metav1.StatusSuccess || len(got.Response.ConvertedObjects) != 1 ||
+		!strings.Contains(string(got.Response.ConvertedObjects[0].Raw), `"size":"2"`) {
+		return fmt.Errorf("the replica answered %+v", got.Response)
+	}
+	return nil
 }
