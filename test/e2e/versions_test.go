@@ -32,6 +32,7 @@ import (
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/parentcrd"
 	"metacel.dev/metacel/runtime/plan"
+	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/servingcert"
 )
 
@@ -92,7 +93,9 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 	v1alpha1 := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "caches"}
 	v1 := v1alpha1.GroupResource().WithVersion("v1")
 	policyNS, parentNS := newNamespace(t, "policies"), newNamespace(t, "caches")
-	newPolicy := newCachePolicy(t, group)
+	// the new version rolls out as any new version of a policy does: a third of the parents, then
+	// two thirds, then all
+	newPolicy := rolloutSpec(0, 60)(newCachePolicy(t, group))
 	grantPolicyText(t, policyNS, newPolicy)
 	gens := &generations{}
 	addr := freeLoopbackAddress(t)
@@ -141,6 +144,19 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 
 	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, newPolicy))
 	gens.waitFor(t, "cache", 2)
+	waitStatus(t, policyNS, "policy-cache", "the new version rolled out to every parent", func(cm *corev1.ConfigMap) error {
+		if state, step := cm.Labels[contract.LabelPolicyState], cm.Labels[contract.LabelPolicyRollout]; state != "Running" || step != "" {
+			return fmt.Errorf("state %q, rollout step %q", state, step)
+		}
+		record, err := cluster.kube.CoreV1().ConfigMaps(policyNS).Get(t.Context(), rollout.ConfigMapName("cache"), metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("no rollout record: %w", err)
+		}
+		if !strings.Contains(record.Data["record.json"], `"phase":"Stable"`) {
+			return fmt.Errorf("rollout record %s", record.Data["record.json"])
+		}
+		return nil
+	})
 	crd := waitFor(t, crdsGVR, "", crdName, wait, storedVersions("v1"))
 	t.Logf("storedVersions trimmed to v1 after the migration; versions %v", crdVersions(crd))
 
