@@ -4,18 +4,14 @@ package e2e
 
 import (
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/util/rand"
 
 	"metacel.dev/metacel/runtime/operator"
-	"metacel.dev/metacel/runtime/parentcrd"
-	"metacel.dev/metacel/runtime/servingcert"
 )
 
 // BenchmarkListingParentsThroughTheConversionWebhook lists 10,000 Caches stored at v1, a page of
@@ -25,22 +21,13 @@ import (
 //	go test -tags e2e -run '^$' -bench ListingParentsThroughTheConversionWebhook -benchtime 5x ./test/e2e
 func BenchmarkListingParentsThroughTheConversionWebhook(b *testing.B) {
 	const parents = 10_000
-	group := rand.String(8) + ".versions.e2e.metacel.dev"
-	crdName := "caches." + group
-	b.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(b.Context(), crdName, metav1.DeleteOptions{}) })
-	v1alpha1 := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "caches"}
-	v1 := v1alpha1.GroupResource().WithVersion("v1")
-	policyNS, parentNS := newNamespace(b, "policies"), newNamespace(b, "caches")
-	text := newCachePolicy(b, group)
+	api := newCacheAPI(b)
+	v1alpha1, v1, policyNS, parentNS := api.v1alpha1, api.v1, api.policyNS, api.parentNS
+	text := newCachePolicy(b, api.group)
 	grantPolicyText(b, policyNS, text)
-	addr := freeLoopbackAddressTB(b)
-	startRuntimeWith(b, operator.Options{PolicyNamespace: policyNS, Webhook: &operator.Webhook{
-		Addr:         addr,
-		ClientConfig: apiextensionsClientConfigURL("https://" + addr + parentcrd.WebhookPath),
-		Certificate:  servingcert.Options{SecretName: "metacel-webhook-tls", IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}},
-	}})
+	startRuntimeWith(b, operator.Options{PolicyNamespace: policyNS, Webhook: loopbackWebhook(b)})
 	applyConfigMap(b, installPolicyConfigMap("policy-cache", policyNS, text))
-	waitFor(b, crdsGVR, "", crdName, wait, established)
+	waitFor(b, crdsGVR, "", api.crd, wait, established)
 	createWhenServed(b, v1, cacheAt(v1, parentNS, "first", map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}}))
 	createCaches(b, v1, parentNS, parents)
 

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
@@ -87,23 +88,14 @@ func newCachePolicy(t testing.TB, group string) string {
 // migrated to v1 and storedVersions trimmed; then v1alpha1 may stop being served. A conversion
 // that fails for one object names it in the API server's answer.
 func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
-	group := rand.String(8) + ".versions.e2e.metacel.dev"
-	crdName := "caches." + group
-	t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(t.Context(), crdName, metav1.DeleteOptions{}) })
-	v1alpha1 := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "caches"}
-	v1 := v1alpha1.GroupResource().WithVersion("v1")
-	policyNS, parentNS := newNamespace(t, "policies"), newNamespace(t, "caches")
+	api := newCacheAPI(t)
+	group, crdName, v1alpha1, v1, policyNS, parentNS := api.group, api.crd, api.v1alpha1, api.v1, api.policyNS, api.parentNS
 	// the new version rolls out as any new version of a policy does: a third of the parents, then
 	// two thirds, then all
 	newPolicy := rolloutSpec(0, 60)(newCachePolicy(t, group))
 	grantPolicyText(t, policyNS, newPolicy)
 	gens := &generations{}
-	addr := freeLoopbackAddress(t)
-	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set, Webhook: &operator.Webhook{
-		Addr:         addr,
-		ClientConfig: apiextensionsClientConfigURL("https://" + addr + parentcrd.WebhookPath),
-		Certificate:  servingcert.Options{SecretName: "metacel-webhook-tls", IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}},
-	}})
+	rt := startRuntimeWith(t, operator.Options{PolicyNamespace: policyNS, OnReload: gens.set, Webhook: loopbackWebhook(t)})
 
 	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, oldCachePolicy(group)))
 	waitFor(t, crdsGVR, "", crdName, wait, established)
@@ -232,6 +224,36 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 	})
 }
 
+// cacheAPI is a Cache API of its own for one test: a random group (its CRD deleted when the test
+// ends), its two versions, and namespaces for the policy and the parents.
+type cacheAPI struct {
+	group, crd         string
+	v1alpha1, v1       schema.GroupVersionResource
+	policyNS, parentNS string
+}
+
+func newCacheAPI(t testing.TB) cacheAPI {
+	api := cacheAPI{group: rand.String(8) + ".versions.e2e.metacel.dev", policyNS: newNamespace(t, "policies"), parentNS: newNamespace(t, "caches")}
+	api.crd = "caches." + api.group
+	api.v1alpha1 = schema.GroupVersionResource{Group: api.group, Version: "v1alpha1", Resource: "caches"}
+	api.v1 = api.v1alpha1.GroupResource().WithVersion("v1")
+	t.Cleanup(func() {
+		_ = cluster.dynamic.Resource(crdsGVR).Delete(context.Background(), api.crd, metav1.DeleteOptions{})
+	})
+	return api
+}
+
+// loopbackWebhook serves the conversion webhook of an in-process runtime on loopback, the URL the
+// CRD names.
+func loopbackWebhook(t testing.TB) *operator.Webhook {
+	addr := freeLoopbackAddressTB(t)
+	return &operator.Webhook{
+		Addr:         addr,
+		ClientConfig: apiextensionsClientConfigURL("https://" + addr + parentcrd.WebhookPath),
+		Certificate:  servingcert.Options{SecretName: "metacel-webhook-tls", IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}},
+	}
+}
+
 // cacheAt is a Cache of gvr's version.
 func cacheAt(gvr schema.GroupVersionResource, ns, name string, spec map[string]any) *unstructured.Unstructured {
 	return &unstructured.Unstructured{Object: map[string]any{
@@ -328,12 +350,8 @@ func apiextensionsClientConfigURL(url string) apiextensionsv1.WebhookClientConfi
 // answering, and reads at the version that is not stored keep being converted by the other.
 func TestConversionsAreAnsweredWhileAReplicaIsKilled(t *testing.T) {
 	bin := buildMetacel(t)
-	group := rand.String(8) + ".versions.e2e.metacel.dev"
-	crdName := "caches." + group
-	t.Cleanup(func() { _ = cluster.dynamic.Resource(crdsGVR).Delete(t.Context(), crdName, metav1.DeleteOptions{}) })
-	v1alpha1 := schema.GroupVersionResource{Group: group, Version: "v1alpha1", Resource: "caches"}
-	v1 := v1alpha1.GroupResource().WithVersion("v1")
-	policyNS, parentNS := newNamespace(t, "policies"), newNamespace(t, "caches")
+	api := newCacheAPI(t)
+	group, crdName, v1alpha1, v1, policyNS, parentNS := api.group, api.crd, api.v1alpha1, api.v1, api.policyNS, api.parentNS
 	text := newCachePolicy(t, group)
 	grantPolicyText(t, policyNS, text)
 	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, text))
