@@ -46,6 +46,8 @@ type crdInstaller struct {
 	conversion *conversionServer
 	// migrations rewrite stored parents when a CRD's storage version has changed
 	migrations migrations
+	// discovery says whether the cluster serves StorageVersionMigrations; nil: never asked
+	discovery storagemigration.ResourceDiscovery
 }
 
 // migrateIfNeeded starts the migration of a CRD, installed as the policy declares, whose parents
@@ -58,7 +60,7 @@ func (in *crdInstaller) migrateIfNeeded(ctx context.Context, doc *policy.Documen
 	if err != nil {
 		return err
 	}
-	in.migrations.start(ctx, existing.GetName(), w.Client())
+	in.migrations.start(ctx, existing.GetName(), w.Client(), in.discovery)
 	return nil
 }
 

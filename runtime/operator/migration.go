@@ -29,9 +29,14 @@ const (
 	migrationRetryMax   = 5 * time.Minute
 )
 
+// svmDeadline is how long the API server's own StorageVersionMigration, where the cluster serves
+// it, is waited for before the runtime rewrites the parents itself.
+const svmDeadline = 10 * time.Minute
+
 // start migrates the CRD's stored parents as client (the policy's identity) unless a migration of
-// it runs already.
-func (m *migrations) start(ctx context.Context, crd string, client dynamic.Interface) {
+// it runs already: by the API server's StorageVersionMigration when discovery says the cluster
+// serves it, else by the runtime's own rewrites.
+func (m *migrations) start(ctx context.Context, crd string, client dynamic.Interface, discovery storagemigration.ResourceDiscovery) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.running == nil {
@@ -47,14 +52,17 @@ func (m *migrations) start(ctx context.Context, crd string, client dynamic.Inter
 			delete(m.running, crd)
 			m.mu.Unlock()
 		}()
-		migrate(ctx, crd, client)
+		migrate(ctx, crd, client, discovery)
 	}()
 }
 
 // migrate runs a CRD's migration until it is done or ctx ends, retrying after failures.
-func migrate(ctx context.Context, crd string, client dynamic.Interface) {
+func migrate(ctx context.Context, crd string, client dynamic.Interface, discovery storagemigration.ResourceDiscovery) {
 	logger := klog.FromContext(ctx).WithValues("crd", crd)
 	migrator := &storagemigration.Migrator{Dynamic: client, FieldManager: apply.FieldManager}
+	if discovery != nil {
+		migrator.Server = storagemigration.StorageVersionMigrations{Dynamic: client, Discovery: discovery, FieldManager: apply.FieldManager, Deadline: svmDeadline}
+	}
 	backoff := wait.Backoff{Duration: migrationRetryFirst, Factor: 2, Steps: 1 << 30, Cap: migrationRetryMax}
 	for ctx.Err() == nil {
 		// a write the API server takes before every one of its instances has the new storage

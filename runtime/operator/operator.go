@@ -229,7 +229,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids
-	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs, conversion: r.webhook}
+	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs, conversion: r.webhook, discovery: r.clients.discovery}
 	set.rollouts.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {

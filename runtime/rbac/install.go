@@ -48,6 +48,12 @@ func installRules(policies []*policy.CompositePolicy) []rbacv1.PolicyRule {
 		}, rbacv1.PolicyRule{
 			APIGroups: []string{"apiextensions.k8s.io"}, Resources: []string{"customresourcedefinitions/status"},
 			Verbs: trimVerbs, ResourceNames: migrated,
+		}, rbacv1.PolicyRule{ // where the cluster serves them, the API server migrates (named as the CRD)
+			APIGroups: []string{"storagemigration.k8s.io"}, Resources: []string{"storageversionmigrations"},
+			Verbs: []string{"create"},
+		}, rbacv1.PolicyRule{
+			APIGroups: []string{"storagemigration.k8s.io"}, Resources: []string{"storageversionmigrations"},
+			Verbs: []string{"get", "delete"}, ResourceNames: migrated,
 		})
 	}
 	return out

@@ -56,3 +56,31 @@ func TestInstallingPoliciesMayWriteTheirCRDsOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestAPolicyOfSeveralParentVersionsMayMigrateItsStoredParents(t *testing.T) {
+	p := &policy.CompositePolicy{Metadata: policy.ObjectMeta{Name: "cache"}}
+	p.Spec.ServiceAccountName = "cache"
+	p.Spec.ParentResource = policy.ParentResource{APIVersion: "example.com/v1", Resource: "caches"}
+	p.Spec.ParentSchema = &policy.ParentSchema{Kind: "Cache", Install: true, Versions: []policy.ParentVersion{{Name: "v1alpha1"}}}
+	role := ManifestsFor(Deployment{Prefix: "metacel", Namespace: "metacel-system"}, []*policy.CompositePolicy{p}, func(schema.GroupVersionResource) bool { return false }).Accounts[0].Role
+	allows := func(group, resource, verb, name string) bool {
+		return slices.ContainsFunc(role.Rules, func(r rbacv1.PolicyRule) bool {
+			return slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) && slices.Contains(r.Verbs, verb) &&
+				(len(r.ResourceNames) == 0 || slices.Contains(r.ResourceNames, name))
+		})
+	}
+	for _, want := range []struct{ group, resource, verb, name string }{
+		{"example.com", "caches", "update", ""},                                            // the no-op updates
+		{"apiextensions.k8s.io", "customresourcedefinitions", "get", "caches.example.com"}, // the migration's progress
+		{"apiextensions.k8s.io", "customresourcedefinitions/status", "update", "caches.example.com"},
+		{"storagemigration.k8s.io", "storageversionmigrations", "create", ""},
+		{"storagemigration.k8s.io", "storageversionmigrations", "get", "caches.example.com"},
+	} {
+		if !allows(want.group, want.resource, want.verb, want.name) {
+			t.Errorf("may not %s %s.%s %q", want.verb, want.resource, want.group, want.name)
+		}
+	}
+	if allows("apiextensions.k8s.io", "customresourcedefinitions/status", "update", "other.example.com") {
+		t.Error("may trim the stored versions of another CRD")
+	}
+}

@@ -3,6 +3,7 @@ package storagemigration
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,6 +50,11 @@ type StorageVersionMigrations struct {
 	FieldManager string
 	// Interval is how often the migration is read while waited for (0: 2s).
 	Interval time.Duration
+	// Deadline, when set, is how long the migration is waited for before Migrate gives up on it
+	// and reports it not served, so that the caller rewrites the objects itself: a cluster may
+	// serve the API with no controller running the migrations (the kube-controller-manager's
+	// storage-version-migrator-controller is off by default).
+	Deadline time.Duration
 }
 
 // Migrate implements ServerMigrator.
@@ -61,7 +67,18 @@ func (s StorageVersionMigrations) Migrate(ctx context.Context, crdName string, r
 		return true, err
 	}
 	klog.FromContext(ctx).V(2).Info("Waiting for the API server's storage version migration", "storageVersionMigration", klog.KObj(svm))
-	return true, s.wait(ctx, crdName)
+	if s.Deadline <= 0 {
+		return true, s.wait(ctx, crdName)
+	}
+	waitCtx, cancel := context.WithTimeout(ctx, s.Deadline)
+	defer cancel()
+	err = s.wait(waitCtx, crdName)
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		klog.FromContext(ctx).Info("The API server's storage version migration did not finish in time (does a controller run it?): rewriting the objects instead",
+			"storageVersionMigration", klog.KObj(svm), "deadline", s.Deadline)
+		return false, nil
+	}
+	return true, err
 }
 
 // served reports whether the cluster serves StorageVersionMigrations.

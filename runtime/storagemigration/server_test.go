@@ -205,3 +205,12 @@ func TestStorageVersionMigrationsWaitUntilTheContextEnds(t *testing.T) {
 		t.Errorf("created %q, want %q", created, crdName)
 	}
 }
+
+func TestAMigrationNotDoneByItsDeadlineIsLeftToTheCaller(t *testing.T) {
+	client := newFake()
+	s := StorageVersionMigrations{Dynamic: client, Discovery: servesSVM, Interval: time.Millisecond, Deadline: 20 * time.Millisecond}
+	served, err := s.Migrate(context.Background(), crdName, widgets.GroupResource(), 2)
+	if served || err != nil {
+		t.Fatalf("served %v, error %v; want not served, so that the caller rewrites the objects", served, err)
+	}
+}
