@@ -1,6 +1,7 @@
 package crdinstall
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,5 +156,40 @@ func TestBreakingMessageNamesParentsAndTheWayOut(t *testing.T) {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message %q lacks %q", msg, want)
 		}
+	}
+}
+
+func TestAStoredVersionCannotStopBeingServed(t *testing.T) {
+	existing := func(stored ...string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		_ = unstructured.SetNestedStringSlice(u.Object, stored, "status", "storedVersions")
+		return u
+	}
+	version := func(name string, served, storage bool) apiextensionsv1.CustomResourceDefinitionVersion {
+		return apiextensionsv1.CustomResourceDefinitionVersion{Name: name, Served: served, Storage: storage}
+	}
+	crd := func(versions ...apiextensionsv1.CustomResourceDefinitionVersion) *apiextensionsv1.CustomResourceDefinition {
+		return &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Versions: versions}}
+	}
+	tests := []struct {
+		name     string
+		existing *unstructured.Unstructured
+		crd      *apiextensionsv1.CustomResourceDefinition
+		want     []string
+	}{
+		{"parents still stored at v1alpha1, which stops being served", existing("v1alpha1", "v1"), crd(version("v1", true, true), version("v1alpha1", false, false)), []string{"v1alpha1"}},
+		{"parents still stored at v1alpha1, which is removed", existing("v1alpha1", "v1"), crd(version("v1", true, true)), []string{"v1alpha1"}},
+		{"storedVersions trimmed: v1alpha1 may go", existing("v1"), crd(version("v1", true, true), version("v1alpha1", false, false)), nil},
+		{"a version still served and stored", existing("v1alpha1", "v1"), crd(version("v1", true, true), version("v1alpha1", true, false)), nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := StoredVersionsDropped(tc.existing, tc.crd); !slices.Equal(got, tc.want) {
+				t.Errorf("StoredVersionsDropped() = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if msg := DroppedVersionsMessage("caches.example.com", []string{"v1alpha1"}); !strings.Contains(msg, `"v1alpha1"`) || !strings.Contains(msg, "storedVersions") {
+		t.Errorf("DroppedVersionsMessage() = %q", msg)
 	}
 }
