@@ -31,7 +31,12 @@ demo-down: ## Stop everything `make demo` started
 
 .PHONY: build
 build: ## Build bin/metacel
-	$(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o bin/metacel ./cmd/metacel
+
+.PHONY: kubectl-metacel
+kubectl-metacel: build ## Build bin/kubectl-metacel, the kubectl plugin (`kubectl metacel ...` with bin/ on the PATH), and bin/kubectl_complete-metacel, its shell completion
+	cp bin/metacel bin/kubectl-metacel
+	install -m 0755 deploy/krew/kubectl_complete-metacel bin/kubectl_complete-metacel
 
 .PHONY: test
 test: vet lint unit fuzz e2e ## Run every test: vet, lint, unit and golden, a short fuzz of the parsers, e2e on a local control plane

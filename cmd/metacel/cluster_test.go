@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 )
 
 // twoContexts is a kubeconfig of two clusters, a context for each, the first current.
@@ -60,10 +59,12 @@ func writeKubeconfig(t *testing.T, name, text string) string {
 // TestClusterFlagsChooseTheClusterAndIdentityAsKubectlDoes: the kubeconfig is --kubeconfig, else
 // $KUBECONFIG; --context, --cluster and --server choose the cluster, --as, --as-group and
 // --as-user-extra whom the requests impersonate, --request-timeout bounds them, and the namespace
-// is the chosen context's.
+// is -n, else the chosen context's; no kubeconfig at all is an error.
 func TestClusterFlagsChooseTheClusterAndIdentityAsKubectlDoes(t *testing.T) {
 	t.Setenv("KUBECONFIG", writeKubeconfig(t, "config", twoContexts))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "") // not in a Pod, whatever runs the test
 	other := writeKubeconfig(t, "other", oneContext)
+	empty := writeKubeconfig(t, "empty", "")
 	tests := []struct {
 		name      string
 		args      []string
@@ -97,15 +98,24 @@ func TestClusterFlagsChooseTheClusterAndIdentityAsKubectlDoes(t *testing.T) {
 			extra: map[string][]string{"scopes": {"view", "edit"}}, namespace: "ns-a", given: true},
 		{name: "--request-timeout", args: []string{"--request-timeout", "5s"},
 			host: "https://a.example:6443", token: "alice-token", timeout: 5 * time.Second, namespace: "ns-a", given: true},
+		{name: "-n rather than the context's namespace", args: []string{"-n", "shop"},
+			host: "https://a.example:6443", token: "alice-token", namespace: "shop", given: true},
+		{name: "--context, --as, --as-group, --request-timeout and --namespace together",
+			args: []string{"--context", "ctx-b", "--as", "jane", "--as-group", "dev", "--request-timeout", "1m", "--namespace", "shop"},
+			host: "https://b.example:6443", token: "bob-token", as: "jane", groups: []string{"dev"}, timeout: time.Minute, namespace: "shop", given: true},
+		{name: "--token and --server with no kubeconfig", args: []string{"--kubeconfig", empty, "-s", "https://e.example", "--token", "t"},
+			host: "https://e.example", token: "t", namespace: "default", given: true},
+		{name: "a request timeout that is not a duration", args: []string{"--request-timeout", "soon"}, wantErr: `kubeconfig "": Invalid timeout value`},
+		{name: "no kubeconfig, no cluster in it, no --server", args: []string{"--kubeconfig", empty}, wantErr: errNoKubeconfig.Error()},
 		{name: "a context the kubeconfig does not have", args: []string{"--context", "ctx-z"}, wantErr: `context "ctx-z" does not exist`},
 		{name: "a kubeconfig that does not exist", args: []string{"--kubeconfig", "/nonexistent/kubeconfig"}, wantErr: `kubeconfig "/nonexistent/kubeconfig": `},
 		{name: "an --as-user-extra without a value", args: []string{"--as-user-extra", "scopes"}, wantErr: `--as-user-extra "scopes": want KEY=VALUE`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-			c := addClusterFlags(fs, "kubeconfig")
-			if err := fs.Parse(tt.args); err != nil {
+			cmd := &cobra.Command{Use: "test"}
+			c := addClusterFlags(cmd, "kubeconfig", withNamespace)
+			if err := cmd.ParseFlags(tt.args); err != nil {
 				t.Fatal(err)
 			}
 			cfg, err := c.restConfig("metacel-test/dev")

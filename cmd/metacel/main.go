@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -14,7 +16,9 @@ import (
 var errReported = errors.New("errors reported")
 
 func main() {
-	if err := newRootCommand().Execute(); err != nil {
+	root := newRootCommand()
+	asKubectlPlugin(root, os.Args[0])
+	if err := root.Execute(); err != nil {
 		if !errors.Is(err, errReported) {
 			fmt.Fprintln(os.Stderr, "error:", err)
 		}
@@ -31,4 +35,13 @@ func newRootCommand() *cobra.Command {
 	}
 	root.AddCommand(newRunCommand(), newRenderCommand(), newRBACCommand(), newValidateCommand(), newVersionCommand(), newTestCommand(), newCRDCommand(), newPlanCommand(), newTreeCommand())
 	return root
+}
+
+// asKubectlPlugin names the command `kubectl metacel` in its usage and help when the binary runs
+// as kubectl's plugin: as kubectl-metacel, the name kubectl looks for on $PATH when it is given
+// `kubectl metacel`, and the name krew installs.
+func asKubectlPlugin(root *cobra.Command, arg0 string) {
+	if name, ok := strings.CutPrefix(filepath.Base(arg0), "kubectl-"); ok {
+		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl " + name}
+	}
 }

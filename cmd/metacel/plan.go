@@ -56,10 +56,12 @@ every Secret the plan read are replaced by <redacted> wherever they appear.`,
 		},
 	}
 	f := cmd.Flags()
-	o.cluster = addClusterFlags(f, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
+	o.cluster = addClusterFlags(cmd, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)", withoutNamespace)
 	f.StringVar(&o.namespace, "namespace", "metacel-system", "the policy namespace, whose labelled ConfigMaps hold the running policies")
 	f.StringVar(&o.policyName, "policy-name", "", "which policy of the file, when it holds several")
 	f.StringVarP(&o.output, "output", "o", "text", "text, or json: one document for CI")
+	mustRegister(cmd, "namespace", o.cluster.completeNamespace)
+	mustRegister(cmd, "output", outputCompletion("text", "json"))
 	return cmd
 }
 

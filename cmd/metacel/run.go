@@ -64,7 +64,7 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 		},
 	}
 	f := cmd.Flags()
-	o.cluster = addClusterFlags(f, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)")
+	o.cluster = addClusterFlags(cmd, "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, or in-cluster)", withoutNamespace)
 	f.StringArrayVar(&o.policyDirs, "policy-dir", nil, "policy file or directory, e.g. a mounted ConfigMap (repeatable)")
 	f.StringVar(&o.policyNamespace, "policy-namespace", defaultNamespace(), `namespace whose ConfigMaps labelled metacel.dev/policy=true hold policies ("" for none)`)
 	f.StringVar(&o.runtimeNamespace, "runtime-namespace", ownNamespace(os.Getenv), "namespace metacel runs in, which keeps its records (the ledger of each policy's child resources, rollout records, memos) when --policy-namespace is \"\" and there is no --leader-election-namespace (default: $POD_NAMESPACE, else the service account's namespace)")

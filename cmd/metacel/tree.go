@@ -20,13 +20,15 @@ import (
 )
 
 type treeOptions struct {
-	cluster                                        *clusterFlags
-	namespace, policyNamespace, policyName, output string
-	depth                                          int
+	cluster                             *clusterFlags
+	policyNamespace, policyName, output string
+	depth                               int
 }
 
-func newTreeCommand() *cobra.Command {
-	o := &treeOptions{}
+func newTreeCommand() *cobra.Command { return (&treeOptions{}).command() }
+
+// command is the tree command of the options o, which its flags set.
+func (o *treeOptions) command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "tree KIND/NAME [-n NS] | tree --policy NAME",
 		Short: "Show a parent's children and related objects, each with its state, or a policy's parents",
@@ -62,12 +64,16 @@ objects, its events, and the policy ConfigMaps of --policy-namespace.`,
 		},
 	}
 	f := cmd.Flags()
-	o.cluster = addClusterFlags(f, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)")
-	f.StringVarP(&o.namespace, "namespace", "n", "", "the parent's namespace (default: the kubeconfig context's, else default)")
+	o.cluster = addClusterFlags(cmd, "kubeconfig of the cluster (default: $KUBECONFIG or ~/.kube/config)", withNamespace)
+	f.Lookup("namespace").Usage = "the parent's namespace (default: the kubeconfig context's, else default)"
 	f.StringVar(&o.policyNamespace, "policy-namespace", "metacel-system", "the namespace whose labelled ConfigMaps hold the running policies")
 	f.StringVar(&o.policyName, "policy", "", "the policy: alone, list its parents; with KIND/NAME, the policy that syncs it")
 	f.StringVarP(&o.output, "output", "o", "text", "text, wide (with UIDs and API versions), or json")
 	f.IntVar(&o.depth, "depth", 1, fmt.Sprintf("levels of children's own trees shown beneath a child that is a parent itself (0 to %d)", tree.MaxDepth))
+	cmd.ValidArgsFunction = o.completeTreeArg
+	mustRegister(cmd, "policy", o.completePolicy)
+	mustRegister(cmd, "policy-namespace", o.cluster.completeNamespace)
+	mustRegister(cmd, "output", outputCompletion("text", "wide", "json"))
 	return cmd
 }
 
@@ -163,12 +169,7 @@ func (o *treeOptions) findPolicy(ctx context.Context, cl *treeClients, kind stri
 }
 
 // parentNamespace is -n, else the kubeconfig context's namespace, else default.
-func (o *treeOptions) parentNamespace() string {
-	if o.namespace != "" {
-		return o.namespace
-	}
-	return o.cluster.namespace()
-}
+func (o *treeOptions) parentNamespace() string { return o.cluster.namespace() }
 
 func (o *treeOptions) printTree(w io.Writer, t *tree.Tree) error {
 	if o.output == "json" {

@@ -73,7 +73,8 @@ is invalid, or if there is no policy.`,
 	}
 	cmd.Flags().StringArrayVar(&crds, "crd", nil, "CRD file or directory that types parents and children and resolves kinds (repeatable)")
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "text, or graph: each policy's children in the order they are applied, with what each waits for")
-	cluster = addClusterFlags(cmd.Flags(), "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not")
+	cluster = addClusterFlags(cmd, "kubeconfig of a cluster whose resources and CRDs type what the --crd files do not", withoutNamespace)
+	mustRegister(cmd, "output", outputCompletion("text", "graph"))
 	return cmd
 }
 

@@ -881,6 +881,7 @@ func (b *bench) buildMain(ctx context.Context) error {
 		logf("go %s", strings.Join(bd.args, " "))
 		cmd := exec.CommandContext(ctx, "go", bd.args...)
 		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0") // as make build and the Dockerfile, both controllers alike
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("build %s: %w\n%s", bd.name, err, out)
 		}

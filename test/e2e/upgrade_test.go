@@ -168,6 +168,7 @@ func buildRuntimeAt(t *testing.T, commit string) string {
 	bin := filepath.Join(t.TempDir(), "metacel-"+commit[:7])
 	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/metacel")
 	build.Dir = dir
+	build.Env = append(os.Environ(), "CGO_ENABLED=0") // as buildMetacel
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/metacel at %s: %v\n%s", commit, err, out)
 	}
