@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (once, cached outside the repo) and runs a local Kubernetes control
 # plane on loopback: etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler and kwok (simulated nodes). No Docker, no kubelet.
+# kube-scheduler and kwok (simulated nodes). No Docker, no kubelet. With kwok, an admission
+# policy makes kwok delete Pods as a kubelet does (KWOK_GUARD below).
 set -euo pipefail
 
 K8S_VERSION="${K8S_VERSION:-v1.36.3}"
@@ -38,6 +39,10 @@ Commands:
               print the directory holding them.
   up DIR      Start the control plane with state, logs and certificates in
               DIR; write DIR/kubeconfig (admin) and wait until it is ready.
+              With kwok, first install (idempotent) and wait for the
+              ValidatingAdmissionPolicy $KWOK_GUARD:
+              kwok deletes only a Pod being deleted, as a kubelet does,
+              never the new Pod of the same name.
   down DIR    Stop everything 'up DIR' started (idempotent).
   env DIR     Print shell exports (KUBECONFIG, PATH) for the cluster in DIR.
 
@@ -441,6 +446,96 @@ EOF
 	done
 }
 
+# KWOK_GUARD is the ValidatingAdmissionPolicy that makes kwok delete Pods as a kubelet does, by
+# UID: never the new Pod of the same name. kwok (v0.8.0) deletes a terminating Pod by name,
+# without its UID as a precondition, and the events of the old Pod it has queued can make it
+# delete again after the old Pod is gone: then it deletes the Pod created anew under the same
+# name (a Recreate, a StatefulSet's replica). A kubelet deletes only a Pod being deleted, with its
+# UID; kwok's request carries no UID, so the guard refuses, of kwok, the deletion of a Pod not
+# being deleted: that is never the Pod kwok meant. Refused, kwok's stale job is retried and
+# dropped at the new Pod's next event.
+KWOK_GUARD="metacel-kwok-deletes-only-terminating-pods"
+KWOK_GUARD_PROBE="metacel-kwok-guard-probe"
+
+kwok_guard_manifest() {
+	cat <<EOF
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: $KWOK_GUARD
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [""]
+        apiVersions: [v1]
+        operations: [DELETE]
+        resources: [pods]
+  matchConditions:
+    - name: kwok
+      expression: request.userInfo.username == 'kwok'
+  validations:
+    - expression: has(oldObject.metadata.deletionTimestamp)
+      message: kwok deletes only a Pod being deleted (a stale job for an earlier Pod of the same name)
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: $KWOK_GUARD
+spec:
+  policyName: $KWOK_GUARD
+  validationActions: [Deny]
+EOF
+}
+
+# The probe: a Pod bound to a node that no one runs, of its own ServiceAccount (no
+# controller-manager may have made the default one yet).
+kwok_guard_probe_manifest() {
+	cat <<EOF
+apiVersion: v1
+kind: ServiceAccount
+metadata:
+  name: $KWOK_GUARD_PROBE
+  namespace: default
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $KWOK_GUARD_PROBE
+  namespace: default
+spec:
+  nodeName: $KWOK_GUARD_PROBE-no-node
+  serviceAccountName: $KWOK_GUARD_PROBE
+  automountServiceAccountToken: false
+  containers:
+    - name: probe
+      image: probe
+EOF
+}
+
+# Succeeds when the API server refuses, as kwok (its certificate's user and group), to delete
+# the probe (not being deleted), and the guard is what refuses.
+kwok_guard_enforced() {
+	local kubeconfig="$1" out
+	if out="$("$KUBECTL" --kubeconfig="$kubeconfig" --as=kwok --as-group=system:masters \
+		-n default delete pod "$KWOK_GUARD_PROBE" --dry-run=server 2>&1)"; then
+		return 1
+	fi
+	[[ "$out" == *"$KWOK_GUARD"* ]]
+}
+
+# Installs KWOK_GUARD (idempotent) and waits until the API server enforces it: a policy takes
+# effect once the API server's informer has it. Runs before kwok starts, so that none of kwok's
+# deletions escapes it.
+guard_pods_from_kwok() {
+	local dir="$1" kubectl=("$KUBECTL" --kubeconfig="$1/kubeconfig")
+	kwok_guard_manifest | "${kubectl[@]}" apply -f - >/dev/null
+	kwok_guard_probe_manifest | "${kubectl[@]}" apply -f - >/dev/null
+	wait_for "$dir" "kwok deletes only terminating Pods ($KWOK_GUARD)" kwok_guard_enforced "$dir/kubeconfig"
+	"${kubectl[@]}" -n default delete pod "$KWOK_GUARD_PROBE" --grace-period=0 --force --wait=false >/dev/null 2>&1
+	"${kubectl[@]}" -n default delete serviceaccount "$KWOK_GUARD_PROBE" --wait=false >/dev/null
+}
+
 cmd_up() {
 	local dir bin name
 	command -v openssl >/dev/null || die "openssl is needed (apt-get install -y openssl)"
@@ -564,6 +659,7 @@ cmd_up() {
 	fi
 
 	if enabled kwok; then
+		guard_pods_from_kwok "$dir"
 		node_manifest | "${kubectl[@]}" apply -f - >/dev/null
 
 		# HOME keeps kwok from reading a user's ~/.kwok/kwok.yaml.

@@ -2,18 +2,27 @@
 # The metacel demo: a local cluster (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler, kwok's simulated nodes), the five seed operators as policies, their samples,
 # and metacel reconciling them. `hack/demo.sh up` starts it and leaves it running;
+# `hack/demo.sh show` shows again the parents, their children and each parent's `metacel tree`;
 # `hack/demo.sh down` stops everything it started.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CACHE="${METACEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/metacel}"
 DIR="${METACEL_DEMO_DIR:-$CACHE/demo}"
-PARENTS="myapps,myingresses,whalesays,configmapsyncs,memcacheds"
+# What `show` shows (a test points it at another cluster: KUBECONFIG, these and METACEL_BIN).
+PARENTS="${METACEL_DEMO_PARENTS:-myapps,myingresses,whalesays,configmapsyncs,memcacheds}"
+POLICY_NAMESPACE="${METACEL_DEMO_POLICY_NAMESPACE:-metacel-system}"
+METACEL="${METACEL_BIN:-$ROOT/bin/metacel}"
+# The kinds of the seed operators' children.
+CHILDREN="pods,deployments,jobs,loadbalancers,configmaps"
+# A child carries its parent's UID; metacel's own records (a policy's rollout record ConfigMap,
+# its Leases) carry the managed-by label but no parent.
+CHILD_SELECTOR="app.kubernetes.io/managed-by=metacel,metacel.dev/parent-uid"
 
 step() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 usage() {
-	echo "usage: $0 up|down" >&2
+	echo "usage: $0 up|show|down" >&2
 	exit 2
 }
 
@@ -37,14 +46,14 @@ up() {
 		-f "$ROOT/crds/memcached.yaml" -f "$ROOT/test/testdata/crds/"
 	kubectl wait --for=condition=Established crd --all --timeout=60s >/dev/null
 
-	step "Applying the policies: ConfigMaps in metacel-system, no controller code"
-	kubectl create namespace metacel-system --dry-run=client -o yaml | kubectl apply -f -
+	step "Applying the policies: ConfigMaps in $POLICY_NAMESPACE, no controller code"
+	kubectl create namespace "$POLICY_NAMESPACE" --dry-run=client -o yaml | kubectl apply -f -
 	# each policy acts as its own ServiceAccount, with what metacel rbac grants it
 	kubectl apply -f "$ROOT/deploy/rbac/policies.yaml"
 	kubectl apply -f "$ROOT/policies/"
 
 	step "Starting metacel run (logs: $DIR/metacel.log)"
-	setsid "$ROOT/bin/metacel" run --kubeconfig "$KUBECONFIG" --policy-namespace metacel-system \
+	setsid "$METACEL" run --kubeconfig "$KUBECONFIG" --policy-namespace "$POLICY_NAMESPACE" \
 		--metrics-bind-address 127.0.0.1:0 --health-probe-bind-address 127.0.0.1:0 \
 		</dev/null >"$DIR/metacel.log" 2>&1 &
 	echo $! >"$DIR/metacel.pid"
@@ -64,19 +73,40 @@ up() {
 	step "Waiting for every parent to be Ready"
 	kubectl wait --for=condition=Ready "$PARENTS" --all -A --timeout=120s
 
-	step "The parents"
-	kubectl get "$PARENTS" -A
-	step "Their children, made by metacel"
-	kubectl get pods,deployments,jobs,loadbalancers,configmaps -A -l app.kubernetes.io/managed-by=metacel
+	show
 	cat <<MSG
 
 The cluster is running. Try it:
   export KUBECONFIG=$KUBECONFIG PATH=$BIN:\$PATH
   kubectl patch memcached memcached-sample --type=merge -p '{"spec":{"size":2}}'   # the Deployment follows
-  kubectl edit configmap -n metacel-system policy-myapp                            # hot reload
+  kubectl edit configmap -n $POLICY_NAMESPACE policy-myapp                            # hot reload: a Pod template change replaces each Pod once
+  $METACEL tree MyApp/example-app                                   # one parent, its children and why
+  $0 show                                                  # all of the above again
   tail -f $DIR/metacel.log
 Stop everything with: make demo-down
 MSG
+}
+
+# show lists the parents, the children metacel made for them (not its own records), and each
+# parent's `metacel tree`: its policy, conditions and children, and what the next sync would do.
+show() {
+	step "The parents"
+	kubectl get "$PARENTS" -A
+	step "Their children, made by metacel"
+	kubectl get "$CHILDREN" -A -l "$CHILD_SELECTOR"
+	local kind name ns
+	while read -r kind name ns; do
+		step "metacel tree $kind/$name -n $ns"
+		# tree exits 1 when the parent is not Ready; what it prints says why
+		"$METACEL" tree "$kind/$name" -n "$ns" --kubeconfig "$KUBECONFIG" --policy-namespace "$POLICY_NAMESPACE" || true
+	done < <(kubectl get "$PARENTS" -A -o jsonpath='{range .items[*]}{.kind} {.metadata.name} {.metadata.namespace}{"\n"}{end}')
+}
+
+# demo_env points kubectl at the demo's cluster, unless KUBECONFIG is set.
+demo_env() {
+	export KUBECONFIG="${KUBECONFIG:-$DIR/kubeconfig}"
+	PATH="$("$ROOT/hack/control-plane.sh" bin-dir):$PATH"
+	export PATH
 }
 
 down() {
@@ -104,6 +134,10 @@ wait_for() {
 
 case "${1:-}" in
 up) up ;;
+show)
+	demo_env
+	show
+	;;
 down) down ;;
 *) usage ;;
 esac

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +23,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/retry"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -202,7 +200,7 @@ func (c *cluster) setup(ctx context.Context, repo string, j *job) error {
 		if err := c.untaintNodes(ctx); err != nil {
 			return err
 		}
-		if err := c.guardPodsFromKwok(ctx); err != nil {
+		if err := c.requireKwokGuard(ctx); err != nil {
 			return err
 		}
 	}
@@ -270,83 +268,21 @@ func (c *cluster) untaintNodes(ctx context.Context) error {
 	return nil
 }
 
-// kwokGuard is the ValidatingAdmissionPolicy that refuses kwok's deletion of a Pod not being
-// deleted. kwok (v0.8.0) deletes a terminating Pod by name, without its UID as a precondition,
-// and the update events of the old Pod it has queued can make it delete again after its DELETED
-// event: then it deletes the Pod created anew under the same name, which both controllers do at
-// once. In the first run at 100 parents kwok deleted 401 Pods in a policy change that deleted
-// 100, and each controller created 4 Pods a parent. A kubelet deletes the Pod whose UID it ran.
-// Refused, kwok's job is retried, and dropped at the new Pod's next event.
-var kwokGuard = &admissionregistrationv1.ValidatingAdmissionPolicy{
-	ObjectMeta: metav1.ObjectMeta{Name: "metacel-bench-kwok-deletes-only-terminating-pods"},
-	Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-		FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-		MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-			RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Delete},
-				Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
-			},
-		}}},
-		MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "kwok", Expression: "request.userInfo.username == '" + kwokUser + "'"}},
-		Validations: []admissionregistrationv1.Validation{{
-			Expression: "has(oldObject.metadata.deletionTimestamp)",
-			Message:    "kwok deletes only a Pod being deleted (a stale job for an earlier Pod of the same name)",
-		}},
-	},
-}
+// kwokGuard is the ValidatingAdmissionPolicy that hack/control-plane.sh installs with kwok, and
+// has in force before kwok starts: kwok deletes only a Pod being deleted, as a kubelet does. kwok
+// (v0.8.0) deletes a terminating Pod by name, without its UID as a precondition, and can then
+// delete the Pod created anew under the same name, which both controllers do at once: in the
+// first run at 100 parents, before the guard, kwok deleted 401 Pods in a policy change that
+// deleted 100, and each controller created 4 Pods a parent.
+const kwokGuard = "metacel-kwok-deletes-only-terminating-pods"
 
-// guardPodsFromKwok installs kwokGuard, and waits until the API server enforces it (a policy
-// takes effect once the API server's informer has it).
-func (c *cluster) guardPodsFromKwok(ctx context.Context) error {
-	policies := c.kube.AdmissionregistrationV1()
-	if _, err := policies.ValidatingAdmissionPolicies().Create(ctx, kwokGuard, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create %s: %w", kwokGuard.Name, err)
+// requireKwokGuard fails when the control plane runs kwok without kwokGuard: its numbers would
+// count kwok's deletions of new Pods.
+func (c *cluster) requireKwokGuard(ctx context.Context) error {
+	if _, err := c.kube.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(ctx, kwokGuard, metav1.GetOptions{}); err != nil {
+		return fmt.Errorf("the control plane runs kwok without %s (hack/control-plane.sh installs it): %w", kwokGuard, err)
 	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: kwokGuard.Name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        kwokGuard.Name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-		},
-	}
-	if _, err := policies.ValidatingAdmissionPolicyBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create %s: %w", binding.Name, err)
-	}
-	return c.probeKwokGuard(ctx)
-}
-
-// probeKwokGuard waits until the API server refuses, as kwok, to delete a Pod not being deleted:
-// a Pod on no node that anyone watches, deleted as kwok in a dry run until refused, then deleted.
-func (c *cluster) probeKwokGuard(ctx context.Context) error {
-	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "kwok-guard-probe", Namespace: benchNamespace},
-		Spec: corev1.PodSpec{NodeName: "no-node", AutomountServiceAccountToken: ptr.To(false),
-			Containers: []corev1.Container{{Name: "probe", Image: "probe"}}},
-	}
-	if _, err := c.kube.CoreV1().Pods(benchNamespace).Create(ctx, probe, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create the probe of %s: %w", kwokGuard.Name, err)
-	}
-	asKwok := rest.CopyConfig(c.config)
-	asKwok.Impersonate = rest.ImpersonationConfig{UserName: kwokUser, Groups: []string{"system:masters"}} // as its certificate says
-	kwok, err := kubernetes.NewForConfig(asKwok)
-	if err != nil {
-		return err
-	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		err := kwok.CoreV1().Pods(benchNamespace).Delete(ctx, probe.Name, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil && strings.Contains(err.Error(), kwokGuard.Name) {
-			break // refused by the guard, not by anything else
-		}
-		if time.Now().After(deadline) {
-			if err == nil {
-				return fmt.Errorf("%s: kwok may still delete a Pod not being deleted after 30s", kwokGuard.Name)
-			}
-			return fmt.Errorf("%s: not in force after 30s: %w", kwokGuard.Name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	return c.kube.CoreV1().Pods(benchNamespace).Delete(ctx, probe.Name, *metav1.NewDeleteOptions(0))
+	return nil
 }
 
 // withoutNotReadyTaints are taints but those the node lifecycle controller removes from a Ready

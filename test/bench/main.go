@@ -27,9 +27,10 @@
 // carries the label (the controller's part). kube-scheduler runs with its defaults: its client
 // sends at most 50 bindings a second (burst 100), which bounds the time until every Pod is
 // Running for both controllers alike. The bench plays kube-controller-manager's one part there,
-// not run: it removes the node's not-ready taint once kwok reports it Ready. And it keeps kwok
-// from deleting a Pod that is not being deleted (kwokGuard: kwok deletes by name, and a stale job
-// of an old Pod deleted its successor of the same name; a kubelet would not).
+// not run: it removes the node's not-ready taint once kwok reports it Ready. And it requires the
+// control plane's guard that keeps kwok from deleting a Pod that is not being deleted (kwokGuard:
+// kwok deletes by name, and a stale job of an old Pod deleted its successor of the same name; a
+// kubelet would not).
 //
 // The configurations of -configs frameworks set metacel, at its defaults, beside the seed operators
 // as users write them, each at its framework's defaults and each pair on fresh API servers: MyApp

@@ -29,6 +29,26 @@ var cluster struct {
 
 var repo = filepath.Join("..", "..")
 
+// podWritesAudit makes the shared API server log every Pod create and delete (whatever its
+// answer), with who sent it and the answer, and of a delete the Pod it answers with (its UID), to
+// sharedAuditLog(): a test counts what the API server received, kwok's deletions beside the
+// runtime's.
+const podWritesAudit = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+  - level: RequestResponse
+    verbs: [delete]
+    resources: [{group: "", resources: [pods]}]
+  - level: Metadata
+    verbs: [create]
+    resources: [{group: "", resources: [pods]}]
+  - level: None
+`
+
+// sharedAuditLog is the shared API server's audit log (podWritesAudit).
+func sharedAuditLog() string { return filepath.Join(cluster.dir, "logs", "audit.log") }
+
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code, err := run(m)
@@ -51,7 +71,12 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = os.RemoveAll(cluster.dir) }()
+	audit := filepath.Join(cluster.dir, "audit-policy.yaml")
+	if err := os.WriteFile(audit, []byte(podWritesAudit), 0o600); err != nil {
+		return 0, err
+	}
 	up := exec.Command(script, "up", cluster.dir)
+	up.Env = append(os.Environ(), "METACEL_AUDIT_POLICY="+audit)
 	up.Stderr = os.Stderr
 	if err := up.Run(); err != nil {
 		return 0, fmt.Errorf("start the control plane: %w", err)

@@ -4,14 +4,13 @@ package e2e
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/operator"
@@ -21,9 +20,12 @@ import (
 // kwok node by the scheduler and Running, so that a deletion is graceful (the Pod lingers with a
 // deletionTimestamp until its node lets it go). A policy change that the Pods' Recreate strategy
 // replaces them for reaches every Pod, reload after reload, and no parent reports its own
-// Recreate as another writer deleting its child (ChildKeepsDisappearing). Removing the policy
-// while a Recreate is under way leaves no parent without its Pod. Something that really keeps
-// deleting a child is still reported.
+// Recreate as another writer deleting its child (ChildKeepsDisappearing). The API server's audit
+// log holds, for each Pod of a reload, one create, one delete by the runtime and one final delete
+// by kwok, the node that lets the Pod go: the control plane keeps kwok from deleting the new Pod
+// of the same name, as a kubelet, which deletes by UID, never does. Removing the policy while a
+// Recreate is under way leaves no parent without its Pod. Something that really keeps deleting a
+// child is still reported.
 func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 	policyNS := newNamespace(t, "policies")
 	gens := &generations{}
@@ -45,12 +47,14 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 	for i, v := range []string{"v2", "v3", "v4"} {
 		t.Run("reload "+v+" replaces every bound Pod", func(t *testing.T) {
 			creates := rt.writesTo("/api/v1/namespaces/" + ns + "/pods")
+			since := time.Now()
 			applyConfigMap(t, withPolicy(cm, podLabelled(v)))
 			gens.waitFor(t, "myapp", 2+i)
 			eventually(t, 30*time.Second, "every Pod at "+v, boundPodsAt(t, ns, parents, v))
 			if n := rt.writesTo("/api/v1/namespaces/"+ns+"/pods") - creates; n != parents {
 				t.Errorf("%d Pod creates for %d Pods replaced, want one each: a Recreate creates once its old Pod is gone", n, parents)
 			}
+			checkEachPodReplacedOnce(t, ns, parents, since)
 			if seen := keeps.seen(); len(seen) > 0 {
 				t.Errorf("metacel's own Recreate was reported as ChildKeepsDisappearing on %d parents: %v", len(seen), seen)
 			}
@@ -80,7 +84,6 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 	})
 
 	t.Run("removing the policy during a Recreate loses no child", func(t *testing.T) {
-		created := watchPodsCreated(t, ns, "v5")
 		applyConfigMap(t, withPolicy(cm, podLabelled("v5")))
 		eventually(t, 10*time.Second, "a first Pod replaced", func() error {
 			for _, v := range podUIDs(t, ns) {
@@ -94,16 +97,12 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 			t.Fatal(err)
 		}
 		gens.waitFor(t, "myapp", 0)
-		// app-00's Pod the deleter above removed may be missing: it was missing before. kwok
-		// deletes a Pod it lets go of by name, without its UID: now and then it deletes the new
-		// Pod of the same name, created just after; a Pod created at v5 and gone is such a one
-		// (a kubelet deletes with the Pod's UID as precondition)
-		eventually(t, 30*time.Second, "every other parent keeps a Pod, or got its new one", func() error {
+		// app-00's Pod the deleter above removed may be missing: it was missing before
+		eventually(t, 30*time.Second, "every other parent keeps its Pod, or got its new one", func() error {
 			pods := podUIDs(t, ns)
 			var missing []string
 			for i := 1; i < parents; i++ {
-				name := fmt.Sprintf("app-%02d-pod", i)
-				if _, ok := pods[name]; !ok && !created.has(name) {
+				if _, ok := pods[fmt.Sprintf("app-%02d-pod", i)]; !ok {
 					missing = append(missing, fmt.Sprintf("app-%02d", i))
 				}
 			}
@@ -115,38 +114,117 @@ func TestAPolicyChangeReplacesBoundPods(t *testing.T) {
 	})
 }
 
-// podsCreated records the names of the Pods created with a version label, as a watch sees them.
-type podsCreated struct {
-	mu    sync.Mutex
-	names map[string]bool
+// podWrite is one Pod write the API server received: who sent it (kwok, else the runtime), its
+// verb, its answer and, of a delete answered with the Pod, the Pod's UID.
+type podWrite struct {
+	kwok      bool
+	verb, uid string
+	code      int
 }
 
-func (p *podsCreated) has(name string) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.names[name]
-}
-
-// watchPodsCreated watches a namespace's MyApp Pods until the test ends and records those
-// created with the version label v.
-func watchPodsCreated(t *testing.T, ns, v string) *podsCreated {
-	t.Helper()
-	p := &podsCreated{names: map[string]bool{}}
-	w, err := cluster.kube.CoreV1().Pods(ns).Watch(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp,version=" + v})
-	if err != nil {
-		t.Fatal(err)
+func (w podWrite) String() string {
+	who := "runtime"
+	if w.kwok {
+		who = "kwok"
 	}
-	t.Cleanup(w.Stop)
-	go func() {
-		for ev := range w.ResultChan() {
-			if pod, ok := ev.Object.(*corev1.Pod); ok && ev.Type == watch.Added {
-				p.mu.Lock()
-				p.names[pod.Name] = true
-				p.mu.Unlock()
+	return fmt.Sprintf("%s %s %d %s", who, w.verb, w.code, w.uid)
+}
+
+// podWritesSince reads from the shared audit log the Pod creates and deletes of ns the API
+// server received since a time, by Pod name.
+func podWritesSince(t *testing.T, ns string, since time.Time) map[string][]podWrite {
+	t.Helper()
+	out := map[string][]podWrite{}
+	for _, e := range auditEvents(t, sharedAuditLog()) {
+		if e.ObjectRef == nil || e.ObjectRef.Resource != "pods" || e.ObjectRef.Subresource != "" || e.ObjectRef.Namespace != ns || e.RequestReceivedTimestamp.Before(since) {
+			continue
+		}
+		w := podWrite{kwok: e.User.Username == "kwok", verb: e.Verb}
+		if e.ResponseStatus != nil {
+			w.code = e.ResponseStatus.Code
+		}
+		if e.ResponseObject != nil {
+			w.uid = e.ResponseObject.Metadata.UID
+		}
+		out[e.ObjectRef.Name] = append(out[e.ObjectRef.Name], w)
+	}
+	return out
+}
+
+// replacedOnce says whether a Pod's writes replace it once: exactly one create (201) and one
+// delete by the runtime (200, the old Pod, which lingers while its node lets it go), and kwok's
+// final deletes, as the node, of that Pod only. kwok may send two at once, both answered 200 with
+// the one Pod they removed; its other deletes delete nothing: 404, a stale job for a Pod already
+// gone, or 422, the control plane's guard refusing to delete a Pod not being deleted, which is
+// the new Pod of the same name. A kubelet sends neither. kwokNoOps counts those.
+func replacedOnce(writes []podWrite, kwokNoOps map[string]int) error {
+	var creates, deletes, kwokDeletes []podWrite
+	for _, w := range writes {
+		switch {
+		case w.verb == "create":
+			creates = append(creates, w)
+		case w.verb == "delete" && !w.kwok:
+			deletes = append(deletes, w)
+		case w.verb == "delete" && w.code == 200:
+			kwokDeletes = append(kwokDeletes, w)
+		case w.verb == "delete" && (w.code == 404 || w.code == 422):
+			kwokNoOps[fmt.Sprintf("kwok delete %d", w.code)]++
+		default:
+			return fmt.Errorf("unexpected %s", w)
+		}
+	}
+	if len(creates) != 1 || creates[0].code != 201 || len(deletes) != 1 || deletes[0].code != 200 || len(kwokDeletes) == 0 {
+		return fmt.Errorf("creates %v, deletes %v, kwok's deletes %v: want one create (201), one delete (200) and kwok's of the deleted Pod", creates, deletes, kwokDeletes)
+	}
+	for _, w := range kwokDeletes {
+		if w.uid != deletes[0].uid {
+			return fmt.Errorf("kwok deleted Pod %s, not only the Pod replaced (%s)", w.uid, deletes[0].uid)
+		}
+	}
+	return nil
+}
+
+// checkEachPodReplacedOnce checks, from the shared audit log, that since a time each of the n
+// MyApps of ns had its Pod deleted and created exactly once (replacedOnce), and that no other Pod
+// was written.
+func checkEachPodReplacedOnce(t *testing.T, ns string, n int, since time.Time) {
+	t.Helper()
+	var writes map[string][]podWrite
+	eventually(t, 30*time.Second, "the audit log has every Pod replaced", func() error {
+		writes = podWritesSince(t, ns, since)
+		done := 0
+		for _, ws := range writes {
+			created, kwokDeleted := false, false
+			for _, w := range ws {
+				created = created || w.verb == "create" && w.code == 201
+				kwokDeleted = kwokDeleted || w.kwok && w.verb == "delete" && w.code == 200
+			}
+			if created && kwokDeleted {
+				done++
 			}
 		}
-	}()
-	return p
+		if done < n {
+			return fmt.Errorf("%d of %d Pods deleted by kwok and created anew", done, n)
+		}
+		return nil
+	})
+	kwokNoOps := map[string]int{}
+	var wrong []string
+	for i := range n {
+		name := fmt.Sprintf("app-%02d-pod", i)
+		if err := replacedOnce(writes[name], kwokNoOps); err != nil {
+			wrong = append(wrong, name+": "+err.Error())
+		}
+		delete(writes, name)
+	}
+	for name, ws := range writes {
+		wrong = append(wrong, fmt.Sprintf("%s, not a MyApp's Pod: %v", name, ws))
+	}
+	t.Logf("kwok's deletes that deleted nothing: %v", kwokNoOps)
+	if len(wrong) > 0 {
+		sort.Strings(wrong)
+		t.Errorf("%d Pods not replaced exactly once:\n%s", len(wrong), strings.Join(wrong, "\n"))
+	}
 }
 
 // boundPodsAt checks that n MyApp Pods of a namespace, not being deleted, carry the version

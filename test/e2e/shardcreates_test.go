@@ -184,12 +184,21 @@ type auditEvent struct {
 	Verb      string `json:"verb"`
 	Stage     string `json:"stage"`
 	UserAgent string `json:"userAgent"`
+	User      struct {
+		Username string `json:"username"`
+	} `json:"user"`
 	ObjectRef *struct {
 		Resource, Namespace, Name, Subresource string
 	} `json:"objectRef"`
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
+	// ResponseObject is logged at the level RequestResponse only.
+	ResponseObject *struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	} `json:"responseObject"`
 	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
 }
 
