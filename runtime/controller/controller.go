@@ -67,6 +67,8 @@ type Controller struct {
 	delivered []cache.DoneChecker
 	// access checks the policy's reads as the identity it acts as (access.go)
 	access *access
+	// events are the events no sync has handled yet, for metacel_sync_event_latency_seconds
+	events pendingEvents
 }
 
 // Options configure one controller, once, in New.
@@ -99,7 +101,10 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		caches: caches{policy: p.Name(), children: map[string]*childCache{}},
 	}
 	c.access = actAs(p, &c.deps)
-	c.related = newRelatedWatch(p, c.access, c.queue.Add, c.resyncAll)
+	c.related = newRelatedWatch(p, c.access, func(key string) {
+		c.noteEvent(key, eventOfRelated)
+		c.queue.Add(key)
+	}, c.resyncAll)
 	if opts.Share != nil {
 		c.SetShare(opts.Share)
 	}
@@ -281,6 +286,7 @@ func (c *Controller) processNextWorkItem(ctx context.Context) bool {
 	}
 	logger := klog.FromContext(ctx).WithValues("parent", key)
 	start := c.deps.Clock.Now()
+	c.deps.Metrics.observeEventLatency(c.Name(), c.events.take(key), start)
 	c.syncing.RLock()
 	err := c.syncRecovering(klog.NewContext(ctx, logger), key)
 	c.syncing.RUnlock()
@@ -360,7 +366,16 @@ func (c *Controller) enqueueObject(obj any) {
 		utilruntime.HandleError(err)
 		return
 	}
+	c.noteEvent(key, eventOfParent)
 	c.queue.Add(key)
+}
+
+// noteEvent remembers that an event of source asks for a sync of the parent of key, when the
+// sync's latency is measured (metrics.go).
+func (c *Controller) noteEvent(key, source string) {
+	if c.deps.Metrics != nil {
+		c.events.note(key, source, c.deps.Clock.Now())
+	}
 }
 
 // childHandler routes a child's events to its parent, through its parent-uid label. An update
@@ -383,6 +398,7 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			if err != nil {
 				continue
 			}
+			c.noteEvent(key, eventOfChild)
 			if d := c.states.childEventDelay(key); now || d == 0 {
 				c.queue.Add(key)
 			} else {

@@ -1,16 +1,24 @@
 package controller
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
-// Metrics are the controller-runtime-style reconcile metrics, labelled by policy.
+// Metrics are the controller-runtime-style reconcile metrics, labelled by policy, and metacel's
+// own of a sync: its latency from the event that asked for it, its duration by outcome.
 type Metrics struct {
 	total    *prometheus.CounterVec
 	errors   *prometheus.CounterVec
 	duration *prometheus.HistogramVec
+	// byOutcome is a sync's duration by what came of it (outcomeOf)
+	byOutcome *prometheus.HistogramVec
+	// eventLatency is the time from a parent's, child's or related object's event to the start
+	// of the sync that handles it
+	eventLatency *prometheus.HistogramVec
 	// render is the time a render takes: every CEL expression of one sync
 	render *prometheus.HistogramVec
 	panics *prometheus.CounterVec
@@ -32,6 +40,18 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help:    "Length of time per reconciliation per controller (policy).",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"controller"}),
+		byOutcome: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "metacel_sync_duration_seconds",
+			Help: "Length of time of a sync per policy and outcome: success, error (retried with backoff), " +
+				"terminal (waits for an input to change), conflict (retried), fenced (this replica may no longer write).",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"policy", "outcome"}),
+		eventLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "metacel_sync_event_latency_seconds",
+			Help: "Time from the informer event of a parent, child or related object (source) to the start of the sync " +
+				"that handles it, per policy; the first event a sync handles counts, the others it covers do not.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 18),
+		}, []string{"policy", "source"}),
 		render: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "metacel_cel_eval_duration_seconds",
 			Help:    "Time to evaluate a policy's CEL for one parent (one render), per policy.",
@@ -42,7 +62,7 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Help: "Syncs that panicked (recovered, logged with their stack, and retried with backoff), per policy.",
 		}, []string{"policy"}),
 	}
-	reg.MustRegister(m.total, m.errors, m.duration, m.render, m.panics)
+	reg.MustRegister(m.total, m.errors, m.duration, m.byOutcome, m.eventLatency, m.render, m.panics)
 	return m
 }
 
@@ -62,11 +82,79 @@ func (m *Metrics) observe(controller string, start, end time.Time, err error) {
 	if m == nil {
 		return
 	}
-	m.duration.WithLabelValues(controller).Observe(end.Sub(start).Seconds())
+	seconds := end.Sub(start).Seconds()
+	m.duration.WithLabelValues(controller).Observe(seconds)
+	m.byOutcome.WithLabelValues(controller, outcomeOf(err)).Observe(seconds)
 	result := "success"
 	if err != nil {
 		result = "error"
 		m.errors.WithLabelValues(controller).Inc()
 	}
 	m.total.WithLabelValues(controller, result).Inc()
+}
+
+// outcomeOf names what came of a sync, as processNextWorkItem handles it.
+func outcomeOf(err error) string {
+	switch {
+	case err == nil:
+		return "success"
+	case isTerminal(err):
+		return "terminal"
+	case isConflict(err):
+		return "conflict"
+	case apierrors.ReasonForError(err) == reasonWriteFenced:
+		return "fenced"
+	default:
+		return "error"
+	}
+}
+
+// Sources of the events that ask for a sync (metacel_sync_event_latency_seconds's source).
+const (
+	eventOfParent  = "parent"
+	eventOfChild   = "child"
+	eventOfRelated = "related"
+)
+
+// observeEventLatency observes the time from the first event a sync handles to its start.
+func (m *Metrics) observeEventLatency(policy string, e pendingEvent, start time.Time) {
+	if m != nil && !e.at.IsZero() {
+		m.eventLatency.WithLabelValues(policy, e.source).Observe(start.Sub(e.at).Seconds())
+	}
+}
+
+// pendingEvents remember, per parent key, the first event no sync has handled yet: when it came
+// and from what. The worker that takes the key from the queue takes its event too, so an event
+// that comes during a sync counts for the next one, as the queue requeues the key.
+type pendingEvents struct {
+	mu    sync.Mutex
+	byKey map[string]pendingEvent
+}
+
+type pendingEvent struct {
+	at     time.Time
+	source string
+}
+
+// note remembers an event of source for the parent of key, unless an earlier one waits.
+func (p *pendingEvents) note(key, source string, at time.Time) {
+	p.mu.Lock()
+	if _, ok := p.byKey[key]; !ok {
+		if p.byKey == nil {
+			p.byKey = map[string]pendingEvent{}
+		}
+		p.byKey[key] = pendingEvent{at: at, source: source}
+	}
+	p.mu.Unlock()
+}
+
+// take returns and forgets the event waiting for the parent of key (zero: none).
+func (p *pendingEvents) take(key string) pendingEvent {
+	p.mu.Lock()
+	e, ok := p.byKey[key]
+	if ok {
+		delete(p.byKey, key)
+	}
+	p.mu.Unlock()
+	return e
 }

@@ -823,6 +823,8 @@ type policyMetrics struct {
 	info       *prometheus.GaugeVec
 	loadErrors *prometheus.CounterVec
 	parents    *prometheus.GaugeVec
+	// states are each policy's state and its parents by condition (statemetrics.go)
+	states *stateMetrics
 }
 
 func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
@@ -841,6 +843,7 @@ func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
 		Help: "Parents a policy's controller syncs in this process: all of them, or this replica's share with sharding.",
 	}, []string{"policy"})
 	reg.MustRegister(m.info, m.loadErrors, m.parents)
+	m.states = newStateMetrics(reg)
 	return m
 }
 

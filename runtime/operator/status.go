@@ -15,6 +15,8 @@ import (
 func (s *policySet) publishStatus() {
 	counts := s.localCounts()
 	s.metrics.setParents(counts)
+	s.metrics.states.setCounts(counts)
+	s.metrics.states.setStates(s.policyStates())
 	if s.shards != nil {
 		s.shards.setCounts(counts)
 	}
