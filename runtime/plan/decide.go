@@ -22,7 +22,7 @@ import (
 func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Unstructured) Parent {
 	out := Parent{APIVersion: parent.GetAPIVersion(), Kind: parent.GetKind(), Namespace: parent.GetNamespace(), Name: parent.GetName()}
 	listed := parent
-	parent, err := atVersion(ctx, in, in.Candidate, listed)
+	parent, err := w.atVersion(ctx, in.Candidate, listed)
 	if err != nil {
 		out.Error = err.Error()
 		return out
@@ -34,7 +34,7 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 	}
 	var running *preview.Result
 	if in.Running != nil && in.Running.Parent.GVR.GroupResource() == in.Candidate.Parent.GVR.GroupResource() {
-		if old, err := atVersion(ctx, in, in.Running, listed); err == nil {
+		if old, err := w.atVersion(ctx, in.Running, listed); err == nil {
 			running, _ = w.sync(ctx, in.Running, old) // a failing running version has nothing to compare
 		}
 	}

@@ -38,6 +38,9 @@ type world struct {
 	reads map[string][]*unstructured.Unstructured
 	// secrets are the Secret values read, to be kept out of the plan (redact.go)
 	secrets secrets
+	// converter converts the parents between the versions the candidate declares, built once per
+	// plan; nil when it declares one
+	converter *conversion.Converter
 }
 
 // readWorld lists the parents, the children of every child resource of both versions and of
@@ -45,6 +48,11 @@ type world struct {
 func readWorld(ctx context.Context, in Input) (*world, error) {
 	w := &world{in: in, children: map[types.UID][]*unstructured.Unstructured{}, reads: map[string][]*unstructured.Unstructured{}}
 	var err error
+	if in.Candidate.Conversion != nil {
+		if w.converter, err = conversion.New(in.Candidate.Conversion); err != nil {
+			return nil, err
+		}
+	}
 	if w.parents, err = listParents(ctx, in); err != nil {
 		return nil, err
 	}
@@ -208,14 +216,10 @@ func listedVersion(in Input) schema.GroupVersionResource {
 
 // atVersion returns a parent at the version policy c reads, converted with the candidate's
 // conversion (as the runtime's webhook will convert it) when it was listed at another.
-func atVersion(ctx context.Context, in Input, c *policy.Compiled, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
+func (w *world) atVersion(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	want := c.Parent.GVR.GroupVersion().String()
-	if parent.GetAPIVersion() == want || in.Candidate.Conversion == nil {
+	if parent.GetAPIVersion() == want || w.converter == nil {
 		return parent, nil
 	}
-	cv, err := conversion.New(in.Candidate.Conversion)
-	if err != nil {
-		return nil, err
-	}
-	return cv.Convert(ctx, parent, want)
+	return w.converter.Convert(ctx, parent, want)
 }
