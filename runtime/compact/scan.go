@@ -84,6 +84,11 @@ func valueEnd(data []byte, i int) (int, error) {
 // eachField calls fn with the key (unquoted) and the value (its JSON) of every field of the JSON
 // object data, in order, until fn returns an error.
 func eachField(data []byte, fn func(key string, value []byte) error) error {
+	return eachRawField(data, func(_ []byte, key string, value []byte) error { return fn(key, value) })
+}
+
+// eachRawField is eachField that also passes each key as written (quoted, escapes kept).
+func eachRawField(data []byte, fn func(rawKey []byte, key string, value []byte) error) error {
 	i := skipSpace(data, 0)
 	if i >= len(data) || data[i] != '{' {
 		return fmt.Errorf("want a JSON object, got %.20q", data[i:])
@@ -92,6 +97,7 @@ func eachField(data []byte, fn func(key string, value []byte) error) error {
 		if data[i] != '"' {
 			return fmt.Errorf("want a field name at offset %d, got %.20q", i, data[i:])
 		}
+		i0 := i
 		keyEnd, err := stringEnd(data, i)
 		if err != nil {
 			return err
@@ -109,7 +115,33 @@ func eachField(data []byte, fn func(key string, value []byte) error) error {
 		if err != nil {
 			return fmt.Errorf("field %q: %w", key, err)
 		}
-		if err := fn(key, data[start:end]); err != nil {
+		if err := fn(data[i0:keyEnd], key, data[start:end]); err != nil {
+			return err
+		}
+		i = skipSpace(data, end)
+		if i < len(data) && data[i] == ',' {
+			i = skipSpace(data, i+1)
+		}
+	}
+	if i >= len(data) {
+		return errTruncated
+	}
+	return nil
+}
+
+// eachElement calls fn with the JSON of every item of the JSON array data, in order, until fn
+// returns an error.
+func eachElement(data []byte, fn func(value []byte) error) error {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '[' {
+		return fmt.Errorf("want a JSON array, got %.20q", data[i:])
+	}
+	for i = skipSpace(data, i+1); i < len(data) && data[i] != ']'; {
+		end, err := valueEnd(data, i)
+		if err != nil {
+			return err
+		}
+		if err := fn(data[i:end]); err != nil {
 			return err
 		}
 		i = skipSpace(data, end)

@@ -16,6 +16,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // caches are a controller's caches of its parents and of its child resources (package
@@ -28,13 +29,14 @@ type caches struct {
 	children map[string]*childCache // by GroupVersionResource string
 }
 
-// watch acquires the informers of the parents (of selector) and of each child resource, whose
-// events go to the handlers; sharded, one per slot, as slots are added.
+// watch acquires the informers of the parents (of selector) and of each child resource, keeping
+// of its children what the policy reads (policy.ChildResourceInfo.Keep), whose events go to the
+// handlers; sharded, one per slot, as slots are added.
 func (cs *caches) watch(pool *informers.Pool, parent schema.GroupVersionResource, selector string, parentHandler cache.ResourceEventHandler,
-	children []schema.GroupVersionResource, childHandler cache.ResourceEventHandler, sharded, serverSide bool, clk clock.PassiveClock) {
-	cs.parents = informers.NewCache(pool, parent, selector, informers.ByUID, parentHandler, sharded && serverSide)
-	for _, gvr := range children {
-		cs.children[gvr.String()] = newChildCache(pool, gvr, childHandler, sharded, clk)
+	children map[schema.GroupVersionResource]policy.ChildResourceInfo, childHandler cache.ResourceEventHandler, sharded, serverSide bool, clk clock.PassiveClock) {
+	cs.parents = informers.NewCache(pool, parent, selector, informers.ByUID, nil, parentHandler, sharded && serverSide)
+	for gvr, info := range children {
+		cs.children[gvr.String()] = newChildCache(pool, gvr, info.Keep, childHandler, sharded, clk)
 	}
 }
 

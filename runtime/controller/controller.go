@@ -4,9 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 
@@ -169,6 +167,7 @@ func (c *Controller) Run(ctx context.Context, workers int, synced func()) error 
 	if period := c.policy.ResyncPeriod; period > 0 {
 		wg.Go(func() { c.resyncEvery(ctx, period) })
 	}
+	wg.Go(func() { wait.UntilWithContext(ctx, c.forgetOldCreates, sweepEvery) })
 	<-ctx.Done()
 	c.queue.ShutDown()
 	wg.Wait()
@@ -242,7 +241,7 @@ func (c *Controller) Watch() error {
 	if c.policy.ParentSelector != nil {
 		selector = c.selector.String()
 	}
-	c.caches.watch(c.deps.Pool, c.policy.Parent.GVR, selector, c.parentHandler(), slices.Collect(maps.Keys(c.policy.ChildResources)), c.childHandler(),
+	c.caches.watch(c.deps.Pool, c.policy.Parent.GVR, selector, c.parentHandler(), c.policy.ChildResources, c.childHandler(),
 		c.sharding != nil, c.sharding != nil && c.sharding.serverSide, c.deps.Clock)
 	c.related.watch(c.acquire)
 	return nil

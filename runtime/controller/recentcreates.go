@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"sync"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
+	"metacel.dev/metacel/runtime/projection"
 )
 
 // A child that a sync creates reaches the child cache through a watch, some milliseconds after
@@ -85,6 +87,13 @@ func (rc *recentCreates) add(obj *unstructured.Unstructured, now time.Time) {
 	rc.byName[obj.GetNamespace()+"/"+obj.GetName()] = recentCreate{obj: obj, created: now}
 }
 
+// sweep forgets the children remembered long enough.
+func (rc *recentCreates) sweep(now time.Time) {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.sweepLocked(now)
+}
+
 // sweepLocked forgets the children remembered long enough; the caller holds mu.
 func (rc *recentCreates) sweepLocked(now time.Time) {
 	for name, r := range rc.byName {
@@ -141,6 +150,16 @@ func (rc *recentCreates) update(obj any, f func(name string, r recentCreate)) {
 	}
 }
 
+// forgetOldCreates forgets, in every child cache, the children remembered long enough: the adds
+// that sweep stop with the last create of a burst, and what it remembered would stay for as long
+// as no child is created (the whole objects of thousands of Pods, after a start).
+func (c *Controller) forgetOldCreates(context.Context) {
+	now := c.deps.Clock.Now()
+	for _, cc := range c.caches.children {
+		cc.creates.sweep(now)
+	}
+}
+
 // forgetAll forgets every child remembered: those of slots let go of may never reach the cache
 // again, nor their deletions.
 func (rc *recentCreates) forgetAll() {
@@ -157,10 +176,10 @@ type childCache struct {
 
 // newChildCache returns the cache of a child resource, whose events go to h, each once creates
 // has noted it.
-func newChildCache(pool *informers.Pool, gvr schema.GroupVersionResource, h cache.ResourceEventHandler, sharded bool, clk clock.PassiveClock) *childCache {
+func newChildCache(pool *informers.Pool, gvr schema.GroupVersionResource, keep *projection.Fields, h cache.ResourceEventHandler, sharded bool, clk clock.PassiveClock) *childCache {
 	cc := &childCache{}
 	noticed := noticing{ResourceEventHandler: h, creates: &cc.creates, clock: clk}
-	cc.Cache = informers.NewCache(pool, gvr, informers.ManagedSelector, informers.ByParentUID, noticed, sharded)
+	cc.Cache = informers.NewCache(pool, gvr, informers.ManagedSelector, informers.ByParentUID, keep, noticed, sharded)
 	return cc
 }
 

@@ -124,6 +124,13 @@ func TestRecentCreatesRememberAChildForItsParentForAWhile(t *testing.T) {
 				t.Error("the sweep of an add sweepEvery later kept the expired child")
 			}
 		}, 0, "p-1", false},
+		{"expired, and no child created since: forgotten by the periodic sweep", func(rc *recentCreates) {
+			rc.sweep(t0.Add(undeliveredFor + time.Millisecond))
+			if len(rc.byName) != 0 {
+				t.Errorf("the periodic sweep kept %d expired children", len(rc.byName))
+			}
+		}, 0, "p-1", false},
+		{"not expired: kept by the periodic sweep", func(rc *recentCreates) { rc.sweep(t0.Add(time.Second)) }, 0, "p-1", true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -142,7 +149,7 @@ func TestRecentCreatesRememberAChildForItsParentForAWhile(t *testing.T) {
 // Slots let go of forget the children created lately: their deletions no longer reach the
 // cache.
 func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {
-	rc := &childCache{Cache: informers.NewCache(nil, secretsGVR, "", "", cache.ResourceEventHandlerFuncs{}, true)}
+	rc := &childCache{Cache: informers.NewCache(nil, secretsGVR, "", "", nil, cache.ResourceEventHandlerFuncs{}, true)}
 	rc.AddSlots([]int{3}, func(int) (cache.SharedIndexInformer, func()) {
 		return cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, nil), func() {}
 	})

@@ -142,7 +142,7 @@ func (sh *sharding) addSlotInformers(slots []int) {
 	}
 	for _, rc := range sh.caches.children {
 		rc.AddSlots(slots, func(slot int) (cache.SharedIndexInformer, func()) {
-			return sh.pool.Acquire(rc.GVR(), slotSelector(rc.Selector(), slot), rc.Index())
+			return sh.pool.AcquireKeeping(rc.GVR(), slotSelector(rc.Selector(), slot), rc.Keep(), rc.Index())
 		})
 	}
 }

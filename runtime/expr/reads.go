@@ -12,6 +12,8 @@ import (
 // the expressions are checked, and read after; its zero value has recorded nothing.
 type Reads struct {
 	parentStatus, children atomic.Bool
+	// childReads are the fields of the children the expressions read (fields.go)
+	childReads childReads
 }
 
 // ParentStatus reports whether an expression may read the parent's status: one selects
@@ -34,6 +36,7 @@ func (r *Reads) record(checked *cel.Ast) {
 	if names(checked, "children") {
 		r.children.Store(true)
 	}
+	r.childReads.record(checked)
 }
 
 // names reports whether an expression names a variable.

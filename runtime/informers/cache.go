@@ -8,6 +8,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
+
+	"metacel.dev/metacel/runtime/projection"
 )
 
 // Cache is the cache of one resource as a controller reads it: one informer of every
@@ -21,6 +23,8 @@ type Cache struct {
 	// index is the index the controller looks its objects up by: ByUID (parents), ByParentUID
 	// (children)
 	index string
+	// keep is what the cache keeps of each object (package projection; nil: all of it)
+	keep *projection.Fields
 
 	mu      sync.RWMutex
 	bySlot  map[int]*slotInformer // wholeSlot when not sharded
@@ -41,12 +45,12 @@ type slotInformer struct {
 }
 
 // NewCache returns the cache of a resource filtered by a label selector, indexed by index, whose
-// events go to h; not sharded, it holds pool's informer of every object; sharded, it holds no
-// slot until AddSlots.
-func NewCache(pool *Pool, gvr schema.GroupVersionResource, selector, index string, h cache.ResourceEventHandler, sharded bool) *Cache {
-	rc := &Cache{gvr: gvr, selector: selector, index: index, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
+// events go to h, keeping of each object what keep keeps (nil: all of it); not sharded, it holds
+// pool's informer of every object; sharded, it holds no slot until AddSlots.
+func NewCache(pool *Pool, gvr schema.GroupVersionResource, selector, index string, keep *projection.Fields, h cache.ResourceEventHandler, sharded bool) *Cache {
+	rc := &Cache{gvr: gvr, selector: selector, index: index, keep: keep, handler: h, bySlot: map[int]*slotInformer{}, sharded: sharded}
 	if !sharded {
-		inf, release := pool.Acquire(gvr, selector, index)
+		inf, release := pool.AcquireKeeping(gvr, selector, keep, index)
 		rc.bySlot[wholeSlot] = withHandler(inf, release, rc.handler)
 		rc.relist()
 	}
@@ -66,6 +70,9 @@ func (rc *Cache) GVR() schema.GroupVersionResource { return rc.gvr }
 
 // Selector is the label selector of the objects cached ("": all).
 func (rc *Cache) Selector() string { return rc.selector }
+
+// Keep is what the cache keeps of each object (nil: all of it).
+func (rc *Cache) Keep() *projection.Fields { return rc.keep }
 
 // Index is the index the cache's user looks its objects up by.
 func (rc *Cache) Index() string { return rc.index }

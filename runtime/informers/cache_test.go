@@ -12,7 +12,7 @@ import (
 // A sharded resource's cache reads its slots' informers as one, and forgets a slot dropped.
 func TestASlottedCacheReadsItsSlotsAsOne(t *testing.T) {
 	infs := map[int]cache.SharedIndexInformer{}
-	rc := NewCache(nil, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", ByUID, cache.ResourceEventHandlerFuncs{}, true)
+	rc := NewCache(nil, schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, "", ByUID, nil, cache.ResourceEventHandlerFuncs{}, true)
 	rc.AddSlots([]int{3, 7}, func(slot int) (cache.SharedIndexInformer, func()) {
 		infs[slot] = cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0, Indexers([]string{ByUID}))
 		return infs[slot], func() {}

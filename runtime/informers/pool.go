@@ -17,6 +17,7 @@ import (
 	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/hashslot"
+	"metacel.dev/metacel/runtime/projection"
 )
 
 // Index names of every pooled informer.
@@ -88,6 +89,8 @@ type Pool struct {
 type informerKey struct {
 	gvr      schema.GroupVersionResource
 	selector string
+	// keep is what the informer keeps of each object (projection.Fields.String; "" or "*": all)
+	keep string
 	// slot is the slot of the UID hash the informer holds (sharding), or wholeSlot
 	slot       int
 	serverSide bool
@@ -119,15 +122,23 @@ func (p *Pool) KeepAtMost(bytes int) {
 	}
 }
 
-// keepAtMost is the informers' transform that keeps the objects larger than the pool's cap
-// without their body.
-func (p *Pool) keepAtMost(gvr schema.GroupVersionResource) cache.TransformFunc {
+// keepAtMost is the informers' transform that keeps of each object what keep keeps (package
+// projection), and the objects still larger than the pool's cap without their body.
+func (p *Pool) keepAtMost(gvr schema.GroupVersionResource, keep *projection.Fields) cache.TransformFunc {
 	f := &fetcher{client: p.client, gvr: gvr} // one per informer, not one per object
 	return func(obj any) (any, error) {
-		if o, ok := obj.(*compact.Object); ok && o.Larger(p.maxKept) {
+		o, ok := obj.(*compact.Object)
+		if !ok {
+			return obj, nil
+		}
+		o, err := o.Project(keep)
+		if err != nil {
+			return nil, err
+		}
+		if o.Larger(p.maxKept) {
 			return o.Omit(f), nil
 		}
-		return obj, nil
+		return o, nil
 	}
 }
 
@@ -169,8 +180,8 @@ func addIndexes(inf cache.SharedIndexInformer, names []string) {
 }
 
 // newInformer returns an informer of the objects of a resource that match a label selector (and
-// hash into a slot), with the indexes of names.
-func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInformer {
+// hash into a slot), with the indexes of names, keeping what keep keeps of each.
+func (p *Pool) newInformer(k informerKey, keep *projection.Fields, names []string) cache.SharedIndexInformer {
 	gvr, selector := k.gvr, k.selector
 	if p.compact != nil {
 		lw := p.compact.ListWatch(gvr, selector)
@@ -179,13 +190,13 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 		}
 		inf := cache.NewSharedIndexInformerWithOptions(lw, &compact.Object{},
 			cache.SharedIndexInformerOptions{Indexers: Indexers(names), ObjectDescription: gvr.String()})
-		_ = inf.SetTransform(p.keepAtMost(gvr)) // fails only once started
+		_ = inf.SetTransform(p.keepAtMost(gvr, keep)) // fails only once started
 		return inf
 	}
 	// without a compact client (tests), a slot's informer holds every object of the resource
 	tweak := func(o *metav1.ListOptions) { o.LabelSelector = selector }
 	inf := dynamicinformer.NewFilteredDynamicInformer(p.client, gvr, metav1.NamespaceAll, 0, Indexers(names), tweak).Informer()
-	_ = inf.SetTransform(slim)
+	_ = inf.SetTransform(slimKeeping(keep))
 	return inf
 }
 
@@ -193,24 +204,39 @@ func (p *Pool) newInformer(k informerKey, names []string) cache.SharedIndexInfor
 // starting it if needed, indexed by indexes (ByUID, ByParentUID, cache.NamespaceIndex) besides
 // what its other users asked. Call release when done with it.
 func (p *Pool) Acquire(gvr schema.GroupVersionResource, selector string, indexes ...string) (inf cache.SharedIndexInformer, release func()) {
-	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: wholeSlot}, indexes)
+	return p.AcquireKeeping(gvr, selector, nil, indexes...)
+}
+
+// AcquireKeeping is Acquire of an informer that keeps of each object only what keep keeps
+// (package projection; nil: all of it). Informers keeping different fields of the same objects
+// are different informers.
+func (p *Pool) AcquireKeeping(gvr schema.GroupVersionResource, selector string, keep *projection.Fields, indexes ...string) (inf cache.SharedIndexInformer, release func()) {
+	return p.acquire(informerKey{gvr: gvr, selector: selector, keep: keepKey(keep), slot: wholeSlot}, keep, indexes)
+}
+
+// keepKey keys the informers by what they keep.
+func keepKey(keep *projection.Fields) string {
+	if keep.IsWhole() {
+		return ""
+	}
+	return keep.String()
 }
 
 // AcquireSlot returns the informer of the objects of a resource, filtered by a label selector,
 // whose UIDs hash into one slot (package shard): selected by the API server when serverSide,
 // else dropped as they arrive. Call release when done with it.
 func (p *Pool) AcquireSlot(gvr schema.GroupVersionResource, selector string, slot int, serverSide bool, indexes ...string) (inf cache.SharedIndexInformer, release func()) {
-	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: slot, serverSide: serverSide}, indexes)
+	return p.acquire(informerKey{gvr: gvr, selector: selector, slot: slot, serverSide: serverSide}, nil, indexes)
 }
 
-func (p *Pool) acquire(k informerKey, indexes []string) (inf cache.SharedIndexInformer, release func()) {
+func (p *Pool) acquire(k informerKey, keep *projection.Fields, indexes []string) (inf cache.SharedIndexInformer, release func()) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	e, ok := p.entries[k]
 	if ok {
 		addIndexes(e.informer, indexes)
 	} else {
-		inf := p.newInformer(k, indexes)
+		inf := p.newInformer(k, keep, indexes)
 		ctx, stop := context.WithCancel(p.ctx)
 		e = &poolEntry{informer: inf, stop: stop}
 		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
@@ -225,25 +251,14 @@ func (p *Pool) acquire(k informerKey, indexes []string) (inf cache.SharedIndexIn
 	return e.informer, func() { once.Do(func() { p.release(k, e) }) }
 }
 
-// Warm starts, ahead of a controller, the informers it will acquire for a policy with these
-// resources: the parent's (nil: the policy selects its parents by label) and the children's. Its
-// caches then list while the policy's expressions compile. Call release once the controller
-// holds its own.
-func (p *Pool) Warm(parent *schema.GroupVersionResource, children []schema.GroupVersionResource) (release func()) {
-	var releases []func()
-	if parent != nil {
-		_, r := p.Acquire(*parent, "", ByUID)
-		releases = append(releases, r)
-	}
-	for _, gvr := range children {
-		_, r := p.Acquire(gvr, ManagedSelector, ByParentUID)
-		releases = append(releases, r)
-	}
-	return func() {
-		for _, r := range releases {
-			r()
-		}
-	}
+// Warm starts, ahead of a controller, the informer of the parents it will acquire for a policy
+// (the resource of its parents, which it selects with no label selector). Their cache then lists
+// while the policy's expressions compile. Call release once the controller holds its own. The
+// children's informers are not warmed: what they keep of each child is known once the policy
+// has compiled (package projection).
+func (p *Pool) Warm(parent schema.GroupVersionResource) (release func()) {
+	_, release = p.Acquire(parent, "", ByUID)
+	return release
 }
 
 func (p *Pool) release(k informerKey, e *poolEntry) {
@@ -312,11 +327,14 @@ func (p *Pool) Len() int {
 	return len(p.entries) + len(p.retired)
 }
 
-// slim drops what the runtime never reads from an object before it enters a dynamic
-// informer's cache (compact.Slim).
-func slim(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return compact.Slim(u), nil
+// slimKeeping drops what the runtime never reads from an object before it enters a dynamic
+// informer's cache (compact.Slim), and what keep does not keep (projection.Map).
+func slimKeeping(keep *projection.Fields) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		if u, ok := obj.(*unstructured.Unstructured); ok {
+			u = compact.Slim(u)
+			return &unstructured.Unstructured{Object: projection.Map(u.Object, keep)}, nil
+		}
+		return obj, nil
 	}
-	return obj, nil
 }

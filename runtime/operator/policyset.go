@@ -224,10 +224,11 @@ func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.
 	}
 }
 
-// warmInformers starts the informers of the resources that new or changed units name, as their
-// controllers will watch them, so that they list while the units compile; it returns what lets
-// go of them. Resources the mapper does not know are left alone (their policies will wait or
-// fail), and so is everything with sharding (informers per slot).
+// warmInformers starts the informers of the parents of new or changed units, as their controllers
+// will watch them, so that they list while the units compile; it returns what lets go of them.
+// Resources the mapper does not know are left alone (their policies will wait or fail), and so is
+// everything with sharding (informers per slot). Child resources are not warmed: what their
+// caches keep is known once a unit has compiled (informers.Pool.Warm).
 func (s *policySet) warmInformers() (release func()) {
 	if s.shards != nil || s.deps.Pool == nil {
 		return func() {}
@@ -248,17 +249,9 @@ func (s *policySet) warmInformers() (release func()) {
 				continue
 			}
 			eachPolicyNamed(u.Data, true, func(doc namedResources) {
-				var parent *schema.GroupVersionResource
 				if gvr, ok := known(doc.Spec.ParentResource.namedResource); ok && doc.Spec.ParentResource.LabelSelector == nil {
-					parent = &gvr
+					releases = append(releases, s.deps.Pool.Warm(gvr))
 				}
-				var children []schema.GroupVersionResource
-				for _, r := range doc.Spec.ChildResources {
-					if gvr, ok := known(r); ok {
-						children = append(children, gvr)
-					}
-				}
-				releases = append(releases, s.deps.Pool.Warm(parent, children))
 			})
 		}
 	}

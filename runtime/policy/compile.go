@@ -124,6 +124,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
+	c.keepChildFields(out)
 	out.ReadsParentStatus = c.reads.ParentStatus()
 	out.ReadsChildren = c.reads.Children()
 	return out, nil

@@ -8,6 +8,7 @@ import (
 
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/projection"
 	"metacel.dev/metacel/runtime/readiness"
 )
 
@@ -71,6 +72,9 @@ type ChildResourceInfo struct {
 	// Readiness is what judging the readiness of a child with no readyWhen needs to know of its
 	// kind beyond the child.
 	Readiness readiness.Kind
+	// Keep is what the cache of the resource keeps of each child: what a sync reads of it
+	// (projection.go); nil keeps children whole.
+	Keep *projection.Fields
 }
 
 // ChildResourceOfKind returns the child resource whose objects are of kind gvk, when the policy

@@ -33,6 +33,10 @@ type Input struct {
 	// CheckRecord: Observed comes from the cluster, and the parent's record of its children
 	// decides which are its own (render.Input.CheckRecord); false for files.
 	CheckRecord bool
+	// Whole renders with the observed children whole; by default they are rendered as the
+	// runtime's caches keep them (policy.Compiled.Kept), so that offline reads what the runtime
+	// reads.
+	Whole bool
 }
 
 // Result is what one offline sync computes.
@@ -74,8 +78,12 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	rin.Related, rin.Namespaces, err = related(ctx, c, parent, in.Related, in.Mapper, rin.Budget)
 	var out *render.Output
 	var kids *render.ObservedChildren
+	observed := in.Observed
+	if !in.Whole {
+		observed = c.Kept(observed)
+	}
 	if err == nil {
-		out, kids, err = render.RenderObserved(ctx, c, rin, in.Observed)
+		out, kids, err = render.RenderObserved(ctx, c, rin, observed)
 	}
 	if err != nil {
 		return failed(parent, res, err)

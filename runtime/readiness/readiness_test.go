@@ -5,7 +5,21 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/projection"
 )
+
+// withUnread is obj with a field no judge reads, which a projection drops: the test would pass
+// trivially if Map kept everything.
+func withUnread(obj map[string]any) map[string]any {
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	spec["unreadByReadiness"] = true
+	obj["spec"] = spec
+	return obj
+}
 
 func TestAKindSaysWhenItsObjectIsReady(t *testing.T) {
 	tests := []struct {
@@ -207,6 +221,11 @@ status:
 			}
 			if tc.wantMessage != "" && got.Message != tc.wantMessage {
 				t.Errorf("message %q, want %q", got.Message, tc.wantMessage)
+			}
+			// a cache that keeps only Fields of a child judges it the same
+			projected := &unstructured.Unstructured{Object: projection.Map(withUnread(obj.Object), Fields())}
+			if p := Of(projected, tc.kind); p != got {
+				t.Errorf("Of() of the fields kept = %+v, of the whole object %+v", p, got)
 			}
 		})
 	}

@@ -1,0 +1,117 @@
+package policy
+
+import (
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/projection"
+	"metacel.dev/metacel/runtime/readiness"
+)
+
+// keepChildFields sets, on each child resource, the fields its cache keeps of the children
+// (ChildResourceInfo.Keep): what a sync reads of them beyond their metadata. It runs after every
+// expression of the policy has compiled, from what they were recorded to read (expr.Reads):
+//   - what each template of the resource sets, which the write decision compares with what is;
+//   - what readiness by kind reads, for a child with no readyWhen, and what every readyWhen reads;
+//   - what expressions read of children.<id> for each id of the resource.
+//
+// Every child resource keeps its children whole when an expression reads children otherwise than
+// by id, or when a child's resource is not known from its template (a ${} kind, an expression
+// child); a resource no template makes keeps them whole too.
+func (c *compiler) keepChildFields(out *Compiled) {
+	byResource := map[schema.GroupVersionResource]*projection.Fields{}
+	known := true
+	for i := range out.Children {
+		ch := &out.Children[i]
+		gvr, ok := c.templateResource(c.spec.Children[i].Template)
+		if !ok || ch.Template == nil || ch.Expression != nil {
+			known = false
+			break
+		}
+		keep := byResource[gvr]
+		if keep == nil {
+			keep = &projection.Fields{}
+			byResource[gvr] = keep
+		}
+		keep.Add(storedAs(gvr.GroupResource(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields())
+		if ch.ReadyWhen == nil {
+			keep.Add(readiness.Fields())
+		}
+	}
+	for gvr, info := range out.ChildResources {
+		info.Keep = nil
+		if keep := byResource[gvr]; known && keep != nil {
+			info.Keep = keep
+		}
+		out.ChildResources[gvr] = info
+	}
+}
+
+// templateResource returns the resource of a template's literal kind.
+func (c *compiler) templateResource(tmpl map[string]any) (schema.GroupVersionResource, bool) {
+	if tmpl == nil {
+		return schema.GroupVersionResource{}, false
+	}
+	info, ok := c.templateKind(tmpl)
+	return info.GVR, ok
+}
+
+// Kept returns objects as the runtime's caches keep them: a child of one of the policy's child
+// resources with only what its resource's Keep keeps (projection.Map, sharing the values kept),
+// any other object as it is. The offline commands render what the runtime would read.
+func (p *Compiled) Kept(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := make([]*unstructured.Unstructured, len(objs))
+	for i, obj := range objs {
+		out[i] = obj
+		if res, ok := p.ChildResourceOfKind(obj.GroupVersionKind()); ok && !res.Keep.IsWhole() {
+			out[i] = &unstructured.Unstructured{Object: projection.Map(obj.Object, res.Keep)}
+		}
+	}
+	return out
+}
+
+// storedAs adds to the fields a template sets of a built-in kind where the API server stores them
+// under another name (render's storedForms, which the write decision compares with): a Secret's
+// stringData in data, a pod spec's serviceAccount also in serviceAccountName and the other way.
+// It returns f.
+func storedAs(gr schema.GroupResource, f *projection.Fields) *projection.Fields {
+	if gr == (schema.GroupResource{Resource: "secrets"}) {
+		if _, ok := f.Field("stringData"); ok {
+			f.Keep("data")
+		}
+	}
+	for _, spec := range podSpecs[gr] {
+		for _, name := range []string{"serviceAccount", "serviceAccountName"} {
+			if partly(f, append(spec, name)) {
+				f.Keep(append(spec, "serviceAccount")...).Keep(append(spec, "serviceAccountName")...)
+			}
+		}
+	}
+	return f
+}
+
+// podSpecs are the paths of the pod specs of the built-in kinds that hold one.
+var podSpecs = map[schema.GroupResource][][]string{
+	{Resource: "pods"}:                        {{"spec"}},
+	{Resource: "podtemplates"}:                {{"template", "spec"}},
+	{Resource: "replicationcontrollers"}:      {{"spec", "template", "spec"}},
+	{Group: "apps", Resource: "deployments"}:  {{"spec", "template", "spec"}},
+	{Group: "apps", Resource: "replicasets"}:  {{"spec", "template", "spec"}},
+	{Group: "apps", Resource: "statefulsets"}: {{"spec", "template", "spec"}},
+	{Group: "apps", Resource: "daemonsets"}:   {{"spec", "template", "spec"}},
+	{Group: "batch", Resource: "jobs"}:        {{"spec", "template", "spec"}},
+	{Group: "batch", Resource: "cronjobs"}:    {{"spec", "jobTemplate", "spec", "template", "spec"}},
+}
+
+// partly reports whether f keeps any part of the field at path.
+func partly(f *projection.Fields, path []string) bool {
+	n := f
+	for _, name := range path {
+		next, ok := n.Field(name)
+		if !ok {
+			return false
+		}
+		n = next
+	}
+	return true
+}

@@ -1,0 +1,62 @@
+package policy
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/test/testpolicies"
+)
+
+// A child resource's cache keeps what the templates set, what readiness by kind or readyWhen
+// reads, and what expressions read of its children; whole where a read cannot be followed.
+func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
+	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
+	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
+	head := func(resource string) string {
+		return testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": resource})
+	}
+	pod := `
+    - id: pod
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          containers:
+            - {name: app, image: "${parent.spec.image}", ports: [{containerPort: 80}]}
+`
+	tests := []struct {
+		name     string
+		policy   string
+		resource schema.GroupVersionResource
+		want     string // Keep's String; "*": whole
+	}{
+		{"a template's fields, and what readiness by kind reads", head("pods") + "  children:" + pod, pods,
+			"{apiVersion,kind,metadata{name},spec{clusterIP,completions,containers{image,name,ports},parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status}"},
+		{"with readyWhen: what it reads instead of readiness by kind", head("pods") + "  children:" + pod + "      readyWhen: child.status.phase == 'Running'\n", pods,
+			"{apiVersion,kind,metadata{name},spec{containers{image,name,ports}},status{phase}}"},
+		{"what the status reads of a child", head("pods") + "  children:" + pod + "      readyWhen: 'true'\n  status:\n    ip: \"${children.pod.?status.?podIP.orValue('')}\"\n    node: \"${has(children.pod.spec.nodeName) ? 'yes' : 'no'}\"\n    exists: \"${has(children.pod) ? 'yes' : 'no'}\"\n", pods,
+			"{apiVersion,kind,metadata{name},spec{containers{image,name,ports},nodeName},status{podIP}}"},
+		{"children read otherwise than by id: whole", head("pods") + "  children:" + pod + "  status:\n    n: \"${[children].size()}\"\n", pods, "*"},
+		{"a child passed whole: whole", head("pods") + "  children:" + pod + "  status:\n    n: \"${[children.pod].size()}\"\n", pods, "*"},
+		{"an expression child: every resource whole", head("pods") + "  children:\n    - id: pods\n      expression: \"[{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': parent.metadata.name}}]\"\n", pods, "*"},
+		{"a Secret's stringData is kept as data, where the API server stores it", head("secrets") + `  children:
+    - id: s
+      template:
+        apiVersion: v1
+        kind: Secret
+        metadata: {name: "${parent.metadata.name}"}
+        stringData: {password: "${parent.spec.image}"}
+`, secrets, "{apiVersion,data,kind,metadata{name},spec{clusterIP,completions,parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status,stringData{password}}"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := load(t, tc.policy)
+			got := c.ChildResources[tc.resource].Keep.String()
+			if got != tc.want {
+				t.Errorf("Keep = %s\nwant   %s", got, tc.want)
+			}
+		})
+	}
+}
