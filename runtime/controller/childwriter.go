@@ -343,7 +343,8 @@ func (cw *childWriter) recreate(ctx context.Context, parent *unstructured.Unstru
 	return goneAtOnce(obs), nil
 }
 
-// goneAtOnce reports whether the API server removes an object as soon as it is deleted: nothing
+// goneAtOnce reports whether the API server removes an object as soon as it is deleted (what it
+// reads of a child, the caches keep: policy.runtimeReads): nothing
 // holds it (no finalizer) and it gets no grace period, which only a Pod bound to a node gets.
 func goneAtOnce(obj *unstructured.Unstructured) bool {
 	if len(obj.GetFinalizers()) > 0 {

@@ -44,7 +44,8 @@ var builtinImmutable = map[schema.GroupKind][]string{
 // immutableWhenImmutable are the fields of a ConfigMap or Secret that `immutable: true` freezes.
 var immutableWhenImmutable = []string{"data", "binaryData"}
 
-// immutableFields returns the fields of the child's kind that no update may change: the built-in
+// immutableFields returns the fields of the child's kind that no update may change (what it reads of
+// the observed child, the caches keep: policy.runtimeReads): the built-in
 // table's, a frozen ConfigMap's or Secret's data, and for a custom resource the fields whose
 // x-kubernetes-validations hold the rule `self == oldSelf`.
 func immutableFields(child *render.Child, obs *unstructured.Unstructured) []string {

@@ -33,7 +33,8 @@ func (c *compiler) keepChildFields(out *Compiled) {
 			keep = &projection.Fields{}
 			byResource[gvr] = keep
 		}
-		keep.Add(storedAs(gvr.GroupResource(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields())
+		keep.Add(storedAs(gvr.GroupResource(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
+			Add(runtimeReads[gvr.GroupResource()])
 		if ch.ReadyWhen == nil {
 			keep.Add(readiness.Fields())
 		}
@@ -41,7 +42,7 @@ func (c *compiler) keepChildFields(out *Compiled) {
 	for gvr, info := range out.ChildResources {
 		info.Keep = nil
 		if keep := byResource[gvr]; known && keep != nil {
-			info.Keep = keep
+			info.Keep = keep.Body()
 		}
 		out.ChildResources[gvr] = info
 	}
@@ -68,6 +69,16 @@ func (p *Compiled) Kept(objs []*unstructured.Unstructured) []*unstructured.Unstr
 		}
 	}
 	return out
+}
+
+// runtimeReads are the fields of a child that the runtime reads itself, whatever the policy:
+// whether a Pod is bound (spec.nodeName: its deletion then takes its grace period, and a Recreate
+// waits for it; controller.goneAtOnce), whether a ConfigMap or Secret is immutable (its data can
+// then not change: decide.immutableFields).
+var runtimeReads = map[schema.GroupResource]*projection.Fields{
+	{Resource: "pods"}:       (&projection.Fields{}).Keep("spec", "nodeName"),
+	{Resource: "configmaps"}: (&projection.Fields{}).Keep("immutable"),
+	{Resource: "secrets"}:    (&projection.Fields{}).Keep("immutable"),
 }
 
 // storedAs adds to the fields a template sets of a built-in kind where the API server stores them

@@ -9,7 +9,9 @@ import (
 )
 
 // A child resource's cache keeps what the templates set, what readiness by kind or readyWhen
-// reads, and what expressions read of its children; whole where a read cannot be followed.
+// reads, what expressions read of its children, and what the runtime reads itself (a Pod's
+// spec.nodeName, a Secret's immutable); whole where a read cannot be followed. The identifying
+// fields, which every cache keeps, are not part of it.
 func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
 	pods := schema.GroupVersionResource{Version: "v1", Resource: "pods"}
 	secrets := schema.GroupVersionResource{Version: "v1", Resource: "secrets"}
@@ -33,11 +35,11 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
 		want     string // Keep's String; "*": whole
 	}{
 		{"a template's fields, and what readiness by kind reads", head("pods") + "  children:" + pod, pods,
-			"{apiVersion,kind,metadata{name},spec{clusterIP,completions,containers{image,name,ports},parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status}"},
+			"{spec{clusterIP,completions,containers{image,name,ports},nodeName,parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status}"},
 		{"with readyWhen: what it reads instead of readiness by kind", head("pods") + "  children:" + pod + "      readyWhen: child.status.phase == 'Running'\n", pods,
-			"{apiVersion,kind,metadata{name},spec{containers{image,name,ports}},status{phase}}"},
+			"{spec{containers{image,name,ports},nodeName},status{phase}}"},
 		{"what the status reads of a child", head("pods") + "  children:" + pod + "      readyWhen: 'true'\n  status:\n    ip: \"${children.pod.?status.?podIP.orValue('')}\"\n    node: \"${has(children.pod.spec.nodeName) ? 'yes' : 'no'}\"\n    exists: \"${has(children.pod) ? 'yes' : 'no'}\"\n", pods,
-			"{apiVersion,kind,metadata{name},spec{containers{image,name,ports},nodeName},status{podIP}}"},
+			"{spec{containers{image,name,ports},nodeName},status{podIP}}"},
 		{"children read otherwise than by id: whole", head("pods") + "  children:" + pod + "  status:\n    n: \"${[children].size()}\"\n", pods, "*"},
 		{"a child passed whole: whole", head("pods") + "  children:" + pod + "  status:\n    n: \"${[children.pod].size()}\"\n", pods, "*"},
 		{"an expression child: every resource whole", head("pods") + "  children:\n    - id: pods\n      expression: \"[{'apiVersion': 'v1', 'kind': 'Pod', 'metadata': {'name': parent.metadata.name}}]\"\n", pods, "*"},
@@ -48,7 +50,7 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
         kind: Secret
         metadata: {name: "${parent.metadata.name}"}
         stringData: {password: "${parent.spec.image}"}
-`, secrets, "{apiVersion,data,kind,metadata{name},spec{clusterIP,completions,parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status,stringData{password}}"},
+`, secrets, "{data,immutable,spec{clusterIP,completions,parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status,stringData{password}}"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -63,6 +63,21 @@ func (f *Fields) Add(o *Fields) *Fields {
 	return f
 }
 
+// Body returns f without the identifying fields, which every projection keeps: Fields that keep
+// the same body are then equal (String). f itself is not changed.
+func (f *Fields) Body() *Fields {
+	if f.IsWhole() {
+		return f
+	}
+	out := &Fields{sub: make(map[string]*Fields, len(f.sub))}
+	for name, sub := range f.sub {
+		if !Identity(name) {
+			out.sub[name] = sub
+		}
+	}
+	return out
+}
+
 // IsWhole reports whether f keeps the whole object (or value).
 func (f *Fields) IsWhole() bool { return f == nil || f.whole }
 
