@@ -25,13 +25,16 @@ type Object struct {
 	fetch Fetcher
 	// bodyOmitted: the watch stream dropped its body (omitframe.go); a cache keeps it with Omit
 	bodyOmitted bool
+	// metaInObjectMeta: Raw's metadata holds only the managed fields, the rest is ObjectMeta
+	// (a projected message: project.go)
+	metaInObjectMeta bool
 }
 
 var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, fetch: o.fetch}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, fetch: o.fetch, metaInObjectMeta: o.metaInObjectMeta}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

@@ -8,9 +8,11 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/projection"
 )
 
@@ -34,6 +36,7 @@ func (o *Object) Project(keep *projection.Fields) (*Object, error) {
 	}
 	out := *o
 	out.Raw = raw
+	out.metaInObjectMeta = o.Protobuf
 	return &out, nil
 }
 
@@ -126,6 +129,14 @@ func projectMessage(out, message []byte, typ *messageType, keep *projection.Fiel
 		}
 		switch {
 		case !ok:
+		case top && f.name == "metadata" && wire == protowire.BytesType:
+			v, _ := protowire.ConsumeBytes(whole[n:])
+			managed, err := managedFieldsOnly(v)
+			if err != nil {
+				return nil, fmt.Errorf("metadata: %w", err)
+			}
+			out = protowire.AppendTag(out, num, protowire.BytesType)
+			out = protowire.AppendBytes(out, managed)
 		case sub.IsWhole() || wire != protowire.BytesType || f.elem == nil:
 			out = append(out, whole...)
 		default:
@@ -139,6 +150,76 @@ func projectMessage(out, message []byte, typ *messageType, keep *projection.Fiel
 		}
 	}
 	return out, nil
+}
+
+// managedFieldsOnly returns an ObjectMeta message with only its managed fields, and of those of
+// other managers than metacel only their manager, operation and time (compact.Slim): the rest of
+// the metadata is the cached object's ObjectMeta, which its decode puts back
+// (Object.metaInObjectMeta), instead of holding it twice.
+func managedFieldsOnly(metadata []byte) ([]byte, error) {
+	var out []byte
+	for len(metadata) > 0 {
+		num, wire, n := protowire.ConsumeTag(metadata)
+		if n < 0 {
+			return nil, protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, wire, metadata[n:])
+		if m < 0 {
+			return nil, protowire.ParseError(m)
+		}
+		whole := metadata[:n+m]
+		metadata = metadata[n+m:]
+		if num != metaManagedFields || wire != protowire.BytesType {
+			continue
+		}
+		entry, _ := protowire.ConsumeBytes(whole[n:])
+		manager, err := field(entry, entryManager)
+		if err != nil {
+			return nil, err
+		}
+		if string(manager) == apply.FieldManager {
+			out = append(out, whole...)
+			continue
+		}
+		out = protowire.AppendTag(out, num, protowire.BytesType)
+		out = protowire.AppendBytes(out, withoutField(entry, entryFieldsV1))
+	}
+	return out, nil
+}
+
+// withoutField returns a message without the occurrences of a field.
+func withoutField(message []byte, number protowire.Number) []byte {
+	out := make([]byte, 0, len(message))
+	for len(message) > 0 {
+		num, wire, n := protowire.ConsumeTag(message)
+		m := protowire.ConsumeFieldValue(num, wire, message[n:])
+		if n < 0 || m < 0 {
+			return append(out, message...) // what no decoder reads whole stays as it is
+		}
+		if num != number {
+			out = append(out, message[:n+m]...)
+		}
+		message = message[n+m:]
+	}
+	return out
+}
+
+// The numbers of ObjectMeta's managedFields, and of a ManagedFieldsEntry's manager and fieldsV1,
+// read from their Go types' protobuf tags.
+var (
+	metaManagedFields = fieldNumber(reflect.TypeOf(metav1.ObjectMeta{}), "managedFields")
+	entryManager      = fieldNumber(reflect.TypeOf(metav1.ManagedFieldsEntry{}), "manager")
+	entryFieldsV1     = fieldNumber(reflect.TypeOf(metav1.ManagedFieldsEntry{}), "fieldsV1")
+)
+
+// fieldNumber returns the protobuf number of a struct's field of that JSON name.
+func fieldNumber(t reflect.Type, name string) protowire.Number {
+	for num, f := range messageTypeFor(t).fields {
+		if f.name == name {
+			return num
+		}
+	}
+	panic(fmt.Sprintf("%s has no field %q", t, name))
 }
 
 // messageType is the protobuf fields of a built-in type, by number: each field's JSON name and,

@@ -240,6 +240,9 @@ func (o *Object) protobufToJSONMap(message []byte) (map[string]any, error) {
 	if err := u.Unmarshal(message); err != nil {
 		return nil, err
 	}
+	if o.metaInObjectMeta {
+		withObjectMeta(typed, &o.ObjectMeta)
+	}
 	data, err := json.Marshal(typed) // what the API server's JSON would have been
 	if err != nil {
 		return nil, err
@@ -250,6 +253,23 @@ func (o *Object) protobufToJSONMap(message []byte) (map[string]any, error) {
 	}
 	m["apiVersion"], m["kind"] = o.APIVersion, o.Kind
 	return m, nil
+}
+
+// withObjectMeta sets the metadata of a decoded object whose message held only its managed
+// fields to the cached ObjectMeta with those managed fields. The maps and slices are shared with
+// the cache's, and only read: the object is encoded as JSON, then dropped.
+func withObjectMeta(typed runtime.Object, cached *metav1.ObjectMeta) {
+	accessor, ok := typed.(metav1.ObjectMetaAccessor)
+	if !ok {
+		return
+	}
+	m, ok := accessor.GetObjectMeta().(*metav1.ObjectMeta)
+	if !ok {
+		return
+	}
+	managed := m.ManagedFields
+	*m = *cached
+	m.ManagedFields = managed
 }
 
 // protobufCodec decodes what list and watch requests return as protobuf, as codec does JSON.
