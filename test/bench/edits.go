@@ -22,11 +22,10 @@ import (
 
 // One edit's latency: the load client edits a parent (a MyApp's spec.banner, which its Pod's
 // environment holds) and times, from the edit's response, the first write of its child that a
-// watch started before the edits sees (a Pod's Recreate: its deletion). Twice: edits issued
-// while a resync of every parent is under way (the first as soon as the resync's first sync is
-// seen, one every -edit-spacing), and then edits one at a time (each once the previous one's
-// child write was seen) while the parents sit idle, just after that resync: a resync period
-// clear of the next.
+// watch started before the edits sees (a Pod's Recreate: its deletion). Twice: edits one at a
+// time (each once the previous one's child write was seen) while the parents sit idle, just after
+// a resync (a resync period clear of the next); then edits issued one every -edit-spacing from
+// the first sync of the next resync seen, spread over the length of the one before.
 
 // editResult is one phase of edits.
 type editResult struct {
@@ -35,8 +34,8 @@ type editResult struct {
 	stats     latencyStats    // theirs (over runs: the median of each)
 	spacing   time.Duration   // between edits issued (0: each once the previous one's child write was seen)
 	span      time.Duration   // the first edit to the last child write seen
-	// during a resync: the edits issued before it ended, and how long it took (its first sync to
-	// every parent synced, the queue empty)
+	// during a resync: the edits issued before it ended; resync: how long it took (its first sync
+	// seen to every parent synced, the queue empty, polled every 20 ms), while idle the one before
 	during int
 	resync time.Duration
 	// while idle: whether the last child write was seen before the next resync could begin (the
@@ -95,9 +94,8 @@ func editTargets(names []string, n int) (idle, resync []string) {
 	return idle, resync
 }
 
-// editSpacing is the time between the edits issued during a resync: given, or the time the
-// controller took to sync every parent (estimate: its no-op change's, else its restart's) spread
-// over the n edits, within [2 ms, 1 s].
+// editSpacing is the time between the edits issued during a resync: given, or the length of a
+// resync (estimate: the one before) spread over the n edits, within [2 ms, 1 s].
 func editSpacing(given, estimate time.Duration, n int) time.Duration {
 	if given > 0 {
 		return given
@@ -277,8 +275,10 @@ func (rw *resyncWatch) wait(ctx context.Context, p *proc, ch <-chan struct{}, d 
 	}
 }
 
-// measureEdits measures the edits during a resync and then while idle (unless skipped), each of
-// -edits parents, into r.
+// measureEdits measures the edits while idle and then during a resync (unless skipped), each of
+// -edits parents, into r: it waits for a resync to end (its length, measured, spaces the edits
+// during the next), edits one parent at a time right after it (a resync period clear of the
+// next), and once the next resync has begun edits one parent every spacing.
 func (b *bench) measureEdits(ctx context.Context, s *stage, p *proc, r *result) error {
 	idleOn, resyncOn := !b.skipped(phaseEditsIdle), !b.skipped(phaseEditsResync)
 	n := min(b.o.edits, b.o.parents)
@@ -296,19 +296,22 @@ func (b *bench) measureEdits(ctx context.Context, s *stage, p *proc, r *result) 
 		return err
 	}
 	idle, resync := editTargets(s.names, n)
-	var rw *resyncWatch
-	if resyncOn {
-		estimate := r.noop.took
-		if estimate == 0 {
-			estimate = r.restart
-		}
-		if r.editsResync, rw, err = b.editsDuringResync(ctx, s, p, w, resync, editSpacing(b.o.editSpacing, estimate, n)); err != nil {
-			return fmt.Errorf("edits during a resync: %w", err)
-		}
+	last, err := b.nextResync(ctx, s, p, true)
+	if err != nil {
+		return fmt.Errorf("the resync before the edits: %w", err)
 	}
 	if idleOn {
-		if r.editsIdle, err = b.editsWhileIdle(ctx, s, p, w, idle, rw); err != nil {
+		if r.editsIdle, err = b.editsWhileIdle(ctx, s, p, w, idle, last); err != nil {
 			return fmt.Errorf("edits while idle: %w", err)
+		}
+	}
+	if resyncOn {
+		spacing := editSpacing(b.o.editSpacing, last.ended.Sub(last.began), n)
+		if idleOn {
+			spacing = max(spacing, r.editsIdle.stats.p99) // one edit's write seen before the next, but for the resync
+		}
+		if r.editsResync, err = b.editsDuringResync(ctx, s, p, w, resync, spacing); err != nil {
+			return fmt.Errorf("edits during a resync: %w", err)
 		}
 	}
 	return nil
@@ -318,73 +321,31 @@ func (b *bench) measureEdits(ctx context.Context, s *stage, p *proc, r *result) 
 // little.
 func (b *bench) resyncWait() time.Duration { return 2*b.o.resync + 30*time.Second }
 
-// editsDuringResync waits, the controller quiet, for its next resync to begin, and then edits
-// targets one every spacing; it returns the resync it followed.
-func (b *bench) editsDuringResync(ctx context.Context, s *stage, p *proc, w *childWrites, targets []string, spacing time.Duration) (editResult, *resyncWatch, error) {
-	res := editResult{spacing: spacing}
+// nextResync waits, the controller quiet, for its next resync to begin, and with whole until it
+// has ended; it returns the resync followed, whose watch runs until it ends or ctx is done.
+func (b *bench) nextResync(ctx context.Context, s *stage, p *proc, whole bool) (*resyncWatch, error) {
 	if _, err := b.waitQuiet(ctx, s.cl, s.own, work, p); err != nil {
-		return res, nil, err
+		return nil, err
 	}
 	from, err := p.progress(ctx)
 	if err != nil {
-		return res, nil, err
+		return nil, err
 	}
-	watchCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	rw := watchResync(watchCtx, p, from, b.o.parents)
+	rw := watchResync(ctx, p, from, b.o.parents)
 	if err := rw.wait(ctx, p, rw.begun, b.resyncWait(), "begun"); err != nil {
-		return res, nil, err
+		return nil, err
 	}
-	w0, err := s.cl.window(ctx, s.own, p)
-	if err != nil {
-		return res, nil, err
+	if whole {
+		return rw, rw.wait(ctx, p, rw.finish, b.o.timeout, "ended")
 	}
-	edits, err := b.runEdits(ctx, s, p, w, targets, "resync", spacing)
-	if err != nil {
-		return res, nil, err
-	}
-	if err := rw.wait(ctx, p, rw.finish, b.o.timeout, "ended"); err != nil {
-		return res, nil, err
-	}
-	res.latencies, res.span = latencies(edits), spanOf(edits)
-	res.stats = statsOf(res.latencies)
-	res.resync = rw.ended.Sub(rw.began)
-	for _, e := range edits {
-		if e.at.Before(rw.ended) {
-			res.during++
-		}
-	}
-	w1, err := b.waitQuiet(ctx, s.cl, s.own, work, p)
-	if err != nil {
-		return res, nil, err
-	}
-	res.requests, _, err = s.cl.attribute(w0, w1)
-	return res, rw, err
+	return rw, nil
 }
 
-// editsWhileIdle edits targets one at a time, just after a resync (rw's, or the next one, waited
-// for): a resync period clear of the next.
-func (b *bench) editsWhileIdle(ctx context.Context, s *stage, p *proc, w *childWrites, targets []string, rw *resyncWatch) (editResult, error) {
+// editsWhileIdle edits targets one at a time, just after the resync last (quiet first): a resync
+// period clear of the next.
+func (b *bench) editsWhileIdle(ctx context.Context, s *stage, p *proc, w *childWrites, targets []string, last *resyncWatch) (editResult, error) {
 	var res editResult
-	if _, err := b.waitQuiet(ctx, s.cl, s.own, work, p); err != nil {
-		return res, err
-	}
-	if rw == nil {
-		from, err := p.progress(ctx)
-		if err != nil {
-			return res, err
-		}
-		watchCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		rw = watchResync(watchCtx, p, from, b.o.parents)
-		if err := rw.wait(ctx, p, rw.finish, b.resyncWait()+b.o.timeout, "over"); err != nil {
-			return res, err
-		}
-		if _, err := b.waitQuiet(ctx, s.cl, s.own, work, p); err != nil {
-			return res, err
-		}
-	}
-	w0, err := s.cl.window(ctx, s.own, p)
+	w0, err := b.waitQuiet(ctx, s.cl, s.own, work, p)
 	if err != nil {
 		return res, err
 	}
@@ -394,9 +355,47 @@ func (b *bench) editsWhileIdle(ctx context.Context, s *stage, p *proc, w *childW
 	}
 	res.latencies, res.span = latencies(edits), spanOf(edits)
 	res.stats = statsOf(res.latencies)
-	res.clear = clearOfResync(rw.began, edits[len(edits)-1].seen, b.o.resync)
+	res.resync = last.ended.Sub(last.began)
+	res.clear = clearOfResync(last.began, edits[len(edits)-1].seen, b.o.resync)
 	if !res.clear {
 		logf("  warning: the edits while idle outlasted a resync period from the last resync; the next may have overlapped them")
+	}
+	w1, err := b.waitQuiet(ctx, s.cl, s.own, work, p)
+	if err != nil {
+		return res, err
+	}
+	res.requests, _, err = s.cl.attribute(w0, w1)
+	return res, err
+}
+
+// editsDuringResync waits, the controller quiet, for its next resync to begin, and then edits
+// targets one every spacing.
+func (b *bench) editsDuringResync(ctx context.Context, s *stage, p *proc, w *childWrites, targets []string, spacing time.Duration) (editResult, error) {
+	res := editResult{spacing: spacing}
+	watchCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	rw, err := b.nextResync(watchCtx, s, p, false)
+	if err != nil {
+		return res, err
+	}
+	w0, err := s.cl.window(ctx, s.own, p)
+	if err != nil {
+		return res, err
+	}
+	edits, err := b.runEdits(ctx, s, p, w, targets, "resync", spacing)
+	if err != nil {
+		return res, err
+	}
+	if err := rw.wait(ctx, p, rw.finish, b.o.timeout, "ended"); err != nil {
+		return res, err
+	}
+	res.latencies, res.span = latencies(edits), spanOf(edits)
+	res.stats = statsOf(res.latencies)
+	res.resync = rw.ended.Sub(rw.began)
+	for _, e := range edits {
+		if e.at.Before(rw.ended) {
+			res.during++
+		}
 	}
 	w1, err := b.waitQuiet(ctx, s.cl, s.own, work, p)
 	if err != nil {

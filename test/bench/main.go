@@ -14,10 +14,10 @@
 // as before; the others' file of child labels rewritten as it was, and a SIGHUP), timed until
 // every parent is synced again, its writes counted (metacel's must be none); then one parent's
 // edit at a time (edits.go: -edits MyApps' spec.banner, timed from the edit's response to the
-// first write of its Pod, its Recreate's deletion, seen through a watch), first one every
-// -edit-spacing from the start of a resync, then each once the previous one's was seen, just
-// after that resync (for the controllers that replace a Pod when its MyApp's spec changes:
-// metacel and the controller-runtime one); then the policy change: each controller
+// first write of its Pod, its Recreate's deletion, seen through a watch), first each once the
+// previous one's was seen, just after a resync, then one every -edit-spacing from the start of
+// the next resync (for the controllers that replace a Pod when its MyApp's spec changes: metacel
+// and the controller-runtime one); then the policy change: each controller
 // is told that every Pod gains a label (metacel: its policy file rewritten; the hand-written
 // controller: its --pod-labels file rewritten and a SIGHUP), and both replace every Pod (delete
 // it, see it gone, create it), until every Pod has the label. -skip leaves out any of the phases
@@ -238,12 +238,12 @@ func main() {
 // The phases that follow the restarts, in their order, each of which -skip may leave out.
 const (
 	phaseNoop        = "noop"         // the no-op policy change
-	phaseEditsResync = "edits-resync" // the edits during a resync
 	phaseEditsIdle   = "edits-idle"   // the edits while idle
+	phaseEditsResync = "edits-resync" // the edits during a resync
 	phaseChange      = "change"       // the policy change that replaces every child
 )
 
-var phases = []string{phaseNoop, phaseEditsResync, phaseEditsIdle, phaseChange}
+var phases = []string{phaseNoop, phaseEditsIdle, phaseEditsResync, phaseChange}
 
 // parseSkip reads -skip: phases, comma separated.
 func parseSkip(s string) ([]string, error) {

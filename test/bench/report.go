@@ -282,8 +282,8 @@ func steadyTable(configs []benchConfig, results map[string][]*result) string {
 	if len(rows) == 0 {
 		return ""
 	}
-	return "\nNo-op policy change and one edit's latency. No-op: metacel's policy file rewritten with an annotation nothing reads (a new version: a new controller syncs every parent; every render as before); the others: their file of child labels rewritten as it was and SIGHUP. Edits: one MyApp's spec.banner at a time, from the edit's response to its Pod's first write seen through a watch (its deletion: a Recreate); during a resync, one every spacing from the resync's first sync; while idle, each once the previous one's Pod write was seen, just after a resync:\n\n" +
-		"| configuration | controller | no-op: every parent synced s | no-op: writes | no-op: syncs | edits during a resync: p50 / p99 / max ms | during a resync: edits in it, its length s, spacing ms | edits while idle: p50 / p99 / max ms | while idle: writes per edit |\n" +
+	return "\nNo-op policy change and one edit's latency. No-op: metacel's policy file rewritten with an annotation nothing reads (a new version: a new controller syncs every parent; every render as before); the others: their file of child labels rewritten as it was and SIGHUP. Edits: one MyApp's spec.banner at a time, from the edit's response to its Pod's first write seen through a watch (its deletion: a Recreate); while idle, each once the previous one's Pod write was seen, just after a resync; during the next resync, one every spacing from its first sync:\n\n" +
+		"| configuration | controller | no-op: every parent synced s | no-op: writes | no-op: syncs | edits while idle: p50 / p99 / max ms | while idle: writes per edit | edits during a resync: p50 / p99 / max ms | during a resync: edits in it, its length s, spacing ms |\n" +
 		"|---|---|--:|--:|--:|--:|--:|--:|--:|\n" + strings.Join(rows, "\n") + "\n"
 }
 
@@ -333,12 +333,6 @@ func steadyCells(m, base *result) []string {
 	if base != nil {
 		bResync, bIdle = &base.editsResync, &base.editsIdle
 	}
-	cells = append(cells, edits(m.editsResync, bResync))
-	if m.editsResync.stats.n > 0 {
-		cells = append(cells, fmt.Sprintf("%d of %d, %.2f, %.0f", m.editsResync.during, m.editsResync.stats.n, m.editsResync.resync.Seconds(), float64(m.editsResync.spacing)/float64(time.Millisecond)))
-	} else {
-		cells = append(cells, "–")
-	}
 	cells = append(cells, edits(m.editsIdle, bIdle))
 	if n := m.editsIdle.stats.n; n > 0 {
 		perEdit := fmt.Sprintf("%.1f", m.editsIdle.requests.total(writes)/float64(n))
@@ -349,7 +343,22 @@ func steadyCells(m, base *result) []string {
 	} else {
 		cells = append(cells, "–")
 	}
+	cells = append(cells, edits(m.editsResync, bResync))
+	if m.editsResync.stats.n > 0 {
+		cells = append(cells, fmt.Sprintf("%d of %d, %s, %.0f", m.editsResync.during, m.editsResync.stats.n, resyncLength(m.editsResync.resync), float64(m.editsResync.spacing)/float64(time.Millisecond)))
+	} else {
+		cells = append(cells, "–")
+	}
 	return cells
+}
+
+// resyncLength is a resync's length in seconds, "<0.02" when shorter than the 20 ms its watch
+// polls at.
+func resyncLength(d time.Duration) string {
+	if d < 20*time.Millisecond {
+		return "<0.02"
+	}
+	return fmt.Sprintf("%.2f", d.Seconds())
 }
 
 // details is a no-op change's line of a run's record ("": not run).
@@ -379,11 +388,11 @@ func (e editResult) details() string {
 	for i, l := range e.latencies {
 		ms[i] = fmt.Sprintf("%.0f", float64(l)/float64(time.Millisecond))
 	}
-	how := "each once the previous one's child write was seen"
+	how := fmt.Sprintf("each once the previous one's child write was seen, after a resync of %ss", resyncLength(e.resync))
 	if e.spacing > 0 {
-		how = fmt.Sprintf("one every %s; %d issued before the resync ended (it took %.2fs)", e.spacing, e.during, e.resync.Seconds())
+		how = fmt.Sprintf("one every %.1f ms; %d issued before the resync ended (it took %ss)", float64(e.spacing)/float64(time.Millisecond), e.during, resyncLength(e.resync))
 	} else if !e.clear {
-		how += "; a resync may have overlapped them"
+		how += "; the next resync may have overlapped them"
 	}
 	return fmt.Sprintf("%d edits (%s), the first to the last child write %.2fs; latency p50 %.0f ms, p99 %.0f ms, max %.0f ms; until quiet: %s; each edit's ms: %s",
 		e.stats.n, how, e.span.Seconds(), float64(e.stats.p50)/float64(time.Millisecond), float64(e.stats.p99)/float64(time.Millisecond),
@@ -620,12 +629,14 @@ telling it until quiet, and **syncs** its syncs then; **edits ... p50 / p99 / ma
 -edits edits of a phase, each from the response to the load client's merge patch of a MyApp's
 spec.banner until the load client's watch, started before the edits, sees its Pod's first write
 (its deletion, metacel's Recreate and the controller-runtime operator's replacement; 0 when the
-watch saw it before the response); **during a resync**, the edits issued one every spacing from
-the first sync of a resync seen (metacel: a sync of no informer event), how many were issued
-before the resync ended (every parent synced again, the queue empty), its length, and the spacing
-(-edit-spacing; by default the no-op change's time spread over the edits); **while idle**, each
-edit once the previous one's Pod write was seen, from just after that resync; **writes per edit**,
-the controller's writes from the first edit until quiet over the edits. The hand-written
+watch saw it before the response); **while idle**, each edit once the previous one's Pod write
+was seen, from just after a resync (a resync period clear of the next); **writes per edit**, the
+controller's writes from the first edit until quiet over the edits; **during a resync**, the
+edits issued one every spacing from the first sync of the next resync seen (a sync of no
+informer event: metacel's syncs of events are counted apart), how many were issued before it
+ended (every parent synced again, the queue empty; polled every 20 ms), its length, and the
+spacing (-edit-spacing; by default the length of the resync before spread over the edits, at
+least the idle edits' p99, so that the edits do not overlap each other but for the resync). The hand-written
 controller and the Kopf-style one do not replace a Pod when a MyApp's spec changes: their edits
 are n/a.
 `
