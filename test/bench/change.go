@@ -124,22 +124,30 @@ func (r *replacements) state() string {
 // editor or the kubelet would write it, and for the others a SIGHUP; it returns when the
 // controller was told.
 func tellChange(p *proc, j *job, path string) (time.Time, error) {
-	var changed []byte
-	var err error
-	if p.kind == metacel {
-		old, err := os.ReadFile(path)
+	if p.kind != metacel {
+		changed, err := podLabelsFile(map[string]string{revisionLabel: revisionValue})
 		if err != nil {
 			return time.Time{}, err
 		}
-		changed, err = j.revise(old)
-		if err != nil {
-			return time.Time{}, err
-		}
-	} else if changed, err = podLabelsFile(map[string]string{revisionLabel: revisionValue}); err != nil {
+		return tellFile(p, path, changed)
+	}
+	old, err := os.ReadFile(path)
+	if err != nil {
 		return time.Time{}, err
 	}
+	changed, err := j.revise(old)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return tellFile(p, path, changed)
+}
+
+// tellFile writes content to the file at path that p was started with, through a rename, and
+// sends the controllers but metacel (which watches its policy files) a SIGHUP; it returns when p
+// was told: the rename, or the signal.
+func tellFile(p *proc, path string, content []byte) (time.Time, error) {
 	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, changed, 0o644); err != nil {
+	if err := os.WriteFile(tmp, content, 0o644); err != nil {
 		return time.Time{}, err
 	}
 	start := time.Now()

@@ -158,10 +158,59 @@ func (p *proc) scrape(ctx context.Context) (syncs, depth float64, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	name := p.controllerName()
+	return syncsAndDepth(text, p.kind, p.controllerName())
+}
+
+// progress reads what the controller's metrics say of its syncs (progressOf).
+func (p *proc) progress(ctx context.Context) (progress, error) {
+	text, err := p.metricsText(ctx)
+	if err != nil {
+		return progress{}, err
+	}
+	return progressOf(text, p.kind, p.controllerName())
+}
+
+// progress is where a controller's syncs stand: syncs completed, and its queue's depth; for
+// metacel also the syncs that handled an informer event (metacel_sync_event_latency_seconds'
+// count: a resync's syncs handle none) and its policy's generation (metacel_policy_info, one more
+// at each new version).
+type progress struct {
+	syncs, events, depth float64
+	generation           string
+}
+
+// progressOf reads a controller's progress from its /metrics text; name is its controller's (its
+// policy's) name.
+func progressOf(text, kind, name string) (progress, error) {
+	syncs, depth, err := syncsAndDepth(text, kind, name)
+	if err != nil {
+		return progress{}, err
+	}
+	pr := progress{syncs: syncs, depth: depth}
+	if kind == metacel {
+		pr.events, _ = sumSamples(text, "metacel_sync_event_latency_seconds_count", map[string]string{"policy": name})
+		pr.generation = sampleLabels(text, "metacel_policy_info", map[string]string{"policy": name})["generation"]
+	}
+	return pr, nil
+}
+
+// decidedAll says whether a controller has synced every one of parents since from: its queue is
+// empty and its syncs have grown by parents; metacel's by parents that handled an informer event,
+// under another generation of its policy (a new version's controller gets every parent and child
+// as an event; its predecessor's resyncs handle none).
+func decidedAll(kind string, from, now progress, parents int) bool {
+	n := float64(parents)
+	if now.depth != 0 || now.syncs-from.syncs < n {
+		return false
+	}
+	return kind != metacel || (now.events-from.events >= n && now.generation != from.generation)
+}
+
+// syncsAndDepth reads a controller's syncs and queue depth from its /metrics text.
+func syncsAndDepth(text, kind, name string) (syncs, depth float64, err error) {
 	syncs, _ = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": name})
 	depth, ok := sumSamples(text, "workqueue_depth", map[string]string{"name": name})
-	if !ok && p.kind == controllerRuntime {
+	if !ok && kind == controllerRuntime {
 		// its priority queue has a depth series for each priority it has held: none before the
 		// first item, while its reconcile counts are there from the start
 		_, ok = sumSamples(text, "controller_runtime_reconcile_total", map[string]string{"controller": name})

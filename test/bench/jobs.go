@@ -29,6 +29,9 @@ type job struct {
 	// marker is the one run of lines of the bench's policy that revise replaces with insert, which
 	// adds the revision label to the child template's labels
 	marker, insert string
+	// edit is the merge patch of a parent that makes its child written again, value its new value
+	// (nil: no edit measured); its child's first write is what childKind.written sees
+	edit func(value string) []byte
 }
 
 // childKind is how the load client follows a job's children through an informer.
@@ -43,12 +46,15 @@ type childKind struct {
 	// changed: the child's name, whether it carries the revision label and is not being deleted
 	// (the controller's part of the change), and whether with nodes it is also bound and Running
 	changed func(obj any, nodes bool) (name string, created, replaced bool)
+	// written: the child's name when an event (of an update from old, or a deletion) is its first
+	// write after its parent's edit, else "" (nil: the job has no edit)
+	written func(old, obj any, deleted bool) string
 }
 
 var (
 	myAppJob = &job{
 		name: "myapp", kind: "MyApp", parent: myAppsGVR, file: "myapp.yaml", podName: true,
-		child: podChild, parentDone: myAppDone,
+		child: podChild, parentDone: myAppDone, edit: bannerPatch,
 		marker: podLabels, insert: podLabels + "            " + revisionLabel + ": \"" + revisionValue + "\"\n",
 	}
 	memcachedJob = &job{
@@ -127,6 +133,26 @@ var podChild = childKind{
 		created, replaced := podState(p, nodes)
 		return p.Name, created, replaced
 	},
+	written: podWritten,
+}
+
+// podWritten: a Pod's Recreate begins with its deletion, seen as its deletion event (a Pod on no
+// node goes at once) or, on a node, as the update that sets its deletionTimestamp.
+func podWritten(old, obj any, deleted bool) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return ""
+	}
+	if deleted {
+		return p.Name
+	}
+	if was, ok := old.(*corev1.Pod); ok && was.DeletionTimestamp == nil && p.DeletionTimestamp != nil {
+		return p.Name
+	}
+	return ""
 }
 
 // memcachedSize is samples/memcached.yaml's spec.size, which every Deployment must have.

@@ -9,11 +9,19 @@
 // a burst; wait (through watches) until every Pod exists and every MyApp's status.podName is set
 // (and, for metacel, Synced=True); wait until the API server and the controller are quiet; then an
 // idle window longer than a resync period; then, -restarts times, restart the controller (SIGTERM,
-// start again) and wait until it has synced every parent; then the policy change: each controller
+// start again) and wait until it has synced every parent; then the no-op policy change (noop.go:
+// metacel's policy file rewritten with an annotation nothing reads, a new version that renders
+// as before; the others' file of child labels rewritten as it was, and a SIGHUP), timed until
+// every parent is synced again, its writes counted (metacel's must be none); then one parent's
+// edit at a time (edits.go: -edits MyApps' spec.banner, timed from the edit's response to the
+// first write of its Pod, its Recreate's deletion, seen through a watch), first each once the
+// previous one's was seen, just after a resync, then one every -edit-spacing from the start of
+// the next resync (for the controllers that replace a Pod when its MyApp's spec changes: metacel
+// and the controller-runtime one); then the policy change: each controller
 // is told that every Pod gains a label (metacel: its policy file rewritten; the hand-written
 // controller: its --pod-labels file rewritten and a SIGHUP), and both replace every Pod (delete
-// it, see it gone, create it), until every Pod has the label. It prints markdown tables, medians
-// over -runs.
+// it, see it gone, create it), until every Pod has the label. -skip leaves out any of the phases
+// after the restarts. It prints markdown tables, medians over -runs.
 //
 // The configuration nodes (-configs nodes) runs the same on a control plane that also runs
 // kube-scheduler and kwok with one node (METACEL_COMPONENTS="etcd kube-apiserver kube-scheduler
@@ -79,6 +87,9 @@ type options struct {
 	quiet          time.Duration
 	timeout        time.Duration
 	restarts       int
+	edits          int           // parents edited in each phase of edits
+	editSpacing    time.Duration // between the edits issued during a resync (0: spread over one)
+	skip           []string      // phases not run (phases)
 	out            string
 	keep           bool
 	profile        time.Duration
@@ -188,6 +199,9 @@ func main() {
 	flag.DurationVar(&o.idle, "idle", 45*time.Second, "idle window after converging (longer than -resync)")
 	flag.DurationVar(&o.quiet, "quiet", 3*time.Second, "a window ends once the API server and the controller have been quiet this long")
 	flag.IntVar(&o.restarts, "restarts", 5, "restarts over the converged parents per run; the run's restart time is their median")
+	flag.IntVar(&o.edits, "edits", 100, "parents edited one at a time while idle, and again during a resync, each edit timed to its child's write; 0: none")
+	flag.DurationVar(&o.editSpacing, "edit-spacing", 0, "time between the edits issued during a resync (0: the controller's time to sync every parent, of its no-op change, spread over -edits)")
+	skip := flag.String("skip", "", "phases not run after the restarts, comma separated: "+strings.Join(phases, ", "))
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest converge")
 	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
@@ -200,6 +214,10 @@ func main() {
 	flag.Parse()
 	o.configs = expandConfigs(strings.Split(configs, ","))
 	var err error
+	if o.skip, err = parseSkip(*skip); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if o.replicas, err = parseReplicas(*replicas); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -216,6 +234,33 @@ func main() {
 		os.Exit(1)
 	}
 }
+
+// The phases that follow the restarts, in their order, each of which -skip may leave out.
+const (
+	phaseNoop        = "noop"         // the no-op policy change
+	phaseEditsIdle   = "edits-idle"   // the edits while idle
+	phaseEditsResync = "edits-resync" // the edits during a resync
+	phaseChange      = "change"       // the policy change that replaces every child
+)
+
+var phases = []string{phaseNoop, phaseEditsIdle, phaseEditsResync, phaseChange}
+
+// parseSkip reads -skip: phases, comma separated.
+func parseSkip(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	skip := strings.Split(s, ",")
+	for _, p := range skip {
+		if !slices.Contains(phases, p) {
+			return nil, fmt.Errorf("-skip: no phase %q (phases: %s)", p, strings.Join(phases, ", "))
+		}
+	}
+	return skip, nil
+}
+
+// skipped says whether -skip leaves out a phase.
+func (b *bench) skipped(phase string) bool { return slices.Contains(b.o.skip, phase) }
 
 // bench is what every run shares.
 type bench struct {
@@ -449,9 +494,21 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	}
 	r.restart, r.restartCPU, r.restartServerCPU = medianRestart(r.restarts)
 
-	// a policy change that replaces every parent's Pod
-	if err := b.changePolicy(ctx, s, p, policy, r); err != nil {
+	// a policy change that renders every child and status as before
+	if !b.skipped(phaseNoop) {
+		if r.noop, err = b.noopChange(ctx, s, p, policy); err != nil {
+			return nil, err
+		}
+	}
+	// edits of single parents, during a resync and while idle
+	if err := b.measureEdits(ctx, s, p, r); err != nil {
 		return nil, err
+	}
+	// a policy change that replaces every parent's Pod
+	if !b.skipped(phaseChange) {
+		if err := b.changePolicy(ctx, s, p, policy, r); err != nil {
+			return nil, err
+		}
 	}
 	if profileDone != nil {
 		r.profile = <-profileDone

@@ -228,18 +228,34 @@ func sumSamples(text, metric string, match map[string]string) (float64, bool) {
 		if !ok || name != metric {
 			continue
 		}
-		matched := true
-		for k, want := range match {
-			if labels[k] != want {
-				matched = false
-			}
-		}
-		if matched {
+		if includes(labels, match) {
 			total += v
 			found = true
 		}
 	}
 	return total, found
+}
+
+// sampleLabels are the labels of the first sample of a metric whose labels include match (nil:
+// none).
+func sampleLabels(text, metric string, match map[string]string) map[string]string {
+	for line := range strings.SplitSeq(text, "\n") {
+		name, labels, _, ok := parseSample(line)
+		if ok && name == metric && includes(labels, match) {
+			return labels
+		}
+	}
+	return nil
+}
+
+// includes says whether labels hold every one of match.
+func includes(labels, match map[string]string) bool {
+	for k, want := range match {
+		if labels[k] != want {
+			return false
+		}
+	}
+	return true
 }
 
 // auditVerbs maps the audit log's verbs to apiserver_request_total's.

@@ -46,6 +46,8 @@ type result struct {
 	changeCreated             time.Duration  // the controller told the policy change to every Pod created anew (with nodes, before it is bound and Running)
 	changed                   counts         // its requests from the policy change until quiet
 	changedControlPlane       byUser         // the control plane's own in that window
+	noop                      noopResult     // the no-op policy change
+	editsResync, editsIdle    editResult     // one parent's edit at a time: during a resync, while idle
 	profile, heap             string         // pprof -top of metacel's CPU (converge) and heap (after idle)
 	serverProfile             *serverProfile // kube-apiserver's CPU from the burst on
 	restartServerProfile      *serverProfile // kube-apiserver's CPU from the first restart on
@@ -99,6 +101,15 @@ func (r *result) details() string {
 	if r.changeAll > 0 {
 		fmt.Fprintf(&b, "- policy change: first Pod replaced after %.2fs, every Pod created anew after %.1fs, every Pod replaced after %.1fs; until quiet: %s; the control plane's own (taken out): %s\n",
 			r.changeFirst.Seconds(), r.changeCreated.Seconds(), r.changeAll.Seconds(), r.changed.summary(work, 100), r.changedControlPlane.summary(requests, 100))
+	}
+	if line := r.noop.details(); line != "" {
+		fmt.Fprintf(&b, "- no-op policy change: %s\n", line)
+	}
+	if line := r.editsResync.details(); line != "" {
+		fmt.Fprintf(&b, "- edits during a resync: %s\n", line)
+	}
+	if line := r.editsIdle.details(); line != "" {
+		fmt.Fprintf(&b, "- edits while idle: %s\n", line)
 	}
 	if r.profile != "" {
 		fmt.Fprintf(&b, "- CPU profile from the burst on: %s\n", r.profile)
@@ -193,6 +204,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 	}
 	t.WriteString(pairedRatios(configs, results))
 	t.WriteString(changeTable(configs, results))
+	t.WriteString(steadyTable(configs, results))
 	for _, c := range configs {
 		if hand, meta := results[c.baselineOf()+"/"+c.name], results[metacel+"/"+c.name]; len(hand) > 0 && len(meta) > 0 {
 			t.WriteString(serverProfileTable(c.name+", the converge", c.baselineOf(), hand[0].serverProfile, meta[0].serverProfile, b.o.profile))
@@ -248,6 +260,145 @@ func changeTable(configs []benchConfig, results map[string][]*result) string {
 		"|---|---|--:|--:|--:|--:|--:|--:|---|\n" + strings.Join(rows, "\n") + "\n"
 }
 
+// steadyTable is the table of the no-op policy change and of one edit's latency, both
+// controllers' (n/a where a controller has no such thing, and why); metacel's times with their
+// ratio to the baseline's of the same configuration.
+func steadyTable(configs []benchConfig, results map[string][]*result) string {
+	var rows []string
+	for _, c := range configs {
+		base := medians(results[c.baselineOf()+"/"+c.name])
+		for _, ctl := range c.controllers() {
+			m := medians(results[ctl+"/"+c.name])
+			if m == nil || !m.steadyMeasured() {
+				continue
+			}
+			var b *result
+			if ctl == metacel {
+				b = base
+			}
+			rows = append(rows, "| "+strings.Join(append([]string{c.name, ctl}, steadyCells(m, b)...), " | ")+" |")
+		}
+	}
+	if len(rows) == 0 {
+		return ""
+	}
+	return "\nNo-op policy change and one edit's latency. No-op: metacel's policy file rewritten with an annotation nothing reads (a new version: a new controller syncs every parent; every render as before); the others: their file of child labels rewritten as it was and SIGHUP. Edits: one MyApp's spec.banner at a time, from the edit's response to its Pod's first write seen through a watch (its deletion: a Recreate); while idle, each once the previous one's Pod write was seen, just after a resync; during the next resync, one every spacing from its first sync:\n\n" +
+		"| configuration | controller | no-op: every parent synced s | no-op: writes | no-op: syncs | edits while idle: p50 / p99 / max ms | while idle: writes per edit | edits during a resync: p50 / p99 / max ms | during a resync: edits in it, its length s, spacing ms |\n" +
+		"|---|---|--:|--:|--:|--:|--:|--:|--:|\n" + strings.Join(rows, "\n") + "\n"
+}
+
+// steadyMeasured says whether the run measured a no-op change or edits (or said why not).
+func (r *result) steadyMeasured() bool {
+	return r.noop.took > 0 || r.noop.na != "" || r.editsIdle.stats.n > 0 || r.editsIdle.na != "" || r.editsResync.stats.n > 0 || r.editsResync.na != ""
+}
+
+// steadyCells are a row's cells of steadyTable; base (nil: none) is the row metacel's times are
+// divided by.
+func steadyCells(m, base *result) []string {
+	ratio := func(v, h float64, format string) string {
+		s := fmt.Sprintf(format, v)
+		if base != nil && h > 0 {
+			s += fmt.Sprintf(" (×%.1f)", v/h)
+		}
+		return s
+	}
+	cells := make([]string, 0, 7)
+	switch {
+	case m.noop.na != "":
+		cells = append(cells, m.noop.na, "–", "–")
+	case m.noop.took == 0:
+		cells = append(cells, "–", "–", "–")
+	default:
+		var h float64
+		if base != nil {
+			h = base.noop.took.Seconds()
+		}
+		cells = append(cells, ratio(m.noop.took.Seconds(), h, "%.2f"), num(m.noop.requests.total(writes)), num(m.noop.syncs))
+	}
+	edits := func(e editResult, b *editResult) string {
+		switch {
+		case e.na != "":
+			return e.na
+		case e.stats.n == 0:
+			return "–"
+		}
+		ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+		var h latencyStats
+		if b != nil {
+			h = b.stats
+		}
+		return ratio(ms(e.stats.p50), ms(h.p50), "%.0f") + " / " + ratio(ms(e.stats.p99), ms(h.p99), "%.0f") + " / " + ratio(ms(e.stats.max), ms(h.max), "%.0f")
+	}
+	var bResync, bIdle *editResult
+	if base != nil {
+		bResync, bIdle = &base.editsResync, &base.editsIdle
+	}
+	cells = append(cells, edits(m.editsIdle, bIdle))
+	if n := m.editsIdle.stats.n; n > 0 {
+		perEdit := fmt.Sprintf("%.1f", m.editsIdle.requests.total(writes)/float64(n))
+		if !m.editsIdle.clear {
+			perEdit += " (a resync may have overlapped)"
+		}
+		cells = append(cells, perEdit)
+	} else {
+		cells = append(cells, "–")
+	}
+	cells = append(cells, edits(m.editsResync, bResync))
+	if m.editsResync.stats.n > 0 {
+		cells = append(cells, fmt.Sprintf("%d of %d, %s, %.0f", m.editsResync.during, m.editsResync.stats.n, resyncLength(m.editsResync.resync), float64(m.editsResync.spacing)/float64(time.Millisecond)))
+	} else {
+		cells = append(cells, "–")
+	}
+	return cells
+}
+
+// resyncLength is a resync's length in seconds, "<0.02" when shorter than the 20 ms its watch
+// polls at.
+func resyncLength(d time.Duration) string {
+	if d < 20*time.Millisecond {
+		return "<0.02"
+	}
+	return fmt.Sprintf("%.2f", d.Seconds())
+}
+
+// details is a no-op change's line of a run's record ("": not run).
+func (n noopResult) details() string {
+	switch {
+	case n.na != "":
+		return n.na
+	case n.took == 0:
+		return ""
+	}
+	reloaded := ""
+	if n.reloaded > 0 {
+		reloaded = fmt.Sprintf("the new generation running after %.2fs, ", n.reloaded.Seconds())
+	}
+	return fmt.Sprintf("%severy parent synced after %.2fs; until quiet: %s syncs, %s writes (%s)", reloaded, n.took.Seconds(), num(n.syncs), num(n.requests.total(writes)), n.requests.summary(requests, 100))
+}
+
+// details is a phase of edits' line of a run's record ("": not run).
+func (e editResult) details() string {
+	switch {
+	case e.na != "":
+		return e.na
+	case e.stats.n == 0:
+		return ""
+	}
+	ms := make([]string, len(e.latencies))
+	for i, l := range e.latencies {
+		ms[i] = fmt.Sprintf("%.0f", float64(l)/float64(time.Millisecond))
+	}
+	how := fmt.Sprintf("each once the previous one's child write was seen, after a resync of %ss", resyncLength(e.resync))
+	if e.spacing > 0 {
+		how = fmt.Sprintf("one every %.1f ms; %d issued before the resync ended (it took %ss)", float64(e.spacing)/float64(time.Millisecond), e.during, resyncLength(e.resync))
+	} else if !e.clear {
+		how += "; the next resync may have overlapped them"
+	}
+	return fmt.Sprintf("%d edits (%s), the first to the last child write %.2fs; latency p50 %.0f ms, p99 %.0f ms, max %.0f ms; until quiet: %s; each edit's ms: %s",
+		e.stats.n, how, e.span.Seconds(), float64(e.stats.p50)/float64(time.Millisecond), float64(e.stats.p99)/float64(time.Millisecond),
+		float64(e.stats.max)/float64(time.Millisecond), e.requests.summary(requests, 100), strings.Join(ms, " "))
+}
+
 // medianBy is the median of f over xs (not empty).
 func medianBy[T any](xs []T, f func(T) float64) float64 {
 	v := make([]float64, len(xs))
@@ -295,7 +446,44 @@ func medians(rs []*result) *result {
 	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
 	m.events = medianCounts(rs, func(r *result) counts { return r.events })
 	m.restarted = medianCounts(rs, func(r *result) counts { return r.restarted })
+	m.noop = medianNoop(rs)
+	m.editsResync = medianEdits(rs, func(r *result) editResult { return r.editsResync })
+	m.editsIdle = medianEdits(rs, func(r *result) editResult { return r.editsIdle })
 	return &m
+}
+
+// medianNoop is the no-op changes' figures, the median of each over rs (not empty).
+func medianNoop(rs []*result) noopResult {
+	m := rs[0].noop
+	m.took = time.Duration(medianBy(rs, func(r *result) float64 { return float64(r.noop.took) }))
+	m.reloaded = time.Duration(medianBy(rs, func(r *result) float64 { return float64(r.noop.reloaded) }))
+	m.syncs = medianBy(rs, func(r *result) float64 { return r.noop.syncs })
+	m.requests = medianCounts(rs, func(r *result) counts { return r.noop.requests })
+	return m
+}
+
+// medianEdits is a phase of edits' figures (f's), the median of each over rs (not empty); its
+// latencies are the first run's, and it is clear of resyncs only when every run was.
+func medianEdits(rs []*result, f func(*result) editResult) editResult {
+	m := f(rs[0])
+	med := func(g func(editResult) float64) float64 {
+		return medianBy(rs, func(r *result) float64 { return g(f(r)) })
+	}
+	dur := func(g func(editResult) time.Duration) time.Duration {
+		return time.Duration(med(func(e editResult) float64 { return float64(g(e)) }))
+	}
+	m.stats.p50 = dur(func(e editResult) time.Duration { return e.stats.p50 })
+	m.stats.p99 = dur(func(e editResult) time.Duration { return e.stats.p99 })
+	m.stats.max = dur(func(e editResult) time.Duration { return e.stats.max })
+	m.span = dur(func(e editResult) time.Duration { return e.span })
+	m.resync = dur(func(e editResult) time.Duration { return e.resync })
+	m.spacing = dur(func(e editResult) time.Duration { return e.spacing })
+	m.during = int(med(func(e editResult) float64 { return float64(e.during) }))
+	m.requests = medianCounts(rs, func(r *result) counts { return f(r).requests })
+	for _, r := range rs {
+		m.clear = m.clear && f(r).clear
+	}
+	return m
 }
 
 // medianCounts is the median of each series.
@@ -431,6 +619,26 @@ being deleted, and with nodes is also bound and Running, seen through a watch; *
 anew s**, until every Pod carries the label and is not being deleted (the controller's part; with
 nodes the scheduler's binding and kwok's status follow); **requests until quiet**, the
 controller's requests from telling it until quiet (the scheduler's and kwok's taken out).
+The no-op change's and edits' table: **no-op: every parent synced s**, from telling the
+controller (metacel: its policy file renamed into place with an annotation nothing reads; the
+others: SIGHUP after their file of child labels was rewritten as it was) until its queue is empty
+and its syncs have grown by the parents (metacel: also its syncs of an informer event,
+metacel_sync_event_latency_seconds' count, which a resync's do not add to, under its policy's
+next generation, metacel_policy_info); **no-op: writes**, its writes (events included) from
+telling it until quiet, and **syncs** its syncs then; **edits ... p50 / p99 / max ms**, over the
+-edits edits of a phase, each from the response to the load client's merge patch of a MyApp's
+spec.banner until the load client's watch, started before the edits, sees its Pod's first write
+(its deletion, metacel's Recreate and the controller-runtime operator's replacement; 0 when the
+watch saw it before the response); **while idle**, each edit once the previous one's Pod write
+was seen, from just after a resync (a resync period clear of the next); **writes per edit**, the
+controller's writes from the first edit until quiet over the edits; **during a resync**, the
+edits issued one every spacing from the first sync of the next resync seen (a sync of no
+informer event: metacel's syncs of events are counted apart), how many were issued before it
+ended (every parent synced again, the queue empty; polled every 20 ms), its length, and the
+spacing (-edit-spacing; by default the length of the resync before spread over the edits, at
+least the idle edits' p99, so that the edits do not overlap each other but for the resync). The hand-written
+controller and the Kopf-style one do not replace a Pod when a MyApp's spec changes: their edits
+are n/a.
 `
 
 // pairedRatios is, per configuration, the median of each run's ratio to the hand-written run of
