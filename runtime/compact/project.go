@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"bytes"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -35,7 +36,7 @@ func (o *Object) Project(keep *projection.Fields) (*Object, error) {
 		return nil, fmt.Errorf("keep the fields read of %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
 	}
 	out := *o
-	out.Raw = raw
+	out.Raw = bytes.Clone(raw) // the cache keeps it: its exact size, not the scratch buffer's
 	out.metaInObjectMeta = o.Protobuf
 	return &out, nil
 }
