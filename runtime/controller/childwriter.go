@@ -19,6 +19,7 @@ import (
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/projection"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -443,10 +444,12 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 		err: fmt.Errorf(format, verb, obj.GetKind(), klog.KObj(obj), err)}
 }
 
-// rememberCreated remembers a child the controller created, as the create returned it.
+// rememberCreated remembers a child the controller created, as the create returned it, with
+// what its cache keeps of it (a burst of creates remembers thousands for a while).
 func (cw *childWriter) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
 	if rc := cw.caches.children[child.Resource.GVR.String()]; rc != nil && got != nil {
-		rc.creates.add(got, cw.deps.Clock.Now())
+		kept := &unstructured.Unstructured{Object: projection.Map(got.Object, rc.Keep())} // shares what it keeps, as got itself was kept
+		rc.creates.add(kept, cw.deps.Clock.Now())
 	}
 }
 
