@@ -106,20 +106,10 @@ func projectProtobuf(gvk schema.GroupVersionKind, message []byte, keep *projecti
 // projectMessage appends to out the fields of message that keep keeps, projecting those it keeps
 // in part (each occurrence of a repeated one: a list's every item).
 func projectMessage(out, message []byte, typ *messageType, keep *projection.Fields, top bool) ([]byte, error) {
-	for len(message) > 0 {
-		num, wire, n := protowire.ConsumeTag(message)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		m := protowire.ConsumeFieldValue(num, wire, message[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
-		}
-		whole := message[:n+m]
-		message = message[n+m:]
+	err := eachMessageField(message, func(num protowire.Number, wire protowire.Type, whole []byte, tag int) error {
 		f, known := typ.fields[num]
 		if !known {
-			continue // not in client-go's type: its decoding would drop it too
+			return nil // not in client-go's type: its decoding would drop it too
 		}
 		sub, ok := keep, true // an inline field's fields are its parent's (a Volume's source)
 		if !f.inline {
@@ -131,26 +121,47 @@ func projectMessage(out, message []byte, typ *messageType, keep *projection.Fiel
 		switch {
 		case !ok:
 		case top && f.name == "metadata" && wire == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(whole[n:])
+			v, _ := protowire.ConsumeBytes(whole[tag:])
 			managed, err := managedFieldsOnly(v)
 			if err != nil {
-				return nil, fmt.Errorf("metadata: %w", err)
+				return fmt.Errorf("metadata: %w", err)
 			}
 			out = protowire.AppendTag(out, num, protowire.BytesType)
 			out = protowire.AppendBytes(out, managed)
 		case sub.IsWhole() || wire != protowire.BytesType || f.elem == nil:
 			out = append(out, whole...)
 		default:
-			v, _ := protowire.ConsumeBytes(whole[n:])
+			v, _ := protowire.ConsumeBytes(whole[tag:])
 			projected, err := projectMessage(nil, v, f.elem, sub, false)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", f.name, err)
+				return fmt.Errorf("%s: %w", f.name, err)
 			}
 			out = protowire.AppendTag(out, num, protowire.BytesType)
 			out = protowire.AppendBytes(out, projected)
 		}
+		return nil
+	})
+	return out, err
+}
+
+// eachMessageField calls fn with the number, wire type and bytes (tag included, tag bytes long)
+// of each field of a message, in order, until fn returns an error.
+func eachMessageField(message []byte, fn func(num protowire.Number, wire protowire.Type, whole []byte, tag int) error) error {
+	for len(message) > 0 {
+		num, wire, n := protowire.ConsumeTag(message)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		m := protowire.ConsumeFieldValue(num, wire, message[n:])
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		if err := fn(num, wire, message[:n+m], n); err != nil {
+			return err
+		}
+		message = message[n+m:]
 	}
-	return out, nil
+	return nil
 }
 
 // managedFieldsOnly returns an ObjectMeta message with only its managed fields, and of those of
@@ -159,50 +170,31 @@ func projectMessage(out, message []byte, typ *messageType, keep *projection.Fiel
 // (Object.metaInObjectMeta), instead of holding it twice.
 func managedFieldsOnly(metadata []byte) ([]byte, error) {
 	var out []byte
-	for len(metadata) > 0 {
-		num, wire, n := protowire.ConsumeTag(metadata)
-		if n < 0 {
-			return nil, protowire.ParseError(n)
-		}
-		m := protowire.ConsumeFieldValue(num, wire, metadata[n:])
-		if m < 0 {
-			return nil, protowire.ParseError(m)
-		}
-		whole := metadata[:n+m]
-		metadata = metadata[n+m:]
+	err := eachMessageField(metadata, func(num protowire.Number, wire protowire.Type, whole []byte, tag int) error {
 		if num != metaManagedFields || wire != protowire.BytesType {
-			continue
+			return nil
 		}
-		entry, _ := protowire.ConsumeBytes(whole[n:])
+		entry, _ := protowire.ConsumeBytes(whole[tag:])
 		manager, err := field(entry, entryManager)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if string(manager) == apply.FieldManager {
 			out = append(out, whole...)
-			continue
+			return nil
 		}
+		withoutFields := make([]byte, 0, len(entry))
+		err = eachMessageField(entry, func(num protowire.Number, _ protowire.Type, whole []byte, _ int) error {
+			if num != entryFieldsV1 {
+				withoutFields = append(withoutFields, whole...)
+			}
+			return nil
+		})
 		out = protowire.AppendTag(out, num, protowire.BytesType)
-		out = protowire.AppendBytes(out, withoutField(entry, entryFieldsV1))
-	}
-	return out, nil
-}
-
-// withoutField returns a message without the occurrences of a field.
-func withoutField(message []byte, number protowire.Number) []byte {
-	out := make([]byte, 0, len(message))
-	for len(message) > 0 {
-		num, wire, n := protowire.ConsumeTag(message)
-		m := protowire.ConsumeFieldValue(num, wire, message[n:])
-		if n < 0 || m < 0 {
-			return append(out, message...) // what no decoder reads whole stays as it is
-		}
-		if num != number {
-			out = append(out, message[:n+m]...)
-		}
-		message = message[n+m:]
-	}
-	return out
+		out = protowire.AppendBytes(out, withoutFields)
+		return err
+	})
+	return out, err
 }
 
 // The numbers of ObjectMeta's managedFields, and of a ManagedFieldsEntry's manager and fieldsV1,

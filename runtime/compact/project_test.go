@@ -26,23 +26,15 @@ func TestAProjectedObjectDecodesToTheFieldsKept(t *testing.T) {
 	}
 	for _, obj := range builtinObjects() {
 		kind := obj.GetObjectKind().GroupVersionKind().Kind
-		jsonData, protoData := encodings(t, obj)
 		for name, keep := range keeps {
 			t.Run(kind+"/"+name, func(t *testing.T) {
-				fromJSON, err := decodeObject(jsonData)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fromProto, err := decodeProtobufObject(protoData)
-				if err != nil {
-					t.Fatal(err)
-				}
+				fromJSON, fromProto := cachedBothWays(t, obj)
 				whole, err := Unstructured(fromJSON)
 				if err != nil {
 					t.Fatal(err)
 				}
 				want := projection.Map(whole.Object, keep)
-				for encoding, o := range map[string]*Object{"JSON": fromJSON.(*Object), "protobuf": fromProto.(*Object)} {
+				for encoding, o := range map[string]*Object{"JSON": fromJSON, "protobuf": fromProto} {
 					p, err := o.Project(keep)
 					if err != nil {
 						t.Fatalf("%s: %v", encoding, err)

@@ -167,30 +167,13 @@ func field(message []byte, number protowire.Number) ([]byte, error) {
 // eachBytesField calls f with the number and bytes of each length-delimited field of a message,
 // in order, skipping the fields of other wire types.
 func eachBytesField(message []byte, f func(protowire.Number, []byte) error) error {
-	for len(message) > 0 {
-		num, typ, n := protowire.ConsumeTag(message)
-		if n < 0 {
-			return protowire.ParseError(n)
+	return eachMessageField(message, func(num protowire.Number, wire protowire.Type, whole []byte, tag int) error {
+		if wire != protowire.BytesType {
+			return nil
 		}
-		message = message[n:]
-		if typ != protowire.BytesType {
-			m := protowire.ConsumeFieldValue(num, typ, message)
-			if m < 0 {
-				return protowire.ParseError(m)
-			}
-			message = message[m:]
-			continue
-		}
-		v, m := protowire.ConsumeBytes(message)
-		if m < 0 {
-			return protowire.ParseError(m)
-		}
-		message = message[m:]
-		if err := f(num, v); err != nil {
-			return err
-		}
-	}
-	return nil
+		v, _ := protowire.ConsumeBytes(whole[tag:])
+		return f(num, v)
+	})
 }
 
 // decodeProtobufList reads a list response encoded as protobuf: its metadata (field 1 of every

@@ -118,10 +118,7 @@ func eachRawField(data []byte, fn func(rawKey []byte, key string, value []byte) 
 		if err := fn(data[i0:keyEnd], key, data[start:end]); err != nil {
 			return err
 		}
-		i = skipSpace(data, end)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
+		i = nextItem(data, end)
 	}
 	if i >= len(data) {
 		return errTruncated
@@ -144,15 +141,22 @@ func eachElement(data []byte, fn func(value []byte) error) error {
 		if err := fn(data[i:end]); err != nil {
 			return err
 		}
-		i = skipSpace(data, end)
-		if i < len(data) && data[i] == ',' {
-			i = skipSpace(data, i+1)
-		}
+		i = nextItem(data, end)
 	}
 	if i >= len(data) {
 		return errTruncated
 	}
 	return nil
+}
+
+// nextItem returns the index of the next field or item after a value ending at end: past the
+// whitespace and the comma that follow it.
+func nextItem(data []byte, end int) int {
+	i := skipSpace(data, end)
+	if i < len(data) && data[i] == ',' {
+		i = skipSpace(data, i+1)
+	}
+	return i
 }
 
 // unquote returns the string the JSON string s holds. A string without escapes, as most keys and
