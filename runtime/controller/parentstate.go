@@ -41,7 +41,7 @@ type parentState struct {
 	conditions string
 	// writes are, by child identity, what metacel last wrote of each child and when others undid
 	// it (undonewrites.go)
-	writes map[string]*childWrites
+	writes writesByID
 	// writingSyncs counts the syncs in a row that wrote children (childeventspacing.go)
 	writingSyncs int
 	// recreating are the children, by identity, whose Recreate is under way (recreatesunderway.go)

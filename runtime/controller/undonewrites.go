@@ -35,7 +35,7 @@ func (s *parentStates) allowWrite(parent *unstructured.Unstructured, child *rend
 	defer s.mu.Unlock()
 	var st *childWrites
 	if p := s.byKey[key]; p != nil {
-		st = p.writes[id]
+		st = p.writes.get(id)
 	}
 	if st == nil || st.written != h {
 		return nil // a first write, or the policy or parent changed what the child should be
@@ -61,17 +61,14 @@ func (s *parentStates) wroteChild(parent *unstructured.Unstructured, child *rend
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.stateLocked(key)
-	if p.writes == nil {
-		p.writes = map[string]*childWrites{}
-	}
-	if st := p.writes[id]; st != nil && st.written == h {
+	if st := p.writes.get(id); st != nil && st.written == h {
 		if undone && !st.deleted {
 			st.undone = append(st.undone, now)
 		}
 		st.deleted = false
 		return
 	}
-	p.writes[id] = &childWrites{written: h}
+	p.writes.set(id, &childWrites{written: h})
 }
 
 // deletedToRecreate remembers that metacel deleted a child to recreate it: only a deletion
@@ -83,10 +80,10 @@ func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, chil
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.byKey[key]
-	if p == nil || p.writes[id] == nil {
+	st := p.writesOf(id)
+	if st == nil {
 		return
 	}
-	st := p.writes[id]
 	if st.written == h {
 		st.undone = append(st.undone, now)
 	}
@@ -124,4 +121,64 @@ func timeOf(mf metav1.ManagedFieldsEntry) time.Time {
 		return time.Time{}
 	}
 	return mf.Time.Time
+}
+
+// writesOf returns what metacel last wrote of a child of the parent, nil when nothing (or no
+// parent state).
+func (p *parentState) writesOf(id string) *childWrites {
+	if p == nil {
+		return nil
+	}
+	return p.writes.get(id)
+}
+
+// writesByID holds a parent's childWrites by child identity: in a slice searched in order while
+// the parent has few children, as most have one or two, in a map beyond: the runtime holds one
+// per parent, and a map costs about 250 bytes even for one entry.
+type writesByID struct {
+	few  []idWrites
+	many map[string]*childWrites
+}
+
+type idWrites struct {
+	id string
+	w  *childWrites
+}
+
+// fewWrites is how many children's writes a slice holds before a map does.
+const fewWrites = 8
+
+func (b *writesByID) get(id string) *childWrites {
+	if b.many != nil {
+		return b.many[id]
+	}
+	for _, e := range b.few {
+		if e.id == id {
+			return e.w
+		}
+	}
+	return nil
+}
+
+func (b *writesByID) set(id string, w *childWrites) {
+	if b.many != nil {
+		b.many[id] = w
+		return
+	}
+	for i := range b.few {
+		if b.few[i].id == id {
+			b.few[i].w = w
+			return
+		}
+	}
+	if len(b.few) < fewWrites {
+		b.few = append(b.few, idWrites{id: id, w: w})
+		return
+	}
+	b.many = make(map[string]*childWrites, len(b.few)+1)
+	for _, e := range b.few {
+		b.many[e.id] = e.w
+	}
+	b.many[id] = w
+	b.few = nil
 }

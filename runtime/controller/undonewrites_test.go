@@ -2,6 +2,7 @@ package controller
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -238,5 +239,29 @@ func TestARecreatedChildIsNotCountedAsDisappearing(t *testing.T) {
 				t.Errorf("last sync: %v, want %s", last, tc.wantReason)
 			}
 		})
+	}
+}
+
+// A parent's writes by child are found by identity however many children it has: in the slice
+// of the few, and once there are more, in the map.
+func TestWritesByIDFindEachChildsWrites(t *testing.T) {
+	for _, n := range []int{1, fewWrites, fewWrites + 1, 3 * fewWrites} {
+		var b writesByID
+		for i := range n {
+			b.set(fmt.Sprint("child-", i), &childWrites{written: fmt.Sprint("hash-", i)})
+		}
+		b.set("child-0", &childWrites{written: "rewritten"})
+		for i := range n {
+			want := fmt.Sprint("hash-", i)
+			if i == 0 {
+				want = "rewritten"
+			}
+			if got := b.get(fmt.Sprint("child-", i)); got == nil || got.written != want {
+				t.Errorf("%d children: child-%d's writes %+v, want %q", n, i, got, want)
+			}
+		}
+		if got := b.get("unknown"); got != nil {
+			t.Errorf("%d children: an unknown child's writes %+v", n, got)
+		}
 	}
 }
