@@ -47,6 +47,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		if err := decodeMetadata(metadata, &o.ObjectMeta); err != nil {
 			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)
 		}
+		intern(&o.ObjectMeta)
 	}
 	o.Raw = bytes.Clone(data)
 	return o, nil

@@ -144,6 +144,7 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	}
 	o.ManagedFields = nil
 	o.Annotations = withoutLastApplied(o.Annotations)
+	intern(&o.ObjectMeta)
 	o.Raw = message
 	if omittedSize(message) > 0 { // its body was dropped from the watch stream (omitframe.go)
 		o.Raw, o.bodyOmitted = nil, true

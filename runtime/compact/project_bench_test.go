@@ -1,0 +1,89 @@
+package compact
+
+import (
+	"fmt"
+	"runtime"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ktypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"metacel.dev/metacel/runtime/projection"
+)
+
+// benchPod is a Pod as the benchmark's MyApp policy has the API server store it: metacel's
+// labels and annotations, its apply's managed fields, the API server's defaults.
+func benchPod(i int) *corev1.Pod {
+	now := metav1.Now()
+	uid := ktypes.UID(fmt.Sprintf("%08d-56a0-4106-bee7-fb960d14dd81", i))
+	name := fmt.Sprintf("app-%05d", i)
+	return &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-pod", Namespace: "bench", UID: uid + "-pod", ResourceVersion: fmt.Sprint(1000 + i), Generation: 1,
+			CreationTimestamp: now,
+			Labels: map[string]string{"app": name, "app.kubernetes.io/managed-by": "metacel", "metacel.dev/policy-name": "myapp", "metacel.dev/policy": "myapp",
+				"metacel.dev/parent-uid": string(uid), "metacel.dev/child-id": "pod", "metacel.dev/shard-slot": fmt.Sprint(i % 64)},
+			Annotations: map[string]string{"metacel.dev/content-hash": fmt.Sprintf("%064d", i), "metacel.dev/desired-hash": fmt.Sprintf("%064d", i+1)},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "demo.rtfm.co.ua/v1", Kind: "MyApp", Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
+			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
+				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:metacel.dev/content-hash":{},"f:metacel.dev/desired-hash":{}},"f:labels":{"f:app":{},"f:app.kubernetes.io/managed-by":{},"f:metacel.dev/child-id":{},"f:metacel.dev/parent-uid":{},"f:metacel.dev/policy":{},"f:metacel.dev/policy-name":{},"f:metacel.dev/shard-slot":{}},"f:ownerReferences":{"k:{\"uid\":\"` + string(uid) + `\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:command":{},"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}`)}},
+		},
+		Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: name, Image: "nginx:latest", Command: []string{"/bin/sh", "-c", `if [ -n "$BANNER" ]; then echo "$BANNER"; fi; exec sleep infinity`},
+				Ports: []corev1.ContainerPort{{ContainerPort: 80, Protocol: corev1.ProtocolTCP}}, ImagePullPolicy: corev1.PullAlways,
+				TerminationMessagePath: "/dev/termination-log", TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+				VolumeMounts: []corev1.VolumeMount{{Name: "kube-api-access-7h8tw", MountPath: "/var/run/secrets/kubernetes.io/serviceaccount", ReadOnly: true}}}},
+			RestartPolicy: corev1.RestartPolicyAlways, TerminationGracePeriodSeconds: ptr.To[int64](30), DNSPolicy: corev1.DNSClusterFirst,
+			ServiceAccountName: "default", DeprecatedServiceAccount: "default", SecurityContext: &corev1.PodSecurityContext{}, SchedulerName: "default-scheduler",
+			Tolerations: []corev1.Toleration{{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+				{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)}},
+			Priority: ptr.To[int32](0), EnableServiceLinks: ptr.To(true), PreemptionPolicy: ptr.To(corev1.PreemptLowerPriority),
+			Volumes: []corev1.Volume{{Name: "kube-api-access-7h8tw", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{DefaultMode: ptr.To[int32](420),
+				Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{ExpirationSeconds: ptr.To[int64](3607), Path: "token"}},
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "kube-root-ca.crt"}, Items: []corev1.KeyToPath{{Key: "ca.crt", Path: "ca.crt"}}}}}}}}},
+		},
+		Status: corev1.PodStatus{Phase: corev1.PodPending, QOSClass: corev1.PodQOSBestEffort},
+	}
+}
+
+// BenchmarkCachedPod reports the heap a cache holds per Pod of the benchmark's MyApp policy:
+// whole (the baseline) and with what the policy reads (its templates' fields, its readyWhen's,
+// a Pod's spec.nodeName), each with its metadata decoded.
+func BenchmarkCachedPod(b *testing.B) {
+	keep := (&projection.Fields{}).Keep("spec", "containers", "name").Keep("spec", "containers", "image").Keep("spec", "containers", "command").
+		Keep("spec", "containers", "ports").Keep("spec", "containers", "env").Keep("spec", "nodeName").Keep("status", "phase")
+	const n = 2000
+	messages := make([][]byte, n)
+	for i := range n {
+		_, messages[i] = encodings(&testing.T{}, benchPod(i))
+	}
+	for _, tc := range []struct {
+		name string
+		keep *projection.Fields
+	}{{"whole", nil}, {"projected", keep}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perObject float64
+			for b.Loop() {
+				held := make([]*Object, n)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i, m := range messages {
+					obj, err := decodeProtobufObject(m)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if held[i], err = obj.(*Object).Project(tc.keep); err != nil {
+						b.Fatal(err)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				perObject = float64(after.HeapAlloc-before.HeapAlloc) / n
+				runtime.KeepAlive(held)
+			}
+			b.ReportMetric(perObject, "heapB/pod")
+		})
+	}
+}
