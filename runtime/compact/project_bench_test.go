@@ -24,7 +24,7 @@ func benchPod(i int) *corev1.Pod {
 			CreationTimestamp: now,
 			Labels: map[string]string{"app": name, "app.kubernetes.io/managed-by": "metacel", "metacel.dev/policy-name": "myapp", "metacel.dev/policy": "myapp",
 				"metacel.dev/parent-uid": string(uid), "metacel.dev/child-id": "pod", "metacel.dev/shard-slot": fmt.Sprint(i % 64)},
-			Annotations: map[string]string{"metacel.dev/content-hash": fmt.Sprintf("%064d", i), "metacel.dev/desired-hash": fmt.Sprintf("%064d", i+1)},
+			Annotations:     map[string]string{"metacel.dev/content-hash": fmt.Sprintf("%064d", i), "metacel.dev/desired-hash": fmt.Sprintf("%064d", i+1)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "demo.rtfm.co.ua/v1", Kind: "MyApp", Name: name, UID: uid, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 			ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1",
 				FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{"f:annotations":{"f:metacel.dev/content-hash":{},"f:metacel.dev/desired-hash":{}},"f:labels":{"f:app":{},"f:app.kubernetes.io/managed-by":{},"f:metacel.dev/child-id":{},"f:metacel.dev/parent-uid":{},"f:metacel.dev/policy":{},"f:metacel.dev/policy-name":{},"f:metacel.dev/shard-slot":{}},"f:ownerReferences":{"k:{\"uid\":\"` + string(uid) + `\"}":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:command":{},"f:image":{},"f:name":{},"f:ports":{"k:{\"containerPort\":80,\"protocol\":\"TCP\"}":{".":{},"f:containerPort":{}}}}}}}`)}},
