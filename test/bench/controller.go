@@ -37,6 +37,10 @@ type proc struct {
 	ready     string // URL of /readyz
 	log       string
 	started   time.Time
+
+	// impersonated: metacel's policy acts as its ServiceAccount, so metacel runs without
+	// --allow-policies-without-service-account
+	impersonated bool
 }
 
 // start starts the controller against kubeconfig, logging to logPath (appended to); policy is
@@ -83,9 +87,12 @@ func (p *proc) commandLine(kubeconfig, policy, metricsAddr, healthAddr string, r
 	switch p.kind {
 	case metacel:
 		p.ready = "http://" + healthAddr + "/readyz"
-		// the bench's policy acts as the runtime, as the hand-written controller does
-		args := []string{"run", "--allow-policies-without-service-account", "--kubeconfig", kubeconfig, "--policy-dir", policy,
+		args := []string{"run", "--kubeconfig", kubeconfig, "--policy-dir", policy,
 			"--metrics-bind-address", metricsAddr, "--health-probe-bind-address", healthAddr}
+		if !p.impersonated {
+			// the bench's policy acts as the runtime, as the hand-written controller does
+			args = append(args, "--allow-policies-without-service-account")
+		}
 		if profiling {
 			args = append(args, "--profiling")
 		}

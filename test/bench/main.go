@@ -48,6 +48,17 @@
 // change through a file of child labels and SIGHUP, as the hand-written controller is; a
 // Memcached's Deployment is updated in place, not replaced.
 //
+// With -impersonate, each configuration selected is followed by its twin, <name>-impersonated, in
+// every repetition: the same metacel run with its policy acting as its ServiceAccount, as users
+// run it (spec.serviceAccountName: metacel impersonates the ServiceAccount for every write, and
+// asks a SubjectAccessReview before it reads for the policy), not as the runtime
+// (--allow-policies-without-service-account). Before metacel starts, the bench creates what
+// `metacel rbac` prints for the policy (the ServiceAccount, its ClusterRole and binding), and waits
+// until the API server's authorizer grants it. The twin shares its configuration's baseline run;
+// the impersonation table sets each twin's metacel beside its configuration's (impersonate.go).
+// The runtime runs as the control plane's admin (system:masters), whose right to impersonate the
+// API server grants without consulting RBAC.
+//
 // Requests are the API server's apiserver_request_total, scraped before and after each window,
 // minus the requests of the benchmark's own clients (counted client-side, labelled as the API
 // server labels them) and minus the control plane's own (the API server's loopback client, and
@@ -90,6 +101,7 @@ type options struct {
 	edits          int           // parents edited in each phase of edits
 	editSpacing    time.Duration // between the edits issued during a resync (0: spread over one)
 	skip           []string      // phases not run (phases)
+	impersonate    bool          // each configuration also with metacel's policy acting as its ServiceAccount
 	out            string
 	keep           bool
 	profile        time.Duration
@@ -107,8 +119,12 @@ type options struct {
 type benchConfig struct {
 	name, desc       string
 	metacel, handArg []string
-	// handFrom names the configuration whose hand-written run this one shares (same flags)
+	// handFrom names the configuration whose baseline run this one shares (same flags)
 	handFrom string
+	// impersonate: metacel's policy acts as its ServiceAccount (impersonate.go); twinOf names the
+	// configuration it is the twin of, the same otherwise
+	impersonate bool
+	twinOf      string
 	// nodes: the control plane also runs kube-scheduler and kwok with benchNodes
 	nodes bool
 	// job: what the controllers do (nil: MyApp -> Pod); baseline: the controller metacel is set
@@ -202,6 +218,7 @@ func main() {
 	flag.IntVar(&o.edits, "edits", 100, "parents edited one at a time while idle, and again during a resync, each edit timed to its child's write; 0: none")
 	flag.DurationVar(&o.editSpacing, "edit-spacing", 0, "time between the edits issued during a resync (0: the controller's time to sync every parent, of its no-op change, spread over -edits)")
 	skip := flag.String("skip", "", "phases not run after the restarts, comma separated: "+strings.Join(phases, ", "))
+	flag.BoolVar(&o.impersonate, "impersonate", false, "follow each configuration (not sharded, "+writeCostConfig+") with its twin <name>"+impersonatedSuffix+": metacel's policy acting as its ServiceAccount (spec.serviceAccountName, the RBAC of `metacel rbac` created first), without --allow-policies-without-service-account; the twin shares the baseline's run")
 	flag.DurationVar(&o.timeout, "timeout", 30*time.Minute, "longest converge")
 	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
@@ -288,7 +305,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(b.binDir) }()
-	selected := selectConfigs(configurations(""), o.configs)
+	selected := b.selectConfigs(configurations(""))
 	if err := b.build(ctx, selected); err != nil {
 		return err
 	}
@@ -296,7 +313,7 @@ func run(ctx context.Context, o options) error {
 		return err
 	}
 	defaults := metacelDefaults(b.o.metacelBin)
-	selected = selectConfigs(configurations(defaults), o.configs) // their descriptions name metacel's defaults
+	selected = b.selectConfigs(configurations(defaults)) // their descriptions name metacel's defaults
 	sharded := slices.Contains(o.configs, shardedConfig)
 	writeCosts := slices.Contains(o.configs, writeCostConfig)
 	if len(selected) == 0 && !sharded && !writeCosts {
@@ -312,10 +329,10 @@ func run(ctx context.Context, o options) error {
 		for _, c := range selected {
 			for _, ctl := range c.controllers() {
 				key := ctl + "/" + c.name
-				if ctl == handwritten && c.handFrom != "" && slices.ContainsFunc(selected, func(s benchConfig) bool { return s.name == c.handFrom }) {
-					shared := *results[handwritten+"/"+c.handFrom][rep]
+				if ctl != metacel && c.handFrom != "" && slices.ContainsFunc(selected, func(s benchConfig) bool { return s.name == c.handFrom }) {
+					shared := *results[ctl+"/"+c.handFrom][rep]
 					shared.config = c.name
-					shared.sharedWith = c.handFrom
+					shared.sharedWith = orDefault(shared.sharedWith, c.handFrom)
 					results[key] = append(results[key], &shared)
 					continue
 				}
@@ -381,6 +398,16 @@ func run(ctx context.Context, o options) error {
 	return nil
 }
 
+// selectConfigs are the configurations of -configs among all, each followed by its impersonated
+// twin with -impersonate.
+func (b *bench) selectConfigs(all []benchConfig) []benchConfig {
+	selected := selectConfigs(all, b.o.configs)
+	if b.o.impersonate {
+		selected = withImpersonatedTwins(selected)
+	}
+	return selected
+}
+
 // runOne measures one controller in one configuration on a fresh control plane.
 func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) (_ *result, err error) {
 	o := b.o
@@ -403,6 +430,16 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err != nil {
 		return nil, err
 	}
+	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " "), nodes: c.nodes}
+	if p.impersonated {
+		if r.actsAs, err = b.grantPolicy(ctx, cl, policy); err != nil {
+			return nil, err
+		}
+	}
+	wStart, err := cl.window(ctx, own)
+	if err != nil {
+		return nil, err
+	}
 	logPath := filepath.Join(dir, "logs", "controller.log")
 	if err := p.start(cl.kubeconfig(), policy, logPath, o.resync, profiling && ctl == metacel); err != nil {
 		return nil, err
@@ -411,10 +448,12 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	if err := p.waitReady(ctx, 60*time.Second); err != nil {
 		return nil, err
 	}
-	r := &result{controller: ctl, config: c.name, parents: o.parents, flags: strings.Join(p.args, " "), nodes: c.nodes}
 	// the controller's start-up requests (lists, its ledger Lease) are not the converge's
 	w0, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {
+		return nil, err
+	}
+	if r.startup, _, err = cl.attribute(wStart, w0); err != nil {
 		return nil, err
 	}
 	p0, server0 := readProc(p.pid()), cl.serverCPU()
@@ -527,7 +566,7 @@ func inBackground[T any](f func() T) <-chan T {
 }
 
 // profiled says whether ctl's run of c in repetition rep is profiled: the first repetition of
-// -profile-config, and the hand-written run that -profile-config shares.
+// -profile-config, and the baseline run that -profile-config shares.
 func (b *bench) profiled(ctl string, c benchConfig, rep int) bool {
 	if b.o.profile <= 0 || rep != 0 {
 		return false
@@ -536,7 +575,7 @@ func (b *bench) profiled(ctl string, c benchConfig, rep int) bool {
 	if slices.Contains(profiled, c.name) {
 		return true
 	}
-	return ctl == handwritten && slices.ContainsFunc(configurations(""), func(p benchConfig) bool {
+	return ctl != metacel && slices.ContainsFunc(withImpersonatedTwins(configurations("")), func(p benchConfig) bool {
 		return slices.Contains(profiled, p.name) && p.handFrom == c.name
 	})
 }
@@ -594,8 +633,11 @@ func (b *bench) newProc(ctl string, c benchConfig, dir string) (*proc, string, e
 	policy := filepath.Join(dir, "policy", "child-labels.yaml")
 	switch ctl {
 	case metacel:
-		p.bin, p.args = b.o.metacelBin, c.metacel
+		p.bin, p.args, p.impersonated = b.o.metacelBin, c.metacel, c.impersonate
 		policy = filepath.Join(dir, "policy", j.file)
+		if c.impersonate {
+			return p, policy, writeFile(policy, func() ([]byte, error) { return policyActingAs(b.policies[j.name], j.name) })
+		}
 		return p, policy, copyFile(b.policies[j.name], policy)
 	case controllerRuntime:
 		p.bin = b.o.controllerRuntimeBins[j.name]

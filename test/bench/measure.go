@@ -88,7 +88,18 @@ func requests(k reqKey) bool {
 	return k.Resource != "" && k.Verb != "WATCH" && k.Verb != "WATCHLIST" && k.Verb != "CONNECT"
 }
 
-func writes(k reqKey) bool { return writeVerbs[k.Verb] }
+// writes are the requests that change state: an access review is a POST that writes nothing (the
+// API server answers it and keeps nothing), so it is a request but no write.
+func writes(k reqKey) bool { return writeVerbs[k.Verb] && !accessReviews(k) }
+
+// accessReviews are the questions of who may do what, and who someone is: SubjectAccessReviews
+// (what the runtime asks before it reads for a policy acting as its ServiceAccount),
+// SelfSubjectReviews (its own user name, asked once), and the rest of authorization.k8s.io and
+// authentication.k8s.io (SelfSubjectAccessReviews, LocalSubjectAccessReviews,
+// SelfSubjectRulesReviews, TokenReviews), whoever sends them.
+func accessReviews(k reqKey) bool {
+	return k.Resource != "" && (k.Group == "authorization.k8s.io" || k.Group == "authentication.k8s.io")
+}
 
 func eventWrites(k reqKey) bool { return writeVerbs[k.Verb] && k.Resource == "events" }
 

@@ -26,6 +26,8 @@ type result struct {
 	settled                   time.Duration  // burst start to the API server and controller quiet
 	converged                 counts         // the controller's requests, burst start to settled
 	apiserver                 byUser         // the control plane's own requests in that window (the API server's; with nodes the scheduler's and kwok's)
+	actsAs                    string         // the ServiceAccount metacel's policy acts as ("": the runtime itself)
+	startup                   counts         // the controller's requests from its start until quiet, before the burst
 	nodes                     bool           // on a control plane with nodes (-configs nodes)
 	running                   time.Duration  // with nodes: burst start to every Pod bound and Running
 	idle                      counts         // the controller's requests in the idle window
@@ -88,6 +90,10 @@ func (r *result) details() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "### %s, %s (%s)\n\n", r.controller, r.config, orDefault(r.flags, "its defaults"))
 	fmt.Fprintf(&b, "- %s\n", r.oneLine())
+	if r.actsAs != "" {
+		fmt.Fprintf(&b, "- the policy acts as its ServiceAccount %s (impersonated); access reviews: %s\n", r.actsAs, r.reviewsLine())
+	}
+	fmt.Fprintf(&b, "- start-up (process start until quiet, before the burst): %s\n", r.startup.summary(requests, 100))
 	fmt.Fprintf(&b, "- converge window (burst start until quiet, %.1fs): %s\n", r.settled.Seconds(), r.converged.summary(requests, 100))
 	fmt.Fprintf(&b, "- the control plane's own requests in that window (taken out): %s\n", r.apiserver.summary(requests, 100))
 	if r.nodes {
@@ -203,6 +209,7 @@ func (b *bench) table(configs []benchConfig, results map[string][]*result) strin
 		}
 	}
 	t.WriteString(pairedRatios(configs, results))
+	t.WriteString(impersonationTable(configs, results))
 	t.WriteString(changeTable(configs, results))
 	t.WriteString(steadyTable(configs, results))
 	for _, c := range configs {
@@ -426,6 +433,7 @@ func medians(rs []*result) *result {
 		return time.Duration(med(func(r *result) float64 { return float64(f(r)) }))
 	}
 	m.converge = seconds(func(r *result) time.Duration { return r.converge })
+	m.created = seconds(func(r *result) time.Duration { return r.created })
 	m.restart = seconds(func(r *result) time.Duration { return r.restart })
 	m.settled = seconds(func(r *result) time.Duration { return r.settled })
 	m.rss = med(func(r *result) float64 { return r.rss })
@@ -443,6 +451,7 @@ func medians(rs []*result) *result {
 	m.changeCreated = seconds(func(r *result) time.Duration { return r.changeCreated })
 	m.running = seconds(func(r *result) time.Duration { return r.running })
 	m.changed = medianCounts(rs, func(r *result) counts { return r.changed })
+	m.startup = medianCounts(rs, func(r *result) counts { return r.startup })
 	m.idle = medianCounts(rs, func(r *result) counts { return r.idle })
 	m.events = medianCounts(rs, func(r *result) counts { return r.events })
 	m.restarted = medianCounts(rs, func(r *result) counts { return r.restarted })
@@ -594,7 +603,9 @@ condition);
 **quiet s**, until the API server has counted none of the controller's requests (WATCH and
 events aside) and the controller no sync for the quiet period, its queue empty: the converge
 window, which the next columns count; **requests**, the controller's requests in that window by
-apiserver_request_total (resource requests, WATCH and events aside; a failure shows its code);
+apiserver_request_total (resource requests, WATCH and events aside; a failure shows its code;
+access reviews, SubjectAccessReviews and the like, are requests but not writes: the API server
+answers them and stores nothing);
 **event writes**, its writes to events from the burst until the end of the idle window (they go
 out on their own queue and rate, and may outlast the converge window); **idle writes**, its
 writes but events in the idle window that follows (longer than a resync period); **RSS MB**, its
@@ -651,23 +662,7 @@ func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 		if len(ours) < 1 || len(ours) != len(theirs) || (len(ours) < 2 && c.baseline == "") {
 			continue
 		}
-		ratio := func(f func(*result) float64) string {
-			v := make([]float64, 0, len(ours))
-			for i := range ours {
-				if h := f(theirs[i]); h > 0 {
-					v = append(v, f(ours[i])/h)
-				}
-			}
-			if len(v) == 0 {
-				return "–"
-			}
-			sort.Float64s(v)
-			parts := make([]string, len(v))
-			for i, x := range v {
-				parts[i] = fmt.Sprintf("%.2f", x)
-			}
-			return fmt.Sprintf("×%.2f (%s)", v[len(v)/2], strings.Join(parts, ", "))
-		}
+		ratio := func(f func(*result) float64) string { return pairedRatio(ours, theirs, f) }
 		lines = append(lines, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s |", c.name,
 			ratio(func(r *result) float64 { return r.converge.Seconds() }),
 			ratio(func(r *result) float64 { return r.rss }),
@@ -683,4 +678,24 @@ func pairedRatios(configs []benchConfig, results map[string][]*result) string {
 	return "\nPaired ratios: each metacel run against the baseline run (the hand-written controller, or the framework's operator) of the same repetition, the median and (sorted) every run's:\n\n" +
 		"| configuration | converge | RSS | CPU | control plane CPU | restart | policy change: every Pod replaced | the load client's burst (the machine's speed) |\n|---|---|---|---|---|---|---|---|\n" +
 		strings.Join(lines, "\n") + "\n"
+}
+
+// pairedRatio is the median of f's ratio of each of ours to the run of theirs of the same
+// repetition (the same index), and (sorted) every one; "–" when theirs has none above 0.
+func pairedRatio(ours, theirs []*result, f func(*result) float64) string {
+	v := make([]float64, 0, len(ours))
+	for i := range ours {
+		if h := f(theirs[i]); h > 0 {
+			v = append(v, f(ours[i])/h)
+		}
+	}
+	if len(v) == 0 {
+		return "–"
+	}
+	sort.Float64s(v)
+	parts := make([]string, len(v))
+	for i, x := range v {
+		parts[i] = fmt.Sprintf("%.2f", x)
+	}
+	return fmt.Sprintf("×%.2f (%s)", v[len(v)/2], strings.Join(parts, ", "))
 }
