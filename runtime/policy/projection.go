@@ -11,9 +11,11 @@ import (
 // keepChildFields sets, on each child resource, the fields its cache keeps of the children
 // (ChildResourceInfo.Keep): what a sync reads of them beyond their metadata. It runs after every
 // expression of the policy has compiled, from what they were recorded to read (expr.Reads):
-//   - what each template of the resource sets, which the write decision compares with what is;
+//   - what each template of the resource sets, which the write decision compares with what is,
+//     also where the API server stores it under another name (storedAs);
 //   - what readiness by kind reads, for a child with no readyWhen, and what every readyWhen reads;
-//   - what expressions read of children.<id> for each id of the resource.
+//   - what expressions read of children.<id> for each id of the resource;
+//   - what the runtime reads of such a child itself (runtimeReads).
 //
 // Every child resource keeps its children whole when an expression reads children otherwise than
 // by id, or when a child's resource is not known from its template (a ${} kind, an expression
