@@ -1,9 +1,12 @@
 package policy
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/projection"
 	"metacel.dev/metacel/runtime/readiness"
 )
@@ -25,17 +28,18 @@ func (c *compiler) keepChildFields(out *Compiled) {
 	known := true
 	for i := range out.Children {
 		ch := &out.Children[i]
-		gvr, ok := c.templateResource(c.spec.Children[i].Template)
+		info, ok := c.templateKind(c.spec.Children[i].Template)
 		if !ok || ch.Template == nil || ch.Expression != nil {
 			known = false
 			break
 		}
+		gvr := info.GVR
 		keep := byResource[gvr]
 		if keep == nil {
 			keep = &projection.Fields{}
 			byResource[gvr] = keep
 		}
-		keep.Add(storedAs(gvr.GroupResource(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
+		keep.Add(storedAs(info.GVK().GroupKind(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
 			Add(runtimeReads[gvr.GroupResource()])
 		if ch.ReadyWhen == nil {
 			keep.Add(readiness.Fields())
@@ -48,15 +52,6 @@ func (c *compiler) keepChildFields(out *Compiled) {
 		}
 		out.ChildResources[gvr] = info
 	}
-}
-
-// templateResource returns the resource of a template's literal kind.
-func (c *compiler) templateResource(tmpl map[string]any) (schema.GroupVersionResource, bool) {
-	if tmpl == nil {
-		return schema.GroupVersionResource{}, false
-	}
-	info, ok := c.templateKind(tmpl)
-	return info.GVR, ok
 }
 
 // Kept returns objects as the runtime's caches keep them: a child of one of the policy's child
@@ -87,33 +82,20 @@ var runtimeReads = map[schema.GroupResource]*projection.Fields{
 // under another name (render's storedForms, which the write decision compares with): a Secret's
 // stringData in data, a pod spec's serviceAccount also in serviceAccountName and the other way.
 // It returns f.
-func storedAs(gr schema.GroupResource, f *projection.Fields) *projection.Fields {
-	if gr == (schema.GroupResource{Resource: "secrets"}) {
+func storedAs(gk schema.GroupKind, f *projection.Fields) *projection.Fields {
+	if gk == (schema.GroupKind{Kind: "Secret"}) {
 		if _, ok := f.Field("stringData"); ok {
 			f.Keep("data")
 		}
 	}
-	for _, spec := range podSpecs[gr] {
+	if spec, ok := kinds.PodSpecPaths[gk]; ok {
 		for _, name := range []string{"serviceAccount", "serviceAccountName"} {
-			if partly(f, append(spec, name)) {
-				f.Keep(append(spec, "serviceAccount")...).Keep(append(spec, "serviceAccountName")...)
+			if partly(f, append(slices.Clip(spec), name)) {
+				f.Keep(append(slices.Clip(spec), "serviceAccount")...).Keep(append(slices.Clip(spec), "serviceAccountName")...)
 			}
 		}
 	}
 	return f
-}
-
-// podSpecs are the paths of the pod specs of the built-in kinds that hold one.
-var podSpecs = map[schema.GroupResource][][]string{
-	{Resource: "pods"}:                        {{"spec"}},
-	{Resource: "podtemplates"}:                {{"template", "spec"}},
-	{Resource: "replicationcontrollers"}:      {{"spec", "template", "spec"}},
-	{Group: "apps", Resource: "deployments"}:  {{"spec", "template", "spec"}},
-	{Group: "apps", Resource: "replicasets"}:  {{"spec", "template", "spec"}},
-	{Group: "apps", Resource: "statefulsets"}: {{"spec", "template", "spec"}},
-	{Group: "apps", Resource: "daemonsets"}:   {{"spec", "template", "spec"}},
-	{Group: "batch", Resource: "jobs"}:        {{"spec", "template", "spec"}},
-	{Group: "batch", Resource: "cronjobs"}:    {{"spec", "jobTemplate", "spec", "template", "spec"}},
 }
 
 // partly reports whether f keeps any part of the field at path.

@@ -51,6 +51,17 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
         metadata: {name: "${parent.metadata.name}"}
         stringData: {password: "${parent.spec.image}"}
 `, secrets, "{data,immutable,spec{clusterIP,completions,parallelism,progressDeadlineSeconds,replicas,type,updateStrategy},status,stringData{password}}"},
+		{"a pod spec's serviceAccountName is kept with serviceAccount, which the API server sets to it", head("pods") + `  children:
+    - id: pod
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          serviceAccountName: runner
+          containers: [{name: app, image: "${parent.spec.image}"}]
+      readyWhen: 'true'
+`, pods, "{spec{containers{image,name},nodeName,serviceAccount,serviceAccountName}}"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"metacel.dev/metacel/runtime/kinds"
 )
 
 // storedForm rewrites a child of a built-in kind as the API server stores it, where the two
@@ -31,19 +33,19 @@ func storedForm(obj map[string]any, gk schema.GroupKind) {
 // than sent (the conversions of pkg/apis/core/v1 in k8s.io/kubernetes): a Secret's stringData,
 // base64 values with line breaks, the deprecated serviceAccount of a pod spec (a Pod's, or the
 // pod template's of a workload), a Pod's negative grace period.
-var storedForms = map[schema.GroupKind]func(map[string]any){
-	{Kind: "Secret"}:                     storeSecret,
-	{Kind: "ConfigMap"}:                  func(obj map[string]any) { canonicalBase64(obj, "binaryData") },
-	{Kind: "Pod"}:                        storePod,
-	{Kind: "PodTemplate"}:                podSpecAt("template", "spec"),
-	{Kind: "ReplicationController"}:      podSpecAt("spec", "template", "spec"),
-	{Group: "apps", Kind: "Deployment"}:  podSpecAt("spec", "template", "spec"),
-	{Group: "apps", Kind: "ReplicaSet"}:  podSpecAt("spec", "template", "spec"),
-	{Group: "apps", Kind: "StatefulSet"}: podSpecAt("spec", "template", "spec"),
-	{Group: "apps", Kind: "DaemonSet"}:   podSpecAt("spec", "template", "spec"),
-	{Group: "batch", Kind: "Job"}:        podSpecAt("spec", "template", "spec"),
-	{Group: "batch", Kind: "CronJob"}:    podSpecAt("spec", "jobTemplate", "spec", "template", "spec"),
-}
+var storedForms = func() map[schema.GroupKind]func(map[string]any) {
+	out := map[schema.GroupKind]func(map[string]any){
+		{Kind: "Secret"}:    storeSecret,
+		{Kind: "ConfigMap"}: func(obj map[string]any) { canonicalBase64(obj, "binaryData") },
+		{Kind: "Pod"}:       storePod,
+	}
+	for gk, path := range kinds.PodSpecPaths {
+		if out[gk] == nil {
+			out[gk] = podSpecAt(path...)
+		}
+	}
+	return out
+}()
 
 // storeSecret moves stringData into data, as the API server does: stringData is write-only (never
 // returned), each of its keys overrides the same key of data, and data holds base64.
