@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,15 +13,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+
+	"metacel.dev/metacel/runtime/apply"
 )
 
 // decodeObject reads an object: a Status (the API server's error, in a watch event or a response)
-// as a *metav1.Status, anything else as an *Object holding a copy of data, with its type and the
-// metadata the caches read decoded (decodeMetadata). The rest of the object is skipped unread.
+// as a *metav1.Status, anything else as an *Object with its type and metadata decoded
+// (decodeMetadata), holding a copy of the rest of data, which is skipped unread.
 func decodeObject(data []byte) (runtime.Object, error) {
 	o := &Object{}
 	var metadata []byte
-	err := eachField(data, func(key string, value []byte) (err error) {
+	size := 0
+	err := eachRawField(data, func(rawKey []byte, key string, value []byte) (err error) {
 		switch key {
 		case "kind":
 			o.Kind, err = stringValue(value)
@@ -30,7 +32,9 @@ func decodeObject(data []byte) (runtime.Object, error) {
 			o.APIVersion, err = stringValue(value)
 		case "metadata":
 			metadata = value
+			return nil
 		}
+		size += len(rawKey) + len(value) + 2
 		return err
 	})
 	if err != nil {
@@ -44,21 +48,37 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		return status, nil
 	}
 	if metadata != nil && !isNull(metadata) {
-		if err := decodeMetadata(metadata, &o.ObjectMeta); err != nil {
+		if err := decodeMetadata(metadata, o); err != nil {
 			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)
 		}
 		intern(&o.ObjectMeta)
 	}
-	o.Raw = bytes.Clone(data)
+	o.Raw = withoutMetadata(make([]byte, 0, size+1), data)
 	return o, nil
 }
 
-// decodeMetadata reads into m what keys, indexes and routes an object in a cache: names, UID,
-// resourceVersion, generation, timestamps, labels, annotations (without kubectl's last-applied
-// copy), owners and finalizers. The managed fields, the largest part of most objects' metadata,
-// are skipped: only a sync reads them, from the whole object.
-func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
-	return eachField(data, func(key string, value []byte) (err error) {
+// withoutMetadata appends to out the JSON object data without its metadata.
+func withoutMetadata(out, data []byte) []byte {
+	out = append(out, '{')
+	_ = eachRawField(data, func(rawKey []byte, key string, value []byte) error {
+		if key == "metadata" {
+			return nil
+		}
+		if len(out) > 1 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, rawKey...), ':'), value...)
+		return nil
+	})
+	return append(out, '}')
+}
+
+// decodeMetadata reads into o's ObjectMeta the metadata of an object but its managed fields, which
+// it reads into o.managed (managed.go), and kubectl's last-applied copy, which it drops.
+func decodeMetadata(data []byte, o *Object) error {
+	m := &o.ObjectMeta
+	var managed []byte
+	err := eachField(data, func(key string, value []byte) (err error) {
 		switch key {
 		case "name":
 			m.Name, err = stringValue(value)
@@ -83,6 +103,8 @@ func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
 				m.DeletionTimestamp = &metav1.Time{}
 				err = m.DeletionTimestamp.UnmarshalJSON(value)
 			}
+		case "deletionGracePeriodSeconds":
+			err = utiljson.Unmarshal(value, &m.DeletionGracePeriodSeconds)
 		case "labels":
 			m.Labels, err = stringMap(value)
 		case "annotations":
@@ -92,12 +114,64 @@ func decodeMetadata(data []byte, m *metav1.ObjectMeta) error {
 			err = utiljson.Unmarshal(value, &m.OwnerReferences)
 		case "finalizers":
 			err = utiljson.Unmarshal(value, &m.Finalizers)
+		case "managedFields":
+			managed = value // read when the owners are: the API server writes a custom resource's keys in order
 		}
 		if err != nil {
 			return fmt.Errorf("metadata.%s: %w", key, err)
 		}
 		return nil
 	})
+	if err != nil || managed == nil || isNull(managed) {
+		return err
+	}
+	entries, err := decodeManagedFields(managed)
+	if err != nil {
+		return fmt.Errorf("metadata.managedFields: %w", err)
+	}
+	o.managed = compactManaged(entries, m.OwnerReferences)
+	return nil
+}
+
+// decodeManagedFields reads managed-fields entries, the fields of metacel's only.
+func decodeManagedFields(data []byte) ([]metav1.ManagedFieldsEntry, error) {
+	var out []metav1.ManagedFieldsEntry
+	err := eachElement(data, func(item []byte) error {
+		var e metav1.ManagedFieldsEntry
+		var fields []byte
+		err := eachField(item, func(key string, value []byte) (err error) {
+			switch key {
+			case "manager":
+				e.Manager, err = stringValue(value)
+			case "operation":
+				var op string
+				op, err = stringValue(value)
+				e.Operation = metav1.ManagedFieldsOperationType(op)
+			case "apiVersion":
+				e.APIVersion, err = stringValue(value)
+			case "fieldsType":
+				e.FieldsType, err = stringValue(value)
+			case "subresource":
+				e.Subresource, err = stringValue(value)
+			case "time":
+				if !isNull(value) {
+					e.Time = &metav1.Time{}
+					err = e.Time.UnmarshalJSON(value)
+				}
+			case "fieldsV1":
+				if !isNull(value) {
+					fields = value
+				}
+			}
+			return err
+		})
+		if fields != nil && e.Manager == apply.FieldManager { // only metacel's are kept (managed.go)
+			e.FieldsV1 = metav1.NewFieldsV1(string(fields))
+		}
+		out = append(out, e)
+		return err
+	})
+	return out, err
 }
 
 // withoutLastApplied drops kubectl's last-applied copy from annotations, which a cached

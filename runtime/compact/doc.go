@@ -10,8 +10,10 @@
 //
 // So the informers of the pool (runtime/informers) list and watch through ListWatch, whose
 // decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
-// typed metav1.ObjectMeta and keeps the object's bytes; Unstructured decodes them on demand,
-// dropping what the runtime never reads (Slim). Finding a watch event's end and its object's
+// typed metav1.ObjectMeta and keeps the rest of the object's bytes; Unstructured decodes them on
+// demand. The metadata is held once, in ObjectMeta, with the managed fields apart: interned, and
+// without what the runtime never reads (Slim), so that the children of one template share
+// metacel's entry (managed.go). Finding a watch event's end and its object's
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
 // the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to

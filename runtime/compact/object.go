@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -9,32 +10,31 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// Object is an API object as a cache holds it: its type and metadata decoded (without the
-// managed fields and kubectl's last-applied copy, which only the full object carries), the rest
-// as the API server sent it: JSON, or for a built-in kind protobuf (protobuf.go). It implements
-// metav1.Object, so the informer's keys, indexers and event handlers work on it unchanged. Raw
-// is never modified: copies share it.
+// Object is an API object as a cache holds it: its type and metadata decoded, the rest as the API
+// server sent it: JSON, or for a built-in kind protobuf (protobuf.go). Its metadata is held once:
+// ObjectMeta (without the managed fields, and without kubectl's last-applied copy, which the
+// runtime never reads), and the managed fields apart (managed.go), which only a decode puts back.
+// It implements metav1.Object, so the informer's keys, indexers and event handlers work on it
+// unchanged. Raw and managed are never modified: copies share them.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
-	// Raw is the whole object as the API server sent it: its JSON, or with Protobuf its kind's
-	// protobuf message.
+	// Raw is the object as the API server sent it, without its metadata: its JSON, or with
+	// Protobuf its kind's protobuf message.
 	Raw      []byte
 	Protobuf bool
+	managed  []managedEntry
 	// fetch reads the object from the API server when its body was not kept (omit.go)
 	fetch Fetcher
 	// bodyOmitted: the watch stream dropped its body (omitframe.go); a cache keeps it with Omit
 	bodyOmitted bool
-	// metaInObjectMeta: Raw's metadata holds only the managed fields, the rest is ObjectMeta
-	// (a projected message: project.go)
-	metaInObjectMeta bool
 }
 
 var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, fetch: o.fetch, metaInObjectMeta: o.metaInObjectMeta}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, fetch: o.fetch}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
@@ -62,13 +62,43 @@ func (o *Object) decode() (*unstructured.Unstructured, error) {
 	if o.fetch != nil {
 		return o.fetched()
 	}
-	decode := unmarshalObject
+	decode := o.jsonToMap
 	if o.Protobuf {
 		decode = o.protobufToJSONMap
 	}
-	m, err := decode(o.Raw)
+	m, err := decode()
 	if err != nil {
 		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
 	}
-	return Slim(&unstructured.Unstructured{Object: m}), nil
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+// jsonToMap decodes a JSON object's body, with its metadata.
+func (o *Object) jsonToMap() (map[string]any, error) {
+	m, err := unmarshalObject(o.Raw)
+	if err != nil {
+		return nil, err
+	}
+	if m["metadata"], err = o.metadataMap(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// metadataMap is the object's metadata as the API server's JSON decodes to.
+func (o *Object) metadataMap() (map[string]any, error) {
+	meta := o.fullMeta()
+	data, err := json.Marshal(&meta)
+	if err != nil {
+		return nil, err
+	}
+	return unmarshalObject(data)
+}
+
+// fullMeta is the object's metadata with its managed fields (a shallow copy: its maps and slices
+// are the cache's, only to be read).
+func (o *Object) fullMeta() metav1.ObjectMeta {
+	meta := o.ObjectMeta
+	meta.ManagedFields = managedFields(o.managed, o.OwnerReferences)
+	return meta
 }

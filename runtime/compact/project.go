@@ -9,11 +9,9 @@ import (
 	"sync"
 
 	"google.golang.org/protobuf/encoding/protowire"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/projection"
 )
 
@@ -37,7 +35,6 @@ func (o *Object) Project(keep *projection.Fields) (*Object, error) {
 	}
 	out := *o
 	out.Raw = bytes.Clone(raw) // the cache keeps it: its exact size, not the scratch buffer's
-	out.metaInObjectMeta = o.Protobuf
 	return &out, nil
 }
 
@@ -120,14 +117,6 @@ func projectMessage(out, message []byte, typ *messageType, keep *projection.Fiel
 		}
 		switch {
 		case !ok:
-		case top && f.name == "metadata" && wire == protowire.BytesType:
-			v, _ := protowire.ConsumeBytes(whole[tag:])
-			managed, err := managedFieldsOnly(v)
-			if err != nil {
-				return fmt.Errorf("metadata: %w", err)
-			}
-			out = protowire.AppendTag(out, num, protowire.BytesType)
-			out = protowire.AppendBytes(out, managed)
 		case sub.IsWhole() || wire != protowire.BytesType || f.elem == nil:
 			out = append(out, whole...)
 		default:
@@ -162,57 +151,6 @@ func eachMessageField(message []byte, fn func(num protowire.Number, wire protowi
 		message = message[n+m:]
 	}
 	return nil
-}
-
-// managedFieldsOnly returns an ObjectMeta message with only its managed fields, and of those of
-// other managers than metacel only their manager, operation and time (compact.Slim): the rest of
-// the metadata is the cached object's ObjectMeta, which its decode puts back
-// (Object.metaInObjectMeta), instead of holding it twice.
-func managedFieldsOnly(metadata []byte) ([]byte, error) {
-	var out []byte
-	err := eachMessageField(metadata, func(num protowire.Number, wire protowire.Type, whole []byte, tag int) error {
-		if num != metaManagedFields || wire != protowire.BytesType {
-			return nil
-		}
-		entry, _ := protowire.ConsumeBytes(whole[tag:])
-		manager, err := field(entry, entryManager)
-		if err != nil {
-			return err
-		}
-		if string(manager) == apply.FieldManager {
-			out = append(out, whole...)
-			return nil
-		}
-		withoutFields := make([]byte, 0, len(entry))
-		err = eachMessageField(entry, func(num protowire.Number, _ protowire.Type, whole []byte, _ int) error {
-			if num != entryFieldsV1 {
-				withoutFields = append(withoutFields, whole...)
-			}
-			return nil
-		})
-		out = protowire.AppendTag(out, num, protowire.BytesType)
-		out = protowire.AppendBytes(out, withoutFields)
-		return err
-	})
-	return out, err
-}
-
-// The numbers of ObjectMeta's managedFields, and of a ManagedFieldsEntry's manager and fieldsV1,
-// read from their Go types' protobuf tags.
-var (
-	metaManagedFields = fieldNumber(reflect.TypeOf(metav1.ObjectMeta{}), "managedFields")
-	entryManager      = fieldNumber(reflect.TypeOf(metav1.ManagedFieldsEntry{}), "manager")
-	entryFieldsV1     = fieldNumber(reflect.TypeOf(metav1.ManagedFieldsEntry{}), "fieldsV1")
-)
-
-// fieldNumber returns the protobuf number of a struct's field of that JSON name.
-func fieldNumber(t reflect.Type, name string) protowire.Number {
-	for num, f := range messageTypeFor(t).fields {
-		if f.name == name {
-			return num
-		}
-	}
-	panic(fmt.Sprintf("%s has no field %q", t, name))
 }
 
 // messageType is the protobuf fields of a built-in type, by number: each field's JSON name and,

@@ -1,0 +1,117 @@
+package compact
+
+import (
+	"bytes"
+	"strings"
+	"time"
+	"unique"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"metacel.dev/metacel/runtime/apply"
+)
+
+// A cached object's managed fields are most of its metadata, and most of those are metacel's own
+// entry: the fields it applied, in which a child names its parent (the owner reference's UID) and
+// often the parent's name (a container named after it). Held as the API server sent them, each
+// child carried its own copy, about 600 bytes of a Pod. So a cache keeps the entries as
+// managedEntry: every string interned, the time as seconds, the fields (fieldsV1) of metacel's
+// entries only (other managers' are dropped, as Slim drops them from a decoded object) and with
+// the controlling owner's UID and name replaced by markers, so that every child of one policy's
+// template holds one interned copy. Expanding the markers gives back the bytes the API server
+// sent: a marker is a control character, which JSON never holds unescaped.
+
+// managedEntry is a managed-fields entry as a cache holds it.
+type managedEntry struct {
+	manager, operation, apiVersion, fieldsType, subresource unique.Handle[string]
+	// seconds is the entry's time (Unix seconds, as the API server keeps it), when hasTime
+	seconds int64
+	hasTime bool
+	// fields is metacel's fieldsV1 with the owner's UID and name as markers; zero: not kept
+	fields unique.Handle[string]
+}
+
+// Markers of the controlling owner's UID and name in metacel's fieldsV1.
+const (
+	ownerUIDMarker  = "\x00"
+	ownerNameMarker = "\x01"
+)
+
+// compactManaged returns entries as a cache keeps them, with owners the object's owner references;
+// nil when there are none.
+func compactManaged(entries []metav1.ManagedFieldsEntry, owners []metav1.OwnerReference) []managedEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	owner := controllingOwner(owners)
+	out := make([]managedEntry, len(entries))
+	for i, e := range entries {
+		out[i] = managedEntry{manager: unique.Make(e.Manager), operation: unique.Make(string(e.Operation)), apiVersion: unique.Make(e.APIVersion),
+			fieldsType: unique.Make(e.FieldsType), subresource: unique.Make(e.Subresource)}
+		if e.Time != nil {
+			out[i].seconds, out[i].hasTime = e.Time.Unix(), true
+		}
+		if e.Manager == apply.FieldManager && e.FieldsV1 != nil {
+			out[i].fields = unique.Make(fieldsTemplate(e.FieldsV1.GetRawBytes(), owner))
+		}
+	}
+	return out
+}
+
+// managedFields returns the entries a cache keeps as the API server sent them, but for the fields
+// of other managers than metacel.
+func managedFields(entries []managedEntry, owners []metav1.OwnerReference) []metav1.ManagedFieldsEntry {
+	if len(entries) == 0 {
+		return nil
+	}
+	owner := controllingOwner(owners)
+	out := make([]metav1.ManagedFieldsEntry, len(entries))
+	for i, e := range entries {
+		out[i] = metav1.ManagedFieldsEntry{Manager: e.manager.Value(), Operation: metav1.ManagedFieldsOperationType(e.operation.Value()),
+			APIVersion: e.apiVersion.Value(), FieldsType: e.fieldsType.Value(), Subresource: e.subresource.Value()}
+		if e.hasTime {
+			t := metav1.NewTime(time.Unix(e.seconds, 0))
+			out[i].Time = &t
+		}
+		if e.fields != (unique.Handle[string]{}) {
+			out[i].FieldsV1 = metav1.NewFieldsV1(expandFields(e.fields.Value(), owner))
+		}
+	}
+	return out
+}
+
+// controllingOwner is the owner reference a child's fields name: its controller's, else its first.
+func controllingOwner(owners []metav1.OwnerReference) *metav1.OwnerReference {
+	for i := range owners {
+		if c := owners[i].Controller; c != nil && *c {
+			return &owners[i]
+		}
+	}
+	if len(owners) > 0 {
+		return &owners[0]
+	}
+	return nil
+}
+
+// fieldsTemplate is fieldsV1 with owner's UID, then its name, replaced by their markers.
+func fieldsTemplate(fieldsV1 []byte, owner *metav1.OwnerReference) string {
+	if owner == nil {
+		return string(fieldsV1)
+	}
+	out := fieldsV1
+	if owner.UID != "" {
+		out = bytes.ReplaceAll(out, []byte(owner.UID), []byte(ownerUIDMarker))
+	}
+	if owner.Name != "" {
+		out = bytes.ReplaceAll(out, []byte(owner.Name), []byte(ownerNameMarker))
+	}
+	return string(out)
+}
+
+// expandFields is fieldsTemplate undone.
+func expandFields(template string, owner *metav1.OwnerReference) string {
+	if owner == nil || !strings.ContainsAny(template, ownerUIDMarker+ownerNameMarker) {
+		return template
+	}
+	return strings.NewReplacer(ownerUIDMarker, string(owner.UID), ownerNameMarker, owner.Name).Replace(template)
+}
