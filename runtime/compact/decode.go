@@ -23,7 +23,8 @@ import (
 func decodeObject(data []byte) (runtime.Object, error) {
 	o := &Object{}
 	var metadata []byte
-	size := 0
+	var body [][2][]byte // the other fields' keys and values, in order
+	size := 2
 	err := eachRawField(data, func(rawKey []byte, key string, value []byte) (err error) {
 		switch key {
 		case "kind":
@@ -34,6 +35,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 			metadata = value
 			return nil
 		}
+		body = append(body, [2][]byte{rawKey, value})
 		size += len(rawKey) + len(value) + 2
 		return err
 	})
@@ -53,32 +55,41 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		}
 		intern(&o.ObjectMeta)
 	}
-	o.Raw = withoutMetadata(make([]byte, 0, size+1), data)
+	o.Raw = jsonObject(make([]byte, 0, size), body)
 	return o, nil
 }
 
-// withoutMetadata appends to out the JSON object data without its metadata.
-func withoutMetadata(out, data []byte) []byte {
+// jsonObject appends to out the JSON object of fields, each a raw key and its value.
+func jsonObject(out []byte, fields [][2][]byte) []byte {
 	out = append(out, '{')
-	_ = eachRawField(data, func(rawKey []byte, key string, value []byte) error {
-		if key == "metadata" {
-			return nil
-		}
-		if len(out) > 1 {
+	for i, f := range fields {
+		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(append(append(out, rawKey...), ':'), value...)
-		return nil
-	})
+		out = append(append(append(out, f[0]...), ':'), f[1]...)
+	}
 	return append(out, '}')
 }
 
 // decodeMetadata reads into o's ObjectMeta the metadata of an object but its managed fields, which
 // it reads into o.managed (managed.go), and kubectl's last-applied copy, which it drops.
 func decodeMetadata(data []byte, o *Object) error {
-	m := &o.ObjectMeta
 	var managed []byte
-	err := eachField(data, func(key string, value []byte) (err error) {
+	if err := decodeObjectMeta(data, &o.ObjectMeta, &managed); err != nil || managed == nil || isNull(managed) {
+		return err
+	}
+	entries, err := decodeManagedFields(managed)
+	if err != nil {
+		return fmt.Errorf("metadata.managedFields: %w", err)
+	}
+	o.managed = compactManaged(entries, o.OwnerReferences)
+	return nil
+}
+
+// decodeObjectMeta reads metadata into m, but kubectl's last-applied copy and the managed fields,
+// whose JSON it sets managed to when managed is not nil.
+func decodeObjectMeta(data []byte, m *metav1.ObjectMeta, managed *[]byte) error {
+	return eachField(data, func(key string, value []byte) (err error) {
 		switch key {
 		case "name":
 			m.Name, err = stringValue(value)
@@ -115,22 +126,15 @@ func decodeMetadata(data []byte, o *Object) error {
 		case "finalizers":
 			err = utiljson.Unmarshal(value, &m.Finalizers)
 		case "managedFields":
-			managed = value // read when the owners are: the API server writes a custom resource's keys in order
+			if managed != nil {
+				*managed = value // read when the owners are: a custom resource's keys come in order
+			}
 		}
 		if err != nil {
 			return fmt.Errorf("metadata.%s: %w", key, err)
 		}
 		return nil
 	})
-	if err != nil || managed == nil || isNull(managed) {
-		return err
-	}
-	entries, err := decodeManagedFields(managed)
-	if err != nil {
-		return fmt.Errorf("metadata.managedFields: %w", err)
-	}
-	o.managed = compactManaged(entries, m.OwnerReferences)
-	return nil
 }
 
 // decodeManagedFields reads managed-fields entries, the fields of metacel's only.

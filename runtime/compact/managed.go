@@ -15,7 +15,7 @@ import (
 // entry: the fields it applied, in which a child names its parent (the owner reference's UID) and
 // often the parent's name (a container named after it). Held as the API server sent them, each
 // child carried its own copy, about 600 bytes of a Pod. So a cache keeps the entries as
-// managedEntry: every string interned, the time as seconds, the fields (fieldsV1) of metacel's
+// managedEntry: its strings interned, the time as seconds, the fields (fieldsV1) of metacel's
 // entries only (other managers' are dropped, as Slim drops them from a decoded object) and with
 // the controlling owner's UID and name replaced by markers, so that every child of one policy's
 // template holds one interned copy. Expanding the markers gives back the bytes the API server
@@ -23,12 +23,18 @@ import (
 
 // managedEntry is a managed-fields entry as a cache holds it.
 type managedEntry struct {
-	manager, operation, apiVersion, fieldsType, subresource unique.Handle[string]
+	writer unique.Handle[writer]
 	// seconds is the entry's time (Unix seconds, as the API server keeps it), when hasTime
 	seconds int64
 	hasTime bool
 	// fields is metacel's fieldsV1 with the owner's UID and name as markers; zero: not kept
 	fields unique.Handle[string]
+}
+
+// writer is who wrote an entry's fields, and how: a handful of values in a cache, each interned
+// once.
+type writer struct {
+	manager, operation, apiVersion, fieldsType, subresource string
 }
 
 // Markers of the controlling owner's UID and name in metacel's fieldsV1.
@@ -46,8 +52,8 @@ func compactManaged(entries []metav1.ManagedFieldsEntry, owners []metav1.OwnerRe
 	owner := controllingOwner(owners)
 	out := make([]managedEntry, len(entries))
 	for i, e := range entries {
-		out[i] = managedEntry{manager: unique.Make(e.Manager), operation: unique.Make(string(e.Operation)), apiVersion: unique.Make(e.APIVersion),
-			fieldsType: unique.Make(e.FieldsType), subresource: unique.Make(e.Subresource)}
+		out[i] = managedEntry{writer: unique.Make(writer{manager: e.Manager, operation: string(e.Operation), apiVersion: e.APIVersion,
+			fieldsType: e.FieldsType, subresource: e.Subresource})}
 		if e.Time != nil {
 			out[i].seconds, out[i].hasTime = e.Time.Unix(), true
 		}
@@ -67,8 +73,9 @@ func managedFields(entries []managedEntry, owners []metav1.OwnerReference) []met
 	owner := controllingOwner(owners)
 	out := make([]metav1.ManagedFieldsEntry, len(entries))
 	for i, e := range entries {
-		out[i] = metav1.ManagedFieldsEntry{Manager: e.manager.Value(), Operation: metav1.ManagedFieldsOperationType(e.operation.Value()),
-			APIVersion: e.apiVersion.Value(), FieldsType: e.fieldsType.Value(), Subresource: e.subresource.Value()}
+		w := e.writer.Value()
+		out[i] = metav1.ManagedFieldsEntry{Manager: w.manager, Operation: metav1.ManagedFieldsOperationType(w.operation),
+			APIVersion: w.apiVersion, FieldsType: w.fieldsType, Subresource: w.subresource}
 		if e.hasTime {
 			t := metav1.NewTime(time.Unix(e.seconds, 0))
 			out[i].Time = &t

@@ -1,7 +1,6 @@
 package compact
 
 import (
-	"encoding/json"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -83,16 +82,6 @@ func (o *Object) jsonToMap() (map[string]any, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// metadataMap is the object's metadata as the API server's JSON decodes to.
-func (o *Object) metadataMap() (map[string]any, error) {
-	meta := o.fullMeta()
-	data, err := json.Marshal(&meta)
-	if err != nil {
-		return nil, err
-	}
-	return unmarshalObject(data)
 }
 
 // fullMeta is the object's metadata with its managed fields (a shallow copy: its maps and slices

@@ -22,14 +22,21 @@ func (Responses) Object(data []byte) (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// Metadata decodes only a response's metadata, as the caches hold it (Decode: without the
+// Metadata decodes only a response's metadata, as the caches hold it in ObjectMeta (without the
 // managed fields); the rest is skipped unread.
 func (Responses) Metadata(data []byte) (*metav1.ObjectMeta, error) {
-	o, err := Decode(data)
+	meta := &metav1.ObjectMeta{}
+	err := eachField(data, func(key string, value []byte) error {
+		if key == "metadata" && !isNull(value) {
+			return decodeObjectMeta(value, meta, nil)
+		}
+		return nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decode the API server's response: %w", err)
 	}
-	return &o.ObjectMeta, nil
+	intern(meta)
+	return meta, nil
 }
 
 // Decode reads one object's JSON as a list or watch of this package puts it in a cache: its

@@ -42,6 +42,9 @@ var objects = []struct{ name, json string }{
 // what the standard decoder reads of data, less what Slim drops: the same body, and metadata that
 // encodes to the same JSON.
 func decodesAsTheStandardDecoder(data []byte, o *Object) error {
+	if err := metadataMapIsTheJSONOfTheMetadata(o); err != nil {
+		return err
+	}
 	got, err := o.decode()
 	if err != nil {
 		return fmt.Errorf("decode: %w", err)
@@ -80,6 +83,41 @@ func decodesAsTheStandardDecoder(data []byte, o *Object) error {
 		return fmt.Errorf("metadata:\ngot  %v\nwant %v", a, b)
 	}
 	return nil
+}
+
+// metadataMapIsTheJSONOfTheMetadata checks that o's metadataMap is what encoding its metadata
+// (with the managed fields) as JSON and decoding that gives.
+func metadataMapIsTheJSONOfTheMetadata(o *Object) error {
+	meta := o.fullMeta()
+	data, err := json.Marshal(&meta)
+	if err != nil {
+		return err
+	}
+	want, err := unmarshalObject(data)
+	if err != nil {
+		return err
+	}
+	got, err := o.metadataMap()
+	if err != nil {
+		return err
+	}
+	if !reflect.DeepEqual(got, want) {
+		return fmt.Errorf("metadataMap:\ngot  %#v\nwant %#v", got, want)
+	}
+	return nil
+}
+
+func TestMetadataMapIsTheJSONOfTheMetadata(t *testing.T) {
+	for _, obj := range builtinObjects() {
+		_, message := encodings(t, obj)
+		o, err := decodeProtobufObject(message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := metadataMapIsTheJSONOfTheMetadata(o.(*Object)); err != nil {
+			t.Errorf("%T: %v", obj, err)
+		}
+	}
 }
 
 // asMap is metadata as its JSON decodes to: a field set's keys in no order.
