@@ -49,6 +49,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 		}
 		return status, nil
 	}
+	o.metaSize = len(metadata)
 	if metadata != nil && !isNull(metadata) {
 		if err := decodeMetadata(metadata, o); err != nil {
 			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)

@@ -23,6 +23,8 @@ type Object struct {
 	Raw      []byte
 	Protobuf bool
 	managed  []managedEntry
+	// metaSize is the size of the metadata as the API server sent it (Larger)
+	metaSize int
 	// fetch reads the object from the API server when its body was not kept (omit.go)
 	fetch Fetcher
 	// bodyOmitted: the watch stream dropped its body (omitframe.go); a cache keeps it with Omit
@@ -33,7 +35,7 @@ var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, fetch: o.fetch}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

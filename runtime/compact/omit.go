@@ -35,9 +35,9 @@ type Fetcher interface {
 	Fetch(ctx context.Context, namespace, name string) (*unstructured.Unstructured, error)
 }
 
-// Larger reports whether the object is larger than max bytes, or its body was dropped from the
-// watch stream for being so: a cache keeps it with Omit.
-func (o *Object) Larger(max int) bool { return o.bodyOmitted || len(o.Raw) > max }
+// Larger reports whether the object, its metadata as sent included, is larger than max bytes, or
+// its body was dropped from the watch stream for being so: a cache keeps it with Omit.
+func (o *Object) Larger(max int) bool { return o.bodyOmitted || o.metaSize+len(o.Raw) > max }
 
 // Omit returns the object without its body, nor its annotations, nor (when they are large) the
 // labels that are not metacel's: what f reads again when a sync decodes it.

@@ -61,3 +61,26 @@ func TestOmittedObjectsAreReadFromTheAPIServer(t *testing.T) {
 		})
 	}
 }
+
+func TestAnObjectIsAsLargeAsItWasSentMetadataIncluded(t *testing.T) {
+	big := strings.Repeat("x", 10_000)
+	for _, tc := range []struct {
+		name, json string
+		larger     bool
+	}{
+		{"a large body", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"` + big + `"}}`, true},
+		{"large annotations, a small body", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","annotations":{"k":"` + big + `"}},"data":{}}`, true},
+		{"large labels, a small body", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a","labels":{"k":"` + big[:63] + `","l":"` + big[:63] + `"}}}`, false},
+		{"small", `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"a"},"data":{"k":"v"}}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := Decode([]byte(tc.json))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := o.Larger(5_000); got != tc.larger {
+				t.Errorf("Larger(5000) = %v for %d bytes sent", got, len(tc.json))
+			}
+		})
+	}
+}

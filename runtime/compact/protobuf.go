@@ -141,6 +141,7 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	if err := o.ObjectMeta.Unmarshal(metadata); err != nil {
 		return nil, fmt.Errorf("decode the metadata of the %s: %w", typ.Kind, err)
 	}
+	o.metaSize = len(metadata)
 	o.managed = compactManaged(o.ManagedFields, o.OwnerReferences)
 	o.ManagedFields = nil
 	o.Annotations = withoutLastApplied(o.Annotations)
