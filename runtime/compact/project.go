@@ -90,8 +90,8 @@ func projectJSONValue(out, value []byte, keep *projection.Fields) ([]byte, error
 	}
 }
 
-// projectProtobuf returns the message of a built-in kind with only what keep keeps (and its
-// metadata, field 1).
+// projectProtobuf returns the message of a built-in kind (held without its metadata) with only
+// what keep keeps.
 func projectProtobuf(gvk schema.GroupVersionKind, message []byte, keep *projection.Fields) ([]byte, error) {
 	typ, err := messageTypeOf(gvk)
 	if err != nil {

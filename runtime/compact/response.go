@@ -40,7 +40,7 @@ func (Responses) Metadata(data []byte) (*metav1.ObjectMeta, error) {
 }
 
 // Decode reads one object's JSON as a list or watch of this package puts it in a cache: its
-// metadata decoded, without the managed fields, and its bytes kept for Unstructured.
+// metadata decoded (the managed fields apart), and the rest of its bytes kept for Unstructured.
 func Decode(data []byte) (*Object, error) {
 	obj, err := decodeObject(data)
 	if err != nil {

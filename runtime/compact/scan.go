@@ -11,8 +11,8 @@ import (
 
 // This file reads JSON the API server sent without decoding what the caches never read: it finds
 // where a value ends and walks an object's fields, without validating the bytes it skips. Every
-// object is read through here once per watch event, and most of its bytes (a Pod's spec, the
-// managed fields) are never looked at until a sync decodes the whole object with the standard
+// object is read through here once per watch event, and most of its bytes (a Pod's spec, other
+// managers' fields) are never looked at until a sync decodes the whole object with the standard
 // decoder, which validates it then. encoding/json (and sigs.k8s.io/json, which the API machinery
 // uses) validate and scan the whole input before decoding a part of it, which made decoding the
 // watch stream the largest cost of a converge; no decoder in the module graph skips.

@@ -9,11 +9,15 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/compact"
 )
 
@@ -117,6 +121,80 @@ func TestACachedBuiltinObjectIsTheAPIServersJSON(t *testing.T) {
 				}
 				return nil
 			})
+		})
+	}
+}
+
+// A child that metacel applied names its owner in its managed fields, which a cache keeps as a
+// template of the owner's UID and name (runtime/compact, managed.go), and another manager's
+// fields, which it drops: the cached child, as JSON and as protobuf, decodes to the API server's
+// object (slimmed).
+func TestACachedChildKeepsMetacelsManagedFieldsAsTheAPIServerHasThem(t *testing.T) {
+	ns := newNamespace(t, "managed")
+	cms := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	owner := create(t, cms, &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "app-7", "namespace": ns}}})
+	for _, name := range []string{"app-7-a", "app-7-b"} {
+		child := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": ns,
+				"labels": map[string]any{"e2e.metacel.dev/managed": "true", "parent-uid": string(owner.GetUID())},
+				"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": owner.GetName(),
+					"uid": string(owner.GetUID()), "controller": true}}},
+			"data": map[string]any{owner.GetName(): "the owner's name as a key"}}}
+		if _, err := cluster.dynamic.Resource(cms).Namespace(ns).Apply(t.Context(), name, child, metav1.ApplyOptions{FieldManager: apply.FieldManager, Force: true}); err != nil {
+			t.Fatal(err)
+		}
+		other := []byte(`{"data":{"other":"x"}}`)
+		if _, err := cluster.dynamic.Resource(cms).Namespace(ns).Patch(t.Context(), name, types.MergePatchType, other, metav1.PatchOptions{FieldManager: "someone-else"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server, err := cluster.kube.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		server *version.Info // nil: every kind as JSON
+	}{{"JSON", nil}, {"protobuf", server}} {
+		t.Run(tc.name, func(t *testing.T) {
+			lister, err := compact.NewClient(cluster.config, tc.server, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			inf := cache.NewSharedIndexInformer(lister.ListWatch(cms, "e2e.metacel.dev/managed=true"), &compact.Object{}, 0, cache.Indexers{})
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go inf.RunWithContext(ctx)
+			for _, name := range []string{"app-7-a", "app-7-b"} {
+				eventually(t, 30*time.Second, name+" cached as the API server has it", func() error {
+					cached, ok, _ := inf.GetStore().GetByKey(ns + "/" + name)
+					if !ok {
+						return fmt.Errorf("not cached yet")
+					}
+					if got := cached.(*compact.Object).Protobuf; got != (tc.server != nil) {
+						t.Fatalf("cached as protobuf: %v", got)
+					}
+					live, err := get(t, cms, ns, name)
+					if err != nil {
+						return err
+					}
+					got, err := compact.Unstructured(cached)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got.GetResourceVersion() != live.GetResourceVersion() {
+						return fmt.Errorf("cached at resourceVersion %s, the API server at %s", got.GetResourceVersion(), live.GetResourceVersion())
+					}
+					if len(live.GetManagedFields()) != 2 {
+						t.Fatalf("the API server's managed fields: %d entries, want metacel's and another's", len(live.GetManagedFields()))
+					}
+					if want := compact.Slim(live); !reflect.DeepEqual(got.Object, want.Object) {
+						t.Fatalf("cached\n%v\nthe API server's\n%v", got.Object, want.Object)
+					}
+					return nil
+				})
+			}
 		})
 	}
 }
