@@ -25,6 +25,7 @@ import (
 	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/priorityqueue"
 )
 
 // Controller reconciles the parents of one policy: it is the loop (the queue, its workers, the
@@ -38,7 +39,7 @@ type Controller struct {
 	policy *policy.Compiled
 	deps   Deps
 	opts   Options
-	queue  workqueue.TypedRateLimitingInterface[string]
+	queue  *priorityqueue.Workqueue[string]
 
 	// caches hold the parents and children, related the related objects and namespaces
 	caches  caches
@@ -94,8 +95,7 @@ func New(p *policy.Compiled, deps Deps, opts Options) *Controller {
 		policy: p,
 		deps:   deps,
 		opts:   opts,
-		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
-			workqueue.TypedRateLimitingQueueConfig[string]{Name: p.Name()}),
+		queue:  priorityqueue.NewWorkqueue(p.Name(), workqueue.DefaultTypedControllerRateLimiter[string]()),
 		caches: caches{policy: p.Name(), children: map[string]*childCache{}},
 	}
 	c.access = actAs(p, &c.deps)
@@ -197,7 +197,7 @@ func (c *Controller) resyncEvery(ctx context.Context, period time.Duration) {
 // the cleanups that the objects say are left: children of dropped resources, parents out of the
 // labelSelector that still carry the finalizer.
 func (c *Controller) resync(ctx context.Context) {
-	c.enqueueAll(c.queue.Add)
+	c.enqueueAll()
 	if c.share.whole() {
 		c.cleanup.pruneDroppedAgain(ctx)
 		c.cleanup.letGoOfParentsOutOfSelector(ctx)
@@ -329,10 +329,11 @@ func (c *Controller) syncRecovering(ctx context.Context, key string) (err error)
 	return c.syncer.sync(ctx, key)
 }
 
-// enqueueAll asks for a sync of every parent.
-func (c *Controller) enqueueAll(add func(string)) {
+// enqueueAll asks for a sync of every parent, at low priority: after the syncs something that
+// changed asks for (an edit waits for no resync).
+func (c *Controller) enqueueAll() {
 	for _, key := range c.caches.parents.ListKeys() {
-		add(key)
+		c.queue.AddLow(key)
 	}
 }
 
@@ -341,32 +342,38 @@ func (c *Controller) enqueueAll(add func(string)) {
 func (c *Controller) resyncAll() {
 	c.states.resetInputs()
 	if c.caches.parents != nil {
-		c.enqueueAll(c.queue.Add)
+		c.enqueueAll()
 	}
 }
 
 func (c *Controller) parentHandler() cache.ResourceEventHandler {
-	return cache.ResourceEventHandlerFuncs{
+	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc:    c.enqueueObject,
-		UpdateFunc: func(_, obj any) { c.enqueueObject(obj) },
+		UpdateFunc: func(_, obj any) { c.enqueueObject(obj, false) },
 		DeleteFunc: func(obj any) {
 			if m, err := informers.MetaOf(obj); err == nil && !c.share.has(m.GetUID()) {
 				return // the other version's, during a rollout
 			}
 			c.cleanup.left.note(obj)
-			c.enqueueObject(obj)
+			c.enqueueObject(obj, false)
 		},
 	}
 }
 
-func (c *Controller) enqueueObject(obj any) {
+// enqueueObject asks for a sync of a parent whose event came: at low priority for a parent of
+// the informer's first list (a start, a reload: a look again, as a resync), else at high.
+func (c *Controller) enqueueObject(obj any, inFirstList bool) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
 		utilruntime.HandleError(err)
 		return
 	}
 	c.noteEvent(key, eventOfParent)
-	c.queue.Add(key)
+	if inFirstList {
+		c.queue.AddLow(key)
+	} else {
+		c.queue.Add(key)
+	}
 }
 
 // noteEvent remembers that an event of source asks for a sync of the parent of key, when the

@@ -41,7 +41,9 @@
 //
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
-// object's through a reverse index of what each parent read in its last sync.
+// object's through a reverse index of what each parent read in its last sync. The workqueue hands
+// out first what changed: a resync, the informer's first list and a re-sync of every parent
+// (resyncAll) ask at low priority (package priorityqueue), so an edit waits for none of them.
 //
 // The sync of one parent reads as a list of steps (sync.go): read the parent from the cache,
 // read its related objects and observed children, render (the pure function shared with

@@ -1,0 +1,116 @@
+package priorityqueue
+
+import (
+	"sync"
+
+	"k8s.io/client-go/util/workqueue"
+)
+
+// level is where a queued key waits.
+type level uint8
+
+// entry is one push of a key, numbered.
+type entry[T comparable] struct {
+	key T
+	lv  level
+	n   uint64
+}
+
+const (
+	high level = iota + 1
+	low
+)
+
+// Queue is a workqueue.Queue of two levels, each first in, first out: Pop takes the oldest key
+// at high, or when none waits there, the oldest at low.
+//
+// The workqueue calls Push, Touch, Len and Pop with its own lock held. What an add asked for is
+// announced before the add, without that lock (Workqueue), so the announcements have a lock of
+// their own.
+type Queue[T comparable] struct {
+	high, low workqueue.Queue[entry[T]]
+	// queued is where each key waiting waits: its level and the number of its entry. An entry of
+	// high or low that is not a key's number there is skipped by Pop: its key was raised, or was
+	// popped from the other level and pushed again.
+	queued map[T]entry[T]
+	pushes uint64
+
+	mu sync.Mutex
+	// asked is the level the adds of a key announced that the workqueue has not yet pushed or
+	// touched it for; high wins over low. No entry: high (the workqueue's own adds, after a delay
+	// or a rate limit).
+	asked map[T]level
+}
+
+var _ workqueue.Queue[string] = &Queue[string]{}
+
+// NewQueue returns an empty Queue.
+func NewQueue[T comparable]() *Queue[T] {
+	return &Queue[T]{high: workqueue.DefaultQueue[entry[T]](), low: workqueue.DefaultQueue[entry[T]](),
+		queued: map[T]entry[T]{}, asked: map[T]level{}}
+}
+
+// ask announces that the next add of key asks for it at lv. The workqueue pushes or touches the
+// key at that add, or, when a worker has the key, when the worker is done with it; until then a
+// high announcement stays over a low one.
+func (q *Queue[T]) ask(key T, lv level) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.asked[key] != high {
+		q.asked[key] = lv
+	}
+}
+
+// Push queues a key that was not waiting, at the level its adds asked for.
+func (q *Queue[T]) Push(key T) {
+	q.push(key, q.takeAsked(key))
+}
+
+// Touch is an add of a key that waits already: one that asked for high raises it.
+func (q *Queue[T]) Touch(key T) {
+	if q.takeAsked(key) == low || q.queued[key].lv != low {
+		return
+	}
+	q.push(key, high) // its entry at low is skipped
+}
+
+// push queues key at lv.
+func (q *Queue[T]) push(key T, lv level) {
+	q.pushes++
+	e := entry[T]{key: key, lv: lv, n: q.pushes}
+	q.queued[key] = e
+	if lv == low {
+		q.low.Push(e)
+	} else {
+		q.high.Push(e)
+	}
+}
+
+// Len is the number of keys waiting.
+func (q *Queue[T]) Len() int { return len(q.queued) }
+
+// Pop takes the oldest key at high, or else the oldest at low. The workqueue calls it only
+// when Len is not 0.
+func (q *Queue[T]) Pop() T {
+	for _, fifo := range []workqueue.Queue[entry[T]]{q.high, q.low} {
+		for fifo.Len() > 0 {
+			if e := fifo.Pop(); q.queued[e.key] == e {
+				delete(q.queued, e.key)
+				return e.key
+			}
+		}
+	}
+	panic("priorityqueue: Pop of an empty queue")
+}
+
+// takeAsked returns the level the adds of key asked for, and forgets it.
+func (q *Queue[T]) takeAsked(key T) level {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	lv, ok := q.asked[key]
+	if !ok {
+		return high
+	}
+	delete(q.asked, key)
+	return lv
+}
