@@ -12,8 +12,13 @@ type level uint8
 // entry is one push of a key, numbered.
 type entry[T comparable] struct {
 	key T
-	lv  level
 	n   uint64
+}
+
+// waiting is where a queued key waits: its level, and the number of its entry there.
+type waiting struct {
+	lv level
+	n  uint64
 }
 
 const (
@@ -29,10 +34,10 @@ const (
 // their own.
 type Queue[T comparable] struct {
 	high, low workqueue.Queue[entry[T]]
-	// queued is where each key waiting waits: its level and the number of its entry. An entry of
-	// high or low that is not a key's number there is skipped by Pop: its key was raised, or was
-	// popped from the other level and pushed again.
-	queued map[T]entry[T]
+	// queued is where each key waiting waits. An entry of high or low that is not its key's
+	// entry there is skipped by Pop: its key was raised, or was popped from the other level and
+	// pushed again.
+	queued map[T]waiting
 	pushes uint64
 
 	mu sync.Mutex
@@ -47,7 +52,7 @@ var _ workqueue.Queue[string] = &Queue[string]{}
 // NewQueue returns an empty Queue.
 func NewQueue[T comparable]() *Queue[T] {
 	return &Queue[T]{high: workqueue.DefaultQueue[entry[T]](), low: workqueue.DefaultQueue[entry[T]](),
-		queued: map[T]entry[T]{}, asked: map[T]level{}}
+		queued: map[T]waiting{}, asked: map[T]level{}}
 }
 
 // ask announces that the next add of key asks for it at lv. The workqueue pushes or touches the
@@ -77,8 +82,8 @@ func (q *Queue[T]) Touch(key T) {
 // push queues key at lv.
 func (q *Queue[T]) push(key T, lv level) {
 	q.pushes++
-	e := entry[T]{key: key, lv: lv, n: q.pushes}
-	q.queued[key] = e
+	e := entry[T]{key: key, n: q.pushes}
+	q.queued[key] = waiting{lv: lv, n: e.n}
 	if lv == low {
 		q.low.Push(e)
 	} else {
@@ -94,7 +99,7 @@ func (q *Queue[T]) Len() int { return len(q.queued) }
 func (q *Queue[T]) Pop() T {
 	for _, fifo := range []workqueue.Queue[entry[T]]{q.high, q.low} {
 		for fifo.Len() > 0 {
-			if e := fifo.Pop(); q.queued[e.key] == e {
+			if e := fifo.Pop(); q.queued[e.key].n == e.n {
 				delete(q.queued, e.key)
 				return e.key
 			}
