@@ -14,4 +14,8 @@
 // A key is low when the add that queued it was announced with Lower; any other add of a key
 // that waits at low raises it (the workqueue calls Touch). A key added while a worker has it is
 // queued again when the worker is done, at the priority of the add's announcement, or high.
+//
+// A key at low waits as long as keys at high keep coming: a controller that cannot keep up with
+// its events syncs its resyncs last, as controller-runtime's does. Nothing is lost: every key
+// queued is handed out once the high keys are done.
 package priorityqueue
