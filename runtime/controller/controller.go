@@ -389,11 +389,11 @@ func (c *Controller) noteEvent(key, source string) {
 func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// enqueue asks for a sync of a child's parents: at once for a child of the informer's first
 	// list, so that every parent is queued before the workers start (once: with the parent's own
-	// event), and for a child deleted (news, or the deletion a Recreate waits for); spaced per
-	// parent for any other event (childEvents). Spaced, the first list's children came back
-	// after their parents' syncs and synced them again: 1,292-2,000 syncs in a restart over
-	// 1,000 converged parents.
-	enqueue := func(obj any, now bool) {
+	// event; at low priority, as the parent's own: a look again), and for a child deleted (news,
+	// or the deletion a Recreate waits for); spaced per parent for any other event
+	// (childEvents). Spaced, the first list's children came back after their parents' syncs and
+	// synced them again: 1,292-2,000 syncs in a restart over 1,000 converged parents.
+	enqueue := func(obj any, why routing) {
 		m, err := informers.MetaOf(obj)
 		if err != nil || contract.ChildPolicy(m.GetLabels()) != c.Name() {
 			return
@@ -405,13 +405,16 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 				continue
 			}
 			c.noteEvent(key, eventOfChild)
-			if d := c.states.childEventDelay(key); now || d == 0 {
+			switch d := c.states.childEventDelay(key); {
+			case why == inFirstList:
+				c.queue.AddLow(key)
+			case why == deleted || d == 0:
 				c.queue.Add(key)
-			} else {
+			default:
 				c.queue.AddAfter(key, d)
 			}
 		}
-		if now {
+		if why != changed {
 			c.drain.wake()
 		}
 	}

@@ -143,7 +143,7 @@ func (rw *relatedWatch) namespaceLabels(name string) (map[string]string, bool) {
 // relatedHandler routes a related object's events to the parents that read it; an update routes
 // the old object too, so that an object that stops matching a selector re-syncs its readers.
 func (rw *relatedWatch) relatedHandler(gvr schema.GroupVersionResource) cache.ResourceEventHandler {
-	route := func(obj any, _ bool) {
+	route := func(obj any, _ routing) {
 		m, err := informers.MetaOf(obj)
 		if err != nil {
 			return
@@ -296,15 +296,30 @@ func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj meta
 	return out
 }
 
-// routeHandler calls route with every object an event concerns: an update's old and new; now
-// says whether the event is an add of the informer's first list or a deletion.
-func routeHandler(route func(obj any, now bool)) cache.ResourceEventHandler {
+// routing is why an object's event is routed.
+type routing uint8
+
+const (
+	changed     routing = iota // added after the informer's first list, or updated
+	inFirstList                // added by the informer's first list (a start, a reload)
+	deleted
+)
+
+// routeHandler calls route with every object an event concerns (an update's old and new), and
+// why.
+func routeHandler(route func(obj any, why routing)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: route,
-		UpdateFunc: func(old, obj any) {
-			route(old, false)
-			route(obj, false)
+		AddFunc: func(obj any, isInInitialList bool) {
+			if isInInitialList {
+				route(obj, inFirstList)
+			} else {
+				route(obj, changed)
+			}
 		},
-		DeleteFunc: func(obj any) { route(obj, true) },
+		UpdateFunc: func(old, obj any) {
+			route(old, changed)
+			route(obj, changed)
+		},
+		DeleteFunc: func(obj any) { route(obj, deleted) },
 	}
 }

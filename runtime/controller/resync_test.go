@@ -40,7 +40,7 @@ func TestTheFirstResyncComesAPeriodAfterTheStart(t *testing.T) {
 	})
 }
 
-// A resync, the informer's first list and a policy change queue every parent, only to look at
+// A resync, the informers' first lists and a policy change queue every parent, only to look at
 // it again; an edit, a child's event or a retry asks for a sync because something changed. The
 // queue hands out the second first: at 100,000 parents an edit made during a resync waited behind
 // every parent queued before it (p99 1.3 s, first in first out).
@@ -59,6 +59,14 @@ func TestAnEditIsSyncedBeforeTheParentsALookAgainQueued(t *testing.T) {
 		lookAgain: func(t *testing.T, h *harness, parents []*unstructured.Unstructured) {
 			for _, p := range parents {
 				h.c.parentHandler().OnAdd(cached(t, p), true)
+			}
+		},
+	}, {
+		name: "the first list of the children's informer",
+		lookAgain: func(t *testing.T, h *harness, parents []*unstructured.Unstructured) {
+			for _, p := range parents {
+				child := objectFrom(t, fmt.Sprintf(`{apiVersion: v1, kind: Secret, metadata: {name: %s-copy, namespace: ns, labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: %s}}}`, p.GetName(), p.GetUID()))
+				h.c.childHandler().OnAdd(cached(t, child), true)
 			}
 		},
 	}}
