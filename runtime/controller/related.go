@@ -300,8 +300,8 @@ func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj meta
 type routing uint8
 
 const (
-	changed     routing = iota // added after the informer's first list, or updated
-	inFirstList                // added by the informer's first list (a start, a reload)
+	changed   routing = iota // added after the informer's first list, or updated
+	lookAgain                // added by the informer's first list (a start, a reload), or unchanged in a relist
 	deleted
 )
 
@@ -311,15 +311,30 @@ func routeHandler(route func(obj any, why routing)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
 			if isInInitialList {
-				route(obj, inFirstList)
+				route(obj, lookAgain)
 			} else {
 				route(obj, changed)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
+			if unchanged(old, obj) {
+				route(obj, lookAgain)
+				return
+			}
 			route(old, changed)
 			route(obj, changed)
 		},
 		DeleteFunc: func(obj any) { route(obj, deleted) },
 	}
+}
+
+// unchanged says whether an update's old and new object are at one resourceVersion: the
+// informer relisted (its watch expired), and the object did not change meanwhile.
+func unchanged(old, obj any) bool {
+	o, err := informers.MetaOf(old)
+	if err != nil {
+		return false
+	}
+	n, err := informers.MetaOf(obj)
+	return err == nil && o.GetResourceVersion() != "" && o.GetResourceVersion() == n.GetResourceVersion()
 }

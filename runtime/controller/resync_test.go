@@ -40,8 +40,8 @@ func TestTheFirstResyncComesAPeriodAfterTheStart(t *testing.T) {
 	})
 }
 
-// A resync, the informers' first lists and a policy change queue every parent, only to look at
-// it again; an edit, a child's event or a retry asks for a sync because something changed. The
+// A resync, the informers' first lists, a relist's unchanged objects and a policy change queue
+// every parent, only to look at it again; an edit, a child's event or a retry asks for a sync because something changed. The
 // queue hands out the second first: at 100,000 parents an edit made during a resync waited behind
 // every parent queued before it (p99 1.3 s, first in first out).
 func TestAnEditIsSyncedBeforeTheParentsALookAgainQueued(t *testing.T) {
@@ -59,6 +59,21 @@ func TestAnEditIsSyncedBeforeTheParentsALookAgainQueued(t *testing.T) {
 		lookAgain: func(t *testing.T, h *harness, parents []*unstructured.Unstructured) {
 			for _, p := range parents {
 				h.c.parentHandler().OnAdd(cached(t, p), true)
+			}
+		},
+	}, {
+		name: "a relist, the parents unchanged",
+		lookAgain: func(t *testing.T, h *harness, parents []*unstructured.Unstructured) {
+			for _, p := range parents {
+				h.c.parentHandler().OnUpdate(cached(t, p), cached(t, p))
+			}
+		},
+	}, {
+		name: "a relist of the children, unchanged",
+		lookAgain: func(t *testing.T, h *harness, parents []*unstructured.Unstructured) {
+			for _, p := range parents {
+				child := objectFrom(t, fmt.Sprintf(`{apiVersion: v1, kind: Secret, metadata: {name: %s-copy, namespace: ns, resourceVersion: "7", labels: {metacel.dev/policy: copy, metacel.dev/parent-uid: %s}}}`, p.GetName(), p.GetUID()))
+				h.c.childHandler().OnUpdate(cached(t, child), cached(t, child))
 			}
 		},
 	}, {

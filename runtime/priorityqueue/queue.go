@@ -9,6 +9,11 @@ import (
 // level is where a queued key waits.
 type level uint8
 
+const (
+	high level = iota + 1
+	low
+)
+
 // entry is one push of a key, numbered.
 type entry[T comparable] struct {
 	key T
@@ -21,24 +26,27 @@ type waiting struct {
 	n  uint64
 }
 
-const (
-	high level = iota + 1
-	low
-)
+// compactAt is the number of stale entries at low from which they are taken out, when they are
+// also as many as the live ones: a key raised leaves its entry at low behind, which Pop skips,
+// but while keys at high keep coming Pop does not reach them.
+const compactAt = 1024
 
 // Queue is a workqueue.Queue of two levels, each first in, first out: Pop takes the oldest key
 // at high, or when none waits there, the oldest at low.
 //
 // The workqueue calls Push, Touch, Len and Pop with its own lock held. What an add asked for is
 // announced before the add, without that lock (Workqueue), so the announcements have a lock of
-// their own.
+// their own. They are per key, not per add: two adds of one key at once may each meet the
+// other's announcement. A high one always leaves the key high, so what an add at high asked for
+// is never lost; at worst a key comes once more, at low.
 type Queue[T comparable] struct {
 	high, low workqueue.Queue[entry[T]]
-	// queued is where each key waiting waits. An entry of high or low that is not its key's
-	// entry there is skipped by Pop: its key was raised, or was popped from the other level and
-	// pushed again.
+	// queued is where each key waiting waits. An entry at low that is not its key's entry there
+	// is stale (its key was raised; only low has stale entries), and Pop skips it.
 	queued map[T]waiting
 	pushes uint64
+	// staleLow counts the stale entries at low
+	staleLow int
 
 	mu sync.Mutex
 	// asked is the level the adds of a key announced that the workqueue has not yet pushed or
@@ -76,7 +84,9 @@ func (q *Queue[T]) Touch(key T) {
 	if q.takeAsked(key) == low || q.queued[key].lv != low {
 		return
 	}
-	q.push(key, high) // its entry at low is skipped
+	q.push(key, high)
+	q.staleLow++ // its entry at low
+	q.compactLow()
 }
 
 // push queues key at lv.
@@ -97,15 +107,36 @@ func (q *Queue[T]) Len() int { return len(q.queued) }
 // Pop takes the oldest key at high, or else the oldest at low. The workqueue calls it only
 // when Len is not 0.
 func (q *Queue[T]) Pop() T {
-	for _, fifo := range []workqueue.Queue[entry[T]]{q.high, q.low} {
-		for fifo.Len() > 0 {
-			if e := fifo.Pop(); q.queued[e.key].n == e.n {
-				delete(q.queued, e.key)
-				return e.key
-			}
+	if q.high.Len() > 0 {
+		e := q.high.Pop()
+		delete(q.queued, e.key)
+		return e.key
+	}
+	for q.low.Len() > 0 {
+		e := q.low.Pop()
+		if q.live(e) {
+			delete(q.queued, e.key)
+			return e.key
 		}
+		q.staleLow--
 	}
 	panic("priorityqueue: Pop of an empty queue")
+}
+
+// live says whether e is its key's entry.
+func (q *Queue[T]) live(e entry[T]) bool { return q.queued[e.key].n == e.n }
+
+// compactLow takes the stale entries out of low once they are many.
+func (q *Queue[T]) compactLow() {
+	if q.staleLow < compactAt || q.staleLow < q.low.Len()-q.staleLow {
+		return
+	}
+	for range q.low.Len() {
+		if e := q.low.Pop(); q.live(e) {
+			q.low.Push(e)
+		}
+	}
+	q.staleLow = 0
 }
 
 // takeAsked returns the level the adds of key asked for, and forgets it.

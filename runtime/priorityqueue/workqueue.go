@@ -23,14 +23,16 @@ func NewWorkqueue[T comparable](name string, limiter workqueue.TypedRateLimiter[
 }
 
 // Add asks for key at high priority: before every key asked for at low.
-func (w *Workqueue[T]) Add(key T) {
-	w.order.ask(key, high)
-	w.TypedRateLimitingInterface.Add(key)
-}
+func (w *Workqueue[T]) Add(key T) { w.add(key, high) }
 
 // AddLow asks for key at low priority: after every key asked for at high, unless an add at high
 // asks for it too before a worker takes it.
-func (w *Workqueue[T]) AddLow(key T) {
-	w.order.ask(key, low)
+func (w *Workqueue[T]) AddLow(key T) { w.add(key, low) }
+
+func (w *Workqueue[T]) add(key T, lv level) {
+	if w.ShuttingDown() {
+		return // the workqueue takes no add, and would leave the announcement
+	}
+	w.order.ask(key, lv)
 	w.TypedRateLimitingInterface.Add(key)
 }

@@ -1,7 +1,11 @@
 package priorityqueue
 
 import (
+	"runtime"
 	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -81,6 +85,120 @@ func TestTheWorkqueueHandsOutKeysByPriority(t *testing.T) {
 				t.Errorf("handed out %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// The workqueue's own adds (after a delay, a rate limit, or none: AddAfter with no delay) make
+// no announcement, and are high.
+func TestAnAddTheWorkqueueMakesItselfRaisesAKeyWaitingAtLow(t *testing.T) {
+	q := NewWorkqueue[string]("", workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	q.AddLow("a")
+	q.AddLow("b")
+	q.AddAfter("b", 0)
+	if got, _ := q.Get(); got != "b" {
+		t.Errorf("a worker took %q first, want the key added again by the workqueue", got)
+	}
+}
+
+// A key raised leaves its entry at low behind; while keys at high keep coming, Pop does not
+// reach those entries, so they are taken out once many. Drained, the queue holds nothing.
+func TestRaisedKeysLeaveNothingBehind(t *testing.T) {
+	q := NewWorkqueue[string]("", workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	const n = 3 * compactAt
+	for i := range n {
+		q.AddLow(strconv.Itoa(i))
+	}
+	for i := range n - 10 {
+		q.Add(strconv.Itoa(i)) // raised: its entry at low is stale
+	}
+	if entries, live := q.order.low.Len(), 10; entries > live+compactAt {
+		t.Errorf("%d entries at low for %d keys waiting there, want at most %d", entries, live, live+compactAt)
+	}
+	for q.Len() > 0 {
+		key, _ := q.Get()
+		q.Done(key)
+	}
+	o := q.order
+	if o.high.Len() != 0 || o.low.Len() != 0 || len(o.queued) != 0 || len(o.asked) != 0 || o.staleLow != 0 {
+		t.Errorf("drained, the queue holds %d entries at high, %d at low (%d counted stale), %d keys queued, %d announcements",
+			o.high.Len(), o.low.Len(), o.staleLow, len(o.queued), len(o.asked))
+	}
+}
+
+// Adds at both levels and the workqueue's own, and workers, all at once: no key is with two workers,
+// every key is handed out after its last add, and the queue is empty at the end. Run with -race.
+func TestConcurrentAddsAndWorkersKeepTheWorkqueuesPromises(t *testing.T) {
+	q := NewWorkqueue[string]("", workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer q.ShutDown()
+	const keys, adders, adds, workers = 40, 4, 3000, 4
+	var (
+		seq           atomic.Int64
+		mu            sync.Mutex
+		held          = map[string]bool{}
+		lastAdd       = map[string]int64{}
+		lastGet       = map[string]int64{}
+		errs          []string
+		adding, doing sync.WaitGroup
+	)
+	for a := range adders {
+		adding.Go(func() {
+			for i := range adds {
+				key := strconv.Itoa((a*7 + i*13) % keys)
+				mu.Lock()
+				lastAdd[key] = seq.Add(1)
+				mu.Unlock()
+				switch i % 4 {
+				case 0:
+					q.Add(key)
+				case 1, 2:
+					q.AddLow(key)
+				default:
+					q.AddAfter(key, 0) // the workqueue's own add
+				}
+			}
+		})
+	}
+	for range workers {
+		doing.Go(func() {
+			for {
+				key, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				mu.Lock()
+				if held[key] {
+					errs = append(errs, key+" handed to two workers at once")
+				}
+				held[key], lastGet[key] = true, seq.Add(1)
+				mu.Unlock()
+				runtime.Gosched() // the sync: another worker may run meanwhile
+				mu.Lock()
+				delete(held, key)
+				mu.Unlock()
+				q.Forget(key)
+				q.Done(key)
+			}
+		})
+	}
+	adding.Wait()
+	deadline := time.Now().Add(30 * time.Second)
+	for q.Len() > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d keys still queued after 30 s", q.Len())
+		}
+		time.Sleep(time.Millisecond) // polls the workers' progress, with a deadline
+	}
+	q.ShutDownWithDrain()
+	doing.Wait()
+	for _, e := range errs {
+		t.Error(e)
+	}
+	for key, added := range lastAdd {
+		if lastGet[key] < added {
+			t.Errorf("key %s: last added at %d, last handed out at %d", key, added, lastGet[key])
+		}
 	}
 }
 
