@@ -369,11 +369,11 @@ func (c *Controller) enqueueObject(obj any, lookAgain bool) {
 		utilruntime.HandleError(err)
 		return
 	}
+	c.noteEvent(key, eventOfParent)
 	if lookAgain {
 		c.queue.AddLow(key)
 		return
 	}
-	c.noteEvent(key, eventOfParent)
 	c.queue.Add(key)
 }
 
@@ -405,12 +405,10 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			if err != nil {
 				continue
 			}
-			if why == lookAgain {
-				c.queue.AddLow(key)
-				continue
-			}
 			c.noteEvent(key, eventOfChild)
 			switch d := c.states.childEventDelay(key); {
+			case why == lookAgain:
+				c.queue.AddLow(key)
 			case why == deleted || d == 0:
 				c.queue.Add(key)
 			default:
