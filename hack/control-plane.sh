@@ -386,12 +386,24 @@ start_component() {
 	printf '%s\n' "$!" >"$dir/run/$name.pid"
 }
 
+# Whether a component's recorded pid is still the shell that start_component
+# forked to exec it: started, not yet the component (it closes its inherited
+# descriptors first, which a loaded machine can make take a while).
+component_starting() {
+	local dir="$1" name="$2" pid exe
+	pid="$(<"$dir/run/$name.pid")" || return 1
+	[[ "$pid" =~ ^[0-9]+$ ]] || return 1
+	exe="$(readlink "/proc/$pid/exe" 2>/dev/null)" || return 1
+	[[ "${exe% (deleted)}" == "$(readlink /proc/$$/exe)" ]]
+}
+
 # Fails (after showing its log) when a started component has exited.
 check_alive() {
 	local dir="$1" name
 	for name in "${COMPONENTS[@]}"; do
 		[[ -f "$dir/run/$name.pid" ]] || continue
 		component_pid "$dir" "$name" >/dev/null && continue
+		component_starting "$dir" "$name" && continue
 		log "$name exited; last lines of $dir/logs/$name.log:"
 		tail -n 30 "$dir/logs/$name.log" >&2 || true
 		return 1

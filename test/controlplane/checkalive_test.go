@@ -1,0 +1,53 @@
+package controlplane
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// check_alive, polled while a cluster comes up, says a component has exited unless its recorded
+// pid is that component. Between start_component's fork and its exec the pid is the forking
+// shell, closing its inherited descriptors: on a loaded machine check_alive met kwok there and
+// failed the e2e suite's start ("kwok exited", with an empty log).
+func TestCheckAliveTellsAComponentStartingFromOneThatExited(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "control-plane.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		// pid starts what the component's pid file names, and prints its pid
+		pid       string
+		wantAlive bool
+	}{
+		{"a shell forked to exec the component, not yet exec'd", `( sleep 1; true ) >/dev/null & echo $!`, true},
+		{"no process at the pid", `( true ) >/dev/null & p=$!; wait $p; echo $p`, false},
+		{"another program at the pid", `sleep 1 >/dev/null & echo $!`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, d := range []string{"run", "logs"} {
+				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			program := `source <(sed '/^main "\$@"$/d' "$1")
+COMPONENTS=(kwok)
+` + tt.pid + ` > "$2/run/kwok.pid"
+if check_alive "$2"; then echo alive; else echo exited; fi
+kill $(jobs -p) 2>/dev/null || true`
+			out, err := exec.Command("bash", "-c", program, "bash", script, dir).Output()
+			if err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			got := strings.TrimSpace(string(out))
+			if want := map[bool]string{true: "alive", false: "exited"}[tt.wantAlive]; got != want {
+				t.Errorf("check_alive says %q, want %q", got, want)
+			}
+		})
+	}
+}
