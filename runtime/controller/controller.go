@@ -348,7 +348,7 @@ func (c *Controller) resyncAll() {
 
 func (c *Controller) parentHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    c.enqueueObject,
+		AddFunc:    func(obj any, _ bool) { c.enqueueObject(obj, false) },
 		UpdateFunc: func(old, obj any) { c.enqueueObject(obj, unchanged(old, obj)) },
 		DeleteFunc: func(obj any) {
 			if m, err := informers.MetaOf(obj); err == nil && !c.share.has(m.GetUID()) {
@@ -361,8 +361,9 @@ func (c *Controller) parentHandler() cache.ResourceEventHandler {
 }
 
 // enqueueObject asks for a sync of a parent whose event came: at low priority when the event
-// only looks again (the informer's first list at a start or a reload, a relist's unchanged
-// parent), as a resync, else at high.
+// only looks again (a relist's unchanged parent), as a resync, else at high. The informer's first
+// list is high: at a reload, a new version's controller re-renders every parent from it, and at
+// low its own writes' events went first (every Pod of 50 relabelled in 4.8 s against 3.4 s).
 func (c *Controller) enqueueObject(obj any, lookAgain bool) {
 	key, err := cache.DeletionHandlingMetaNamespaceKeyFunc(obj)
 	if err != nil {
@@ -390,9 +391,9 @@ func (c *Controller) noteEvent(key, source string) {
 func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// enqueue asks for a sync of a child's parents: at once for a child of the informer's first
 	// list, so that every parent is queued before the workers start (once: with the parent's own
-	// event; at low priority, as the parent's own: a look again, as a relist's unchanged child),
-	// and for a child deleted (news, or the deletion a Recreate waits for); spaced per parent for
-	// any other event (childEvents). Spaced, the first list's children came back after their parents' syncs and
+	// event), and for a child deleted (news, or the deletion a Recreate waits for); at low
+	// priority for a relist's unchanged child; spaced per parent for any other event
+	// (childEvents). Spaced, the first list's children came back after their parents' syncs and
 	// synced them again: 1,292-2,000 syncs in a restart over 1,000 converged parents.
 	enqueue := func(obj any, why routing) {
 		m, err := informers.MetaOf(obj)
@@ -407,15 +408,15 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 			}
 			c.noteEvent(key, eventOfChild)
 			switch d := c.states.childEventDelay(key); {
-			case why == lookAgain:
+			case why == unchangedInRelist:
 				c.queue.AddLow(key)
-			case why == deleted || d == 0:
+			case why == inFirstList || why == deleted || d == 0:
 				c.queue.Add(key)
 			default:
 				c.queue.AddAfter(key, d)
 			}
 		}
-		if why != changed {
+		if why == inFirstList || why == deleted {
 			c.drain.wake()
 		}
 	}

@@ -42,8 +42,10 @@
 // Each policy has its own rate-limited workqueue of parent keys and its own workers. Events route
 // to parents: a parent's own events, a child's through its metacel.dev/parent-uid label, a related
 // object's through a reverse index of what each parent read in its last sync. The workqueue hands
-// out first what changed: a resync, the informer's first list and a re-sync of every parent
-// (resyncAll) ask at low priority (package priorityqueue), so an edit waits for none of them.
+// out first what changed: a resync, a relist's unchanged objects and a re-sync of every parent
+// (resyncAll) ask at low priority (package priorityqueue), so an edit waits for none of them. The
+// informers' first lists stay high: a new version's controller re-renders every parent from
+// them, and its own writes' events must not go first.
 //
 // The sync of one parent reads as a list of steps (sync.go): read the parent from the cache,
 // read its related objects and observed children, render (the pure function shared with

@@ -36,7 +36,7 @@ func TestASyncIsObservedInEachHistogram(t *testing.T) {
 			child.SetLabels(map[string]string{contract.LabelChildPolicyName: h.c.Name(), contract.LabelParentUID: string(parent.GetUID())})
 			h.c.childHandler().OnAdd(child, false)
 		}, eventOfChild},
-		{"a parent of the informer's first list (a start, a new policy version), queued at low priority", func(h *harness, parent *unstructured.Unstructured) {
+		{"a parent of the informer's first list (a start, a new policy version)", func(h *harness, parent *unstructured.Unstructured) {
 			h.c.parentHandler().OnAdd(parent, true) // the bench counts these to see a new version decide every parent
 		}, eventOfParent},
 		{"a related object's event", func(h *harness, parent *unstructured.Unstructured) {

@@ -300,8 +300,9 @@ func (ix *relatedIndex) parentsReading(gvr schema.GroupVersionResource, obj meta
 type routing uint8
 
 const (
-	changed   routing = iota // added after the informer's first list, or updated
-	lookAgain                // added by the informer's first list (a start, a reload), or unchanged in a relist
+	changed           routing = iota // added after the informer's first list, or updated
+	inFirstList                      // added by the informer's first list (a start, a reload)
+	unchangedInRelist                // updated at the same resourceVersion: the informer relisted
 	deleted
 )
 
@@ -311,14 +312,14 @@ func routeHandler(route func(obj any, why routing)) cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, isInInitialList bool) {
 			if isInInitialList {
-				route(obj, lookAgain)
+				route(obj, inFirstList)
 			} else {
 				route(obj, changed)
 			}
 		},
 		UpdateFunc: func(old, obj any) {
 			if unchanged(old, obj) {
-				route(obj, lookAgain)
+				route(obj, unchangedInRelist)
 				return
 			}
 			route(old, changed)

@@ -1,13 +1,12 @@
 // Package priorityqueue is the order in which a controller's workqueue hands out its keys: a
 // key asked for by something that changed (a parent's edit, a child's event, a retry) before a
-// key asked for only to look again (a resync of every parent, the informer's first list, a
-// policy change that re-syncs every parent). It is the Queue that client-go's workqueue takes
+// key asked for only to look again (a resync of every parent, a relist's unchanged objects). It is the Queue that client-go's workqueue takes
 // (workqueue.TypedQueueConfig.Queue); the workqueue keeps what it always did: a key queued once
 // however often it is added, never handed to two workers at once, rate limits and delays.
 //
 // Without it the workqueue is first in, first out: at 100,000 parents, an edit made during a
 // resync waited behind every parent the resync had queued before it (p99 1.3 s, against 0.25 s
-// for controller-runtime, whose priority queue gives resyncs and the first list a low priority).
+// for controller-runtime, whose priority queue gives resyncs a low priority).
 // client-go's workqueue has no priorities, and metacel does not depend on controller-runtime, so
 // this package adds the two it needs, from client-go's own FIFO (workqueue.DefaultQueue).
 //
