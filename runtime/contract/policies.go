@@ -1,5 +1,7 @@
 package contract
 
+import "strings"
+
 // The keys on the ConfigMaps that hold policies, in the policy namespace.
 const (
 	// LabelPolicyConfigMap "true" marks a ConfigMap that holds policies: the runtime reads those
@@ -46,6 +48,11 @@ const (
 	// that stored parents would not survive reach the CRD (package crdinstall).
 	AnnotationAllowBreakingSchemaChange = "metacel.dev/allow-breaking-schema-change"
 )
+
+// ReadFromPolicy reports whether a key of a policy's own labels or annotations is one the runtime
+// reads: metacel.dev/*, the keys above and any a later runtime adds. A change of any other key is
+// not a new version of the policy (package rollout).
+func ReadFromPolicy(key string) bool { return strings.HasPrefix(key, reservedPrefix) }
 
 // The keys on the CRDs the runtime installs for policies (parentSchema.install, package
 // crdinstall).

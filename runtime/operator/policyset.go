@@ -552,6 +552,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
 	}
 	if sameCompiled(old.policy, p) && !restart {
 		old.unit = st.unit.Name
+		s.metrics.sameVersion(p.Name())
 		return
 	}
 	if r := s.startLocked(p, st.unit, old, nil); r != nil {
@@ -785,10 +786,11 @@ func (s *policySet) Running() map[string]int {
 	return out
 }
 
-// sameCompiled reports whether a reload changed nothing that matters: the policy as written and
-// what the cluster said of its resources.
+// sameCompiled reports whether a reload changed nothing that matters: the policy's version (what
+// it does, rollout.Version: its text, less the labels and annotations the runtime does not read)
+// and what the cluster said of its resources.
 func sameCompiled(a, b *policy.Compiled) bool {
-	return reflect.DeepEqual(a.Policy, b.Policy) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
+	return rollout.Version(a) == rollout.Version(b) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
 }
 
 // unitEvent records an event with recorder (nil: none) on the ConfigMap a unit comes from; units
@@ -815,7 +817,9 @@ func names(ps []*policy.Compiled) []string {
 type policyMetrics struct {
 	info       *prometheus.GaugeVec
 	loadErrors *prometheus.CounterVec
-	parents    *prometheus.GaugeVec
+	// sameVersions counts the loads of a policy that left its running version as it was
+	sameVersions *prometheus.CounterVec
+	parents      *prometheus.GaugeVec
 	// states are each policy's state and its parents by condition (statemetrics.go)
 	states *stateMetrics
 }
@@ -830,12 +834,16 @@ func newPolicyMetrics(reg prometheus.Registerer) *policyMetrics {
 			Name: "metacel_policy_load_errors_total",
 			Help: "Policy versions that failed to load (parse, validation, compilation) or were rejected (conflicts), each counted once: retries of the same version are not counted.",
 		}, []string{"policy"}),
+		sameVersions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "metacel_policy_same_version_loads_total",
+			Help: "Loads of a policy that found the version running (its source changed elsewhere: another policy of its ConfigMap key or file, or its own labels and annotations that the runtime does not read): nothing started again, nothing synced.",
+		}, []string{"policy"}),
 	}
 	m.parents = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "metacel_policy_parents",
 		Help: "Parents a policy's controller syncs in this process: all of them, or this replica's share with sharding.",
 	}, []string{"policy"})
-	reg.MustRegister(m.info, m.loadErrors, m.parents)
+	reg.MustRegister(m.info, m.loadErrors, m.sameVersions, m.parents)
 	m.states = newStateMetrics(reg)
 	return m
 }
@@ -844,6 +852,8 @@ func (m *policyMetrics) loaded(policy, src string, generation int) {
 	m.info.DeletePartialMatch(prometheus.Labels{"policy": policy})
 	m.info.WithLabelValues(policy, src, fmt.Sprint(generation)).Set(1)
 }
+
+func (m *policyMetrics) sameVersion(policy string) { m.sameVersions.WithLabelValues(policy).Inc() }
 
 func (m *policyMetrics) removed(policy string) {
 	m.info.DeletePartialMatch(prometheus.Labels{"policy": policy})

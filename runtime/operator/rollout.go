@@ -149,8 +149,7 @@ func (d *rolloutDriver) startFromRecordLocked(p *policy.Compiled, st *unitState,
 			klog.FromContext(d.ctx).Error(err, "Cannot read the rollout record; the policy starts at its newest version", "policy", p.Name())
 		}
 	}
-	v := rollout.Version(p)
-	if rec == nil || rec.Stable == v || p.Rollout == nil {
+	if rec == nil || rollout.IsVersionOf(rec.Stable, p) || p.Rollout == nil {
 		return false
 	}
 	stable := d.trustedStableLocked(p, st, rec)
@@ -159,11 +158,11 @@ func (d *rolloutDriver) startFromRecordLocked(p *policy.Compiled, st *unitState,
 	}
 	unit := source.Unit{Name: rec.StableUnit, Data: []byte(rec.StableSource), ConfigMap: st.unit.ConfigMap}
 	switch {
-	case rec.Phase == rollout.RolledBack && rec.Target == v:
+	case rec.Phase == rollout.RolledBack && rollout.IsVersionOf(rec.Target, p):
 		if r := d.set.startLocked(stable, unit, nil, nil); r != nil {
-			r.rolledBack, r.message = v, rec.Message
+			r.rolledBack, r.message = rollout.Version(p), rec.Message
 		}
-	case rec.Phase == rollout.RollingOut && rec.Target == v:
+	case rec.Phase == rollout.RollingOut && rollout.IsVersionOf(rec.Target, p):
 		// the stable version starts without the parents that moved: were it to hold them until
 		// the rollout starts, a sync of one would put its children back on the stable version
 		ro := newRolloutRun(p, rec.Step, rec.StepStarted)

@@ -45,13 +45,10 @@ func (d *rolloutDriver) trustedStableLocked(p *policy.Compiled, st *unitState, r
 		return nil
 	}
 	var stable *policy.Compiled
-	err = rollout.Trust(*rec, loaded, func() (string, error) {
+	err = rollout.Trust(*rec, loaded, func() (*policy.Compiled, error) {
 		var err error
 		stable, err = d.compileRecorded(name, rec)
-		if err != nil {
-			return "", err
-		}
-		return rollout.Version(stable), nil
+		return stable, err
 	})
 	switch {
 	case errors.Is(err, rollout.ErrUntrusted):

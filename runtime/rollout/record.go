@@ -2,8 +2,6 @@ package rollout
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -16,7 +14,6 @@ import (
 
 	"metacel.dev/metacel/runtime/apistore"
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/policy"
 )
 
 // Phase is where a policy's rollout stands.
@@ -49,16 +46,6 @@ type Record struct {
 	StepStarted time.Time `json:"stepStarted,omitzero"`
 	// Message says why a rollout failed.
 	Message string `json:"message,omitempty"`
-}
-
-// Version identifies a version of a policy: a hash of the policy as written.
-func Version(p *policy.Compiled) string {
-	b, err := json.Marshal(p.Policy)
-	if err != nil {
-		b = fmt.Appendf(nil, "%#v", p.Policy)
-	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
 }
 
 // ConfigMap keys of a record.

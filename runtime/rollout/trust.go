@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/policystatus"
 )
 
@@ -16,24 +17,24 @@ var ErrUntrusted = errors.New("rollout record not trusted")
 const MaxLoadedVersions = 8
 
 // Trust decides whether the stable version a record keeps may run. loaded are the versions of
-// the policy the runtime loaded from its labelled ConfigMap; sourceVersion compiles the record's
-// source and returns its Version. The record is trusted when its stable version, and its target
-// if any, are among loaded, and its source is the stable version it names; sourceVersion is
-// called only once the versions are known, so an untrusted source is never compiled. Its error
-// (the source no longer compiles) is returned as it is; every other refusal wraps ErrUntrusted.
-func Trust(rec Record, loaded []string, sourceVersion func() (string, error)) error {
+// the policy the runtime loaded from its labelled ConfigMap; source compiles the record's source.
+// The record is trusted when its stable version, and its target if any, are among loaded, and its
+// source is the stable version it names (IsVersionOf); source is called only once the versions
+// are known, so an untrusted source is never compiled. Its error (the source no longer compiles)
+// is returned as it is; every other refusal wraps ErrUntrusted.
+func Trust(rec Record, loaded []string, source func() (*policy.Compiled, error)) error {
 	if !slices.Contains(loaded, rec.Stable) {
 		return fmt.Errorf("%w: its stable version %q was never loaded from the policy's ConfigMap", ErrUntrusted, policystatus.ShortVersion(rec.Stable))
 	}
 	if rec.Target != "" && !slices.Contains(loaded, rec.Target) {
 		return fmt.Errorf("%w: its target version %q was never loaded from the policy's ConfigMap", ErrUntrusted, policystatus.ShortVersion(rec.Target))
 	}
-	got, err := sourceVersion()
+	got, err := source()
 	if err != nil {
 		return err
 	}
-	if got != rec.Stable {
-		return fmt.Errorf("%w: its stored source is version %q, not the stable version %q it names", ErrUntrusted, policystatus.ShortVersion(got), policystatus.ShortVersion(rec.Stable))
+	if !IsVersionOf(rec.Stable, got) {
+		return fmt.Errorf("%w: its stored source is version %q, not the stable version %q it names", ErrUntrusted, policystatus.ShortVersion(Version(got)), policystatus.ShortVersion(rec.Stable))
 	}
 	return nil
 }

@@ -5,40 +5,48 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"metacel.dev/metacel/runtime/policy"
 )
 
 func TestTrust(t *testing.T) {
 	compiles := errors.New("no longer compiles")
+	stable, target, forged := compiledNamed("stable", nil), compiledNamed("target", nil), compiledNamed("forged", nil)
+	s, tv, f := Version(stable), Version(target), Version(forged)
+	annotated := compiledNamed("stable", map[string]string{"team": "payments"})
+	earlier := legacyVersion(annotated)
 	for _, tt := range []struct {
 		name   string
 		rec    Record
 		loaded []string
-		// source is the version the record's source compiles to ("": it does not compile)
-		source string
+		// source is the policy the record's source compiles to (nil: it does not compile)
+		source *policy.Compiled
 		// untrusted: the refusal wraps ErrUntrusted; compiled: the source was compiled
 		wantErr, untrusted, compiled bool
 	}{
 		{name: "a record of versions loaded from the ConfigMap, its source the stable version, is trusted",
-			rec: Record{Phase: RollingOut, Stable: "s", Target: "t"}, loaded: []string{"s", "t"}, source: "s", compiled: true},
+			rec: Record{Phase: RollingOut, Stable: s, Target: tv}, loaded: []string{s, tv}, source: stable, compiled: true},
 		{name: "a stable record needs its stable version loaded only",
-			rec: Record{Phase: Stable, Stable: "s"}, loaded: []string{"s"}, source: "s", compiled: true},
+			rec: Record{Phase: Stable, Stable: s}, loaded: []string{s}, source: stable, compiled: true},
+		{name: "a record an earlier runtime wrote, naming the whole policy's hash, is trusted",
+			rec: Record{Phase: Stable, Stable: earlier}, loaded: []string{earlier}, source: annotated, compiled: true},
 		{name: "a stable version never loaded is refused, its source never compiled",
-			rec: Record{Phase: RolledBack, Stable: "forged", Target: "t"}, loaded: []string{"s", "t"}, source: "forged", wantErr: true, untrusted: true},
+			rec: Record{Phase: RolledBack, Stable: f, Target: tv}, loaded: []string{s, tv}, source: forged, wantErr: true, untrusted: true},
 		{name: "a target never loaded is refused, its source never compiled",
-			rec: Record{Phase: RollingOut, Stable: "s", Target: "forged"}, loaded: []string{"s", "t"}, source: "s", wantErr: true, untrusted: true},
+			rec: Record{Phase: RollingOut, Stable: s, Target: f}, loaded: []string{s, tv}, source: stable, wantErr: true, untrusted: true},
 		{name: "a source that is not the stable version it names is refused",
-			rec: Record{Phase: RolledBack, Stable: "s", Target: "t"}, loaded: []string{"s", "t"}, source: "forged", wantErr: true, untrusted: true, compiled: true},
+			rec: Record{Phase: RolledBack, Stable: s, Target: tv}, loaded: []string{s, tv}, source: forged, wantErr: true, untrusted: true, compiled: true},
 		{name: "nothing loaded trusts nothing",
-			rec: Record{Phase: Stable, Stable: ""}, source: "", wantErr: true, untrusted: true},
+			rec: Record{Phase: Stable, Stable: ""}, wantErr: true, untrusted: true},
 		{name: "a trusted source that no longer compiles is an error, not a refusal",
-			rec: Record{Phase: RollingOut, Stable: "s", Target: "t"}, loaded: []string{"s", "t"}, source: "", wantErr: true, compiled: true},
+			rec: Record{Phase: RollingOut, Stable: s, Target: tv}, loaded: []string{s, tv}, wantErr: true, compiled: true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			compiled := false
-			err := Trust(tt.rec, tt.loaded, func() (string, error) {
+			err := Trust(tt.rec, tt.loaded, func() (*policy.Compiled, error) {
 				compiled = true
-				if tt.source == "" {
-					return "", compiles
+				if tt.source == nil {
+					return nil, compiles
 				}
 				return tt.source, nil
 			})

@@ -180,10 +180,12 @@ func (p *proc) progress(ctx context.Context) (progress, error) {
 // progress is where a controller's syncs stand: syncs completed, and its queue's depth; for
 // metacel also the syncs that handled an informer event (metacel_sync_event_latency_seconds'
 // count: a resync's syncs handle none) and its policy's generation (metacel_policy_info, one more
-// at each new version).
+// at each new version), and its loads that found the version running
+// (metacel_policy_same_version_loads_total).
 type progress struct {
 	syncs, events, depth float64
 	generation           string
+	sameVersionLoads     float64
 }
 
 // progressOf reads a controller's progress from its /metrics text; name is its controller's (its
@@ -197,6 +199,7 @@ func progressOf(text, kind, name string) (progress, error) {
 	if kind == metacel {
 		pr.events, _ = sumSamples(text, "metacel_sync_event_latency_seconds_count", map[string]string{"policy": name})
 		pr.generation = sampleLabels(text, "metacel_policy_info", map[string]string{"policy": name})["generation"]
+		pr.sameVersionLoads, _ = sumSamples(text, "metacel_policy_same_version_loads_total", map[string]string{"policy": name})
 	}
 	return pr, nil
 }
@@ -205,7 +208,14 @@ func progressOf(text, kind, name string) (progress, error) {
 // empty and its syncs have grown by parents; metacel's by parents that handled an informer event,
 // under another generation of its policy (a new version's controller gets every parent and child
 // as an event; its predecessor's resyncs handle none).
+//
+// A metacel that takes the change for the version it runs (it ignores what the runtime does not
+// read of a policy's metadata) has nothing to sync: it has decided once its
+// metacel_policy_same_version_loads_total grew.
 func decidedAll(kind string, from, now progress, parents int) bool {
+	if kind == metacel && now.sameVersionLoads > from.sameVersionLoads {
+		return true
+	}
 	n := float64(parents)
 	if now.depth != 0 || now.syncs-from.syncs < n {
 		return false

@@ -11,11 +11,13 @@ import (
 )
 
 // The no-op policy change: metacel's policy file rewritten with an annotation on the policy that
-// nothing reads. The runtime takes it as a new version (it compares the whole policy as written:
-// a new controller replaces the running one, and syncs every parent, each an informer event to
-// it), and renders every child and status as before: it must write nothing. The other
-// controllers get their file of child labels rewritten as it is, and a SIGHUP: they sync every
-// parent again with the same labels.
+// nothing reads. The runtime takes it for the version it runs (a policy's version leaves out the
+// labels and annotations of its metadata that the runtime does not read): nothing starts again,
+// nothing is synced, nothing is written. A runtime before that (-metacel) took it as a new
+// version: a new controller replaced the running one, synced every parent (each an informer event
+// to it) and rendered every child and status as before. The other controllers get their file of
+// child labels rewritten as it is, and a SIGHUP: they sync every parent again with the same
+// labels.
 const (
 	noopAnnotation = "metacel-bench/no-op"
 	noopValue      = "1"

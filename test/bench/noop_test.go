@@ -11,11 +11,13 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/rollout"
 )
 
-// The no-op change is a new version of each bench policy to the runtime (the policy as written
-// differs: it compares the whole of it) whose spec, and so every render, is the same.
-func TestTheNoopChangeIsANewVersionWithTheSameSpec(t *testing.T) {
+// The no-op change is a new text of each bench policy, the version the runtime runs (only an
+// annotation the runtime does not read differs): a runtime that compares the whole policy takes
+// it for a new version whose spec, and so every render, is the same.
+func TestTheNoopChangeIsANewTextOfTheSameVersion(t *testing.T) {
 	for _, file := range []string{"myapp.yaml", "memcached.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			raw, err := os.ReadFile(filepath.Join("testdata", file))
@@ -40,7 +42,10 @@ func TestTheNoopChangeIsANewVersionWithTheSameSpec(t *testing.T) {
 				t.Error("the spec changed")
 			}
 			if reflect.DeepEqual(before, after) {
-				t.Error("the same policy: the runtime would not load a new version")
+				t.Error("the same text: no change at all")
+			}
+			if rollout.Version(&policy.Compiled{Policy: &before}) != rollout.Version(&policy.Compiled{Policy: &after}) {
+				t.Error("a new version: the runtime would start it and sync every parent")
 			}
 			if _, err := reviseNoop(revised); err != nil {
 				t.Errorf("a revised policy cannot be revised again: %v", err)
@@ -102,7 +107,8 @@ func TestProgressIsReadFromTheMetrics(t *testing.T) {
 }
 
 // Every parent is decided once the queue is empty and the syncs have grown by the parents;
-// metacel's also by syncs of an event, under its policy's next generation.
+// metacel's also by syncs of an event, under its policy's next generation, unless it took the
+// change for the version it runs.
 func TestEveryParentIsDecidedOnceSyncedAfterTheChange(t *testing.T) {
 	from := progress{syncs: 1000, events: 1000, generation: "1"}
 	tests := []struct {
@@ -116,6 +122,7 @@ func TestEveryParentIsDecidedOnceSyncedAfterTheChange(t *testing.T) {
 		{"metacel: a resync of the old version", metacel, progress{syncs: 2000, events: 1000, generation: "1"}, false},
 		{"metacel: not reloaded", metacel, progress{syncs: 2000, events: 2000, generation: "1"}, false},
 		{"metacel: one parent short", metacel, progress{syncs: 1999, events: 1999, generation: "2"}, false},
+		{"metacel: the load found the running version, nothing to sync", metacel, progress{syncs: 1000, events: 1000, generation: "1", sameVersionLoads: 1}, true},
 		{"a baseline synced every parent", handwritten, progress{syncs: 2000}, true},
 		{"a baseline short of one", controllerRuntime, progress{syncs: 1999}, false},
 		{"a baseline's queue not empty", controllerRuntime, progress{syncs: 2500, depth: 3}, false},

@@ -290,7 +290,7 @@ func steadyTable(configs []benchConfig, results map[string][]*result) string {
 		return ""
 	}
 	return "\nNo-op policy change and one edit's latency. No-op: metacel's policy file rewritten with an annotation nothing reads (a new version: a new controller syncs every parent; every render as before); the others: their file of child labels rewritten as it was and SIGHUP. Edits: one MyApp's spec.banner at a time, from the edit's response to its Pod's first write seen through a watch (its deletion: a Recreate); while idle, each once the previous one's Pod write was seen, just after a resync; during the next resync, one every spacing from its first sync:\n\n" +
-		"| configuration | controller | no-op: every parent synced s | no-op: writes | no-op: syncs | edits while idle: p50 / p99 / max ms | while idle: writes per edit | edits during a resync: p50 / p99 / max ms | during a resync: edits in it, its length s, spacing ms |\n" +
+		"| configuration | controller | no-op: every parent decided s | no-op: writes | no-op: syncs | edits while idle: p50 / p99 / max ms | while idle: writes per edit | edits during a resync: p50 / p99 / max ms | during a resync: edits in it, its length s, spacing ms |\n" +
 		"|---|---|--:|--:|--:|--:|--:|--:|--:|\n" + strings.Join(rows, "\n") + "\n"
 }
 
@@ -380,7 +380,7 @@ func (n noopResult) details() string {
 	if n.reloaded > 0 {
 		reloaded = fmt.Sprintf("the new generation running after %.2fs, ", n.reloaded.Seconds())
 	}
-	return fmt.Sprintf("%severy parent synced after %.2fs; until quiet: %s syncs, %s writes (%s)", reloaded, n.took.Seconds(), num(n.syncs), num(n.requests.total(writes)), n.requests.summary(requests, 100))
+	return fmt.Sprintf("%severy parent decided after %.2fs; until quiet: %s syncs, %s writes (%s)", reloaded, n.took.Seconds(), num(n.syncs), num(n.requests.total(writes)), n.requests.summary(requests, 100))
 }
 
 // details is a phase of edits' line of a run's record ("": not run).
@@ -630,12 +630,13 @@ being deleted, and with nodes is also bound and Running, seen through a watch; *
 anew s**, until every Pod carries the label and is not being deleted (the controller's part; with
 nodes the scheduler's binding and kwok's status follow); **requests until quiet**, the
 controller's requests from telling it until quiet (the scheduler's and kwok's taken out).
-The no-op change's and edits' table: **no-op: every parent synced s**, from telling the
+The no-op change's and edits' table: **no-op: every parent decided s**, from telling the
 controller (metacel: its policy file renamed into place with an annotation nothing reads; the
 others: SIGHUP after their file of child labels was rewritten as it was) until its queue is empty
 and its syncs have grown by the parents (metacel: also its syncs of an informer event,
 metacel_sync_event_latency_seconds' count, which a resync's do not add to, under its policy's
-next generation, metacel_policy_info); **no-op: writes**, its writes (events included) from
+next generation, metacel_policy_info), or, for a metacel that takes the change for the version it
+runs, until its metacel_policy_same_version_loads_total grew (nothing to sync); **no-op: writes**, its writes (events included) from
 telling it until quiet, and **syncs** its syncs then; **edits ... p50 / p99 / max ms**, over the
 -edits edits of a phase, each from the response to the load client's merge patch of a MyApp's
 spec.banner until the load client's watch, started before the edits, sees its Pod's first write

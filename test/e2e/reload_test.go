@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/operator"
+	"metacel.dev/metacel/runtime/rollout"
 )
 
 // generations records the running policies after each reload, for tests to wait on.
@@ -122,6 +123,36 @@ func podLabelled(v string) func(string) string {
 	}
 }
 
+// policyAnnotated edits a policy's text to carry annotation ("key: value") on its own metadata.
+func policyAnnotated(p, annotation string) string {
+	const name = "\nmetadata:\n  name: myapp\n"
+	return strings.Replace(p, name, "\nmetadata:\n  annotations: {"+annotation+"}\n  name: myapp\n", 1)
+}
+
+// podVersions returns the resourceVersion of each MyApp Pod of a namespace by name.
+func podVersions(t *testing.T, ns string) map[string]string {
+	t.Helper()
+	pods, err := cluster.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = p.ResourceVersion
+	}
+	return out
+}
+
+// recordVersion returns the resourceVersion of MyApp's rollout record in ns.
+func recordVersion(t *testing.T, ns string) string {
+	t.Helper()
+	cm, err := cluster.kube.CoreV1().ConfigMaps(ns).Get(t.Context(), rollout.ConfigMapName("myapp"), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cm.ResourceVersion
+}
+
 // podUIDs returns the UID of each MyApp Pod of a namespace by name, with its version label.
 func podUIDs(t *testing.T, ns string) map[string]string {
 	t.Helper()
@@ -188,6 +219,24 @@ func TestHotReloadFromConfigMap(t *testing.T) {
 		eventually(t, 10*time.Second, "every Pod at v2", podsAt("v2"))
 		t.Logf("policy applied -> first child updated in %s, all %d in %s", first.Round(time.Millisecond), parents, time.Since(start).Round(time.Millisecond))
 		gens.waitFor(t, "myapp", 2)
+	})
+	t.Run("an annotation the runtime does not read is the same version: nothing restarts, nothing is written", func(t *testing.T) {
+		pods, record := podVersions(t, ns), recordVersion(t, policyNS)
+		before := metricValue(rt, "metacel_policy_same_version_loads_total", "myapp")
+		annotated := withPolicy(cm, func(p string) string { return policyAnnotated(podLabelled("v2")(p), "team: payments") })
+		if fmt.Sprint(annotated.Data) == fmt.Sprint(withPolicy(cm, podLabelled("v2")).Data) {
+			t.Fatal("the policy's metadata was not found to annotate")
+		}
+		applyConfigMap(t, annotated)
+		eventually(t, 10*time.Second, "the load found the running version", func() error {
+			if got := metricValue(rt, "metacel_policy_same_version_loads_total", "myapp"); got <= before {
+				return fmt.Errorf("metacel_policy_same_version_loads_total{policy=myapp} = %v", got)
+			}
+			return nil
+		})
+		expectEqual(t, "generation", gens.of("myapp"), 2)
+		expectEqual(t, "the Pods' resourceVersions", fmt.Sprint(podVersions(t, ns)), fmt.Sprint(pods))
+		expectEqual(t, "the rollout record's resourceVersion", recordVersion(t, policyNS), record)
 	})
 	for _, broken := range []struct{ name, text string }{
 		{"bad CEL", `name: "${parent.metadata.name + }-pod"`},
