@@ -213,15 +213,24 @@ func (rc *Cache) List() []metav1.Object {
 	return out
 }
 
-// ByIndex returns the metadata of the objects cached under an index value.
+// ByIndex returns the metadata of the objects cached under an index value: of a UID index
+// (ByUID, ByParentUID), those of the UID among its bucket's.
 func (rc *Cache) ByIndex(index, value string) ([]metav1.Object, error) {
+	uidOf, byUID := uidIndexes[index]
+	lookup := value
+	if byUID {
+		lookup = uidBucket(value)
+	}
 	var out []metav1.Object
 	for _, inf := range rc.Informers() {
-		objs, err := inf.GetIndexer().ByIndex(index, value)
+		objs, err := inf.GetIndexer().ByIndex(index, lookup)
 		if err != nil {
 			return nil, err
 		}
 		out = appendMeta(out, objs)
+	}
+	if byUID {
+		out = slices.DeleteFunc(out, func(m metav1.Object) bool { return uidOf(m) != value })
 	}
 	return out, nil
 }

@@ -84,7 +84,7 @@ func TestAPooledInformerKeepsTheIndexesItsUsersAskFor(t *testing.T) {
 	if got := indexesOf(children); !slices.Equal(got, []string{ByParentUID}) {
 		t.Errorf("indexes %v, want [%s]", got, ByParentUID)
 	}
-	if objs, err := children.GetIndexer().ByIndex(ByParentUID, "uid-p"); err != nil || len(objs) != 1 {
+	if objs, err := Fixed(cms, children).ByIndex(ByParentUID, "uid-p"); err != nil || len(objs) != 1 {
 		t.Errorf("the object cached before the index was added: %d found (%v)", len(objs), err)
 	}
 	_, releaseAgain := pool.Acquire(cms, ManagedSelector, ByParentUID, ByUID)
