@@ -97,31 +97,42 @@ func TestACachedBuiltinObjectIsTheAPIServersJSON(t *testing.T) {
 			go inf.RunWithContext(ctx)
 			// the API server (the scheduler, kwok, the controller-manager) may move it on: compare
 			// the cached object with the API server's at the same resourceVersion
-			eventually(t, 30*time.Second, "the cached object is the API server's", func() error {
-				cached, ok, _ := inf.GetStore().GetByKey(ns + "/" + obj.GetName())
-				if !ok {
-					return fmt.Errorf("not cached yet")
-				}
-				if !cached.(*compact.Object).Protobuf {
-					t.Fatalf("cached as JSON, want protobuf")
-				}
-				live, err := get(t, gvr, ns, obj.GetName())
-				if err != nil {
-					return err
-				}
-				got, err := compact.Unstructured(cached)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if got.GetResourceVersion() != live.GetResourceVersion() {
-					return fmt.Errorf("cached at resourceVersion %s, the API server at %s", got.GetResourceVersion(), live.GetResourceVersion())
-				}
-				if want := compact.Slim(live); !reflect.DeepEqual(got.Object, want.Object) {
-					t.Fatalf("cached from protobuf\n%v\nthe API server's JSON\n%v", got.Object, want.Object)
-				}
-				return nil
-			})
+			eventually(t, 30*time.Second, "the cached object is the API server's", cachedAsTheAPIServerHasIt(t, inf, gvr, ns, obj.GetName(), true, nil))
 		})
+	}
+}
+
+// cachedAsTheAPIServerHasIt checks that an informer caches an object of gvr as the API server has
+// it (slimmed), compared at the same resourceVersion (the API server's components may move it
+// on), as protobuf or as JSON, the API server's object passing checkLive (nil: any); for
+// eventually: an error while the cache is behind, a failed test when it differs.
+func cachedAsTheAPIServerHasIt(t *testing.T, inf cache.SharedIndexInformer, gvr schema.GroupVersionResource, ns, name string, protobuf bool, checkLive func(live *unstructured.Unstructured)) func() error {
+	return func() error {
+		cached, ok, _ := inf.GetStore().GetByKey(ns + "/" + name)
+		if !ok {
+			return fmt.Errorf("not cached yet")
+		}
+		if got := cached.(*compact.Object).Protobuf; got != protobuf {
+			t.Fatalf("cached as protobuf: %v, want %v", got, protobuf)
+		}
+		live, err := get(t, gvr, ns, name)
+		if err != nil {
+			return err
+		}
+		got, err := compact.Unstructured(cached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.GetResourceVersion() != live.GetResourceVersion() {
+			return fmt.Errorf("cached at resourceVersion %s, the API server at %s", got.GetResourceVersion(), live.GetResourceVersion())
+		}
+		if checkLive != nil {
+			checkLive(live)
+		}
+		if want := compact.Slim(live); !reflect.DeepEqual(got.Object, want.Object) {
+			t.Fatalf("cached\n%v\nthe API server's\n%v", got.Object, want.Object)
+		}
+		return nil
 	}
 }
 
@@ -167,33 +178,11 @@ func TestACachedChildKeepsMetacelsManagedFieldsAsTheAPIServerHasThem(t *testing.
 			defer cancel()
 			go inf.RunWithContext(ctx)
 			for _, name := range []string{"app-7-a", "app-7-b"} {
-				eventually(t, 30*time.Second, name+" cached as the API server has it", func() error {
-					cached, ok, _ := inf.GetStore().GetByKey(ns + "/" + name)
-					if !ok {
-						return fmt.Errorf("not cached yet")
-					}
-					if got := cached.(*compact.Object).Protobuf; got != (tc.server != nil) {
-						t.Fatalf("cached as protobuf: %v", got)
-					}
-					live, err := get(t, cms, ns, name)
-					if err != nil {
-						return err
-					}
-					got, err := compact.Unstructured(cached)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if got.GetResourceVersion() != live.GetResourceVersion() {
-						return fmt.Errorf("cached at resourceVersion %s, the API server at %s", got.GetResourceVersion(), live.GetResourceVersion())
-					}
+				eventually(t, 30*time.Second, name+" cached as the API server has it", cachedAsTheAPIServerHasIt(t, inf, cms, ns, name, tc.server != nil, func(live *unstructured.Unstructured) {
 					if len(live.GetManagedFields()) != 2 {
 						t.Fatalf("the API server's managed fields: %d entries, want metacel's and another's", len(live.GetManagedFields()))
 					}
-					if want := compact.Slim(live); !reflect.DeepEqual(got.Object, want.Object) {
-						t.Fatalf("cached\n%v\nthe API server's\n%v", got.Object, want.Object)
-					}
-					return nil
-				})
+				}))
 			}
 		})
 	}
