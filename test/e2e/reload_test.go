@@ -131,16 +131,7 @@ func policyAnnotated(p, annotation string) string {
 
 // podVersions returns the resourceVersion of each MyApp Pod of a namespace by name.
 func podVersions(t *testing.T, ns string) map[string]string {
-	t.Helper()
-	pods, err := cluster.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]string{}
-	for _, p := range pods.Items {
-		out[p.Name] = p.ResourceVersion
-	}
-	return out
+	return myAppPodsBy(t, ns, func(p *corev1.Pod) string { return p.ResourceVersion })
 }
 
 // recordVersion returns the resourceVersion of MyApp's rollout record in ns.
@@ -155,15 +146,20 @@ func recordVersion(t *testing.T, ns string) string {
 
 // podUIDs returns the UID of each MyApp Pod of a namespace by name, with its version label.
 func podUIDs(t *testing.T, ns string) map[string]string {
+	return myAppPodsBy(t, ns, func(p *corev1.Pod) string { return string(p.UID) + "@" + p.Labels["version"] })
+}
+
+// myAppPodsBy returns value of each MyApp Pod of a namespace not being deleted, by name.
+func myAppPodsBy(t *testing.T, ns string, value func(*corev1.Pod) string) map[string]string {
 	t.Helper()
 	pods, err := cluster.kube.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{LabelSelector: "metacel.dev/policy=myapp"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]string{}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			out[p.Name] = string(p.UID) + "@" + p.Labels["version"]
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil {
+			out[p.Name] = value(p)
 		}
 	}
 	return out
