@@ -148,7 +148,7 @@ func (d *drain) markRecreatesGoing() {
 		if res.Method != policy.Recreate {
 			continue
 		}
-		for _, m := range d.caches.children[gvr.String()].List() {
+		for m := range d.caches.children[gvr.String()].All() {
 			if m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != d.policy.Name() {
 				continue
 			}

@@ -130,17 +130,17 @@ func (ps Parents) Synced(parent metav1.Object) bool {
 }
 
 // Count counts the parents the controller syncs now, and of them those its syncs found ready and
-// failing. A parent not synced yet counts as neither. It reads each cached parent once, and
-// allocates nothing per parent: the policy status counts every second.
+// failing. A parent not synced yet counts as neither. It reads each cached parent once, through
+// Cache.All: the policy status counts every second, so its garbage is client-go's copy of the
+// cache's list alone (16 bytes a parent), no slice of the parents' metadata.
 func (ps Parents) Count() Counts {
 	var out Counts
 	if ps.caches.parents == nil {
 		return out
 	}
-	objs := ps.caches.parents.List()
 	ps.states.mu.Lock()
 	defer ps.states.mu.Unlock()
-	for _, m := range objs {
+	for m := range ps.caches.parents.All() {
 		if !ps.share.has(m.GetUID()) {
 			continue
 		}

@@ -1,6 +1,7 @@
 package informers
 
 import (
+	"iter"
 	"slices"
 	"sync"
 
@@ -211,6 +212,21 @@ func (rc *Cache) List() []metav1.Object {
 		out = appendMeta(out, inf.GetIndexer().List())
 	}
 	return out
+}
+
+// All yields the metadata of every object cached, informer by informer, for a reader that
+// visits each once and keeps none: the only thing allocated is client-go's copy of each
+// informer's list (16 bytes an object), where List builds a slice of the metadata too.
+func (rc *Cache) All() iter.Seq[metav1.Object] {
+	return func(yield func(metav1.Object) bool) {
+		for _, inf := range rc.Informers() {
+			for _, obj := range inf.GetIndexer().List() {
+				if m, err := MetaOf(obj); err == nil && !yield(m) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // ByIndex returns the metadata of the objects cached under an index value: of a UID index
