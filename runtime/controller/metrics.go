@@ -129,7 +129,13 @@ func (m *Metrics) observeEventLatency(policy string, e pendingEvent, start time.
 type pendingEvents struct {
 	mu    sync.Mutex
 	byKey map[string]pendingEvent
+	// peak is the most keys byKey held since it was made: a Go map keeps the room of its most
+	// entries, so one emptied after a peak (every parent's first event, at a start) is dropped
+	peak int
 }
+
+// renewPendingAt is the peak from which an emptied byKey is dropped, as priorityqueue does.
+const renewPendingAt = 1024
 
 type pendingEvent struct {
 	at     time.Time
@@ -144,6 +150,7 @@ func (p *pendingEvents) note(key, source string, at time.Time) {
 			p.byKey = map[string]pendingEvent{}
 		}
 		p.byKey[key] = pendingEvent{at: at, source: source}
+		p.peak = max(p.peak, len(p.byKey))
 	}
 	p.mu.Unlock()
 }
@@ -154,6 +161,9 @@ func (p *pendingEvents) take(key string) pendingEvent {
 	e, ok := p.byKey[key]
 	if ok {
 		delete(p.byKey, key)
+	}
+	if len(p.byKey) == 0 && p.peak >= renewPendingAt {
+		p.byKey, p.peak = nil, 0
 	}
 	p.mu.Unlock()
 	return e

@@ -2,7 +2,10 @@ package controller
 
 import (
 	"errors"
+	goruntime "runtime"
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
@@ -178,4 +181,38 @@ func BenchmarkEventToSync(b *testing.B) {
 			b.Fatal("the queue shut down")
 		}
 	}
+}
+
+// The first event of every parent at a start waits in pendingEvents until its sync: once they are
+// all taken, the map's room for them goes back to the heap (a Go map never shrinks).
+func TestPendingEventsTakenKeepNothingOfTheirPeak(t *testing.T) {
+	const n = 100_000
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = "ns/p-" + strconv.Itoa(i)
+	}
+	var p pendingEvents
+	before := heapInUse()
+	at := time.Now()
+	for _, key := range keys {
+		p.note(key, eventOfParent, at)
+	}
+	for _, key := range keys {
+		if p.take(key).at.IsZero() {
+			t.Fatalf("no event waits for %s", key)
+		}
+	}
+	if kept := heapInUse() - before; kept > 256<<10 {
+		t.Errorf("every event taken after %d, pendingEvents keeps %d KB, want at most 256", n, kept>>10)
+	}
+	goruntime.KeepAlive(keys)
+	goruntime.KeepAlive(&p)
+}
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() int64 {
+	goruntime.GC()
+	var m goruntime.MemStats
+	goruntime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -17,4 +17,8 @@
 // A key at low waits as long as keys at high keep coming: a controller that cannot keep up with
 // its events syncs its resyncs last, as controller-runtime's does. Nothing is lost: every key
 // queued is handed out once the high keys are done.
+//
+// A queue drained after a peak of keys (every parent queued at once, at a start or a resync)
+// makes its map and levels anew: a Go map keeps the room of its most entries, about 11 MB for
+// 100,000 keys here, for the life of the process otherwise.
 package priorityqueue

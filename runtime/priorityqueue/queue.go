@@ -47,13 +47,22 @@ type Queue[T comparable] struct {
 	pushes uint64
 	// staleLow counts the stale entries at low
 	staleLow int
+	// peak is the most keys queued at once since queued was made: a Go map keeps the room of its
+	// most entries, so a queue drained after a peak makes its map and levels anew (renew)
+	peak int
 
 	mu sync.Mutex
 	// asked is the level the adds of a key announced that the workqueue has not yet pushed or
 	// touched it for; high wins over low. No entry: high (the workqueue's own adds, after a delay
-	// or a rate limit).
-	asked map[T]level
+	// or a rate limit). askedPeak is its most entries since it was made, as peak.
+	asked     map[T]level
+	askedPeak int
 }
+
+// renewAt is the peak of keys from which a map emptied is made anew: below it, keeping the
+// room costs less than making it again. (100,000 parents queued at once leave about 4 MB in a
+// map's room, and as much in the levels' slices.)
+const renewAt = 1024
 
 var _ workqueue.Queue[string] = &Queue[string]{}
 
@@ -71,6 +80,7 @@ func (q *Queue[T]) ask(key T, lv level) {
 	defer q.mu.Unlock()
 	if q.asked[key] != high {
 		q.asked[key] = lv
+		q.askedPeak = max(q.askedPeak, len(q.asked))
 	}
 }
 
@@ -94,6 +104,7 @@ func (q *Queue[T]) push(key T, lv level) {
 	q.pushes++
 	e := entry[T]{key: key, n: q.pushes}
 	q.queued[key] = waiting{lv: lv, n: e.n}
+	q.peak = max(q.peak, len(q.queued))
 	if lv == low {
 		q.low.Push(e)
 	} else {
@@ -108,19 +119,37 @@ func (q *Queue[T]) Len() int { return len(q.queued) }
 // when Len is not 0.
 func (q *Queue[T]) Pop() T {
 	if q.high.Len() > 0 {
-		e := q.high.Pop()
-		delete(q.queued, e.key)
-		return e.key
+		return q.taken(q.high.Pop().key)
 	}
 	for q.low.Len() > 0 {
 		e := q.low.Pop()
 		if q.live(e) {
-			delete(q.queued, e.key)
-			return e.key
+			return q.taken(e.key)
 		}
 		q.staleLow--
 	}
 	panic("priorityqueue: Pop of an empty queue")
+}
+
+// taken forgets a key popped, and renews the queue when that empties it.
+func (q *Queue[T]) taken(key T) T {
+	delete(q.queued, key)
+	if len(q.queued) == 0 {
+		q.renew()
+	}
+	return key
+}
+
+// renew makes an empty queue's map and levels anew after a peak of at least renewAt keys, so
+// that the room the peak took goes back to the heap: a Go map never shrinks, and client-go's
+// FIFO keeps its slice's array while the slice is empty. Only stale entries can be left at low,
+// and none of them is ever handed out.
+func (q *Queue[T]) renew() {
+	if q.peak < renewAt {
+		return
+	}
+	q.queued, q.peak = map[T]waiting{}, 0
+	q.high, q.low, q.staleLow = workqueue.DefaultQueue[entry[T]](), workqueue.DefaultQueue[entry[T]](), 0
 }
 
 // live says whether e is its key's entry.
@@ -148,5 +177,8 @@ func (q *Queue[T]) takeAsked(key T) level {
 		return high
 	}
 	delete(q.asked, key)
+	if len(q.asked) == 0 && q.askedPeak >= renewAt {
+		q.asked, q.askedPeak = map[T]level{}, 0 // as renew does for queued
+	}
 	return lv
 }

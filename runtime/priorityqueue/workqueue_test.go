@@ -230,3 +230,37 @@ func TestAWorkerNeverHasAKeyAnotherWorkerHas(t *testing.T) {
 		t.Fatalf("Len() = %d after the worker is done, want 1", q.Len())
 	}
 }
+
+// A Go map keeps the room of its most entries: a queue that held every parent at once (a
+// resync, a start) and was then drained must not keep that room for the life of the process.
+func TestADrainedQueueKeepsNothingOfItsPeak(t *testing.T) {
+	const n = 100_000
+	q := NewQueue[string]()
+	keys := make([]string, n)
+	for i := range keys {
+		keys[i] = strconv.Itoa(i)
+	}
+	before := heapInUse()
+	for i, key := range keys {
+		q.ask(key, []level{high, low}[i%2])
+	}
+	for _, key := range keys {
+		q.Push(key)
+	}
+	for q.Len() > 0 {
+		q.Pop()
+	}
+	if kept := heapInUse() - before; kept > 256<<10 {
+		t.Errorf("drained after %d keys, the queue keeps %d KB, want at most 256", n, kept>>10)
+	}
+	runtime.KeepAlive(keys)
+	runtime.KeepAlive(q)
+}
+
+// heapInUse is the heap in use after a collection.
+func heapInUse() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
