@@ -43,7 +43,7 @@ func TestACachedObjectKeepsItsMetadataAndItsBytes(t *testing.T) {
 		{"key", o.Namespace + "/" + o.Name, "ns/x"},
 		{"uid and resourceVersion", string(o.UID) + " " + o.ResourceVersion, "u1 7"},
 		{"labels", o.Labels, map[string]string{"app": "a"}},
-		{"annotations without kubectl's copy", o.Annotations, map[string]string{"keep": "me"}},
+		{"annotations without kubectl's copy", o.GetAnnotations(), map[string]string{"keep": "me"}},
 		{"owner", o.OwnerReferences[0].Name, "s"},
 		{"managed fields (only the whole object has them)", len(o.ManagedFields), 0},
 	}

@@ -55,6 +55,7 @@ func decodeObject(data []byte) (runtime.Object, error) {
 			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)
 		}
 		intern(&o.ObjectMeta)
+		o.packAnnotations()
 	}
 	o.Raw = jsonObject(make([]byte, 0, size), body)
 	return o, nil

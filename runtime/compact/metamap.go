@@ -30,7 +30,7 @@ func (o *Object) metadataMap() (map[string]any, error) {
 		out["deletionGracePeriodSeconds"] = *m.DeletionGracePeriodSeconds
 	}
 	putStringMap(out, "labels", m.Labels)
-	putStringMap(out, "annotations", m.Annotations)
+	putPairs(out, "annotations", o.annotations)
 	if len(m.OwnerReferences) > 0 {
 		refs := make([]any, len(m.OwnerReferences))
 		for i, r := range m.OwnerReferences {
@@ -102,6 +102,18 @@ func putString(m map[string]any, key, value string) {
 	if value != "" {
 		m[key] = value
 	}
+}
+
+// putPairs sets key to the object of pairs, keys and values in turn, unless there are none.
+func putPairs(m map[string]any, key string, pairs []string) {
+	if len(pairs) == 0 {
+		return
+	}
+	out := make(map[string]any, len(pairs)/2)
+	for i := 0; i < len(pairs); i += 2 {
+		out[pairs[i]] = pairs[i+1]
+	}
+	m[key] = out
 }
 
 func putStringMap(m map[string]any, key string, value map[string]string) {

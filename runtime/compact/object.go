@@ -12,9 +12,10 @@ import (
 // Object is an API object as a cache holds it: its type and metadata decoded, the rest as the API
 // server sent it: JSON, or for a built-in kind protobuf (protobuf.go). Its metadata is held once:
 // ObjectMeta (without the managed fields, and without kubectl's last-applied copy, which the
-// runtime never reads), and the managed fields apart (managed.go), which only a decode puts back.
-// It implements metav1.Object, so the informer's keys, indexers and event handlers work on it
-// unchanged. Raw and managed are never modified: copies share them.
+// runtime never reads), the annotations apart (annotations.go), and the managed fields apart
+// (managed.go), which only a decode puts back. It implements metav1.Object, so the informer's
+// keys, indexers and event handlers work on it unchanged. Raw, annotations and managed are never
+// modified: copies share them.
 type Object struct {
 	metav1.TypeMeta
 	metav1.ObjectMeta
@@ -22,7 +23,10 @@ type Object struct {
 	// Protobuf its kind's protobuf message.
 	Raw      []byte
 	Protobuf bool
-	managed  []managedEntry
+	// annotations are the object's annotations, key and value in turn, sorted by key; ObjectMeta's
+	// map is nil (GetAnnotations builds one)
+	annotations []string
+	managed     []managedEntry
 	// metaSize is the size of the metadata as the API server sent it (Larger)
 	metaSize int
 	// fetch reads the object from the API server when its body was not kept (omit.go)
@@ -35,7 +39,7 @@ var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, annotations: o.annotations, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }
@@ -90,6 +94,7 @@ func (o *Object) jsonToMap() (map[string]any, error) {
 // are the cache's, only to be read).
 func (o *Object) fullMeta() metav1.ObjectMeta {
 	meta := o.ObjectMeta
+	meta.Annotations = o.GetAnnotations()
 	meta.ManagedFields = managedFields(o.managed, o.OwnerReferences)
 	return meta
 }

@@ -146,6 +146,7 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	o.ManagedFields = nil
 	o.Annotations = withoutLastApplied(o.Annotations)
 	intern(&o.ObjectMeta)
+	o.packAnnotations()
 	if omittedSize(message) > 0 { // its body was dropped from the watch stream (omitframe.go)
 		o.bodyOmitted = true
 		return o, nil

@@ -45,7 +45,7 @@ func FuzzDecodeObject(f *testing.F) {
 		if o.TypeMeta != want.TypeMeta {
 			t.Errorf("%q: type %+v, the standard decoder's %+v", data, o.TypeMeta, want.TypeMeta)
 		}
-		if meta := cachedMeta(o.ObjectMeta); !reflect.DeepEqual(meta, want.Metadata) {
+		if meta := cachedMeta(o.fullMeta()); !reflect.DeepEqual(meta, want.Metadata) {
 			t.Errorf("%q: metadata\n%+v\nthe standard decoder's\n%+v", data, meta, want.Metadata)
 		}
 		if err := decodesAsTheStandardDecoder(data, o); err != nil {

@@ -166,8 +166,10 @@ func TestDecodeObjectReadsTheMetadataAsTheStandardDecoderDoes(t *testing.T) {
 			if o.TypeMeta != typ {
 				t.Errorf("type: got %+v, want %+v", o.TypeMeta, typ)
 			}
-			if !reflect.DeepEqual(o.ObjectMeta, meta) {
-				t.Errorf("metadata:\ngot  %+v\nwant %+v", o.ObjectMeta, meta)
+			held := o.ObjectMeta
+			held.Annotations = o.GetAnnotations()
+			if !reflect.DeepEqual(held, meta) {
+				t.Errorf("metadata:\ngot  %+v\nwant %+v", held, meta)
 			}
 			if err := decodesAsTheStandardDecoder([]byte(tc.json), o); err != nil {
 				t.Error(err)
