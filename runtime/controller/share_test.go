@@ -188,17 +188,7 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 // (before Cache.All, a slice of their metadata grew beside it: 17 allocations at 10,000).
 func TestCountingParentsBuildsNoSliceOfThem(t *testing.T) {
 	h := newHarness(t, copyToSecret())
-	ready := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
-	for i := range 1000 {
-		p := &unstructured.Unstructured{}
-		p.SetAPIVersion("v1")
-		p.SetKind("ConfigMap")
-		p.SetNamespace("ns")
-		p.SetName(fmt.Sprintf("p-%05d", i))
-		p.SetUID(types.UID(fmt.Sprintf("uid-%05d", i)))
-		h.cacheParent(t, p)
-		h.c.states.markParent(parentKey(p), p.GetUID(), ready)
-	}
+	cacheCountedParents(t, h, 1000, func(int) bool { return true })
 	var got Counts
 	allocs := testing.AllocsPerRun(10, func() { got = h.c.Parents().Count() })
 	if got.Parents != 1000 || got.Ready != 1000 {
@@ -213,23 +203,29 @@ func TestCountingParentsBuildsNoSliceOfThem(t *testing.T) {
 // status does every second.
 func BenchmarkCounts(b *testing.B) {
 	h := newHarness(b, copyToSecret())
-	ready := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
-	for i := range 10000 {
+	cacheCountedParents(b, h, 10000, func(i int) bool { return i%10 != 0 })
+	b.ReportAllocs()
+	for b.Loop() {
+		if got := h.c.Parents().Count(); got.Parents != 10000 || got.Ready != 9000 {
+			b.Fatalf("Counts = %+v", got)
+		}
+	}
+}
+
+// cacheCountedParents caches n parents p-00000..., those ready says as synced and ready.
+func cacheCountedParents(tb testing.TB, h *harness, n int, ready func(i int) bool) {
+	tb.Helper()
+	conds := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
+	for i := range n {
 		p := &unstructured.Unstructured{}
 		p.SetAPIVersion("v1")
 		p.SetKind("ConfigMap")
 		p.SetNamespace("ns")
 		p.SetName(fmt.Sprintf("p-%05d", i))
 		p.SetUID(types.UID(fmt.Sprintf("uid-%05d", i)))
-		h.cacheParent(b, p)
-		if i%10 != 0 {
-			h.c.states.markParent(parentKey(p), p.GetUID(), ready)
-		}
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		if got := h.c.Parents().Count(); got.Parents != 10000 || got.Ready != 9000 {
-			b.Fatalf("Counts = %+v", got)
+		h.cacheParent(tb, p)
+		if ready(i) {
+			h.c.states.markParent(parentKey(p), p.GetUID(), conds)
 		}
 	}
 }
