@@ -13,14 +13,18 @@ import (
 // so GetAnnotations builds a map at each call; its labels, which the indexers and event handlers
 // read at every event, stay a map.
 
-// packAnnotations moves ObjectMeta's annotations into o.annotations, sorted by key.
+// annotationPairs are annotations as a cached object holds them: keys and values in turn, sorted
+// by key.
+type annotationPairs []string
+
+// packAnnotations moves ObjectMeta's annotations into o.Annotations, sorted by key.
 func (o *Object) packAnnotations() {
-	o.annotations = pairsOf(o.Annotations)
-	o.Annotations = nil
+	o.Annotations = pairsOf(o.ObjectMeta.Annotations)
+	o.ObjectMeta.Annotations = nil
 }
 
 // pairsOf is a map's keys and values in turn, sorted by key; nil for none.
-func pairsOf(m map[string]string) []string {
+func pairsOf(m map[string]string) annotationPairs {
 	if len(m) == 0 {
 		return nil
 	}
@@ -29,7 +33,7 @@ func pairsOf(m map[string]string) []string {
 		keys = append(keys, k)
 	}
 	slices.Sort(keys)
-	pairs := make([]string, 0, 2*len(m))
+	pairs := make(annotationPairs, 0, 2*len(m))
 	for _, k := range keys {
 		pairs = append(pairs, k, m[k])
 	}
@@ -39,20 +43,20 @@ func pairsOf(m map[string]string) []string {
 // GetAnnotations implements metav1.Object: a map of the object's annotations, the caller's own
 // (nil when none).
 func (o *Object) GetAnnotations() map[string]string {
-	if len(o.annotations) == 0 {
+	if len(o.Annotations) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(o.annotations)/2)
-	for i := 0; i < len(o.annotations); i += 2 {
-		m[o.annotations[i]] = o.annotations[i+1]
+	m := make(map[string]string, len(o.Annotations)/2)
+	for i := 0; i < len(o.Annotations); i += 2 {
+		m[o.Annotations[i]] = o.Annotations[i+1]
 	}
 	return m
 }
 
 // SetAnnotations implements metav1.Object.
 func (o *Object) SetAnnotations(annotations map[string]string) {
-	o.annotations = pairsOf(annotations)
-	o.Annotations = nil
+	o.Annotations = pairsOf(annotations)
+	o.ObjectMeta.Annotations = nil
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself, whose annotations

@@ -30,7 +30,7 @@ func (o *Object) metadataMap() (map[string]any, error) {
 		out["deletionGracePeriodSeconds"] = *m.DeletionGracePeriodSeconds
 	}
 	putStringMap(out, "labels", m.Labels)
-	putPairs(out, "annotations", o.annotations)
+	putPairs(out, "annotations", o.Annotations)
 	if len(m.OwnerReferences) > 0 {
 		refs := make([]any, len(m.OwnerReferences))
 		for i, r := range m.OwnerReferences {
@@ -105,7 +105,7 @@ func putString(m map[string]any, key, value string) {
 }
 
 // putPairs sets key to the object of pairs, keys and values in turn, unless there are none.
-func putPairs(m map[string]any, key string, pairs []string) {
+func putPairs(m map[string]any, key string, pairs annotationPairs) {
 	if len(pairs) == 0 {
 		return
 	}

@@ -23,9 +23,10 @@ type Object struct {
 	// Protobuf its kind's protobuf message.
 	Raw      []byte
 	Protobuf bool
-	// annotations are the object's annotations, key and value in turn, sorted by key; ObjectMeta's
-	// map is nil (GetAnnotations builds one)
-	annotations []string
+	// Annotations are the object's annotations, key and value in turn, sorted by key. They shadow
+	// ObjectMeta's map, which a cached object leaves nil, so that a read of o.Annotations[key]
+	// does not compile: GetAnnotations builds a map.
+	Annotations annotationPairs
 	managed     []managedEntry
 	// metaSize is the size of the metadata as the API server sent it (Larger)
 	metaSize int
@@ -39,7 +40,7 @@ var _ metav1.Object = &Object{}
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, annotations: o.annotations, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
+	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, Annotations: o.Annotations, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
 	o.DeepCopyInto(&out.ObjectMeta)
 	return out
 }

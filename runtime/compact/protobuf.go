@@ -144,7 +144,7 @@ func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
 	o.metaSize = len(metadata)
 	o.managed = compactManaged(o.ManagedFields, o.OwnerReferences)
 	o.ManagedFields = nil
-	o.Annotations = withoutLastApplied(o.Annotations)
+	o.ObjectMeta.Annotations = withoutLastApplied(o.ObjectMeta.Annotations)
 	intern(&o.ObjectMeta)
 	o.packAnnotations()
 	if omittedSize(message) > 0 { // its body was dropped from the watch stream (omitframe.go)

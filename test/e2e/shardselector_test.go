@@ -320,7 +320,7 @@ func (d *delivered) record(obj any, final bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.uids[o.UID] = true
-	if final && o.Annotations[sentinelAnnotation] != "" {
+	if final && o.GetAnnotations()[sentinelAnnotation] != "" {
 		if d.marked == nil {
 			d.marked = map[types.UID]bool{}
 		}
