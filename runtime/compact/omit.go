@@ -42,9 +42,8 @@ func (o *Object) Larger(max int) bool { return o.bodyOmitted || o.metaSize+len(o
 // Omit returns the object without its body, nor its annotations, nor (when they are large) the
 // labels that are not metacel's: what f reads again when a sync decodes it.
 func (o *Object) Omit(f Fetcher) *Object {
-	out := &Object{TypeMeta: o.TypeMeta, fetch: f}
+	out := &Object{TypeMeta: o.TypeMeta, fetch: f} // no Annotations: a cached object holds them there alone
 	o.DeepCopyInto(&out.ObjectMeta)
-	out.Annotations = nil
 	out.Labels = keptLabels(out.Labels)
 	return out
 }
