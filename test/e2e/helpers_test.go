@@ -447,17 +447,37 @@ func waitEvent(t *testing.T, ns, regarding, reason string) string {
 	return note
 }
 
-// buildMetacel builds `metacel` for the test and returns its path.
+// buildMetacel returns the path of `metacel` built from the work tree, built by the first test
+// that asks for it and shared by the package's tests (a link alone takes seconds, and 19 tests
+// ask), in a directory of the package's run (TestMain removes it).
 func buildMetacel(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "metacel")
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "./cmd/metacel")
+	metacelBuild.once.Do(func() {
+		metacelBuild.bin = filepath.Join(metacelBuild.dir, "metacel")
+		metacelBuild.err = goBuildMetacel(metacelBuild.bin)
+	})
+	if metacelBuild.err != nil {
+		t.Fatal(metacelBuild.err)
+	}
+	return metacelBuild.bin
+}
+
+// metacelBuild is buildMetacel's binary, or why it could not be built, in dir (made by TestMain).
+var metacelBuild struct {
+	once     sync.Once
+	dir, bin string
+	err      error
+}
+
+// goBuildMetacel builds ./cmd/metacel into bin.
+func goBuildMetacel(bin string) error {
+	cmd := exec.Command("go", "build", "-o", bin, "./cmd/metacel")
 	cmd.Dir = repo
 	// as make build and the Dockerfile build it: without cgo, the kubectl flags' kustomize does not
 	// keep every exported method (Go's plugin package), which doubles the binary and its RSS
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/metacel: %v\n%s", err, out)
+		return fmt.Errorf("go build ./cmd/metacel: %w\n%s", err, out)
 	}
-	return bin
+	return nil
 }

@@ -71,6 +71,10 @@ func run(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer func() { _ = os.RemoveAll(cluster.dir) }()
+	if metacelBuild.dir, err = os.MkdirTemp("", "metacel-e2e-bin-"); err != nil {
+		return 0, err
+	}
+	defer func() { _ = os.RemoveAll(metacelBuild.dir) }()
 	audit := filepath.Join(cluster.dir, "audit-policy.yaml")
 	if err := os.WriteFile(audit, []byte(podWritesAudit), 0o600); err != nil {
 		return 0, err
@@ -136,13 +140,17 @@ func kubectlCmd(ctx context.Context, args ...string) (string, error) {
 }
 
 // eventually polls check every 100ms until it returns nil, or fails the test with its last
-// error after timeout.
+// error after timeout. A wait of slowWait or more is logged with its length (go test -v).
 func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
+	start := time.Now()
+	deadline := start.Add(timeout)
 	for {
 		err := check()
 		if err == nil {
+			if took := time.Since(start); took >= slowWait {
+				t.Logf("%s: after %s", what, took.Round(100*time.Millisecond)) // where a slow test's time goes (go test -v)
+			}
 			return
 		}
 		if time.Now().After(deadline) {
@@ -155,3 +163,6 @@ func eventually(t testing.TB, timeout time.Duration, what string, check func() e
 		}
 	}
 }
+
+// slowWait is the length from which eventually logs a wait.
+const slowWait = 2 * time.Second

@@ -100,16 +100,14 @@ func TestKubectlMetacelTreeWithAContext(t *testing.T) {
 	})
 }
 
-// buildKubectlMetacel builds kubectl-metacel, the kubectl plugin, as `make kubectl-metacel` does,
-// into a directory of its own with kubectl_complete-metacel, and returns the directory.
+// buildKubectlMetacel makes kubectl-metacel, the kubectl plugin, as `make kubectl-metacel` does
+// (the metacel binary under the plugin's name, which it reads from its argv[0]), in a directory of
+// its own with kubectl_complete-metacel, and returns the directory.
 func buildKubectlMetacel(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	cmd := exec.CommandContext(t.Context(), "go", "build", "-o", filepath.Join(dir, "kubectl-metacel"), "./cmd/metacel")
-	cmd.Dir = repo
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd/metacel: %v\n%s", err, out)
+	if err := os.Symlink(buildMetacel(t), filepath.Join(dir, "kubectl-metacel")); err != nil {
+		t.Fatal(err)
 	}
 	script, err := os.ReadFile(filepath.Join(repo, "deploy", "krew", "kubectl_complete-metacel"))
 	if err != nil {

@@ -155,9 +155,11 @@ func startControlPlaneAt(t *testing.T, env ...string) (*rest.Config, string) {
 	script := filepath.Join(repo, "hack", "control-plane.sh")
 	up := exec.CommandContext(t.Context(), script, "up", dir)
 	up.Env = append(os.Environ(), env...)
+	start := time.Now()
 	if out, err := up.CombinedOutput(); err != nil {
 		t.Fatalf("start a control plane (%v): %v\n%s", env, err, out)
 	}
+	t.Logf("a control plane of its own (%v) up in %s", env, time.Since(start).Round(100*time.Millisecond))
 	t.Cleanup(func() {
 		if out, err := exec.Command(script, "down", dir).CombinedOutput(); err != nil {
 			t.Errorf("stop the control plane: %v\n%s", err, out)
