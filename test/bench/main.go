@@ -72,6 +72,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -84,6 +85,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -223,7 +225,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bin/bench-e2e.md", "file for the table and each run's details")
 	flag.BoolVar(&o.keep, "keep", false, "keep each run's directory (control plane state and logs)")
 	flag.DurationVar(&o.profile, "profile", 0, "take CPU profiles this long from the burst on, of metacel (--profiling) and of kube-apiserver (under both controllers), and metacel's heap profile at the end of the idle window (first run of -profile-config); 0: none")
-	flag.DurationVar(&o.profileRestart, "profile-restart", 0, "with -profile, also take a CPU profile of kube-apiserver this long from the first restart on (under both controllers); 0: none")
+	flag.DurationVar(&o.profileRestart, "profile-restart", 0, "with -profile, also take CPU profiles this long from the first restart on: of kube-apiserver (under both controllers), and of metacel from when its restarted process serves (--profiling); 0: none")
 	flag.StringVar(&o.profileConfig, "profile-config", "equal", "configurations (comma separated) whose first run is profiled")
 	flag.StringVar(&o.metacelBin, "metacel", "", "metacel binary (default: go build ./cmd/metacel of the work tree, or of -metacel-rev)")
 	flag.StringVar(&o.metacelRev, "metacel-rev", "", "build metacel from this git revision (git archive) instead of the work tree, e.g. HEAD")
@@ -524,7 +526,8 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 				return b.serverProfile(ctx, cl, ctl, c.name+"-restart", o.profileRestart)
 			})
 		}
-		if err := b.restartOnce(ctx, cl, own, p, policy, logPath, r); err != nil {
+		profileMetacel := profiling && i == 0 && o.profileRestart > 0 && ctl == metacel
+		if err := b.restartOnce(ctx, cl, own, p, policy, logPath, r, profileMetacel, c.name); err != nil {
 			return nil, err
 		}
 		if restartProfileDone != nil {
@@ -595,15 +598,21 @@ func (b *bench) serverProfile(ctx context.Context, cl *cluster, ctl, what string
 // restartOnce stops the converged controller (SIGTERM) and starts it again, and adds to r how
 // long it took to re-sync every parent, its CPU and the control plane's until then, and its
 // requests and syncs until quiet.
-func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *proc, policy, logPath string, r *result) error {
+func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *proc, policy, logPath string, r *result, profile bool, config string) error {
 	p.stop(30 * time.Second)
 	w3, err := cl.window(ctx, own)
 	if err != nil {
 		return err
 	}
 	server3 := cl.serverCPU()
-	if err := p.start(cl.kubeconfig(), policy, logPath, b.o.resync, false); err != nil {
+	if err := p.start(cl.kubeconfig(), policy, logPath, b.o.resync, profile); err != nil {
 		return err
+	}
+	var profileDone <-chan string
+	if profile {
+		profileDone = inBackground(func() string {
+			return b.profileOnceServing(ctx, p, config, "restart-cpu", fmt.Sprintf("profile?seconds=%d", int(b.o.profileRestart.Seconds())))
+		})
 	}
 	if err := b.waitResynced(ctx, p); err != nil {
 		return err
@@ -621,6 +630,9 @@ func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *p
 	}
 	r.restarted = r.restarted.add(restarted, 1)
 	r.restartSyncs = max(r.restartSyncs, w4.syncs)
+	if profileDone != nil { // after the restart's figures: the profile may outlast the restart
+		r.restartProfile = <-profileDone
+	}
 	return nil
 }
 
@@ -922,6 +934,33 @@ func (b *bench) profile(ctx context.Context, p *proc, config, kind, path string,
 		return ""
 	}
 	return out + ".top.txt"
+}
+
+// profileOnceServing is profile, asked as soon as the process just started serves its metrics
+// (polled every 20 ms for up to 30 s), so that a profile of its start misses as little as it can.
+func (b *bench) profileOnceServing(ctx context.Context, p *proc, config, kind, path string, pprofArgs ...string) string {
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return serving(ctx, p.metrics+"/metrics"), nil
+	})
+	if err != nil {
+		logf("  %s profile: %s/metrics not served: %v", kind, p.metrics, err)
+		return ""
+	}
+	return b.profile(ctx, p, config, kind, path, pprofArgs...)
+}
+
+// serving reports whether url answers 200.
+func serving(ctx context.Context, url string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode == http.StatusOK
 }
 
 func (b *bench) outPath() string {

@@ -53,6 +53,7 @@ type result struct {
 	profile, heap             string         // pprof -top of metacel's CPU (converge) and heap (after idle)
 	serverProfile             *serverProfile // kube-apiserver's CPU from the burst on
 	restartServerProfile      *serverProfile // kube-apiserver's CPU from the first restart on
+	restartProfile            string         // pprof -top of metacel's CPU from its first restart on
 }
 
 // restart is one restart of a controller over its converged parents.
@@ -122,6 +123,9 @@ func (r *result) details() string {
 	}
 	if r.heap != "" {
 		fmt.Fprintf(&b, "- heap profile at the end of the idle window: %s\n", r.heap)
+	}
+	if r.restartProfile != "" {
+		fmt.Fprintf(&b, "- CPU profile from the first restart on: %s\n", r.restartProfile)
 	}
 	return b.String()
 }

@@ -37,12 +37,12 @@ const previousVersion = "e9e2b85265408e3509be5bfa7f96f1b57fea6e76"
 
 // upgradeParents is how many MyApps (each a Pod of a Recreate resource, bound to the kwok node)
 // the upgrade test converges with the previous runtime before upgrading.
-const upgradeParents = 500
+const upgradeParents = 200
 
 // upgradePace is the bookkeeping patches a second the upgraded runtime may send (and in a burst).
 const upgradePace = 50
 
-// TestUpgradingTheRuntimeReplacesNoChild converges the five seeds, 500 MyApps and a Secret written
+// TestUpgradingTheRuntimeReplacesNoChild converges the five seeds, 200 MyApps and a Secret written
 // with stringData (a Recreate resource) with the
 // runtime of previousVersion (built from git), then starts this one over them: every child's
 // bookkeeping is brought up to date by a merge patch of its metadata (the policy's name under

@@ -20,6 +20,12 @@ import (
 	"metacel.dev/metacel/runtime/policytest"
 )
 
+// This file's name puts its test after most others (go test runs a package's tests in the order
+// of its files' names): the parents it deletes wait for the garbage collector (a foreground
+// deletion), which learns the kinds of the CRDs TestMain installs only at its next discovery, up
+// to 30 s later (kube-controller-manager's fixed period). Run first, as agreement_test.go did, the
+// test waited those 26 s out; run later, the collector knows them.
+
 // TestTheSeedTestsAgreeWithTheCluster runs the first sync of each seed policy test that starts
 // from its parent and related objects alone on the cluster: the objects the test gives are
 // created as given, the runtime syncs the parent, and the first status it writes must be the
