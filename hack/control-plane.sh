@@ -52,7 +52,8 @@ Cache: \${METACEL_CACHE:-\${XDG_CACHE_HOME:-\$HOME/.cache}/metacel} (now $CACHE_
 Environment for 'up' (ports default to free ones):
   METACEL_ETCD_PORT, METACEL_ETCD_PEER_PORT, METACEL_APISERVER_PORT,
   METACEL_KWOK_NODES (default: kwok-node-0), METACEL_UP_TIMEOUT (s, default 180),
-  METACEL_DOWN_TIMEOUT (s, default 20),
+  METACEL_DOWN_TIMEOUT (s, default 20; 'down' kills what still runs after
+    it; 0 kills at once: for a cluster whose directory is removed next),
   METACEL_COMPONENTS (space separated, default: all of
     "${ALL_COMPONENTS[*]}"; must hold etcd and kube-apiserver;
     "etcd kube-apiserver" is an API server with no other writer, as the
@@ -697,7 +698,9 @@ cmd_up() {
 	printf 'KUBECONFIG=%s\n' "$dir/kubeconfig"
 }
 
-# Sends TERM, waits up to DOWN_TIMEOUT, then KILLs. Args: dir names...
+# Sends TERM, waits up to DOWN_TIMEOUT, then KILLs, and returns once each
+# process is gone (a killed one too: the caller may remove its directory next).
+# Args: dir names...
 stop_components() {
 	local dir="$1" name pid pids=() deadline
 	shift
@@ -710,10 +713,11 @@ stop_components() {
 	done
 	deadline=$((SECONDS + DOWN_TIMEOUT))
 	for pid in ${pids[@]+"${pids[@]}"}; do
-		while kill -0 "$pid" 2>/dev/null; do
+		while ! process_gone "$pid"; do
 			if ((SECONDS >= deadline)); then
-				log "pid $pid ignored SIGTERM; killing"
+				((DOWN_TIMEOUT == 0)) || log "pid $pid still runs ${DOWN_TIMEOUT}s after SIGTERM; killing"
 				kill -KILL "$pid" 2>/dev/null || true
+				wait_gone "$pid"
 				break
 			fi
 			sleep 0.1
@@ -721,6 +725,23 @@ stop_components() {
 	done
 	for name in "$@"; do
 		rm -f "$dir/run/$name.pid"
+	done
+}
+
+# Succeeds when no process has the pid, or only its exit status is left (a
+# zombie: it holds no port or file).
+process_gone() {
+	local state
+	kill -0 "$1" 2>/dev/null || return 0
+	state="$(ps -o stat= -p "$1" 2>/dev/null || true)"
+	[[ "$state" == Z* ]]
+}
+
+# Waits up to 5 s for a killed process to be gone. Args: pid
+wait_gone() {
+	local tries=0
+	while ! process_gone "$1" && ((tries++ < 50)); do
+		sleep 0.1
 	done
 }
 

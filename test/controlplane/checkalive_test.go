@@ -51,3 +51,41 @@ kill $(jobs -p) 2>/dev/null || true`
 		})
 	}
 }
+
+// stop_components kills what still runs METACEL_DOWN_TIMEOUT seconds after SIGTERM, at once
+// with 0 (as the e2e tests stop their own control planes, whose directories they remove next),
+// and returns once it is gone, so that its ports are free for the next. The process here ignores
+// SIGTERM (a copy of sleep named kwok).
+func TestStopComponentsKillsWhatOutlivesTheTimeout(t *testing.T) {
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "control-plane.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, timeout := range []string{"0", "1"} {
+		t.Run("METACEL_DOWN_TIMEOUT="+timeout, func(t *testing.T) {
+			dir := t.TempDir()
+			for _, d := range []string{"run", "logs"} {
+				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			program := `source <(sed '/^main "\$@"$/d' "$1")
+DOWN_TIMEOUT=` + timeout + `
+mkdir "$2/bin" && cp "$(command -v sleep)" "$2/bin/kwok" # component_pid checks the executable's name
+(trap '' TERM; exec "$2/bin/kwok" 30) >/dev/null & echo $! > "$2/run/kwok.pid"
+pid=$!
+stop_components "$2" kwok 2>/dev/null
+state="$(ps -o stat= -p "$pid" || true)" # a zombie (Z) holds only its exit status
+if [[ -z "$state" || "$state" == Z* ]]; then echo gone; else echo "running ($state)"; fi
+[[ -e "$2/run/kwok.pid" ]] && echo "pid file left"
+true`
+			out, err := exec.Command("bash", "-c", program, "bash", script, dir).Output()
+			if err != nil {
+				t.Fatalf("bash: %v", err)
+			}
+			if got := strings.TrimSpace(string(out)); got != "gone" {
+				t.Errorf("after stop_components: %q, want %q", got, "gone")
+			}
+		})
+	}
+}

@@ -161,7 +161,7 @@ func startControlPlaneAt(t *testing.T, env ...string) (*rest.Config, string) {
 	}
 	t.Logf("a control plane of its own (%v) up in %s", env, time.Since(start).Round(100*time.Millisecond))
 	t.Cleanup(func() {
-		if out, err := exec.Command(script, "down", dir).CombinedOutput(); err != nil {
+		if out, err := downAtOnce(script, dir).CombinedOutput(); err != nil {
 			t.Errorf("stop the control plane: %v\n%s", err, out)
 		}
 	})
