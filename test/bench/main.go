@@ -72,7 +72,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -597,7 +596,8 @@ func (b *bench) serverProfile(ctx context.Context, cl *cluster, ctl, what string
 
 // restartOnce stops the converged controller (SIGTERM) and starts it again, and adds to r how
 // long it took to re-sync every parent, its CPU and the control plane's until then, and its
-// requests and syncs until quiet.
+// requests and syncs until quiet; with profile, a CPU profile of the restarted process (config
+// names its file) from when it serves.
 func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *proc, policy, logPath string, r *result, profile bool, config string) error {
 	p.stop(30 * time.Second)
 	w3, err := cl.window(ctx, own)
@@ -940,27 +940,14 @@ func (b *bench) profile(ctx context.Context, p *proc, config, kind, path string,
 // (polled every 20 ms for up to 30 s), so that a profile of its start misses as little as it can.
 func (b *bench) profileOnceServing(ctx context.Context, p *proc, config, kind, path string, pprofArgs ...string) string {
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return serving(ctx, p.metrics+"/metrics"), nil
+		_, err := p.metricsText(ctx)
+		return err == nil, nil
 	})
 	if err != nil {
 		logf("  %s profile: %s/metrics not served: %v", kind, p.metrics, err)
 		return ""
 	}
 	return b.profile(ctx, p, config, kind, path, pprofArgs...)
-}
-
-// serving reports whether url answers 200.
-func serving(ctx context.Context, url string) bool {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	_ = resp.Body.Close()
-	return resp.StatusCode == http.StatusOK
 }
 
 func (b *bench) outPath() string {

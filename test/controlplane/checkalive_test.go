@@ -13,10 +13,7 @@ import (
 // shell, closing its inherited descriptors: on a loaded machine check_alive met kwok there and
 // failed the e2e suite's start ("kwok exited", with an empty log).
 func TestCheckAliveTellsAComponentStartingFromOneThatExited(t *testing.T) {
-	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "control-plane.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := controlPlaneScript(t)
 	tests := []struct {
 		name string
 		// pid starts what the component's pid file names, and prints its pid
@@ -29,12 +26,7 @@ func TestCheckAliveTellsAComponentStartingFromOneThatExited(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			dir := t.TempDir()
-			for _, d := range []string{"run", "logs"} {
-				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := clusterDir(t)
 			program := `source <(sed '/^main "\$@"$/d' "$1")
 COMPONENTS=(kwok)
 ` + tt.pid + ` > "$2/run/kwok.pid"
@@ -57,18 +49,10 @@ kill $(jobs -p) 2>/dev/null || true`
 // and returns once it is gone, so that its ports are free for the next. The process here ignores
 // SIGTERM (a copy of sleep named kwok).
 func TestStopComponentsKillsWhatOutlivesTheTimeout(t *testing.T) {
-	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "control-plane.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	script := controlPlaneScript(t)
 	for _, timeout := range []string{"0", "1"} {
 		t.Run("METACEL_DOWN_TIMEOUT="+timeout, func(t *testing.T) {
-			dir := t.TempDir()
-			for _, d := range []string{"run", "logs"} {
-				if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
+			dir := clusterDir(t)
 			program := `source <(sed '/^main "\$@"$/d' "$1")
 DOWN_TIMEOUT=` + timeout + `
 mkdir "$2/bin" && cp "$(command -v sleep)" "$2/bin/kwok" # component_pid checks the executable's name
@@ -88,4 +72,26 @@ true`
 			}
 		})
 	}
+}
+
+// controlPlaneScript is the absolute path of hack/control-plane.sh.
+func controlPlaneScript(t *testing.T) string {
+	t.Helper()
+	script, err := filepath.Abs(filepath.Join("..", "..", "hack", "control-plane.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return script
+}
+
+// clusterDir is an empty cluster directory as `up` lays it out: run/ (the pid files) and logs/.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	for _, d := range []string{"run", "logs"} {
+		if err := os.Mkdir(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
