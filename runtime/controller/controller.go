@@ -348,9 +348,19 @@ func (c *Controller) resyncAll() {
 
 func (c *Controller) parentHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc:    func(obj any, _ bool) { c.enqueueObject(obj, false) },
-		UpdateFunc: func(old, obj any) { c.enqueueObject(obj, unchanged(old, obj)) },
+		AddFunc: func(obj any, _ bool) {
+			c.states.noteParentEvent()
+			c.enqueueObject(obj, false)
+		},
+		UpdateFunc: func(old, obj any) {
+			lookAgain := unchanged(old, obj)
+			if !lookAgain {
+				c.states.noteParentEvent()
+			}
+			c.enqueueObject(obj, lookAgain)
+		},
 		DeleteFunc: func(obj any) {
+			c.states.noteParentEvent()
 			if m, err := informers.MetaOf(obj); err == nil && !c.share.has(m.GetUID()) {
 				return // the other version's, during a rollout
 			}

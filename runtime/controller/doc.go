@@ -63,7 +63,8 @@
 // A controller may hold a share of its policy's parents only (SetShare, share.go): during a
 // rollout, package operator runs two versions of one policy side by side, each on its share, and
 // moves parents from one to the other. It counts, for the policy's status, the parents it holds
-// and their conditions as its syncs last computed them (Parents().Count), without decoding any.
+// and their conditions as its syncs last computed them (Parents().Count), without decoding any,
+// and reading them again only after a parent's event, a sync's new conditions or a new share.
 //
 // What a controller remembers of a parent between its syncs (the inputs of its last sync, its
 // conditions, the writes refused or undone, the Recreates under way) is one record, parentState

@@ -70,12 +70,14 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 	return &harness{c: c, client: client, recorder: rec, kube: kube}
 }
 
-// cacheParent puts a parent in the parent cache, as a list or watch puts it there (cached).
+// cacheParent puts a parent in the parent cache, as a list or watch puts it there (cached),
+// and notes its event, as the controller's handler of the informer's event does.
 func (h *harness) cacheParent(t testing.TB, obj *unstructured.Unstructured) {
 	t.Helper()
 	if err := h.c.caches.parents.Whole().GetIndexer().Add(cached(t, obj)); err != nil {
 		t.Fatal(err)
 	}
+	h.c.states.noteParentEvent()
 }
 
 // cached is obj as the runtime's caches hold it: decoded by package compact from its JSON.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -70,6 +71,27 @@ type parentMark struct {
 	ready, failing bool
 }
 
+// Counts are a controller's parents by their conditions, as its syncs last computed them.
+type Counts struct {
+	// Parents is the number of parents the controller syncs (its share, during a rollout).
+	Parents int
+	// Ready have the condition Ready=True; Failing have Synced=False.
+	Ready, Failing int
+}
+
+// lastCount is Parents.Count's last count, and the changes it had seen; done once there is one.
+type lastCount struct {
+	counts Counts
+	at     countedChanges
+	done   bool
+}
+
+// countedChanges are the counters of what Parents.Count counts: parentStates.marksChanged and
+// parentEvents, share.changes.
+type countedChanges struct {
+	marks, parentEvents, share uint64
+}
+
 // parentStates holds the controller's parentState of each parent, by parent key.
 type parentStates struct {
 	mu    sync.Mutex
@@ -80,6 +102,12 @@ type parentStates struct {
 	// recalled are the fingerprints of the memo not matched yet, with the byte kept beside each
 	// (memo.go)
 	recalled memo.Entries
+	// marksChanged counts the changes of the marks (setMark, forget), parentEvents the parent
+	// events that changed a parent (noteParentEvent, not under mu), and counted is the last
+	// Parents.Count with the changes it had seen: share.go
+	marksChanged uint64
+	parentEvents atomic.Uint64
+	counted      lastCount
 }
 
 // stateLocked returns the state of a parent, made empty if it has none; the caller holds mu.
@@ -105,6 +133,7 @@ func (s *parentStates) forget(key string) {
 	}
 	if p.marked {
 		delete(s.byMarkedUID, p.markedUID)
+		s.marksChanged++
 	}
 	delete(s.byKey, key)
 }

@@ -28,6 +28,8 @@ type share struct {
 	// slots are the slots held, with sharding (sharded): a parent is held when its slot is too
 	slots   atomic.Uint64
 	sharded atomic.Bool
+	// changes counts the changes of the share (set, setSlots), for Parents.Count
+	changes atomic.Uint64
 }
 
 // set makes the share the parents for which holds is true (nil: every parent).
@@ -38,6 +40,13 @@ func (s *share) set(holds func(types.UID) bool) {
 	} else {
 		s.holds.Store(&holds)
 	}
+	s.changes.Add(1)
+}
+
+// setSlots makes the share the parents of the slots s (with sharding).
+func (s *share) setSlots(slots hashslot.Set) {
+	s.slots.Store(uint64(slots))
+	s.changes.Add(1)
 }
 
 // has reports whether the parent of that UID is in the share: the controller's to sync.
@@ -65,14 +74,6 @@ func (s *share) writesFor(ctx context.Context, uid types.UID) (context.Context, 
 // whole reports whether the share is every parent (no share set).
 func (s *share) whole() bool { return !s.partial.Load() }
 
-// Counts are a controller's parents by their conditions, as its syncs last computed them.
-type Counts struct {
-	// Parents is the number of parents the controller syncs (its share, during a rollout).
-	Parents int
-	// Ready have the condition Ready=True; Failing have Synced=False.
-	Ready, Failing int
-}
-
 // setMark remembers m for the parent of that key and UID (parentState.mark), and forgets what it
 // remembered of an earlier parent of the same key.
 func (s *parentStates) setMark(key string, uid types.UID, m parentMark) {
@@ -82,11 +83,15 @@ func (s *parentStates) setMark(key string, uid types.UID, m parentMark) {
 		s.byMarkedUID = map[types.UID]*parentState{}
 	}
 	p := s.stateLocked(key)
+	if p.marked && p.markedUID == uid && p.mark == m {
+		return
+	}
 	if p.marked && p.markedUID != uid {
 		delete(s.byMarkedUID, p.markedUID)
 	}
 	p.mark, p.markedUID, p.marked = m, uid, true
 	s.byMarkedUID[uid] = p
+	s.marksChanged++
 }
 
 // markedUID returns the UID of the parent of that key whose conditions are remembered.
@@ -130,16 +135,32 @@ func (ps Parents) Synced(parent metav1.Object) bool {
 }
 
 // Count counts the parents the controller syncs now, and of them those its syncs found ready and
-// failing. A parent not synced yet counts as neither. It reads each cached parent once, through
-// Cache.All: the policy status counts every second, so its garbage is client-go's copy of the
-// cache's list alone (16 bytes a parent), no slice of the parents' metadata.
+// failing. A parent not synced yet counts as neither. The policy status counts every second, at
+// rest too: Count reads the cached parents (through Cache.All, whose only garbage is client-go's
+// copy of the cache's list, 16 bytes a parent) only when something it counts changed since its
+// last count: a parent's event (noteParentEvent), a mark (setMark, forget) or the share. Otherwise
+// it returns the last count, reading no parent.
 func (ps Parents) Count() Counts {
-	var out Counts
 	if ps.caches.parents == nil {
-		return out
+		return Counts{}
 	}
-	ps.states.mu.Lock()
-	defer ps.states.mu.Unlock()
+	s := ps.states
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// what changed is read before the parents are, so a change made while they are read is
+	// counted again by the next Count
+	now := countedChanges{marks: s.marksChanged, parentEvents: s.parentEvents.Load(), share: ps.share.changes.Load()}
+	if s.counted.done && s.counted.at == now {
+		return s.counted.counts
+	}
+	out := ps.countCached()
+	s.counted = lastCount{counts: out, at: now, done: true}
+	return out
+}
+
+// countCached counts the cached parents of the share by their marks; the caller holds states.mu.
+func (ps Parents) countCached() Counts {
+	var out Counts
 	for m := range ps.caches.parents.All() {
 		if !ps.share.has(m.GetUID()) {
 			continue
@@ -158,6 +179,10 @@ func (ps Parents) Count() Counts {
 	}
 	return out
 }
+
+// noteParentEvent records an event of the parents' informer that changed a parent (a new
+// resourceVersion, or a deletion): the next Count reads the parents again.
+func (s *parentStates) noteParentEvent() { s.parentEvents.Add(1) }
 
 // Held returns the metadata of the cached parents the controller syncs now (its share):
 // package compact decodes one.

@@ -183,32 +183,117 @@ func TestCountsReadTheMarksOfTheCachedParents(t *testing.T) {
 	}
 }
 
-// TestCountingParentsBuildsNoSliceOfThem: the policy status counts every second, so Count's only
-// allocation is client-go's copy of the one informer's list, whatever the number of parents
-// (before Cache.All, a slice of their metadata grew beside it: 17 allocations at 10,000).
+// TestCountingParentsBuildsNoSliceOfThem: the policy status counts every second, so a count
+// that has to read the parents allocates only client-go's copy of the one informer's list,
+// whatever the number of parents (before Cache.All, a slice of their metadata grew beside it: 17
+// allocations at 10,000), and a count with nothing changed since the last reads none of them
+// and allocates nothing (it read every parent every second before, at rest too).
 func TestCountingParentsBuildsNoSliceOfThem(t *testing.T) {
 	h := newHarness(t, copyToSecret())
 	cacheCountedParents(t, h, 1000, func(int) bool { return true })
 	var got Counts
-	allocs := testing.AllocsPerRun(10, func() { got = h.c.Parents().Count() })
+	recount := func() {
+		h.c.states.noteParentEvent()
+		got = h.c.Parents().Count()
+	}
+	if allocs := testing.AllocsPerRun(10, recount); allocs != 1 {
+		t.Errorf("a count after a parent's event allocated %v times over 1,000 parents, want 1 (client-go's copy of the list)", allocs)
+	}
 	if got.Parents != 1000 || got.Ready != 1000 {
 		t.Fatalf("Counts = %+v, want 1000 parents, 1000 ready", got)
 	}
-	if allocs != 1 {
-		t.Errorf("Count allocated %v times over 1,000 parents, want 1 (client-go's copy of the list)", allocs)
+	if allocs := testing.AllocsPerRun(10, func() { got = h.c.Parents().Count() }); allocs != 0 {
+		t.Errorf("a count with nothing changed allocated %v times, want 0", allocs)
+	}
+	if got.Parents != 1000 || got.Ready != 1000 {
+		t.Fatalf("Counts = %+v, want 1000 parents, 1000 ready", got)
+	}
+}
+
+// TestACountFollowsEveryChangeAfterTheLast: Count reads the parents again only after something
+// it counts changed; each kind of change, made after a count, shows in the next one.
+func TestACountFollowsEveryChangeAfterTheLast(t *testing.T) {
+	ready := []render.Condition{{Type: contract.ConditionReady, Status: "True"}}
+	failing := []render.Condition{{Type: contract.ConditionSynced, Status: "False"}}
+	tests := []struct {
+		name   string
+		change func(t *testing.T, h *harness)
+		want   Counts
+	}{
+		{"nothing", func(*testing.T, *harness) {}, Counts{Parents: 2, Ready: 1}},
+		{"a parent synced ready", func(_ *testing.T, h *harness) {
+			h.c.states.markParent("ns/p-00001", "uid-00001", ready)
+		}, Counts{Parents: 2, Ready: 2}},
+		{"a ready parent now failing", func(_ *testing.T, h *harness) {
+			h.c.states.markParent("ns/p-00000", "uid-00000", failing)
+		}, Counts{Parents: 2, Failing: 1}},
+		{"a parent forgotten", func(_ *testing.T, h *harness) { h.c.states.forget("ns/p-00000") }, Counts{Parents: 2}},
+		{"a parent added, its event seen", func(t *testing.T, h *harness) {
+			added := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p-new, namespace: ns, uid: uid-new}}`)
+			if err := h.c.caches.parents.Whole().GetIndexer().Add(cached(t, added)); err != nil {
+				t.Fatal(err)
+			}
+			h.c.parentHandler().OnAdd(added, false)
+		}, Counts{Parents: 3, Ready: 1}},
+		{"a parent replaced under its name, its update seen", func(t *testing.T, h *harness) {
+			old := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p-00000, namespace: ns, uid: uid-00000, resourceVersion: "1"}}`)
+			replaced := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p-00000, namespace: ns, uid: uid-again, resourceVersion: "2"}}`)
+			if err := h.c.caches.parents.Whole().GetIndexer().Update(cached(t, replaced)); err != nil {
+				t.Fatal(err)
+			}
+			h.c.parentHandler().OnUpdate(old, replaced)
+		}, Counts{Parents: 2}},
+		{"a parent deleted, its event seen", func(t *testing.T, h *harness) {
+			gone := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p-00000, namespace: ns, uid: uid-00000}}`)
+			if err := h.c.caches.parents.Whole().GetIndexer().Delete(cached(t, gone)); err != nil {
+				t.Fatal(err)
+			}
+			h.c.parentHandler().OnDelete(gone)
+		}, Counts{Parents: 1}},
+		{"a share set", func(_ *testing.T, h *harness) {
+			h.c.SetShare(func(uid types.UID) bool { return uid == "uid-00001" })
+		}, Counts{Parents: 1}},
+		{"the slots held changed", func(_ *testing.T, h *harness) {
+			h.c.share.sharded.Store(true)
+			h.c.share.setSlots(0)
+		}, Counts{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, copyToSecret())
+			cacheCountedParents(t, h, 2, func(i int) bool { return i == 0 })
+			if got, want := h.c.Parents().Count(), (Counts{Parents: 2, Ready: 1}); got != want {
+				t.Fatalf("Counts before = %+v, want %+v", got, want)
+			}
+			tt.change(t, h)
+			if got := h.c.Parents().Count(); got != tt.want {
+				t.Errorf("Counts after = %+v, want %+v", got, tt.want)
+			}
+		})
 	}
 }
 
 // BenchmarkCounts counts 10,000 cached parents, 9,000 of them synced and ready, as the policy
-// status does every second.
+// status does every second: after a parent's event (the parents are read), and with nothing
+// changed since the last count (at rest).
 func BenchmarkCounts(b *testing.B) {
 	h := newHarness(b, copyToSecret())
 	cacheCountedParents(b, h, 10000, func(i int) bool { return i%10 != 0 })
-	b.ReportAllocs()
-	for b.Loop() {
-		if got := h.c.Parents().Count(); got.Parents != 10000 || got.Ready != 9000 {
-			b.Fatalf("Counts = %+v", got)
-		}
+	for _, bb := range []struct {
+		name  string
+		event bool
+	}{{"after a parent's event", true}, {"nothing changed", false}} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if bb.event {
+					h.c.states.noteParentEvent()
+				}
+				if got := h.c.Parents().Count(); got.Parents != 10000 || got.Ready != 9000 {
+					b.Fatalf("Counts = %+v", got)
+				}
+			}
+		})
 	}
 }
 

@@ -30,8 +30,8 @@ import (
 // serverSide says whether the API server honours shard selectors (Options.Sharded). resync
 // queues every parent again, its inputs forgotten.
 func newSharding(serverSide bool, cs *caches, sh *share, syncing *sync.RWMutex, pool *informers.Pool, parentGVR schema.GroupVersionResource, resync func()) *sharding {
-	sh.slots.Store(0)
 	sh.sharded.Store(true)
+	sh.setSlots(0)
 	return &sharding{serverSide: serverSide, caches: cs, share: sh, syncing: syncing, pool: pool, parentGVR: parentGVR, resync: resync}
 }
 
@@ -108,7 +108,7 @@ func (sh *sharding) takeWhenSynced(ctx context.Context, gained hashslot.Set) {
 		if !sh.slotsSynced(members(still)) {
 			return false, nil
 		}
-		sh.share.slots.Store(uint64((hashslot.Set(sh.share.slots.Load()) | still) & sh.want))
+		sh.share.setSlots((hashslot.Set(sh.share.slots.Load()) | still) & sh.want)
 		sh.resync()
 		return true, nil
 	})
@@ -129,7 +129,7 @@ func (sh *sharding) slotsSynced(slots []int) bool {
 
 // narrowSlots stops syncing the parents of slots outside s, and waits for the syncs under way.
 func (sh *sharding) narrowSlots(s hashslot.Set) {
-	sh.share.slots.Store(uint64(s))
+	sh.share.setSlots(s)
 	sh.syncing.Lock()
 	sh.syncing.Unlock() //nolint:staticcheck // an empty critical section: it waits for the syncs under way
 }
