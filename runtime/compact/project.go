@@ -168,16 +168,24 @@ type messageField struct {
 	elem *messageType
 }
 
-// messageTypes are the types read so far, by Go type (kinds share most of theirs).
-var messageTypes sync.Map // reflect.Type -> *messageType
+// messageTypes are the types read so far, by Go type (kinds share most of theirs), and
+// kindMessageTypes those of each kind projected so far: the scheme finds a kind's Go type only
+// by making an object of it (a Pod's struct, about a kilobyte zeroed), which an informer's
+// projection of every event would otherwise pay.
+var messageTypes, kindMessageTypes sync.Map // reflect.Type, schema.GroupVersionKind -> *messageType
 
 // messageTypeOf returns the fields of the message of a built-in kind.
 func messageTypeOf(gvk schema.GroupVersionKind) (*messageType, error) {
+	if mt, ok := kindMessageTypes.Load(gvk); ok {
+		return mt.(*messageType), nil
+	}
 	obj, err := scheme.Scheme.New(gvk)
 	if err != nil {
 		return nil, err
 	}
-	return messageTypeFor(reflect.TypeOf(obj).Elem()), nil
+	mt := messageTypeFor(reflect.TypeOf(obj).Elem())
+	kindMessageTypes.Store(gvk, mt)
+	return mt, nil
 }
 
 var messageTypesMu sync.Mutex
