@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -275,17 +276,44 @@ func checkOneCreateEach(t *testing.T, audit, ns string, parents int) {
 		return nil
 	})
 	byReplica := map[string]map[int]int{}
-	byPod := map[string][]podCreate{}
 	for _, c := range creates {
 		if byReplica[c.replica] == nil {
 			byReplica[c.replica] = map[int]int{}
 		}
 		byReplica[c.replica][c.code]++
-		byPod[c.pod] = append(byPod[c.pod], c)
 	}
 	t.Logf("Pod creates the API server received for %d parents: %d; by replica and answer: %v", parents, len(creates), byReplica)
-	if len(creates) == parents {
+	counted, serverErrors := withoutServerErrors(creates)
+	if len(serverErrors) > 0 {
+		t.Logf("%d creates the API server failed itself (5xx), retried by their replica, not counted: %+v", len(serverErrors), serverErrors)
+	}
+	if len(counted) == parents {
 		return
+	}
+	extra := extraCreates(counted)
+	t.Errorf("%d Pod creates for %d parents; the %d extra:\n%s", len(counted), parents, len(extra), strings.Join(extra[:min(len(extra), 40)], "\n"))
+}
+
+// withoutServerErrors splits creates into those the API server answered (a Pod created, or
+// refused: a duplicate is refused as AlreadyExists) and those it failed itself (5xx: its own
+// failure, under load, which says nothing of the replicas and which the replica retries).
+func withoutServerErrors(creates []podCreate) (counted, serverErrors []podCreate) {
+	for _, c := range creates {
+		if c.code >= 500 {
+			serverErrors = append(serverErrors, c)
+		} else {
+			counted = append(counted, c)
+		}
+	}
+	return counted, serverErrors
+}
+
+// extraCreates describes, sorted, each create of a Pod after its first (creates in the order the
+// API server received them).
+func extraCreates(creates []podCreate) []string {
+	byPod := map[string][]podCreate{}
+	for _, c := range creates {
+		byPod[c.pod] = append(byPod[c.pod], c)
 	}
 	var extra []string
 	for pod, cs := range byPod {
@@ -295,5 +323,37 @@ func checkOneCreateEach(t *testing.T, audit, ns string, parents int) {
 		}
 	}
 	sort.Strings(extra)
-	t.Errorf("%d Pod creates for %d parents; the %d extra:\n%s", len(creates), parents, len(extra), strings.Join(extra[:min(len(extra), 40)], "\n"))
+	return extra
+}
+
+// TestAServerErrorIsNoExtraCreate: the count of Pod creates leaves out those the API server failed
+// itself (a 500 under load, in CI, once: its replica retried and created the Pod), and still
+// finds every create of a Pod after its first.
+func TestAServerErrorIsNoExtraCreate(t *testing.T) {
+	at := time.Date(2026, 11, 30, 0, 58, 3, 0, time.UTC)
+	create := func(pod, replica string, code int, after time.Duration) podCreate {
+		return podCreate{pod: pod, replica: replica, code: code, at: at.Add(after)}
+	}
+	tests := []struct {
+		name                 string
+		creates              []podCreate
+		counted, serverFails int
+		extra                []string
+	}{
+		{"one create each", []podCreate{create("a", "r-a", 201, 0), create("b", "r-b", 201, time.Millisecond)}, 2, 0, nil},
+		{"a create the server failed, then its retry's", []podCreate{create("", "r-b", 500, 0), create("a", "r-b", 201, 5*time.Millisecond)}, 1, 1, nil},
+		{"a second create refused as a duplicate", []podCreate{create("a", "r-a", 201, 0), create("a", "r-b", 409, 20*time.Millisecond)}, 2, 0,
+			[]string{"00:58:03.020 a by r-b (409), 20ms after the first (by r-a, 201)"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			counted, serverErrors := withoutServerErrors(tt.creates)
+			if len(counted) != tt.counted || len(serverErrors) != tt.serverFails {
+				t.Errorf("counted %d, server errors %d; want %d, %d", len(counted), len(serverErrors), tt.counted, tt.serverFails)
+			}
+			if got := extraCreates(counted); !slices.Equal(got, tt.extra) {
+				t.Errorf("extra creates %q, want %q", got, tt.extra)
+			}
+		})
+	}
 }
