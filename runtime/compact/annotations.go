@@ -17,12 +17,6 @@ import (
 // by key.
 type annotationPairs []string
 
-// packAnnotations moves ObjectMeta's annotations into o.Annotations, sorted by key.
-func (o *Object) packAnnotations() {
-	o.Annotations = pairsOf(o.ObjectMeta.Annotations)
-	o.ObjectMeta.Annotations = nil
-}
-
 // pairsOf is a map's keys and values in turn, sorted by key; nil for none.
 func pairsOf(m map[string]string) annotationPairs {
 	if len(m) == 0 {
@@ -42,23 +36,21 @@ func pairsOf(m map[string]string) annotationPairs {
 
 // GetAnnotations implements metav1.Object: a map of the object's annotations, the caller's own
 // (nil when none).
-func (o *Object) GetAnnotations() map[string]string {
-	if len(o.Annotations) == 0 {
+func (o *heldMeta) GetAnnotations() map[string]string {
+	if len(o.annotations) == 0 {
 		return nil
 	}
-	m := make(map[string]string, len(o.Annotations)/2)
-	for i := 0; i < len(o.Annotations); i += 2 {
-		m[o.Annotations[i]] = o.Annotations[i+1]
+	m := make(map[string]string, len(o.annotations)/2)
+	for i := 0; i < len(o.annotations); i += 2 {
+		m[o.annotations[i]] = o.annotations[i+1]
 	}
 	return m
 }
 
 // SetAnnotations implements metav1.Object.
-func (o *Object) SetAnnotations(annotations map[string]string) {
-	o.Annotations = pairsOf(annotations)
-	o.ObjectMeta.Annotations = nil
+func (o *heldMeta) SetAnnotations(annotations map[string]string) {
+	o.annotations = pairsOf(annotations)
 }
 
-// GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself, whose annotations
-// ObjectMeta does not hold.
+// GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself.
 func (o *Object) GetObjectMeta() metav1.Object { return o }

@@ -39,13 +39,13 @@ func TestACachedObjectKeepsItsMetadataAndItsBytes(t *testing.T) {
 		name      string
 		got, want any
 	}{
-		{"kind", o.Kind, "ConfigMap"},
-		{"key", o.Namespace + "/" + o.Name, "ns/x"},
-		{"uid and resourceVersion", string(o.UID) + " " + o.ResourceVersion, "u1 7"},
-		{"labels", o.Labels, map[string]string{"app": "a"}},
+		{"kind", o.kind(), "ConfigMap"},
+		{"key", o.GetNamespace() + "/" + o.GetName(), "ns/x"},
+		{"uid and resourceVersion", string(o.GetUID()) + " " + o.GetResourceVersion(), "u1 7"},
+		{"labels", o.GetLabels(), map[string]string{"app": "a"}},
 		{"annotations without kubectl's copy", o.GetAnnotations(), map[string]string{"keep": "me"}},
-		{"owner", o.OwnerReferences[0].Name, "s"},
-		{"managed fields (only the whole object has them)", len(o.ManagedFields), 0},
+		{"owner", o.GetOwnerReferences()[0].Name, "s"},
+		{"managed fields (only the whole object has them)", len(o.GetManagedFields()), 0},
 	}
 	for _, c := range checks {
 		if !reflect.DeepEqual(c.got, c.want) {
@@ -161,7 +161,7 @@ func TestAListIsDecodedIntoCompactObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if list.ResourceVersion != "10" || list.Continue != "c" || len(list.Items) != 2 || list.Items[1].Name != "y" {
+	if list.ResourceVersion != "10" || list.Continue != "c" || len(list.Items) != 2 || list.Items[1].GetName() != "y" {
 		t.Errorf("list %+v", list)
 	}
 }

@@ -22,15 +22,16 @@ import (
 // (decodeMetadata), holding a copy of the rest of data, which is skipped unread.
 func decodeObject(data []byte) (runtime.Object, error) {
 	o := &Object{}
+	var typ metav1.TypeMeta
 	var metadata []byte
 	var body [][2][]byte // the other fields' keys and values, in order
 	size := 2
 	err := eachRawField(data, func(rawKey []byte, key string, value []byte) (err error) {
 		switch key {
 		case "kind":
-			o.Kind, err = stringValue(value)
+			typ.Kind, err = stringValue(value)
 		case "apiVersion":
-			o.APIVersion, err = stringValue(value)
+			typ.APIVersion, err = stringValue(value)
 		case "metadata":
 			metadata = value
 			return nil
@@ -42,20 +43,19 @@ func decodeObject(data []byte) (runtime.Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("decode an object's metadata: %w", err)
 	}
-	if o.Kind == "Status" && (o.APIVersion == "v1" || o.APIVersion == "") {
+	if typ.Kind == "Status" && (typ.APIVersion == "v1" || typ.APIVersion == "") {
 		status := &metav1.Status{}
 		if err := utiljson.Unmarshal(data, status); err != nil {
 			return nil, fmt.Errorf("decode a Status: %w", err)
 		}
 		return status, nil
 	}
-	o.metaSize = len(metadata)
+	o.setTypeMeta(typ)
+	o.metaSize = int32(len(metadata))
 	if metadata != nil && !isNull(metadata) {
 		if err := decodeMetadata(metadata, o); err != nil {
-			return nil, fmt.Errorf("decode the metadata of %s %q: %w", o.Kind, o.Name, err)
+			return nil, fmt.Errorf("decode the metadata of %s %q: %w", typ.Kind, o.name, err)
 		}
-		intern(&o.ObjectMeta)
-		o.packAnnotations()
 	}
 	o.Raw = jsonObject(make([]byte, 0, size), body)
 	return o, nil
@@ -73,18 +73,24 @@ func jsonObject(out []byte, fields [][2][]byte) []byte {
 	return append(out, '}')
 }
 
-// decodeMetadata reads into o's ObjectMeta the metadata of an object but its managed fields, which
-// it reads into o.managed (managed.go), and kubectl's last-applied copy, which it drops.
+// decodeMetadata reads into o's meta the metadata of an object, interned, but its managed fields,
+// which it reads into o.managed (managed.go), and kubectl's last-applied copy, which it drops.
 func decodeMetadata(data []byte, o *Object) error {
+	var m metav1.ObjectMeta
 	var managed []byte
-	if err := decodeObjectMeta(data, &o.ObjectMeta, &managed); err != nil || managed == nil || isNull(managed) {
+	if err := decodeObjectMeta(data, &m, &managed); err != nil {
 		return err
+	}
+	intern(&m)
+	o.setMeta(&m)
+	if managed == nil || isNull(managed) {
+		return nil
 	}
 	entries, err := decodeManagedFields(managed)
 	if err != nil {
 		return fmt.Errorf("metadata.managedFields: %w", err)
 	}
-	o.managed = compactManaged(entries, o.OwnerReferences)
+	o.managed = compactManaged(entries, o.ownerReferences)
 	return nil
 }
 

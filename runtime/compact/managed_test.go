@@ -25,7 +25,7 @@ func TestTheChildrenOfOneTemplateShareMetacelsManagedFields(t *testing.T) {
 	}
 	for i, p := range pods {
 		want := benchPod(i).ManagedFields[0].FieldsV1.GetRawBytes()
-		got := managedFields(p.managed, p.OwnerReferences)[0].FieldsV1.GetRawBytes()
+		got := managedFields(p.managed, p.GetOwnerReferences())[0].FieldsV1.GetRawBytes()
 		if string(got) != string(want) {
 			t.Errorf("pod %d: fieldsV1 decodes to\n%s\nwant\n%s", i, got, want)
 		}

@@ -10,7 +10,7 @@ import (
 // metadata and decoding that JSON, which a sync paid at each read of a cached JSON object
 // (TestMetadataMapIsTheJSONOfTheMetadata holds the two to one result).
 func (o *Object) metadataMap() (map[string]any, error) {
-	m := &o.ObjectMeta
+	m := o.objectMetaButAnnotations()
 	out := make(map[string]any, 12)
 	putString(out, "name", m.Name)
 	putString(out, "generateName", m.GenerateName)
@@ -30,7 +30,7 @@ func (o *Object) metadataMap() (map[string]any, error) {
 		out["deletionGracePeriodSeconds"] = *m.DeletionGracePeriodSeconds
 	}
 	putStringMap(out, "labels", m.Labels)
-	putPairs(out, "annotations", o.Annotations)
+	putPairs(out, "annotations", o.annotations)
 	if len(m.OwnerReferences) > 0 {
 		refs := make([]any, len(m.OwnerReferences))
 		for i, r := range m.OwnerReferences {

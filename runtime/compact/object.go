@@ -6,43 +6,45 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 )
 
 // Object is an API object as a cache holds it: its type and metadata decoded, the rest as the API
 // server sent it: JSON, or for a built-in kind protobuf (protobuf.go). Its metadata is held once:
-// ObjectMeta (without the managed fields, and without kubectl's last-applied copy, which the
-// runtime never reads), the annotations apart (annotations.go), and the managed fields apart
-// (managed.go), which only a decode puts back. It implements metav1.Object, so the informer's
-// keys, indexers and event handlers work on it unchanged. Raw, annotations and managed are never
-// modified: copies share them.
+// in meta (meta.go: ObjectMeta's fields, without the managed fields, and without kubectl's
+// last-applied copy, which the runtime never reads), the annotations as a slice (annotations.go),
+// and the managed fields apart (managed.go), which only a decode puts back. It implements
+// metav1.Object, so the informer's keys, indexers and event handlers work on it unchanged. Raw,
+// annotations and managed are never modified: copies share them.
 type Object struct {
-	metav1.TypeMeta
-	metav1.ObjectMeta
+	heldMeta
 	// Raw is the object as the API server sent it, without its metadata: its JSON, or with
 	// Protobuf its kind's protobuf message.
-	Raw      []byte
-	Protobuf bool
-	// Annotations are the object's annotations, key and value in turn, sorted by key. They shadow
-	// ObjectMeta's map, which a cached object leaves nil, so that a read of o.Annotations[key]
-	// does not compile: GetAnnotations builds a map.
-	Annotations annotationPairs
-	managed     []managedEntry
+	Raw     []byte
+	managed []managedEntry
 	// metaSize is the size of the metadata as the API server sent it (Larger)
-	metaSize int
-	// fetch reads the object from the API server when its body was not kept (omit.go)
-	fetch Fetcher
-	// bodyOmitted: the watch stream dropped its body (omitframe.go); a cache keeps it with Omit
-	bodyOmitted bool
+	metaSize int32
+	Protobuf bool
 }
 
 var _ metav1.Object = &Object{}
 
+// NewObject is an object of typ and m whose body is raw, as a decoder of the API server's JSON
+// would make it (tests make cached objects with it).
+func NewObject(typ metav1.TypeMeta, m metav1.ObjectMeta, raw []byte) *Object {
+	o := &Object{Raw: raw}
+	o.setTypeMeta(typ)
+	o.setMeta(&m)
+	return o
+}
+
+// GetObjectKind implements runtime.Object.
+func (o *Object) GetObjectKind() schema.ObjectKind { return &o.heldMeta }
+
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	out := &Object{TypeMeta: o.TypeMeta, Raw: o.Raw, Protobuf: o.Protobuf, Annotations: o.Annotations, managed: o.managed, metaSize: o.metaSize, fetch: o.fetch}
-	o.DeepCopyInto(&out.ObjectMeta)
-	return out
+	return &Object{heldMeta: o.deepCopy(), Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, metaSize: o.metaSize}
 }
 
 // Unstructured returns the object a cache holds as an unstructured object: a *Object is decoded
@@ -65,7 +67,7 @@ func Unstructured(obj any) (*unstructured.Unstructured, error) {
 }
 
 func (o *Object) decode() (*unstructured.Unstructured, error) {
-	if o.fetch != nil {
+	if o.fetches() {
 		return o.fetched()
 	}
 	decode := o.jsonToMap
@@ -74,7 +76,7 @@ func (o *Object) decode() (*unstructured.Unstructured, error) {
 	}
 	m, err := decode()
 	if err != nil {
-		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.Kind, o.Namespace, o.Name, err)
+		return nil, fmt.Errorf("decode %s %s/%s from the cache: %w", o.kind(), o.namespace, o.name, err)
 	}
 	return &unstructured.Unstructured{Object: m}, nil
 }
@@ -94,8 +96,7 @@ func (o *Object) jsonToMap() (map[string]any, error) {
 // fullMeta is the object's metadata with its managed fields (a shallow copy: its maps and slices
 // are the cache's, only to be read).
 func (o *Object) fullMeta() metav1.ObjectMeta {
-	meta := o.ObjectMeta
-	meta.Annotations = o.GetAnnotations()
-	meta.ManagedFields = managedFields(o.managed, o.OwnerReferences)
+	meta := o.objectMeta()
+	meta.ManagedFields = managedFields(o.managed, o.ownerReferences)
 	return meta
 }

@@ -37,14 +37,23 @@ type Fetcher interface {
 
 // Larger reports whether the object, its metadata as sent included, is larger than max bytes, or
 // its body was dropped from the watch stream for being so: a cache keeps it with Omit.
-func (o *Object) Larger(max int) bool { return o.bodyOmitted || o.metaSize+len(o.Raw) > max }
+func (o *Object) Larger(max int) bool {
+	return o.bodyOmitted() || int(o.metaSize)+len(o.Raw) > max
+}
+
+// bodyOmitted reports whether the watch stream dropped the object's body (omitframe.go).
+func (o *Object) bodyOmitted() bool { return o.uncommon != nil && o.uncommon.bodyOmitted }
+
+// fetches reports whether the object's body was not kept: a decode reads it (fetched).
+func (o *Object) fetches() bool { return o.uncommon != nil && o.uncommon.fetch != nil }
 
 // Omit returns the object without its body, nor its annotations, nor (when they are large) the
 // labels that are not metacel's: what f reads again when a sync decodes it.
 func (o *Object) Omit(f Fetcher) *Object {
-	out := &Object{TypeMeta: o.TypeMeta, fetch: f} // no Annotations: a cached object holds them there alone
-	o.DeepCopyInto(&out.ObjectMeta)
-	out.Labels = keptLabels(out.Labels)
+	out := &Object{heldMeta: o.deepCopy()}
+	out.annotations = nil // a decode reads them with the body
+	out.labels = keptLabels(out.labels)
+	out.uncommonFields().fetch, out.uncommon.bodyOmitted = f, false
 	return out
 }
 
@@ -71,9 +80,9 @@ func keptLabels(labels map[string]string) map[string]string {
 func (o *Object) fetched() (*unstructured.Unstructured, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), fetchTimeout)
 	defer cancel()
-	u, err := o.fetch.Fetch(ctx, o.Namespace, o.Name)
+	u, err := o.uncommon.fetch.Fetch(ctx, o.namespace, o.name)
 	if err != nil {
-		return nil, fmt.Errorf("read %s %s/%s, too large to be cached: %w", o.Kind, o.Namespace, o.Name, err)
+		return nil, fmt.Errorf("read %s %s/%s, too large to be cached: %w", o.kind(), o.namespace, o.name, err)
 	}
 	return Slim(u), nil
 }

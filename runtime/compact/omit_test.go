@@ -29,9 +29,9 @@ func TestOmittedObjectsAreReadFromTheAPIServer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o := &Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Name: "cm", Namespace: "ns", Labels: tt.labels},
-				Raw:        []byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"` + big + `"}}`)}
+			o := NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+				metav1.ObjectMeta{Name: "cm", Namespace: "ns", Labels: tt.labels},
+				[]byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"k":"`+big+`"}}`))
 			o.SetAnnotations(map[string]string{"a": big})
 			asked := 0
 			omitted := o.Omit(fetchFunc(func(_ context.Context, ns, name string) (*unstructured.Unstructured, error) {
@@ -39,11 +39,11 @@ func TestOmittedObjectsAreReadFromTheAPIServer(t *testing.T) {
 				return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
 					"metadata": map[string]any{"name": name, "namespace": ns}, "data": map[string]any{"k": "now"}}}, nil
 			}))
-			if omitted.Raw != nil || omitted.GetAnnotations() != nil || omitted.fetch == nil {
+			if omitted.Raw != nil || omitted.GetAnnotations() != nil || !omitted.fetches() {
 				t.Errorf("the omitted object keeps its body (%d bytes) or annotations (%d)", len(omitted.Raw), len(omitted.GetAnnotations()))
 			}
 			var kept []string
-			for k := range omitted.Labels {
+			for k := range omitted.GetLabels() {
 				kept = append(kept, k)
 			}
 			if strings.Join(slices.Sorted(slices.Values(kept)), ",") != strings.Join(tt.keptLabels, ",") {

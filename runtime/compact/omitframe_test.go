@@ -69,12 +69,12 @@ func TestALargeWatchEventIsReducedToItsMetadataAsItStreams(t *testing.T) {
 		t.Fatalf("read %d events, want 3", len(got))
 	}
 	for i, o := range got {
-		wantOmitted := o.Name == "big"
+		wantOmitted := o.GetName() == "big"
 		if o.Larger(max) != wantOmitted || wantOmitted && o.Raw != nil {
-			t.Errorf("event %d (%s): omitted %v with %d bytes kept, want omitted %v", i, o.Name, o.Larger(max), len(o.Raw), wantOmitted)
+			t.Errorf("event %d (%s): omitted %v with %d bytes kept, want omitted %v", i, o.GetName(), o.Larger(max), len(o.Raw), wantOmitted)
 		}
-		if o.Namespace != "ns" || string(o.UID) != "uid-"+o.Name || o.ResourceVersion != "7" || o.Labels["app.kubernetes.io/managed-by"] != "metacel" || o.Kind != "ConfigMap" {
-			t.Errorf("event %d: metadata %+v, want the ConfigMap's", i, o.ObjectMeta)
+		if o.GetNamespace() != "ns" || string(o.GetUID()) != "uid-"+o.GetName() || o.GetResourceVersion() != "7" || o.GetLabels()["app.kubernetes.io/managed-by"] != "metacel" || o.kind() != "ConfigMap" {
+			t.Errorf("event %d: metadata %+v, want the ConfigMap's", i, o.objectMeta())
 		}
 	}
 	if u, err := Unstructured(got[1]); err != nil || u.Object["data"].(map[string]any)["v"] != "s" {

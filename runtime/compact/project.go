@@ -20,7 +20,7 @@ import (
 // stays a message of its kind, whose fields are found by their JSON names in client-go's type.
 // An object whose body was not kept, or a nil keep, is returned as it is.
 func (o *Object) Project(keep *projection.Fields) (*Object, error) {
-	if keep.IsWhole() || o.Raw == nil || o.fetch != nil || o.bodyOmitted {
+	if keep.IsWhole() || o.Raw == nil || o.fetches() || o.bodyOmitted() {
 		return o, nil
 	}
 	var raw []byte
@@ -31,7 +31,7 @@ func (o *Object) Project(keep *projection.Fields) (*Object, error) {
 		raw, err = projectJSONObject(make([]byte, 0, len(o.Raw)), o.Raw, keep, true)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("keep the fields read of %s %s/%s: %w", o.Kind, o.Namespace, o.Name, err)
+		return nil, fmt.Errorf("keep the fields read of %s %s/%s: %w", o.kind(), o.namespace, o.name, err)
 	}
 	out := *o
 	out.Raw = bytes.Clone(raw) // the cache keeps it: its exact size, not the scratch buffer's

@@ -133,22 +133,23 @@ func unwrap(data []byte) (*runtime.Unknown, error) {
 // protobufItem is the Object of a kind's message, with its metadata decoded as decodeMetadata
 // reads JSON's and the rest of the message kept.
 func protobufItem(typ runtime.TypeMeta, message []byte) (*Object, error) {
-	o := &Object{TypeMeta: metav1.TypeMeta{APIVersion: typ.APIVersion, Kind: typ.Kind}, Protobuf: true}
+	o := &Object{Protobuf: true}
+	o.setTypeMeta(metav1.TypeMeta{APIVersion: typ.APIVersion, Kind: typ.Kind})
 	metadata, err := field(message, messageMetadata)
 	if err != nil {
 		return nil, fmt.Errorf("decode the metadata of the %s: %w", typ.Kind, err)
 	}
-	if err := o.ObjectMeta.Unmarshal(metadata); err != nil {
+	var m metav1.ObjectMeta
+	if err := m.Unmarshal(metadata); err != nil {
 		return nil, fmt.Errorf("decode the metadata of the %s: %w", typ.Kind, err)
 	}
-	o.metaSize = len(metadata)
-	o.managed = compactManaged(o.ManagedFields, o.OwnerReferences)
-	o.ManagedFields = nil
-	o.ObjectMeta.Annotations = withoutLastApplied(o.ObjectMeta.Annotations)
-	intern(&o.ObjectMeta)
-	o.packAnnotations()
+	o.metaSize = int32(len(metadata))
+	o.managed = compactManaged(m.ManagedFields, m.OwnerReferences)
+	m.Annotations = withoutLastApplied(m.Annotations)
+	intern(&m)
+	o.setMeta(&m)
 	if omittedSize(message) > 0 { // its body was dropped from the watch stream (omitframe.go)
-		o.bodyOmitted = true
+		o.uncommonFields().bodyOmitted = true
 		return o, nil
 	}
 	if o.Raw, err = withoutField(message, messageMetadata); err != nil {
@@ -260,7 +261,8 @@ func (o *Object) protobufToJSONMap() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m["apiVersion"], m["kind"] = o.APIVersion, o.Kind
+	t := o.typeMeta()
+	m["apiVersion"], m["kind"] = t.APIVersion, t.Kind
 	return m, nil
 }
 

@@ -150,8 +150,8 @@ func TestABuiltinObjectFromProtobufIsTheObjectFromJSON(t *testing.T) {
 			if !p.Protobuf || len(p.Raw) >= len(j.Raw) {
 				t.Errorf("cached from protobuf: Protobuf %v, %d bytes against %d as JSON", p.Protobuf, len(p.Raw), len(j.Raw))
 			}
-			if !reflect.DeepEqual(j.ObjectMeta, p.ObjectMeta) || j.TypeMeta != p.TypeMeta {
-				t.Errorf("metadata from protobuf\n%+v %+v\nfrom JSON\n%+v %+v", p.TypeMeta, p.ObjectMeta, j.TypeMeta, j.ObjectMeta)
+			if !reflect.DeepEqual(j.objectMeta(), p.objectMeta()) || j.typeMeta() != p.typeMeta() {
+				t.Errorf("metadata from protobuf\n%+v %+v\nfrom JSON\n%+v %+v", p.typeMeta(), p.objectMeta(), j.typeMeta(), j.objectMeta())
 			}
 			uj, err := Unstructured(j)
 			if err != nil {
@@ -202,7 +202,7 @@ func TestAProtobufListIsDecodedIntoCompactObjects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.ResourceVersion != "10" || got.Continue != "c" || len(got.Items) != 2 || got.Items[1].Name != "b" || got.Items[1].Kind != "Pod" {
+	if got.ResourceVersion != "10" || got.Continue != "c" || len(got.Items) != 2 || got.Items[1].GetName() != "b" || got.Items[1].kind() != "Pod" {
 		t.Fatalf("list %+v", got)
 	}
 	u, err := Unstructured(&got.Items[0])
@@ -259,7 +259,7 @@ func TestAnInformerWatchesBuiltinObjectsAsProtobuf(t *testing.T) {
 	if !ok {
 		t.Fatalf("ns/pod not in the cache: %v", inf.GetStore().ListKeys())
 	}
-	if o := obj.(*Object); !o.Protobuf || o.ResourceVersion != "42" {
+	if o := obj.(*Object); !o.Protobuf || o.GetResourceVersion() != "42" {
 		t.Errorf("cached %+v, want the Pod's message and metadata", o)
 	}
 	u, err := Unstructured(obj)

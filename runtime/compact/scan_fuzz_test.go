@@ -42,8 +42,8 @@ func FuzzDecodeObject(f *testing.F) {
 			}
 			return
 		}
-		if o.TypeMeta != want.TypeMeta {
-			t.Errorf("%q: type %+v, the standard decoder's %+v", data, o.TypeMeta, want.TypeMeta)
+		if o.typeMeta() != want.TypeMeta {
+			t.Errorf("%q: type %+v, the standard decoder's %+v", data, o.typeMeta(), want.TypeMeta)
 		}
 		if meta := cachedMeta(o.fullMeta()); !reflect.DeepEqual(meta, want.Metadata) {
 			t.Errorf("%q: metadata\n%+v\nthe standard decoder's\n%+v", data, meta, want.Metadata)

@@ -159,15 +159,14 @@ func TestDecodeObjectReadsTheMetadataAsTheStandardDecoderDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := got.(*Object)
-			if len(o.Labels) == 0 {
-				o.Labels = nil
+			if len(o.labels) == 0 {
+				o.labels = nil
 			}
 			typ, meta := standardMeta(t, tc.json)
-			if o.TypeMeta != typ {
-				t.Errorf("type: got %+v, want %+v", o.TypeMeta, typ)
+			if o.typeMeta() != typ {
+				t.Errorf("type: got %+v, want %+v", o.typeMeta(), typ)
 			}
-			held := o.ObjectMeta
-			held.Annotations = o.GetAnnotations()
+			held := o.objectMeta()
 			if !reflect.DeepEqual(held, meta) {
 				t.Errorf("metadata:\ngot  %+v\nwant %+v", held, meta)
 			}

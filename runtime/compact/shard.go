@@ -45,7 +45,7 @@ func ProbeShardSupport(ctx context.Context, kube kubernetes.Interface, namespace
 func (l *List) keep(keep func(types.UID) bool) {
 	items := l.Items[:0]
 	for i := range l.Items {
-		if keep(l.Items[i].UID) {
+		if keep(l.Items[i].uid) {
 			items = append(items, l.Items[i])
 		}
 	}
@@ -106,7 +106,7 @@ func (w *filteredWatch) passes(e watch.Event) bool {
 	switch e.Type {
 	case watch.Added, watch.Modified, watch.Deleted:
 		if o, ok := e.Object.(*Object); ok {
-			return w.keep(o.UID)
+			return w.keep(o.uid)
 		}
 	}
 	return true

@@ -123,7 +123,7 @@ func TestAShardedListWatch(t *testing.T) {
 func listedUIDs(list runtime.Object) []string {
 	var out []string
 	for _, o := range list.(*List).Items {
-		out = append(out, string(o.UID))
+		out = append(out, string(o.GetUID()))
 	}
 	return out
 }
@@ -143,7 +143,7 @@ func watchedUIDsUntilBookmark(t *testing.T, w watch.Interface) []string {
 			if e.Type == watch.Bookmark {
 				return out
 			}
-			out = append(out, string(e.Object.(*Object).UID))
+			out = append(out, string(e.Object.(*Object).GetUID()))
 		case <-timeout:
 			t.Fatalf("no bookmark after 10s (got %v)", out)
 		}
@@ -154,7 +154,9 @@ func TestAFilteredWatchPassesBookmarksAndErrors(t *testing.T) {
 	_, in := shardedUIDs(40, firstHalf)
 	all, _ := shardedUIDs(40, hashslot.Range{From: 0, To: hashslot.Count})
 	out := slices.DeleteFunc(slices.Clone(all), func(uid string) bool { return slices.Contains(in, uid) })
-	obj := func(uid string) *Object { return &Object{ObjectMeta: metav1.ObjectMeta{UID: types.UID(uid)}} }
+	obj := func(uid string) *Object {
+		return NewObject(metav1.TypeMeta{}, metav1.ObjectMeta{UID: types.UID(uid)}, nil)
+	}
 	cases := []struct {
 		name  string
 		event watch.Event

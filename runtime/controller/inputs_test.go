@@ -96,15 +96,14 @@ func TestASkippedSyncDecodesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	// the same parent, at the same resourceVersion, as a compact cache holds it, but undecodable
-	undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: "1"}, Raw: []byte("not JSON")}
+	undecodable := compact.NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: "1"}, []byte("not JSON"))
 	if err := h.c.caches.parents.Whole().GetIndexer().Update(undecodable); err != nil {
 		t.Fatal(err)
 	}
 	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
 		t.Errorf("a sync of unchanged inputs decoded the parent: %v", err)
 	}
-	undecodable.ResourceVersion = "2"
+	undecodable.SetResourceVersion("2")
 	if err := h.c.syncer.sync(t.Context(), "ns/p"); err == nil {
 		t.Error("a sync of a changed parent did not read it")
 	}
@@ -158,9 +157,9 @@ func TestTheEventsOfASyncsOwnWritesAreSkipped(t *testing.T) {
 			// the caches get the parent and the child at the resourceVersions the writes returned,
 			// as objects that cannot be decoded: a sync that reads them fails
 			undecodable := func(kind string, m metav1.Object) *compact.Object {
-				return &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: kind}, ObjectMeta: metav1.ObjectMeta{
+				return compact.NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: kind}, metav1.ObjectMeta{
 					Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
-					Labels: m.GetLabels(), Generation: m.GetGeneration()}, Raw: []byte("not JSON")}
+					Labels: m.GetLabels(), Generation: m.GetGeneration()}, []byte("not JSON"))
 			}
 			res, _ := h.c.syncer.writer.resourceOf(child)
 			if err := h.c.caches.children[res.GVR.String()].Whole().GetIndexer().Add(undecodable("ConfigMap", child)); err != nil {

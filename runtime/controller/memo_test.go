@@ -36,8 +36,7 @@ func TestARecalledParentIsNotSyncedAgain(t *testing.T) {
 
 			after := newHarness(t, readyWithoutChildren)
 			after.c.Memory().Recall(saved)
-			undecodable := &compact.Object{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-				ObjectMeta: metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: tc.rvNow}, Raw: []byte("not JSON")}
+			undecodable := compact.NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, metav1.ObjectMeta{Name: "p", Namespace: "ns", UID: "p-1", ResourceVersion: tc.rvNow}, []byte("not JSON"))
 			if err := after.c.caches.parents.Whole().GetIndexer().Add(undecodable); err != nil {
 				t.Fatal(err)
 			}

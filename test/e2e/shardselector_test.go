@@ -283,7 +283,7 @@ func checkShardedInformer(t *testing.T, clients shardClients, ns string, r hashs
 	}
 	var cached []types.UID
 	for _, o := range inf.GetStore().List() {
-		cached = append(cached, o.(*compact.Object).UID)
+		cached = append(cached, o.(*compact.Object).GetUID())
 	}
 	slices.Sort(cached)
 	if want := inRange(append(before, after...), r); !slices.Equal(cached, want) {
@@ -321,12 +321,12 @@ func (d *delivered) record(obj any, final bool) {
 	o := obj.(*compact.Object)
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.uids[o.UID] = true
+	d.uids[o.GetUID()] = true
 	if final && o.GetAnnotations()[sentinelAnnotation] != "" {
 		if d.marked == nil {
 			d.marked = map[types.UID]bool{}
 		}
-		d.marked[o.UID] = true
+		d.marked[o.GetUID()] = true
 	}
 }
 
@@ -363,7 +363,7 @@ func listUIDs(t *testing.T, lw *cache.ListWatch) []types.UID {
 	}
 	var out []types.UID
 	for _, o := range obj.(*compact.List).Items {
-		out = append(out, o.UID)
+		out = append(out, o.GetUID())
 	}
 	slices.Sort(out)
 	return out
