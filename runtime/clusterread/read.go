@@ -7,6 +7,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -57,7 +58,7 @@ func ListChildren(ctx context.Context, client dynamic.Interface, gvr schema.Grou
 		}
 		for _, obj := range objs {
 			key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
-			if !seen[key] && contract.ChildPolicy(obj.GetLabels()) == policy {
+			if !seen[key] && contract.ChildPolicy(labels.Set(obj.GetLabels())) == policy {
 				seen[key] = true
 				out = append(out, obj)
 			}

@@ -12,11 +12,11 @@
 // decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
 // typed metav1.ObjectMeta and keeps the rest of the object's bytes; Unstructured decodes them on
 // demand. The metadata is held once, in a struct of ObjectMeta's fields that holds the type as an
-// interned handle and the fields few objects have behind a pointer, so that an Object takes 240
-// bytes where embedding TypeMeta and ObjectMeta took 384 (meta.go); with the managed fields apart:
-// interned, and without what the runtime never reads (Slim), so that the children of one
-// template share metacel's entry (managed.go); and the annotations apart, as a slice of keys and
-// values, where a Go map takes about 340 bytes for the one or two a child has (annotations.go). Finding a watch event's end and its object's
+// interned handle and the fields few objects have behind a pointer, so that an Object takes 256
+// bytes where embedding TypeMeta and ObjectMeta took 384 (meta.go); the labels and annotations as
+// slices of keys and values, where a Go map takes about 340 bytes however few it holds
+// (pairs.go); the managed fields apart: interned, and without what the runtime never reads
+// (Slim), so that the children of one template share metacel's entry (managed.go). Finding a watch event's end and its object's
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
 // the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to

@@ -1,24 +1,26 @@
 package compact
 
 import (
+	"slices"
 	"time"
 	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 )
 
 // A cache holds an Object for every object it lists and watches, so the Object's own struct is
 // a share of every object's memory: with metav1.TypeMeta and metav1.ObjectMeta embedded it took
-// 376 bytes (Go's size class of 384), a third of a cached Pod. Most of it holds what every object
-// of a kind shares (its kind and apiVersion, 32 bytes) or what a cached object never has
+// 376 bytes (Go's size class of 384), a quarter of a cached Pod. Much of it held what every
+// object of a kind shares (its kind and apiVersion, 32 bytes) or what a cached object never has
 // (ObjectMeta's selfLink, managedFields and annotations' map, which the cache holds apart;
 // generateName and deletionGracePeriodSeconds, set on few objects). heldMeta holds ObjectMeta's
 // fields but those, the type interned (package unique: one pointer), the creation time as a
-// number, and the few objects' fields behind one pointer (uncommon): 240 bytes for the whole
-// Object (TestAnObjectTakesASizeClassOf240Bytes). The decoders still decode into an ObjectMeta,
-// which setMeta packs; objectMeta builds one back.
+// number, the labels and annotations as slices (pairs.go), and the few objects' fields behind
+// one pointer (uncommon): 256 bytes for the whole Object (TestAnObjectTakesASizeClassOf256Bytes).
+// The decoders still decode into an ObjectMeta, which setMeta packs; objectMeta builds one back.
 
 // heldMeta is an object's type and metadata as a cache holds them.
 type heldMeta struct {
@@ -29,8 +31,8 @@ type heldMeta struct {
 	generation      int64
 	created         int64 // creationTimestamp in Unix nanoseconds; 0: none
 	deleted         *metav1.Time
-	labels          map[string]string
-	annotations     annotationPairs // keys and values in turn, sorted by key (annotations.go)
+	labels          pairs // keys and values in turn, sorted by key (pairs.go)
+	annotations     pairs
 	ownerReferences []metav1.OwnerReference
 	finalizers      []string
 	uncommon        *uncommon // nil when none of its fields is set
@@ -54,45 +56,43 @@ func (o *heldMeta) setMeta(m *metav1.ObjectMeta) {
 	o.generation = m.Generation
 	o.setCreated(m.CreationTimestamp)
 	o.deleted = m.DeletionTimestamp
-	o.labels = m.Labels
-	o.annotations = pairsOf(m.Annotations)
+	o.labels, o.annotations = pairsOf(m.Labels), pairsOf(m.Annotations)
 	o.ownerReferences, o.finalizers = m.OwnerReferences, m.Finalizers
 	o.setGenerateName(m.GenerateName)
 	o.setGracePeriod(m.DeletionGracePeriodSeconds)
 }
 
 // objectMeta is the metadata as an ObjectMeta, without the managed fields: a shallow copy, whose
-// labels, owner references and finalizers are the cache's, only to be read; its annotations are
-// its own.
+// owner references and finalizers are the cache's, only to be read; its maps are its own.
 func (o *heldMeta) objectMeta() metav1.ObjectMeta {
-	m := o.objectMetaButAnnotations()
-	m.Annotations = o.GetAnnotations()
-	return m
-}
-
-// objectMetaButAnnotations is objectMeta without the annotations, which metadataMap reads from
-// their pairs.
-func (o *heldMeta) objectMetaButAnnotations() metav1.ObjectMeta {
 	return metav1.ObjectMeta{
 		Name: o.name, GenerateName: o.GetGenerateName(), Namespace: o.namespace, UID: o.uid,
 		ResourceVersion: o.resourceVersion, Generation: o.generation,
 		CreationTimestamp: o.GetCreationTimestamp(), DeletionTimestamp: o.deleted,
 		DeletionGracePeriodSeconds: o.GetDeletionGracePeriodSeconds(),
-		Labels:                     o.labels, OwnerReferences: o.ownerReferences, Finalizers: o.finalizers,
+		Labels:                     o.GetLabels(), Annotations: o.GetAnnotations(),
+		OwnerReferences: o.ownerReferences, Finalizers: o.finalizers,
 	}
 }
 
-// deepCopy is a copy of o whose maps and slices are its own, but the annotations, which are never
-// modified.
+// deepCopy is a copy of o whose slices and pointers are its own, but the labels' and annotations'
+// pairs, which are never modified.
 func (o *heldMeta) deepCopy() heldMeta {
-	m := o.objectMeta()
-	out := metav1.ObjectMeta{}
-	m.DeepCopyInto(&out)
-	c := heldMeta{typ: o.typ}
-	c.setMeta(&out)
-	c.annotations = o.annotations
+	c := *o
+	c.ownerReferences = nil
+	for _, r := range o.ownerReferences {
+		c.ownerReferences = append(c.ownerReferences, *r.DeepCopy())
+	}
+	c.finalizers = slices.Clone(o.finalizers)
+	if o.deleted != nil {
+		c.deleted = o.deleted.DeepCopy()
+	}
 	if o.uncommon != nil {
-		c.uncommon = &uncommon{generateName: c.GetGenerateName(), gracePeriod: c.GetDeletionGracePeriodSeconds(), fetch: o.uncommon.fetch, bodyOmitted: o.uncommon.bodyOmitted}
+		u := *o.uncommon
+		if u.gracePeriod != nil {
+			u.gracePeriod = ptr.To(*u.gracePeriod)
+		}
+		c.uncommon = &u
 	}
 	return c
 }
@@ -148,8 +148,6 @@ func (o *heldMeta) GetGeneration() int64                            { return o.g
 func (o *heldMeta) SetGeneration(generation int64)                  { o.generation = generation }
 func (o *heldMeta) GetSelfLink() string                             { return "" }
 func (o *heldMeta) SetSelfLink(string)                              {} // deprecated: the API server sets none
-func (o *heldMeta) GetLabels() map[string]string                    { return o.labels }
-func (o *heldMeta) SetLabels(labels map[string]string)              { o.labels = labels }
 func (o *heldMeta) GetFinalizers() []string                         { return o.finalizers }
 func (o *heldMeta) SetFinalizers(finalizers []string)               { o.finalizers = finalizers }
 func (o *heldMeta) GetOwnerReferences() []metav1.OwnerReference     { return o.ownerReferences }

@@ -10,43 +10,43 @@ import (
 // metadata and decoding that JSON, which a sync paid at each read of a cached JSON object
 // (TestMetadataMapIsTheJSONOfTheMetadata holds the two to one result).
 func (o *Object) metadataMap() (map[string]any, error) {
-	m := o.objectMetaButAnnotations()
+	m := &o.heldMeta
 	out := make(map[string]any, 12)
-	putString(out, "name", m.Name)
-	putString(out, "generateName", m.GenerateName)
-	putString(out, "namespace", m.Namespace)
-	putString(out, "uid", string(m.UID))
-	putString(out, "resourceVersion", m.ResourceVersion)
-	if m.Generation != 0 {
-		out["generation"] = m.Generation
+	putString(out, "name", m.name)
+	putString(out, "generateName", m.GetGenerateName())
+	putString(out, "namespace", m.namespace)
+	putString(out, "uid", string(m.uid))
+	putString(out, "resourceVersion", m.resourceVersion)
+	if m.generation != 0 {
+		out["generation"] = m.generation
 	}
-	if !m.CreationTimestamp.IsZero() {
-		out["creationTimestamp"] = timeValue(m.CreationTimestamp)
+	if m.created != 0 {
+		out["creationTimestamp"] = timeValue(m.GetCreationTimestamp())
 	}
-	if m.DeletionTimestamp != nil {
-		out["deletionTimestamp"] = timeValue(*m.DeletionTimestamp)
+	if m.deleted != nil {
+		out["deletionTimestamp"] = timeValue(*m.deleted)
 	}
-	if m.DeletionGracePeriodSeconds != nil {
-		out["deletionGracePeriodSeconds"] = *m.DeletionGracePeriodSeconds
+	if grace := m.GetDeletionGracePeriodSeconds(); grace != nil {
+		out["deletionGracePeriodSeconds"] = *grace
 	}
-	putStringMap(out, "labels", m.Labels)
-	putPairs(out, "annotations", o.annotations)
-	if len(m.OwnerReferences) > 0 {
-		refs := make([]any, len(m.OwnerReferences))
-		for i, r := range m.OwnerReferences {
+	putPairs(out, "labels", m.labels)
+	putPairs(out, "annotations", m.annotations)
+	if len(m.ownerReferences) > 0 {
+		refs := make([]any, len(m.ownerReferences))
+		for i, r := range m.ownerReferences {
 			refs[i] = ownerReferenceMap(r)
 		}
 		out["ownerReferences"] = refs
 	}
-	if len(m.Finalizers) > 0 {
-		finalizers := make([]any, len(m.Finalizers))
-		for i, f := range m.Finalizers {
+	if len(m.finalizers) > 0 {
+		finalizers := make([]any, len(m.finalizers))
+		for i, f := range m.finalizers {
 			finalizers[i] = f
 		}
 		out["finalizers"] = finalizers
 	}
 	if len(o.managed) > 0 {
-		entries, err := managedFieldsMaps(managedFields(o.managed, m.OwnerReferences))
+		entries, err := managedFieldsMaps(managedFields(o.managed, m.ownerReferences))
 		if err != nil {
 			return nil, err
 		}
@@ -105,24 +105,13 @@ func putString(m map[string]any, key, value string) {
 }
 
 // putPairs sets key to the object of pairs, keys and values in turn, unless there are none.
-func putPairs(m map[string]any, key string, pairs annotationPairs) {
+func putPairs(m map[string]any, key string, pairs pairs) {
 	if len(pairs) == 0 {
 		return
 	}
 	out := make(map[string]any, len(pairs)/2)
 	for i := 0; i < len(pairs); i += 2 {
 		out[pairs[i]] = pairs[i+1]
-	}
-	m[key] = out
-}
-
-func putStringMap(m map[string]any, key string, value map[string]string) {
-	if len(value) == 0 {
-		return
-	}
-	out := make(map[string]any, len(value))
-	for k, v := range value {
-		out[k] = v
 	}
 	m[key] = out
 }

@@ -52,7 +52,7 @@ func (o *Object) fetches() bool { return o.uncommon != nil && o.uncommon.fetch !
 func (o *Object) Omit(f Fetcher) *Object {
 	out := &Object{heldMeta: o.deepCopy()}
 	out.annotations = nil // a decode reads them with the body
-	out.labels = keptLabels(out.labels)
+	out.SetLabels(keptLabels(out.GetLabels()))
 	out.uncommonFields().fetch, out.uncommon.bodyOmitted = f, false
 	return out
 }

@@ -110,3 +110,20 @@ func BenchmarkCachedPod(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkDecodePod decodes one Pod of the benchmark's MyApp policy from its protobuf message and
+// projects it, as a watch event of a Pod is read into the cache.
+func BenchmarkDecodePod(b *testing.B) {
+	_, message := encodings(&testing.T{}, benchPod(1))
+	keep := benchPodKeep()
+	b.ReportAllocs()
+	for b.Loop() {
+		obj, err := decodeProtobufObject(message)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := obj.(*Object).Project(keep); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,6 +1,10 @@
 package contract
 
-import "strings"
+import (
+	"strings"
+
+	"k8s.io/apimachinery/pkg/labels"
+)
 
 // The labels metacel writes on every child.
 const (
@@ -71,18 +75,20 @@ var (
 // ChildPolicy returns the name of the policy a child belongs to, as its labels say (""
 // when they do not): LabelChildPolicyName, or, on a child that an earlier runtime wrote and no
 // bookkeeping patch has reached yet, LabelChildPolicyLegacy. When both are set, the new key wins.
-func ChildPolicy(labels map[string]string) string {
-	_, name := ChildPolicyLabel(labels)
+// Labels are a map's (labels.Set) or a cached object's (informers.LabelsOf).
+func ChildPolicy(l labels.Labels) string {
+	_, name := ChildPolicyLabel(l)
 	return name
 }
 
 // ChildPolicyLabel returns the key of the label that names a child's policy (ChildPolicy), and
 // its value; "", "" when there is none.
-func ChildPolicyLabel(labels map[string]string) (key, name string) {
-	for _, k := range []string{LabelChildPolicyName, LabelChildPolicyLegacy} {
-		if v := labels[k]; v != "" {
-			return k, v
-		}
+func ChildPolicyLabel(l labels.Labels) (key, name string) {
+	if v := l.Get(LabelChildPolicyName); v != "" {
+		return LabelChildPolicyName, v
+	}
+	if v := l.Get(LabelChildPolicyLegacy); v != "" {
+		return LabelChildPolicyLegacy, v
 	}
 	return "", ""
 }

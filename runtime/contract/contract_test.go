@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // TestTheKeysAndReasonsAreWhatTheClusterHolds pins every value: objects in clusters carry them,
@@ -134,7 +136,7 @@ func TestTheContractIsALeaf(t *testing.T) {
 func TestAChildsPolicyIsReadFromEitherKey(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		labels  map[string]string
+		labels  labels.Set
 		wantKey string
 		want    string
 	}{

@@ -67,7 +67,7 @@ func (cs *caches) cachedChildren(uid types.UID) []metav1.Object {
 	for _, rc := range cs.children {
 		objs, _ := rc.ByIndex(informers.ByParentUID, string(uid))
 		for _, m := range objs {
-			if contract.ChildPolicy(m.GetLabels()) == cs.policy {
+			if contract.ChildPolicy(informers.LabelsOf(m)) == cs.policy {
 				out = append(out, m)
 			}
 		}

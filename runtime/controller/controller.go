@@ -407,10 +407,10 @@ func (c *Controller) childHandler() cache.ResourceEventHandler {
 	// synced them again: 1,292-2,000 syncs in a restart over 1,000 converged parents.
 	enqueue := func(obj any, why routing) {
 		m, err := informers.MetaOf(obj)
-		if err != nil || contract.ChildPolicy(m.GetLabels()) != c.Name() {
+		if err != nil || contract.ChildPolicy(informers.LabelsOf(m)) != c.Name() {
 			return
 		}
-		parents, _ := c.caches.parents.ByIndex(informers.ByUID, m.GetLabels()[contract.LabelParentUID])
+		parents, _ := c.caches.parents.ByIndex(informers.ByUID, informers.LabelsOf(m).Get(contract.LabelParentUID))
 		for _, p := range parents {
 			key, err := cache.MetaNamespaceKeyFunc(p)
 			if err != nil {

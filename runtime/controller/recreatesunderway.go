@@ -149,10 +149,10 @@ func (d *drain) markRecreatesGoing() {
 			continue
 		}
 		for m := range d.caches.children[gvr.String()].All() {
-			if m.GetDeletionTimestamp() == nil || contract.ChildPolicy(m.GetLabels()) != d.policy.Name() {
+			if m.GetDeletionTimestamp() == nil || contract.ChildPolicy(informers.LabelsOf(m)) != d.policy.Name() {
 				continue
 			}
-			if key, ok := d.stayingParent(m.GetLabels()[contract.LabelParentUID]); ok {
+			if key, ok := d.stayingParent(informers.LabelsOf(m).Get(contract.LabelParentUID)); ok {
 				id := render.Identity(&unstructured.Unstructured{Object: map[string]any{
 					"apiVersion": res.GVK().GroupVersion().String(), "kind": res.Kind,
 					"metadata": map[string]any{"namespace": m.GetNamespace(), "name": m.GetName()}}})

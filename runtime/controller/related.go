@@ -103,7 +103,7 @@ func (rw *relatedWatch) namespaceHandler(consent []string) cache.ResourceEventHa
 			return true
 		}
 		for _, l := range consent {
-			if o.GetLabels()[l] != n.GetLabels()[l] {
+			if informers.LabelsOf(o).Get(l) != informers.LabelsOf(n).Get(l) {
 				return true
 			}
 		}

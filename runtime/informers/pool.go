@@ -9,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/dynamic"
@@ -48,7 +49,7 @@ var indexFuncs = cache.Indexers{
 
 // uidIndexes are the indexes of a UID, by index name: each object's UID under it ("": none).
 var uidIndexes = map[string]func(metav1.Object) string{
-	ByParentUID: func(m metav1.Object) string { return m.GetLabels()[contract.LabelParentUID] },
+	ByParentUID: func(m metav1.Object) string { return LabelsOf(m).Get(contract.LabelParentUID) },
 	ByUID:       func(m metav1.Object) string { return string(m.GetUID()) },
 }
 
@@ -105,6 +106,15 @@ func MetaOf(obj any) (metav1.Object, error) {
 		return nil, fmt.Errorf("not an object: %T", obj)
 	}
 	return m, nil
+}
+
+// LabelsOf returns the labels of a cached object without a copy when the cache holds them as
+// compact.Object does (GetLabels builds a map at each call): only to be read.
+func LabelsOf(m metav1.Object) labels.Labels {
+	if l, ok := m.(interface{ LabelSet() labels.Labels }); ok {
+		return l.LabelSet()
+	}
+	return labels.Set(m.GetLabels())
 }
 
 // Pool shares informers between controllers, one per resource and label selector, started on

@@ -5,12 +5,15 @@ import (
 	"slices"
 	"testing"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/compact"
 )
 
 func TestPoolSharesReleasesAndRetires(t *testing.T) {
@@ -101,4 +104,24 @@ func objectFrom(t *testing.T, text string) *unstructured.Unstructured {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// LabelsOf reads a cached object's labels without a copy, and any other object's as it holds
+// them.
+func TestLabelsOfReadsAnObjectsLabels(t *testing.T) {
+	meta := metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: map[string]string{"metacel.dev/parent-uid": "u-1"}}
+	cached := compact.NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, meta, nil)
+	for _, tt := range []struct {
+		name string
+		obj  metav1.Object
+	}{{"a cached object", cached}, {"an object's metadata", &metav1.ObjectMeta{Labels: meta.Labels}}, {"no labels", &metav1.ObjectMeta{}}} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, want := LabelsOf(tt.obj).Get("metacel.dev/parent-uid"), tt.obj.GetLabels()["metacel.dev/parent-uid"]; got != want {
+				t.Errorf("LabelsOf: %q, GetLabels: %q", got, want)
+			}
+		})
+	}
+	if allocs := testing.AllocsPerRun(100, func() { _ = LabelsOf(cached).Get("metacel.dev/parent-uid") }); allocs != 0 {
+		t.Errorf("LabelsOf a cached object allocated %.0f times", allocs)
+	}
 }

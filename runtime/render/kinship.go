@@ -6,6 +6,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/apply"
@@ -167,7 +168,7 @@ func (k *Kinship) Judge(obj *unstructured.Unstructured, f Facts) Verdict {
 // carries no mark of the parent (rule 6 of Kinship), or "".
 func (k *Kinship) unmarkedFileReason(obj *unstructured.Unstructured) string {
 	labels := obj.GetLabels()
-	_, policyName := contract.ChildPolicyLabel(labels)
+	_, policyName := contract.ChildPolicyLabel(k8slabels.Set(labels))
 	if k.Record.Checked || labels[contract.LabelParentUID] != "" || labels[contract.LabelChildID] != "" || policyName != "" ||
 		HasOwnerReference(obj, k.Parent) || apply.AppliedBy(obj) {
 		return ""
@@ -188,7 +189,7 @@ func (k *Kinship) unmarkedReason(obj *unstructured.Unstructured, f Facts) string
 		return "metacel did not apply it (its managed fields have no entry of metacel's)"
 	}
 	labels := obj.GetLabels()
-	key, policyName := contract.ChildPolicyLabel(labels)
+	key, policyName := contract.ChildPolicyLabel(k8slabels.Set(labels))
 	if policyName != "" && policyName != k.Policy {
 		return fmt.Sprintf("its %s label names policy %q", key, policyName)
 	}

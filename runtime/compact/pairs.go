@@ -1,0 +1,108 @@
+package compact
+
+import (
+	"maps"
+	"slices"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// A cached object's labels and annotations are each held as a slice of keys and values, not as
+// ObjectMeta's maps: a Go map of strings takes a group of eight entries however few it holds
+// (about 340 bytes with its header), where a child metacel writes has one or two annotations
+// (its hashes) and seven labels (its own six and a template's), which a slice holds in 16 bytes a
+// string. The keys are interned (intern.go), so a slice holds only their headers. GetLabels and
+// GetAnnotations build a map at each call; the indexers and event handlers, which read a label
+// at every event, read it through LabelSet without one.
+
+// pairs are labels or annotations as a cached object holds them: keys and values in turn,
+// sorted by key; nil for none. A pairs is never modified: a copy shares it, a set replaces it.
+type pairs []string
+
+var _ labels.Labels = pairs(nil)
+
+// pairsOf is a map's keys and values in turn, sorted by key; nil for none.
+func pairsOf(m map[string]string) pairs {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(pairs, 0, 2*len(m))
+	if len(m) > maxSortedInPlace {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
+			out = append(out, k, m[k])
+		}
+		return out
+	}
+	for k, v := range m {
+		out = append(out, k, v)
+	}
+	for i := 2; i < len(out); i += 2 { // an insertion sort of the pairs, in place: no slice of keys
+		for j := i; j > 0 && out[j] < out[j-2]; j -= 2 {
+			out[j], out[j+1], out[j-2], out[j-1] = out[j-2], out[j-1], out[j], out[j+1]
+		}
+	}
+	return out
+}
+
+// maxSortedInPlace is the most pairs pairsOf sorts in place: an object's few labels and
+// annotations; more are sorted by their keys.
+const maxSortedInPlace = 16
+
+// asMap is the pairs as a map, the caller's own; nil for none.
+func (p pairs) asMap() map[string]string {
+	if len(p) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(p)/2)
+	for i := 0; i < len(p); i += 2 {
+		m[p[i]] = p[i+1]
+	}
+	return m
+}
+
+// Lookup implements labels.Labels: the value of key, and whether there is one. An object has a
+// few labels: a scan of them is as fast as a search.
+func (p pairs) Lookup(key string) (string, bool) {
+	for i := 0; i < len(p); i += 2 {
+		if p[i] == key {
+			return p[i+1], true
+		}
+	}
+	return "", false
+}
+
+// Get implements labels.Labels.
+func (p pairs) Get(key string) string {
+	v, _ := p.Lookup(key)
+	return v
+}
+
+// Has implements labels.Labels.
+func (p pairs) Has(key string) bool {
+	_, ok := p.Lookup(key)
+	return ok
+}
+
+// GetLabels implements metav1.Object: a map of the object's labels, the caller's own (nil when
+// none). LabelSet reads them without one.
+func (o *heldMeta) GetLabels() map[string]string { return o.labels.asMap() }
+
+// SetLabels implements metav1.Object.
+func (o *heldMeta) SetLabels(labels map[string]string) { o.labels = pairsOf(labels) }
+
+// LabelSet is the object's labels, read without a copy (nor an allocation: a pointer to them):
+// the cache's own, only to be read.
+func (o *heldMeta) LabelSet() labels.Labels { return &o.labels }
+
+// GetAnnotations implements metav1.Object: a map of the object's annotations, the caller's own
+// (nil when none).
+func (o *heldMeta) GetAnnotations() map[string]string { return o.annotations.asMap() }
+
+// SetAnnotations implements metav1.Object.
+func (o *heldMeta) SetAnnotations(annotations map[string]string) {
+	o.annotations = pairsOf(annotations)
+}
+
+// GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself.
+func (o *Object) GetObjectMeta() metav1.Object { return o }
