@@ -67,6 +67,9 @@ func TestACachedObjectKeepsItsMetadataAndItsBytes(t *testing.T) {
 	if u.Object["replicas"] != int64(3) || u.Object["data"].(map[string]any)["b"] != "2" {
 		t.Errorf("decoded object %v: want the rest untouched, integers as int64", u.Object)
 	}
+	if u.GetKind() != "ConfigMap" || u.GetAPIVersion() != "v1" || strings.Contains(string(o.Raw), `"kind"`) || strings.Contains(string(o.Raw), `"apiVersion"`) {
+		t.Errorf("decoded %s %s from a body of %s: want the type held once, in the object, and given back", u.GetAPIVersion(), u.GetKind(), o.Raw)
+	}
 	u.Object["data"].(map[string]any)["b"] = "changed"
 	if again, _ := Unstructured(o); again.Object["data"].(map[string]any)["b"] != "2" {
 		t.Error("a decoded object shares state with the cache's")

@@ -19,7 +19,8 @@ import (
 
 // decodeObject reads an object: a Status (the API server's error, in a watch event or a response)
 // as a *metav1.Status, anything else as an *Object with its type and metadata decoded
-// (decodeMetadata), holding a copy of the rest of data, which is skipped unread.
+// (decodeMetadata), holding a copy of the rest of data, which is skipped unread, but its kind and
+// apiVersion, which the Object holds.
 func decodeObject(data []byte) (runtime.Object, error) {
 	o := &Object{}
 	var typ metav1.TypeMeta
@@ -29,9 +30,13 @@ func decodeObject(data []byte) (runtime.Object, error) {
 	err := eachRawField(data, func(rawKey []byte, key string, value []byte) (err error) {
 		switch key {
 		case "kind":
-			typ.Kind, err = stringValue(value)
+			if typ.Kind, err = stringValue(value); err == nil && typ.Kind != "" {
+				return nil // held once for the kind (meta.go); a decode puts it back (jsonToMap)
+			}
 		case "apiVersion":
-			typ.APIVersion, err = stringValue(value)
+			if typ.APIVersion, err = stringValue(value); err == nil && typ.APIVersion != "" {
+				return nil
+			}
 		case "metadata":
 			metadata = value
 			return nil

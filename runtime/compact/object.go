@@ -81,11 +81,18 @@ func (o *Object) decode() (*unstructured.Unstructured, error) {
 	return &unstructured.Unstructured{Object: m}, nil
 }
 
-// jsonToMap decodes a JSON object's body, with its metadata.
+// jsonToMap decodes a JSON object's body, with its type and metadata.
 func (o *Object) jsonToMap() (map[string]any, error) {
 	m, err := unmarshalObject(o.Raw)
 	if err != nil {
 		return nil, err
+	}
+	t := o.typeMeta()
+	if t.Kind != "" {
+		m["kind"] = t.Kind
+	}
+	if t.APIVersion != "" {
+		m["apiVersion"] = t.APIVersion
 	}
 	if m["metadata"], err = o.metadataMap(); err != nil {
 		return nil, err

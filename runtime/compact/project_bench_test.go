@@ -127,3 +127,47 @@ func BenchmarkDecodePod(b *testing.B) {
 		}
 	}
 }
+
+// benchMyApp is a MyApp of the benchmark as the API server sends it once metacel wrote its status:
+// the load client's and metacel's managed fields, the policy's status and metacel's conditions.
+func benchMyApp(i int) []byte {
+	return fmt.Appendf(nil, `{"apiVersion":"demo.rtfm.co.ua/v1","kind":"MyApp","metadata":{"creationTimestamp":"2026-11-30T02:00:00Z",`+
+		`"generation":1,"managedFields":[{"apiVersion":"demo.rtfm.co.ua/v1","fieldsType":"FieldsV1","fieldsV1":{"f:spec":{".":{},"f:image":{}}},`+
+		`"manager":"bench","operation":"Update","time":"2026-11-30T02:00:00Z"},{"apiVersion":"demo.rtfm.co.ua/v1","fieldsType":"FieldsV1",`+
+		`"fieldsV1":{"f:status":{"f:conditions":{"k:{\"type\":\"Ready\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}},`+
+		`"k:{\"type\":\"Synced\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},`+
+		`"f:observedGeneration":{},"f:podName":{}}},"manager":"metacel","operation":"Apply","subresource":"status","time":"2026-11-30T02:00:%02dZ"}],`+
+		`"name":"app-%05d","namespace":"bench","resourceVersion":"%d","uid":"%08d-56a0-4106-bee7-fb960d14dd81"},"spec":{"image":"nginx:latest"},`+
+		`"status":{"conditions":[{"lastTransitionTime":"2026-11-30T02:00:%02dZ","message":"1 child applied","observedGeneration":1,"reason":"Synced","status":"True","type":"Synced"},`+
+		`{"lastTransitionTime":"2026-11-30T02:00:%02dZ","message":"1 of 1 children ready","observedGeneration":1,"reason":"ChildrenReady","status":"True","type":"Ready"}],`+
+		`"observedGeneration":1,"podName":"app-%05d-pod"}}`, i%60, i, 1000+i, i, i%60, i%60, i)
+}
+
+// BenchmarkCachedMyApp reports the heap a cache holds per MyApp of the benchmark, as the parents'
+// informer keeps it (whole), its metadata decoded.
+func BenchmarkCachedMyApp(b *testing.B) {
+	const n = 2000
+	objects := make([][]byte, n)
+	for i := range n {
+		objects[i] = benchMyApp(i)
+	}
+	var perObject float64
+	for b.Loop() {
+		held := make([]*Object, n)
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i, data := range objects {
+			obj, err := decodeObject(data)
+			if err != nil {
+				b.Fatal(err)
+			}
+			held[i] = obj.(*Object)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perObject = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(held)
+	}
+	b.ReportMetric(perObject, "heapB/myapp")
+}
