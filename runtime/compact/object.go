@@ -11,11 +11,12 @@ import (
 )
 
 // Object is an API object as a cache holds it: its type and metadata decoded, the rest as the API
-// server sent it: JSON, or for a built-in kind protobuf (protobuf.go). Its metadata is held once:
-// in meta (meta.go: ObjectMeta's fields, without the managed fields, and without kubectl's
-// last-applied copy, which the runtime never reads), the annotations as a slice (annotations.go),
-// and the managed fields apart (managed.go), which only a decode puts back. It implements
-// metav1.Object, so the informer's keys, indexers and event handlers work on it unchanged. Raw,
+// server sent it: JSON (without its kind and apiVersion, which the Object holds), or for a
+// built-in kind protobuf (protobuf.go). Its metadata is held once: in heldMeta (meta.go:
+// ObjectMeta's fields, without the managed fields, and without kubectl's last-applied copy, which
+// the runtime never reads), the labels and annotations as slices (pairs.go), and the managed
+// fields apart (managed.go), which only a decode puts back. It implements metav1.Object, so the
+// informer's keys, indexers and event handlers work on it unchanged. Raw, the labels, the
 // annotations and managed are never modified: copies share them.
 type Object struct {
 	heldMeta

@@ -86,27 +86,13 @@ func BenchmarkCachedPod(b *testing.B) {
 		keep *projection.Fields
 	}{{"whole", nil}, {"projected", keep}} {
 		b.Run(tc.name, func(b *testing.B) {
-			var perObject float64
-			for b.Loop() {
-				held := make([]*Object, n)
-				runtime.GC()
-				var before, after runtime.MemStats
-				runtime.ReadMemStats(&before)
-				for i, m := range messages {
-					obj, err := decodeProtobufObject(m)
-					if err != nil {
-						b.Fatal(err)
-					}
-					if held[i], err = obj.(*Object).Project(tc.keep); err != nil {
-						b.Fatal(err)
-					}
+			heldPerObject(b, n, "heapB/pod", func(i int) (*Object, error) {
+				obj, err := decodeProtobufObject(messages[i])
+				if err != nil {
+					return nil, err
 				}
-				runtime.GC()
-				runtime.ReadMemStats(&after)
-				perObject = float64(after.HeapAlloc-before.HeapAlloc) / n
-				runtime.KeepAlive(held)
-			}
-			b.ReportMetric(perObject, "heapB/pod")
+				return obj.(*Object).Project(tc.keep)
+			})
 		})
 	}
 }
@@ -151,23 +137,34 @@ func BenchmarkCachedMyApp(b *testing.B) {
 	for i := range n {
 		objects[i] = benchMyApp(i)
 	}
+	heldPerObject(b, n, "heapB/myapp", func(i int) (*Object, error) {
+		obj, err := decodeObject(objects[i])
+		if err != nil {
+			return nil, err
+		}
+		return obj.(*Object), nil
+	})
+}
+
+// heldPerObject reports, as unit, the heap held after a collection by the n objects decode makes,
+// per object.
+func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object, error)) {
 	var perObject float64
 	for b.Loop() {
 		held := make([]*Object, n)
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		for i, data := range objects {
-			obj, err := decodeObject(data)
-			if err != nil {
+		for i := range n {
+			var err error
+			if held[i], err = decode(i); err != nil {
 				b.Fatal(err)
 			}
-			held[i] = obj.(*Object)
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		perObject = float64(after.HeapAlloc-before.HeapAlloc) / n
+		perObject = float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
 		runtime.KeepAlive(held)
 	}
-	b.ReportMetric(perObject, "heapB/myapp")
+	b.ReportMetric(perObject, unit)
 }
