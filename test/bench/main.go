@@ -604,7 +604,7 @@ func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *p
 	if err != nil {
 		return err
 	}
-	server3 := cl.serverCPU()
+	server3, checks3 := cl.serverCPU(), cl.cacheChecks(ctx)
 	if err := p.start(cl.kubeconfig(), policy, logPath, b.o.resync, profile); err != nil {
 		return err
 	}
@@ -619,6 +619,7 @@ func (b *bench) restartOnce(ctx context.Context, cl *cluster, own *counter, p *p
 	}
 	r.restarts = append(r.restarts, restart{
 		took: time.Since(p.started), cpu: readProc(p.pid()).CPU, serverCPU: cl.serverCPU() - server3,
+		cacheChecks: cl.cacheChecks(ctx) - checks3,
 	})
 	w4, err := b.waitQuiet(ctx, cl, own, work, p)
 	if err != nil {

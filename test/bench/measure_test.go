@@ -122,6 +122,37 @@ func TestARunsRestartIsTheMedianOfItsRestarts(t *testing.T) {
 	}
 }
 
+// A run's record names the restarts that held a consistency check of the API server's watch
+// cache, counted from apiserver_storage_consistency_checks_total over every resource.
+func TestARestartThatHeldTheAPIServersCacheCheckIsNamed(t *testing.T) {
+	metrics := `# TYPE apiserver_storage_consistency_checks_total counter
+apiserver_storage_consistency_checks_total{group="",resource="pods",status="success"} 3
+apiserver_storage_consistency_checks_total{group="demo.rtfm.co.ua",resource="myapps",status="success"} 2
+apiserver_request_total{code="200",verb="GET"} 9
+`
+	if n, _ := sumSamples(metrics, "apiserver_storage_consistency_checks_total", nil); n != 5 {
+		t.Errorf("the checks of every resource: %v, want 5", n)
+	}
+	for _, tt := range []struct {
+		name     string
+		restarts []restart
+		want     string
+	}{
+		{"none held one", []restart{{took: time.Second}, {took: 2 * time.Second}}, ""},
+		{"one of two held one", []restart{{took: time.Second}, {took: 2 * time.Second, cacheChecks: 1}}, " (1 of 2 restarts held the API server's watch cache check)"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := &result{restarts: tt.restarts}
+			if got := r.restartCacheChecks(); got != tt.want {
+				t.Errorf("restartCacheChecks() = %q, want %q", got, tt.want)
+			}
+			if times := r.restartTimes(); strings.Contains(times, "consistency checks") != (tt.want != "") {
+				t.Errorf("restartTimes() = %q", times)
+			}
+		})
+	}
+}
+
 // Paired ratios divide each metacel run by the hand-written run of its own repetition: a slow
 // repetition (both runs slower) does not show as metacel's cost, as a ratio of medians may.
 func TestPairedRatiosPairRunsOfOneRepetition(t *testing.T) {
