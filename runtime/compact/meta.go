@@ -21,10 +21,16 @@ import (
 // number, the labels and annotations as slices (pairs.go), and the few objects' fields behind
 // one pointer (uncommon): 256 bytes for the whole Object (TestAnObjectTakesASizeClassOf256Bytes).
 // The decoders still decode into an ObjectMeta, which setMeta packs; objectMeta builds one back.
+// The type is a struct of its own (heldType): schema.ObjectKind, which GetObjectKind returns.
 
-// heldMeta is an object's type and metadata as a cache holds them.
+// heldType is an object's kind and apiVersion as a cache holds them: one handle of the pair,
+// which every object of the kind shares.
+type heldType struct {
+	typ unique.Handle[metav1.TypeMeta] // the zero Handle: no type
+}
+
+// heldMeta is an object's metadata as a cache holds it.
 type heldMeta struct {
-	typ             unique.Handle[metav1.TypeMeta] // the zero Handle: no type
 	name, namespace string
 	uid             types.UID
 	resourceVersion string
@@ -100,30 +106,30 @@ func (o *heldMeta) deepCopy() heldMeta {
 // the type: schema.ObjectKind, which GetObjectKind returns
 
 // typeMeta is the object's kind and apiVersion.
-func (o *heldMeta) typeMeta() metav1.TypeMeta {
+func (o *heldType) typeMeta() metav1.TypeMeta {
 	if o.typ == (unique.Handle[metav1.TypeMeta]{}) {
 		return metav1.TypeMeta{}
 	}
 	return o.typ.Value()
 }
 
-func (o *heldMeta) setTypeMeta(t metav1.TypeMeta) { o.typ = unique.Make(t) }
+func (o *heldType) setTypeMeta(t metav1.TypeMeta) { o.typ = unique.Make(t) }
 
 // GroupVersionKind implements schema.ObjectKind.
-func (o *heldMeta) GroupVersionKind() schema.GroupVersionKind {
+func (o *heldType) GroupVersionKind() schema.GroupVersionKind {
 	t := o.typeMeta()
 	return t.GroupVersionKind()
 }
 
 // SetGroupVersionKind implements schema.ObjectKind.
-func (o *heldMeta) SetGroupVersionKind(gvk schema.GroupVersionKind) {
+func (o *heldType) SetGroupVersionKind(gvk schema.GroupVersionKind) {
 	t := metav1.TypeMeta{}
 	t.SetGroupVersionKind(gvk)
 	o.setTypeMeta(t)
 }
 
 // kind is the object's kind, for messages.
-func (o *heldMeta) kind() string { return o.typeMeta().Kind }
+func (o *heldType) kind() string { return o.typeMeta().Kind }
 
 // the uncommon fields
 

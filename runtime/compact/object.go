@@ -12,13 +12,14 @@ import (
 
 // Object is an API object as a cache holds it: its type and metadata decoded, the rest as the API
 // server sent it: JSON (without its kind and apiVersion, which the Object holds), or for a
-// built-in kind protobuf (protobuf.go). Its metadata is held once: in heldMeta (meta.go:
-// ObjectMeta's fields, without the managed fields, and without kubectl's last-applied copy, which
-// the runtime never reads), the labels and annotations as slices (pairs.go), and the managed
-// fields apart (managed.go), which only a decode puts back. It implements metav1.Object, so the
-// informer's keys, indexers and event handlers work on it unchanged. Raw, the labels, the
-// annotations and managed are never modified: copies share them.
+// built-in kind protobuf (protobuf.go). Its type and metadata are held once: in heldType and
+// heldMeta (meta.go: ObjectMeta's fields, without the managed fields, and without kubectl's
+// last-applied copy, which the runtime never reads), the labels and annotations as slices
+// (pairs.go), and the managed fields apart (managed.go), which only a decode puts back. It
+// implements metav1.Object, so the informer's keys, indexers and event handlers work on it
+// unchanged. Raw, the labels, the annotations and managed are never modified: copies share them.
 type Object struct {
+	heldType
 	heldMeta
 	// Raw is the object as the API server sent it, without its metadata: its JSON, or with
 	// Protobuf its kind's protobuf message.
@@ -41,11 +42,11 @@ func NewObject(typ metav1.TypeMeta, m metav1.ObjectMeta, raw []byte) *Object {
 }
 
 // GetObjectKind implements runtime.Object.
-func (o *Object) GetObjectKind() schema.ObjectKind { return &o.heldMeta }
+func (o *Object) GetObjectKind() schema.ObjectKind { return &o.heldType }
 
 // DeepCopyObject implements runtime.Object; Raw is shared (it is never modified).
 func (o *Object) DeepCopyObject() runtime.Object {
-	return &Object{heldMeta: o.deepCopy(), Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, metaSize: o.metaSize}
+	return &Object{heldType: o.heldType, heldMeta: o.deepCopy(), Raw: o.Raw, Protobuf: o.Protobuf, managed: o.managed, metaSize: o.metaSize}
 }
 
 // Unstructured returns the object a cache holds as an unstructured object: a *Object is decoded

@@ -50,7 +50,7 @@ func (o *Object) fetches() bool { return o.uncommon != nil && o.uncommon.fetch !
 // Omit returns the object without its body, nor its annotations, nor (when they are large) the
 // labels that are not metacel's: what f reads again when a sync decodes it.
 func (o *Object) Omit(f Fetcher) *Object {
-	out := &Object{heldMeta: o.deepCopy()}
+	out := &Object{heldType: o.heldType, heldMeta: o.deepCopy()}
 	out.annotations = nil // a decode reads them with the body
 	out.SetLabels(keptLabels(out.GetLabels()))
 	out.uncommonFields().fetch, out.uncommon.bodyOmitted = f, false
