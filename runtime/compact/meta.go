@@ -16,12 +16,12 @@ import (
 // 376 bytes (Go's size class of 384), a quarter of a cached Pod. Much of it held what every
 // object of a kind shares (its kind and apiVersion, 32 bytes) or what a cached object never has
 // (ObjectMeta's selfLink, managedFields and annotations' map, which the cache holds apart;
-// generateName and deletionGracePeriodSeconds, set on few objects). heldMeta holds ObjectMeta's
-// fields but those, the type interned (package unique: one pointer), the creation time as a
+// generateName and deletionGracePeriodSeconds, set on few objects). So heldType holds the type
+// as one interned handle (package unique: one pointer), and is the schema.ObjectKind that
+// GetObjectKind returns; heldMeta holds ObjectMeta's fields but those, the creation time as a
 // number, the labels and annotations as slices (pairs.go), and the few objects' fields behind
 // one pointer (uncommon): 256 bytes for the whole Object (TestAnObjectTakesASizeClassOf256Bytes).
 // The decoders still decode into an ObjectMeta, which setMeta packs; objectMeta builds one back.
-// The type is a struct of its own (heldType): schema.ObjectKind, which GetObjectKind returns.
 
 // heldType is an object's kind and apiVersion as a cache holds them: one handle of the pair,
 // which every object of the kind shares.
@@ -85,9 +85,11 @@ func (o *heldMeta) objectMeta() metav1.ObjectMeta {
 // pairs, which are never modified.
 func (o *heldMeta) deepCopy() heldMeta {
 	c := *o
-	c.ownerReferences = nil
-	for _, r := range o.ownerReferences {
-		c.ownerReferences = append(c.ownerReferences, *r.DeepCopy())
+	if o.ownerReferences != nil {
+		c.ownerReferences = make([]metav1.OwnerReference, len(o.ownerReferences))
+		for i := range o.ownerReferences {
+			o.ownerReferences[i].DeepCopyInto(&c.ownerReferences[i])
+		}
 	}
 	c.finalizers = slices.Clone(o.finalizers)
 	if o.deleted != nil {

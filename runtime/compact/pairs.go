@@ -14,7 +14,7 @@ import (
 // (its hashes) and seven labels (its own six and a template's), which a slice holds in 16 bytes a
 // string. The keys are interned (intern.go), so a slice holds only their headers. GetLabels and
 // GetAnnotations build a map at each call; the indexers and event handlers, which read a label
-// at every event, read it through LabelSet without one.
+// at every event, read it through LabelSet (informers.LabelsOf) without one.
 
 // pairs are labels or annotations as a cached object holds them: keys and values in turn,
 // sorted by key; nil for none. A pairs is never modified: a copy shares it, a set replaces it.
