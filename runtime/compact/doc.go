@@ -16,7 +16,9 @@
 // bytes where embedding TypeMeta and ObjectMeta took 384 (meta.go); the labels and annotations as
 // slices of keys and values, where a Go map takes about 340 bytes however few it holds
 // (pairs.go); the managed fields apart: interned, and without what the runtime never reads
-// (Slim), so that the children of one template share metacel's entry (managed.go). Finding a watch event's end and its object's
+// (Slim), so that the children of one template share metacel's entry (managed.go); and the
+// bodies of objects alike once: their own and their owner's names marked, a body equal to one
+// held for sharing is that one (sharedbody.go), so that the children of a template hold one body. Finding a watch event's end and its object's
 // metadata skips the rest of the bytes without decoding or validating them (frame.go, scan.go):
 // the standard decoders scan every byte two or three times first, which made the watch stream
 // the largest CPU cost of a converge. The built-in kinds come as protobuf, as they do to

@@ -85,7 +85,7 @@ func (o *Object) decode() (*unstructured.Unstructured, error) {
 
 // jsonToMap decodes a JSON object's body, with its type and metadata.
 func (o *Object) jsonToMap() (map[string]any, error) {
-	m, err := unmarshalObject(o.Raw)
+	m, err := unmarshalObject(o.body())
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package compact
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"testing"
@@ -82,16 +83,21 @@ func BenchmarkCachedPod(b *testing.B) {
 		_, messages[i] = encodings(&testing.T{}, benchPod(i))
 	}
 	for _, tc := range []struct {
-		name string
-		keep *projection.Fields
-	}{{"whole", nil}, {"projected", keep}} {
+		name   string
+		keep   *projection.Fields
+		shared bool
+	}{{"whole", nil, false}, {"projected", keep, false}, {"projected and shared", keep, true}} {
 		b.Run(tc.name, func(b *testing.B) {
 			heldPerObject(b, n, "heapB/pod", func(i int) (*Object, error) {
 				obj, err := decodeProtobufObject(messages[i])
 				if err != nil {
 					return nil, err
 				}
-				return obj.(*Object).Project(tc.keep)
+				o, err := obj.(*Object).Project(tc.keep)
+				if err != nil || !tc.shared {
+					return o, err
+				}
+				return o.Shared(), nil
 			})
 		})
 	}
@@ -130,20 +136,33 @@ func benchMyApp(i int) []byte {
 }
 
 // BenchmarkCachedMyApp reports the heap a cache holds per MyApp of the benchmark, as the parents'
-// informer keeps it (whole), its metadata decoded.
+// informer keeps it (whole), its metadata decoded: as decoded, and its body shared with the
+// MyApps alike (their conditions changed in the same second: 60 bodies for the 2,000), or alike
+// none (each with a message of its own).
 func BenchmarkCachedMyApp(b *testing.B) {
 	const n = 2000
-	objects := make([][]byte, n)
-	for i := range n {
-		objects[i] = benchMyApp(i)
-	}
-	heldPerObject(b, n, "heapB/myapp", func(i int) (*Object, error) {
-		obj, err := decodeObject(objects[i])
-		if err != nil {
-			return nil, err
+	for _, tc := range []struct {
+		name   string
+		shared bool
+		body   func(i int) []byte
+	}{{"decoded", false, benchMyApp}, {"shared", true, benchMyApp},
+		{"shared, alike none", true, func(i int) []byte {
+			return bytes.Replace(benchMyApp(i), []byte("1 child applied"), fmt.Appendf(nil, "%d child applied", i), 1)
+		}}} {
+		objects := make([][]byte, n)
+		for i := range n {
+			objects[i] = tc.body(i)
 		}
-		return obj.(*Object), nil
-	})
+		b.Run(tc.name, func(b *testing.B) {
+			heldPerObject(b, n, "heapB/myapp", func(i int) (*Object, error) {
+				obj, err := decodeObject(objects[i])
+				if err != nil || !tc.shared {
+					return obj.(*Object), err
+				}
+				return obj.(*Object).Shared(), nil
+			})
+		})
+	}
 }
 
 // heldPerObject reports, as unit, the heap held after a collection by the n objects decode makes,
@@ -152,6 +171,9 @@ func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object
 	var perObject float64
 	for b.Loop() {
 		held := make([]*Object, n)
+		for i := range shared.slots { // the bodies an earlier run left there are not this run's
+			shared.slots[i].Store(nil)
+		}
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -167,4 +189,62 @@ func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object
 		runtime.KeepAlive(held)
 	}
 	b.ReportMetric(perObject, unit)
+}
+
+// BenchmarkShare holds one object's body as the objects alike hold it (Shared), as an informer's
+// transform does at every event: a projected Pod of the benchmark's MyApp policy (its message
+// encoded as JSON to be compared), a MyApp.
+func BenchmarkShare(b *testing.B) {
+	_, message := encodings(&testing.T{}, benchPod(1))
+	obj, err := decodeProtobufObject(message)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pod, err := obj.(*Object).Project(benchPodKeep())
+	if err != nil {
+		b.Fatal(err)
+	}
+	myApp, err := decodeObject(benchMyApp(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for name, o := range map[string]*Object{"pod": pod, "myapp": myApp.(*Object)} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = o.Shared()
+			}
+		})
+	}
+}
+
+// BenchmarkDecodeCachedPod decodes a cached Pod of the benchmark's MyApp policy into the
+// unstructured object a sync reads: from its protobuf message, or from the JSON body it shares.
+func BenchmarkDecodeCachedPod(b *testing.B) {
+	for i := range shared.slots { // no earlier benchmark's Pod to share with
+		shared.slots[i].Store(nil)
+	}
+	var held [2]*Object
+	for i := range held {
+		_, message := encodings(&testing.T{}, benchPod(i))
+		obj, err := decodeProtobufObject(message)
+		if err != nil {
+			b.Fatal(err)
+		}
+		o, err := obj.(*Object).Project(benchPodKeep())
+		if err != nil {
+			b.Fatal(err)
+		}
+		held[i] = o.Shared()
+	}
+	for name, o := range map[string]*Object{"protobuf": held[0], "shared JSON": held[1]} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Unstructured(o); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

@@ -171,7 +171,8 @@ func (p *Pool) KeepAtMost(bytes int) {
 }
 
 // keepAtMost is the informers' transform that keeps of each object what keep keeps (package
-// projection), and the objects still larger than the pool's cap without their body.
+// projection), the objects still larger than the pool's cap without their body, and the others'
+// bodies as the objects alike hold them (compact.Object.Shared: once for a template's children).
 func (p *Pool) keepAtMost(gvr schema.GroupVersionResource, keep *projection.Fields) cache.TransformFunc {
 	f := &fetcher{client: p.client, gvr: gvr} // one per informer, not one per object
 	return func(obj any) (any, error) {
@@ -186,7 +187,7 @@ func (p *Pool) keepAtMost(gvr schema.GroupVersionResource, keep *projection.Fiel
 		if o.Larger(p.maxKept) {
 			return o.Omit(f), nil
 		}
-		return o, nil
+		return o.Shared(), nil
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/yaml"
@@ -123,5 +124,34 @@ func TestLabelsOfReadsAnObjectsLabels(t *testing.T) {
 	}
 	if allocs := testing.AllocsPerRun(100, func() { _ = LabelsOf(cached).Get("metacel.dev/parent-uid") }); allocs != 0 {
 		t.Errorf("LabelsOf a cached object allocated %.0f times", allocs)
+	}
+}
+
+// The pool's caches hold the bodies of objects alike once (compact.Object.Shared): two
+// ConfigMaps of one template, each named after its parent, hold one body, and each reads back
+// as it came.
+func TestTheCachesHoldTheBodyOfObjectsAlikeOnce(t *testing.T) {
+	p := NewPool(t.Context(), nil, nil)
+	transform := p.keepAtMost(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}, nil)
+	var held []*compact.Object
+	for _, parent := range []string{"app-1", "app-2"} {
+		meta := metav1.ObjectMeta{Name: parent + "-config", Namespace: "ns",
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "demo/v1", Kind: "MyApp", Name: parent, UID: "u-" + types.UID(parent)}}}
+		obj := compact.NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, meta, []byte(`{"data":{"app":"`+parent+`","url":"http://`+parent+`-config.ns"}}`))
+		got, err := transform(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, got.(*compact.Object))
+		u, err := compact.Unstructured(got)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, _, _ := unstructured.NestedStringMap(u.Object, "data"); data["app"] != parent || data["url"] != "http://"+parent+"-config.ns" {
+			t.Errorf("%s reads back as %v", parent, data)
+		}
+	}
+	if &held[0].Raw[0] != &held[1].Raw[0] {
+		t.Errorf("two ConfigMaps alike hold a body each: %q, %q", held[0].Raw, held[1].Raw)
 	}
 }

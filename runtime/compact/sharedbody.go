@@ -1,0 +1,175 @@
+package compact
+
+import (
+	"bytes"
+	"encoding/json"
+	"hash/maphash"
+	"sync/atomic"
+
+	"k8s.io/client-go/kubernetes/scheme"
+)
+
+// The objects a cache holds are mostly alike: a policy's children come from one template and
+// differ by the names of their parent and of themselves (a MyApp's Pod has a container named after
+// the MyApp), and the parents of one policy often differ in little but their names and the
+// seconds their conditions changed at. Held one body per object, the 100,000 Pods of the
+// benchmark held 100,000 copies of one container, and their MyApps 100,000 statuses of which a
+// few hundred differ.
+//
+// So a cached JSON body holds the object's own name and its controlling owner's name as markers
+// (control characters, which JSON never holds unescaped, so that expanding them gives back the
+// bytes the API server sent), and the bodies equal once marked are held once: sharedBodies keeps
+// the last body it saw in each of its slots, and a body equal to the one its slot holds is
+// replaced by it. A body no other object has costs nothing but the slot it may hold for a while
+// (Go's unique package costs about 200 bytes an entry, more than most bodies it would save). A
+// built-in object's protobuf body is held as JSON when that JSON is shared: its decode then needs
+// no protobuf message decoded and encoded again; an object alike no other keeps its message,
+// smaller than its JSON.
+
+// ownNameMarker stands for the object's own name in its body, ownerNameMarker (managed.go) for
+// its controlling owner's.
+const ownNameMarker = "\x02"
+
+const (
+	// sharedSlots is the number of bodies held for sharing. A template's objects share the slot of
+	// their body; two bodies in one slot take turns, each still shared between its turns.
+	sharedSlots = 1024
+	// sharedAtMost is the size of the largest body shared: sharing saves little of a larger one,
+	// and a slot pins what it holds (at most sharedSlots × sharedAtMost, 2 MiB).
+	sharedAtMost = 2048
+)
+
+// sharedBodies holds, in each slot, the last body of the slot's hash that it saw.
+type sharedBodies struct {
+	seed  maphash.Seed
+	slots [sharedSlots]atomic.Pointer[[]byte]
+}
+
+var shared = &sharedBodies{seed: maphash.MakeSeed()}
+
+// lookup returns the body held equal to body, or nil.
+func (s *sharedBodies) lookup(body []byte) []byte {
+	if held := s.slot(body).Load(); held != nil && bytes.Equal(*held, body) {
+		return *held
+	}
+	return nil
+}
+
+// hold keeps body in its slot, in place of what it held.
+func (s *sharedBodies) hold(body []byte) { s.slot(body).Store(&body) }
+
+func (s *sharedBodies) slot(body []byte) *atomic.Pointer[[]byte] {
+	return &s.slots[maphash.Bytes(s.seed, body)%sharedSlots]
+}
+
+// Shared returns the object with its body held as the objects alike hold it: a JSON body with the
+// names marked, the body of an object alike when there is one; a protobuf one as that JSON when
+// it is shared. An object whose body was not kept, or is larger than sharedAtMost, is returned
+// as it is.
+func (o *Object) Shared() *Object {
+	if o.Raw == nil || len(o.Raw) > sharedAtMost || o.fetches() || o.bodyOmitted() {
+		return o
+	}
+	own, owner := o.name, ""
+	if c := controllingOwner(o.ownerReferences); c != nil {
+		owner = c.Name
+	}
+	out := *o
+	if !o.Protobuf {
+		body := markNames(o.Raw, own, owner)
+		if out.Raw = shared.lookup(body); out.Raw == nil {
+			shared.hold(body)
+			out.Raw = body
+		}
+		return &out
+	}
+	asJSON, ok := o.protobufBodyAsJSON()
+	if !ok {
+		return o
+	}
+	body := markNames(asJSON, own, owner)
+	if out.Raw = shared.lookup(body); out.Raw == nil {
+		shared.hold(body) // the next object alike shares it
+		return o
+	}
+	out.Protobuf = false
+	return &out
+}
+
+// protobufBodyAsJSON is a protobuf body as the JSON body the API server would have sent: decoded
+// into client-go's type, encoded as JSON, without the metadata (held apart) nor the type (empty
+// in the message).
+func (o *Object) protobufBodyAsJSON() ([]byte, bool) {
+	typed, err := scheme.Scheme.New(o.GroupVersionKind())
+	if err != nil {
+		return nil, false
+	}
+	u, ok := typed.(unmarshaler)
+	if !ok || u.Unmarshal(o.Raw) != nil {
+		return nil, false
+	}
+	data, err := json.Marshal(typed)
+	if err != nil {
+		return nil, false
+	}
+	var body [][2][]byte
+	size := 2
+	err = eachRawField(data, func(rawKey []byte, key string, value []byte) error {
+		if key != "metadata" && key != "kind" && key != "apiVersion" {
+			body = append(body, [2][]byte{rawKey, value})
+			size += len(rawKey) + len(value) + 2
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, false
+	}
+	return jsonObject(make([]byte, 0, size), body), true
+}
+
+// markNames returns a JSON body with the names in it replaced by their markers, the longer name
+// first; body itself when it holds neither, or holds a marker already (not JSON as the API server
+// writes it: it could not be expanded back).
+func markNames(body []byte, own, owner string) []byte {
+	if hasMarker(body) {
+		return body
+	}
+	names := [2][2]string{{own, ownNameMarker}, {owner, ownerNameMarker}}
+	if len(owner) > len(own) {
+		names[0], names[1] = names[1], names[0]
+	}
+	out := body
+	for _, n := range names {
+		if n[0] != "" && bytes.Contains(out, []byte(n[0])) {
+			out = bytes.ReplaceAll(out, []byte(n[0]), []byte(n[1]))
+		}
+	}
+	return out
+}
+
+// expandNames returns a body with its markers replaced by the names they stand for; body itself
+// when it holds none.
+func expandNames(body []byte, own, owner string) []byte {
+	if !hasMarker(body) {
+		return body
+	}
+	out := bytes.ReplaceAll(body, []byte(ownNameMarker), []byte(own))
+	return bytes.ReplaceAll(out, []byte(ownerNameMarker), []byte(owner))
+}
+
+// hasMarker reports whether data holds a marker's character.
+func hasMarker(data []byte) bool {
+	return bytes.IndexByte(data, ownNameMarker[0]) >= 0 || bytes.IndexByte(data, ownerNameMarker[0]) >= 0
+}
+
+// body is the object's JSON body as the API server sent it (its names expanded).
+func (o *Object) body() []byte {
+	if o.Protobuf {
+		return o.Raw
+	}
+	owner := ""
+	if c := controllingOwner(o.ownerReferences); c != nil {
+		owner = c.Name
+	}
+	return expandNames(o.Raw, o.name, owner)
+}

@@ -1,0 +1,151 @@
+package compact
+
+import (
+	"fmt"
+	"reflect"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+func TestAMarkedBodyExpandsToTheBytesTheAPIServerSent(t *testing.T) {
+	for name, tc := range map[string]struct {
+		body, own, owner, marked string
+	}{
+		"the owner's name in a container": {`{"spec":{"containers":[{"name":"app-1"}]}}`, "app-1-pod", "app-1",
+			`{"spec":{"containers":[{"name":"` + ownerNameMarker + `"}]}}`},
+		"the own name holding the owner's, marked first": {`{"a":"app-1-pod","b":"app-1"}`, "app-1-pod", "app-1",
+			`{"a":"` + ownNameMarker + `","b":"` + ownerNameMarker + `"}`},
+		"the owner's name holding the own name, marked first": {`{"a":"app-1-pod","b":"app-1"}`, "app-1", "app-1-pod",
+			`{"a":"` + ownerNameMarker + `","b":"` + ownNameMarker + `"}`},
+		"a name of one letter, in keys and escapes": {`{"p":"\u0070p","spec":"up"}`, "", "p",
+			`{"` + ownerNameMarker + `":"\u0070` + ownerNameMarker + `","s` + ownerNameMarker + `ec":"u` + ownerNameMarker + `"}`},
+		"no owner": {`{"status":{"podName":"app-1-pod"}}`, "app-1", "",
+			`{"status":{"podName":"` + ownNameMarker + `-pod"}}`},
+		"neither name": {`{"spec":{"image":"nginx"}}`, "app-1", "owner", `{"spec":{"image":"nginx"}}`},
+		"a marker's character already there: left as it is": {"{\"a\":\"app-1\x02\"}", "app-1", "", "{\"a\":\"app-1\x02\"}"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			marked := markNames([]byte(tc.body), tc.own, tc.owner)
+			if string(marked) != tc.marked {
+				t.Errorf("marked %q, want %q", marked, tc.marked)
+			}
+			if tc.marked != tc.body && hasMarker([]byte(tc.body)) {
+				t.Fatal("a body with a marker's character was marked")
+			}
+			if got := expandNames(marked, tc.own, tc.owner); string(got) != tc.body && !hasMarker([]byte(tc.body)) {
+				t.Errorf("expanded %q, want %q", got, tc.body)
+			}
+		})
+	}
+}
+
+// Two MyApps whose bodies differ by their names and nothing else hold one body, and each decodes
+// to what it decoded to before it shared it.
+func TestParentsAlikeShareOneBody(t *testing.T) {
+	objs := make([]*Object, 3)
+	want := make([]*unstructured.Unstructured, 3)
+	for i := range objs {
+		decoded, err := decodeObject(benchMyApp(i * 60)) // their conditions changed in the same second
+		if err != nil {
+			t.Fatal(err)
+		}
+		o := decoded.(*Object)
+		if want[i], err = Unstructured(o); err != nil {
+			t.Fatal(err)
+		}
+		objs[i] = o.Shared()
+	}
+	if &objs[1].Raw[0] != &objs[2].Raw[0] {
+		t.Errorf("the second and third MyApp hold a body each:\n%q\n%q", objs[1].Raw, objs[2].Raw)
+	}
+	for i, o := range objs {
+		got, err := Unstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Object, want[i].Object) {
+			t.Errorf("MyApp %d decodes, shared, to\n%v\nnot\n%v", i, got.Object, want[i].Object)
+		}
+	}
+}
+
+// The Pods of one template share one body, as JSON once a second Pod is alike: a decode of either
+// gives what their protobuf message gave. A Pod alike no other keeps its message.
+func TestChildrenOfOneTemplateShareOneBody(t *testing.T) {
+	keep := benchPodKeep()
+	var objs []*Object
+	var want []*unstructured.Unstructured
+	for i := range 3 {
+		_, message := encodings(t, benchPod(i))
+		decoded, err := decodeProtobufObject(message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := decoded.(*Object).Project(keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u, err := Unstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs, want = append(objs, o.Shared()), append(want, u)
+	}
+	if !objs[0].Protobuf {
+		t.Error("the first Pod of its template is held as JSON: it shares with none yet")
+	}
+	if objs[1].Protobuf || objs[2].Protobuf || &objs[1].Raw[0] != &objs[2].Raw[0] {
+		t.Errorf("the second and third Pods do not share a JSON body: protobuf %v %v", objs[1].Protobuf, objs[2].Protobuf)
+	}
+	for i, o := range objs {
+		got, err := Unstructured(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got.Object, want[i].Object) {
+			t.Errorf("Pod %d decodes, shared, to\n%v\nnot\n%v", i, got.Object, want[i].Object)
+		}
+	}
+}
+
+// Every built-in kind the protobuf tests know decodes, its body shared, to what its message
+// decoded to (a second object alike, named apart, shares the first one's JSON).
+func TestABuiltinObjectSharedDecodesAsItsMessage(t *testing.T) {
+	for _, obj := range builtinObjects() {
+		t.Run(obj.GetObjectKind().GroupVersionKind().Kind, func(t *testing.T) {
+			for i := range 2 {
+				obj.(metav1.Object).SetName(fmt.Sprintf("shared-%d", i))
+				_, p := cachedBothWays(t, obj)
+				want, err := Unstructured(p)
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Unstructured(p.Shared())
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got.Object, want.Object) {
+					t.Errorf("object %d decodes, shared, to\n%v\nnot\n%v", i, got.Object, want.Object)
+				}
+			}
+		})
+	}
+}
+
+// A body no other object has is held as it came, and costs nothing more (the heap benchmark
+// BenchmarkCachedPod/projected/unique measures it).
+func TestABodyAlikeNoOtherIsHeldAsItCame(t *testing.T) {
+	pod := benchPod(7)
+	pod.Spec.Containers[0].Image = "unique-image-of-this-test"
+	_, message := encodings(t, pod)
+	decoded, err := decodeProtobufObject(message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := decoded.(*Object)
+	if got := o.Shared(); got.Raw == nil || !got.Protobuf || &got.Raw[0] != &o.Raw[0] {
+		t.Errorf("a Pod alike no other changed its body: protobuf %v", got.Protobuf)
+	}
+}
