@@ -3,6 +3,7 @@ package compact
 import (
 	"context"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 	"unsafe"
@@ -106,5 +107,34 @@ func TestADeepCopyIsTheCallersOwn(t *testing.T) {
 				t.Errorf("a change to the copy reached the object: %+v, kind %s", got, tt.obj.kind())
 			}
 		})
+	}
+}
+
+// Objects decoded after a garbage collection share the interned strings of those decoded
+// before it: the label keys and metacel's label values are one copy in the cache, not one an
+// object (package unique drops a value nobody holds a handle of).
+func TestInternedStringsOutliveAGarbageCollection(t *testing.T) {
+	var objs []*Object
+	for i := range 2 {
+		_, message := encodings(t, benchPod(i))
+		o, err := decodeProtobufObject(message)
+		if err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, o.(*Object))
+		runtime.GC()
+		runtime.GC()
+	}
+	a, b := objs[0].labels, objs[1].labels
+	for i := 0; i < len(a); i += 2 {
+		if unsafe.StringData(a[i]) != unsafe.StringData(b[i]) {
+			t.Errorf("label key %q: a copy an object", a[i])
+		}
+		if internedValue(a[i]) && a[i+1] == b[i+1] && unsafe.StringData(a[i+1]) != unsafe.StringData(b[i+1]) {
+			t.Errorf("label %q's value %q: a copy an object", a[i], a[i+1])
+		}
+	}
+	if unsafe.StringData(objs[0].namespace) != unsafe.StringData(objs[1].namespace) {
+		t.Error("the namespace: a copy an object")
 	}
 }
