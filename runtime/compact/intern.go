@@ -21,6 +21,8 @@ func intern(m *metav1.ObjectMeta) {
 	for k, v := range m.Labels {
 		if internedValue(k) {
 			v = canonical(v)
+		} else {
+			v = sameAsMeta(m, v)
 		}
 		m.Labels[canonical(k)] = v
 	}
@@ -32,6 +34,27 @@ func intern(m *metav1.ObjectMeta) {
 		r.APIVersion, r.Kind = canonical(r.APIVersion), canonical(r.Kind)
 	}
 	m.Namespace = canonical(m.Namespace)
+}
+
+// sameAsMeta returns the object's own name or UID, or an owner's, when v is one of them, else v:
+// a child's labels name its parent (the parent's UID, its name as an app label), which its owner
+// reference holds already.
+func sameAsMeta(m *metav1.ObjectMeta, v string) string {
+	for i := range m.OwnerReferences {
+		switch r := &m.OwnerReferences[i]; v {
+		case string(r.UID):
+			return string(r.UID)
+		case r.Name:
+			return r.Name
+		}
+	}
+	switch v {
+	case m.Name:
+		return m.Name
+	case string(m.UID):
+		return string(m.UID)
+	}
+	return v
 }
 
 // internedValue reports whether the values of a label repeat across objects: metacel's own, but

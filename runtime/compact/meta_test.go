@@ -138,3 +138,21 @@ func TestInternedStringsOutliveAGarbageCollection(t *testing.T) {
 		t.Error("the namespace: a copy an object")
 	}
 }
+
+// A child's labels that name its parent (its UID, its name) hold the strings of its owner
+// reference, not copies of them.
+func TestLabelsNamingTheOwnerShareItsReferencesStrings(t *testing.T) {
+	_, message := encodings(t, benchPod(3))
+	decoded, err := decodeProtobufObject(message)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := decoded.(*Object)
+	owner := o.ownerReferences[0]
+	for key, want := range map[string]string{"app": owner.Name, "metacel.dev/parent-uid": string(owner.UID)} {
+		got, ok := o.labels.Get(key), o.labels.Has(key)
+		if !ok || got != want || unsafe.StringData(got) != unsafe.StringData(want) {
+			t.Errorf("label %q: %q, a copy of the owner reference's %q", key, got, want)
+		}
+	}
+}
