@@ -32,21 +32,55 @@ type parentState struct {
 	// mark is the conditions its last sync computed, for Parents.Count, for the parent of markedUID,
 	// when marked (share.go)
 	mark      parentMark
-	markedUID types.UID
 	marked    bool
+	markedUID types.UID
+	// writes are, by child identity, what metacel last wrote of each child and when others undid
+	// it (undonewrites.go)
+	writes writesByID
+	// writingSyncs counts the syncs in a row that wrote children (childeventspacing.go)
+	writingSyncs int
+	// seldom is what few parents need remembered, nil for the others: every parent has a state,
+	// and these fields took 48 of its 128 bytes
+	seldom *seldomState
+}
+
+// seldomState is what few parents need remembered (parentState.seldom).
+type seldomState struct {
 	// refused are the children (and "status") whose last write the API server refused for good,
 	// by identity, for the parent of refusedUID; nil when none (refusedwrites.go)
 	refusedUID types.UID
 	refused    map[string]refusal
 	// conditions sums up the last conditions of a parent without a status subresource (status.go)
 	conditions string
-	// writes are, by child identity, what metacel last wrote of each child and when others undid
-	// it (undonewrites.go)
-	writes writesByID
-	// writingSyncs counts the syncs in a row that wrote children (childeventspacing.go)
-	writingSyncs int
 	// recreating are the children, by identity, whose Recreate is under way (recreatesunderway.go)
 	recreating map[string]bool
+}
+
+// noSeldom is the seldom state of the parents that have none, to be read only.
+var noSeldom seldomState
+
+// seldomRead returns the parent's seldom state to read: an empty one when it has none, or no
+// state at all (p nil).
+func (p *parentState) seldomRead() *seldomState {
+	if p == nil || p.seldom == nil {
+		return &noSeldom
+	}
+	return p.seldom
+}
+
+// seldomFields returns the parent's seldom state to write, made when it has none.
+func (p *parentState) seldomFields() *seldomState {
+	if p.seldom == nil {
+		p.seldom = &seldomState{}
+	}
+	return p.seldom
+}
+
+// dropSeldomIfEmpty drops the parent's seldom state once it holds nothing.
+func (p *parentState) dropSeldomIfEmpty() {
+	if r := p.seldom; r != nil && r.refused == nil && r.conditions == "" && r.recreating == nil {
+		p.seldom = nil
+	}
 }
 
 // refusal is a write refused for good (parentState.refused): a hash of what was sent, and the
@@ -59,7 +93,7 @@ type refusal struct {
 // childWrites is what metacel last wrote of one child, and when its writes were undone
 // (parentState.writes).
 type childWrites struct {
-	written string // contentHash
+	written contentSum
 	undone  []time.Time
 	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
 	// create that follows re-does nobody else's undoing

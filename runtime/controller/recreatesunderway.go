@@ -35,8 +35,9 @@ func (s *parentStates) recordRecreating(key string, waiting []string, complete b
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if complete {
-		if p := s.byKey[key]; p != nil {
-			p.recreating = nil
+		if p := s.byKey[key]; p != nil && p.seldom != nil {
+			p.seldom.recreating = nil
+			p.dropSeldomIfEmpty()
 		}
 	}
 	for _, id := range waiting {
@@ -52,27 +53,25 @@ func (s *parentStates) markRecreating(key, identity string) {
 }
 
 func (s *parentStates) markRecreatingLocked(key, identity string) {
-	p := s.stateLocked(key)
-	if p.recreating == nil {
-		p.recreating = map[string]bool{}
+	r := s.stateLocked(key).seldomFields()
+	if r.recreating == nil {
+		r.recreating = map[string]bool{}
 	}
-	p.recreating[identity] = true
+	r.recreating[identity] = true
 }
 
 // isRecreating reports whether a child's Recreate is under way.
 func (s *parentStates) isRecreating(key, identity string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.byKey[key]
-	return p != nil && p.recreating[identity]
+	return s.byKey[key].seldomRead().recreating[identity]
 }
 
 // recreatingAny reports whether any Recreate of the parent is under way.
 func (s *parentStates) recreatingAny(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.byKey[key]
-	return p != nil && len(p.recreating) > 0
+	return len(s.byKey[key].seldomRead().recreating) > 0
 }
 
 // countRecreating is how many parents have Recreates under way.
@@ -81,7 +80,7 @@ func (s *parentStates) countRecreating() int {
 	defer s.mu.Unlock()
 	n := 0
 	for _, p := range s.byKey {
-		if len(p.recreating) > 0 {
+		if len(p.seldomRead().recreating) > 0 {
 			n++
 		}
 	}

@@ -54,11 +54,11 @@ func (s *parentStates) refusalOf(key string, uid types.UID, id string, obj *unst
 func (s *parentStates) refusal(key string, uid types.UID, id string) (refusal, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.byKey[key]
-	if p == nil || p.refused == nil || p.refusedUID != uid {
+	r := s.byKey[key].seldomRead()
+	if r.refused == nil || r.refusedUID != uid {
 		return refusal{}, false
 	}
-	ref, ok := p.refused[id]
+	ref, ok := r.refused[id]
 	return ref, ok
 }
 
@@ -66,21 +66,22 @@ func (s *parentStates) refusal(key string, uid types.UID, id string) (refusal, b
 func (s *parentStates) rememberRefusal(key string, uid types.UID, id, hash string, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	p := s.stateLocked(key)
-	if p.refused == nil || p.refusedUID != uid {
-		p.refused, p.refusedUID = map[string]refusal{}, uid
+	r := s.stateLocked(key).seldomFields()
+	if r.refused == nil || r.refusedUID != uid {
+		r.refused, r.refusedUID = map[string]refusal{}, uid
 	}
-	p.refused[id] = refusal{hash: hash, err: err}
+	r.refused[id] = refusal{hash: hash, err: err}
 }
 
 // forgetRefusal forgets the refusal of the write id, which went through.
 func (s *parentStates) forgetRefusal(key, id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.byKey[key]; p != nil && p.refused != nil {
-		delete(p.refused, id)
-		if len(p.refused) == 0 {
-			p.refused = nil
+	if p := s.byKey[key]; p != nil && p.seldom != nil && p.seldom.refused != nil {
+		delete(p.seldom.refused, id)
+		if len(p.seldom.refused) == 0 {
+			p.seldom.refused, p.seldom.refusedUID = nil, ""
+			p.dropSeldomIfEmpty()
 		}
 	}
 }

@@ -248,7 +248,7 @@ func TestWhatIsRememberedOfAParentGoesWithIt(t *testing.T) {
 		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "p-copy", nil)
 	})
 	_ = h.c.syncer.sync(t.Context(), "ns/p")
-	if st := h.c.states.byKey["ns/p"]; st == nil || st.conditions == "" || len(st.refused) != 1 {
+	if st := h.c.states.byKey["ns/p"]; st == nil || st.seldomRead().conditions == "" || len(st.seldomRead().refused) != 1 {
 		t.Fatalf("remembered of the parent %+v, want its conditions and one refusal", st)
 	}
 	if err := h.c.caches.parents.Whole().GetIndexer().Delete(parent); err != nil {

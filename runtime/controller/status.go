@@ -167,9 +167,9 @@ func (s *parentStates) swapConditions(key, summary string) (changed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.stateLocked(key)
-	if p.conditions == summary {
+	if p.seldomRead().conditions == summary {
 		return false
 	}
-	p.conditions = summary
+	p.seldomFields().conditions = summary
 	return true
 }

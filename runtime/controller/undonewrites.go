@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"time"
 
@@ -30,7 +32,7 @@ const (
 // allowWrite says whether metacel may write a child again now: an error (retried with backoff)
 // when what it wrote of it has been undone too often lately.
 func (s *parentStates) allowWrite(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured, now time.Time) error {
-	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var st *childWrites
@@ -57,7 +59,7 @@ func (s *parentStates) allowWrite(parent *unstructured.Unstructured, child *rend
 // another writer had undone (it reverted drift, or created anew a child that was deleted), which
 // counts when it re-sends what was written last time.
 func (s *parentStates) wroteChild(parent *unstructured.Unstructured, child *render.Child, undone bool, now time.Time) {
-	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.stateLocked(key)
@@ -76,7 +78,7 @@ func (s *parentStates) wroteChild(parent *unstructured.Unstructured, child *rend
 // last (someone changed a field of a child that is never updated in place), the recreation
 // reverts drift, which counts as undone.
 func (s *parentStates) deletedToRecreate(parent *unstructured.Unstructured, child *render.Child, now time.Time) {
-	key, id, h := parentKey(parent), render.Identity(child.Object), contentHash(child.Object)
+	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p := s.byKey[key]
@@ -121,6 +123,21 @@ func timeOf(mf metav1.ManagedFieldsEntry) time.Time {
 		return time.Time{}
 	}
 	return mf.Time.Time
+}
+
+// contentSum is a child's content hash (contentHash) as its 32 bytes, as parentState.writes
+// holds one for each child: its hex, a string of 64, took twice that and an allocation of its own.
+type contentSum [sha256.Size]byte
+
+func contentSumOf(obj *unstructured.Unstructured) contentSum {
+	var sum contentSum
+	h := contentHash(obj)
+	if len(h) == hex.EncodedLen(len(sum)) {
+		if _, err := hex.Decode(sum[:], []byte(h)); err == nil {
+			return sum
+		}
+	}
+	return sha256.Sum256([]byte(h)) // not a hash of ours: a hash of it
 }
 
 // writesOf returns what metacel last wrote of a child of the parent, nil when nothing (or no

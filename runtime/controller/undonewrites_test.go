@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -248,20 +250,52 @@ func TestWritesByIDFindEachChildsWrites(t *testing.T) {
 	for _, n := range []int{1, fewWrites, fewWrites + 1, 3 * fewWrites} {
 		var b writesByID
 		for i := range n {
-			b.set(fmt.Sprint("child-", i), &childWrites{written: fmt.Sprint("hash-", i)})
+			b.set(fmt.Sprint("child-", i), &childWrites{written: contentSum{byte(i)}})
 		}
-		b.set("child-0", &childWrites{written: "rewritten"})
+		b.set("child-0", &childWrites{written: contentSum{0xff}})
 		for i := range n {
-			want := fmt.Sprint("hash-", i)
+			want := contentSum{byte(i)}
 			if i == 0 {
-				want = "rewritten"
+				want = contentSum{0xff}
 			}
 			if got := b.get(fmt.Sprint("child-", i)); got == nil || got.written != want {
-				t.Errorf("%d children: child-%d's writes %+v, want %q", n, i, got, want)
+				t.Errorf("%d children: child-%d's writes %+v, want %x", n, i, got, want)
 			}
 		}
 		if got := b.get("unknown"); got != nil {
 			t.Errorf("%d children: an unknown child's writes %+v", n, got)
 		}
+	}
+}
+
+// A child's content hash is held as its 32 bytes, and tells two contents apart as its hex does,
+// a content hash not of ours (not 64 hex digits) included.
+func TestAContentSumIsTheContentHashsBytes(t *testing.T) {
+	child := func(hash string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{}}
+		u.SetAnnotations(map[string]string{contract.AnnotationContentHash: hash})
+		return u
+	}
+	hexHash := strings.Repeat("0123456789abcdef", 4)
+	sum := contentSumOf(child(hexHash))
+	if got := hex.EncodeToString(sum[:]); got != hexHash {
+		t.Errorf("the sum of %q is %q", hexHash, got)
+	}
+	for _, other := range []string{strings.Repeat("0123456789abcdef", 3) + "0123456789abcdee", "not-a-hash", hexHash + "00"} {
+		first, again := contentSumOf(child(other)), contentSumOf(child(other))
+		if first == sum {
+			t.Errorf("%q has the sum of %q", other, hexHash)
+		}
+		if first != again {
+			t.Errorf("%q has two sums", other)
+		}
+	}
+}
+
+// Every parent has a state, so it holds in 80 bytes what every parent needs, and what few do
+// apart (seldomState): it took 128.
+func TestAParentsStateTakes80Bytes(t *testing.T) {
+	if size := unsafe.Sizeof(parentState{}); size > 80 {
+		t.Errorf("a parent's state takes %d bytes", size)
 	}
 }
