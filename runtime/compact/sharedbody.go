@@ -6,6 +6,7 @@ import (
 	"hash/maphash"
 	"sync/atomic"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/scheme"
 )
 
@@ -172,4 +173,17 @@ func (o *Object) body() []byte {
 		owner = c.Name
 	}
 	return expandNames(o.Raw, o.name, owner)
+}
+
+// SetName implements metav1.Object: the body's marked names are expanded first, so that they
+// stay the names the API server sent (an object renamed is a copy, not the one cached).
+func (o *Object) SetName(name string) {
+	o.Raw = o.body()
+	o.heldMeta.SetName(name)
+}
+
+// SetOwnerReferences implements metav1.Object, the body's marked names expanded first (SetName).
+func (o *Object) SetOwnerReferences(refs []metav1.OwnerReference) {
+	o.Raw = o.body()
+	o.heldMeta.SetOwnerReferences(refs)
 }

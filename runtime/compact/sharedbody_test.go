@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 )
 
 func TestAMarkedBodyExpandsToTheBytesTheAPIServerSent(t *testing.T) {
@@ -147,5 +148,31 @@ func TestABodyAlikeNoOtherIsHeldAsItCame(t *testing.T) {
 	o := decoded.(*Object)
 	if got := o.Shared(); got.Raw == nil || !got.Protobuf || &got.Raw[0] != &o.Raw[0] {
 		t.Errorf("a Pod alike no other changed its body: protobuf %v", got.Protobuf)
+	}
+}
+
+// A copy of a cached object renamed, or given other owners, keeps in its body the names the API
+// server sent: its markers are expanded before the names change.
+func TestARenamedCopyKeepsItsBody(t *testing.T) {
+	for name, change := range map[string]func(o *Object){
+		"renamed": func(o *Object) { o.SetName("other") },
+		"another owner": func(o *Object) {
+			o.SetOwnerReferences([]metav1.OwnerReference{{Name: "someone-else", Controller: ptr.To(true)}})
+		},
+		"as it is, alike": func(*Object) {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			meta := metav1.ObjectMeta{Name: "app-1-config", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{{Name: "app-1", UID: "u-1"}}}
+			cached := NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}, meta, []byte(`{"data":{"app":"app-1","self":"app-1-config"}}`)).Shared()
+			copied := cached.DeepCopyObject().(*Object)
+			change(copied)
+			u, err := Unstructured(copied)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if data, _, _ := unstructured.NestedStringMap(u.Object, "data"); data["app"] != "app-1" || data["self"] != "app-1-config" {
+				t.Errorf("the copy's body reads %v", data)
+			}
+		})
 	}
 }
