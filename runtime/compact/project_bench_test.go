@@ -171,9 +171,7 @@ func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object
 	var perObject float64
 	for b.Loop() {
 		held := make([]*Object, n)
-		for i := range shared.slots { // the bodies an earlier run left there are not this run's
-			shared.slots[i].Store(nil)
-		}
+		forgetShared() // the bodies an earlier run left there are not this run's
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
@@ -198,15 +196,7 @@ func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object
 // transform does at every event: a projected Pod of the benchmark's MyApp policy (its message
 // encoded as JSON to be compared), a MyApp.
 func BenchmarkShare(b *testing.B) {
-	_, message := encodings(&testing.T{}, benchPod(1))
-	obj, err := decodeProtobufObject(message)
-	if err != nil {
-		b.Fatal(err)
-	}
-	pod, err := obj.(*Object).Project(benchPodKeep())
-	if err != nil {
-		b.Fatal(err)
-	}
+	pod := projectedBenchPod(b, 1)
 	myApp, err := decodeObject(benchMyApp(1))
 	if err != nil {
 		b.Fatal(err)
@@ -224,21 +214,10 @@ func BenchmarkShare(b *testing.B) {
 // BenchmarkDecodeCachedPod decodes a cached Pod of the benchmark's MyApp policy into the
 // unstructured object a sync reads: from its protobuf message, or from the JSON body it shares.
 func BenchmarkDecodeCachedPod(b *testing.B) {
-	for i := range shared.slots { // no earlier benchmark's Pod to share with
-		shared.slots[i].Store(nil)
-	}
+	forgetShared() // no earlier benchmark's Pod to share with
 	var held [2]*Object
 	for i := range held {
-		_, message := encodings(&testing.T{}, benchPod(i))
-		obj, err := decodeProtobufObject(message)
-		if err != nil {
-			b.Fatal(err)
-		}
-		o, err := obj.(*Object).Project(benchPodKeep())
-		if err != nil {
-			b.Fatal(err)
-		}
-		held[i] = o.Shared()
+		held[i] = projectedBenchPod(b, i).Shared()
 	}
 	for name, o := range map[string]*Object{"protobuf": held[0], "shared JSON": held[1]} {
 		b.Run(name, func(b *testing.B) {
@@ -250,4 +229,20 @@ func BenchmarkDecodeCachedPod(b *testing.B) {
 			}
 		})
 	}
+}
+
+// projectedBenchPod is the i-th Pod of the benchmark's MyApp policy as its informer decodes and
+// projects it.
+func projectedBenchPod(tb testing.TB, i int) *Object {
+	tb.Helper()
+	_, message := encodings(&testing.T{}, benchPod(i))
+	obj, err := decodeProtobufObject(message)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	o, err := obj.(*Object).Project(benchPodKeep())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return o
 }
