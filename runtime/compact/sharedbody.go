@@ -71,10 +71,7 @@ func (o *Object) Shared() *Object {
 	if o.Raw == nil || len(o.Raw) > sharedAtMost || o.fetches() || o.bodyOmitted() {
 		return o
 	}
-	own, owner := o.name, ""
-	if c := controllingOwner(o.ownerReferences); c != nil {
-		owner = c.Name
-	}
+	own, owner := o.markedNames()
 	out := *o
 	if !o.Protobuf {
 		body := markNames(o.Raw, own, owner)
@@ -168,11 +165,16 @@ func (o *Object) body() []byte {
 	if o.Protobuf {
 		return o.Raw
 	}
-	owner := ""
+	own, owner := o.markedNames()
+	return expandNames(o.Raw, own, owner)
+}
+
+// markedNames are the names a body marks: the object's own, its controlling owner's ("" for none).
+func (o *Object) markedNames() (own, owner string) {
 	if c := controllingOwner(o.ownerReferences); c != nil {
 		owner = c.Name
 	}
-	return expandNames(o.Raw, o.name, owner)
+	return o.name, owner
 }
 
 // SetName implements metav1.Object: the body's marked names are expanded first, so that they
