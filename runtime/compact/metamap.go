@@ -29,8 +29,8 @@ func (o *Object) metadataMap() (map[string]any, error) {
 	if grace := m.GetDeletionGracePeriodSeconds(); grace != nil {
 		out["deletionGracePeriodSeconds"] = *grace
 	}
-	putPairs(out, "labels", m.labels)
-	putPairs(out, "annotations", m.annotations)
+	putPairs(out, "labels", m.labels())
+	putPairs(out, "annotations", m.annotations())
 	if len(m.ownerReferences) > 0 {
 		refs := make([]any, len(m.ownerReferences))
 		for i, r := range m.ownerReferences {
@@ -38,9 +38,9 @@ func (o *Object) metadataMap() (map[string]any, error) {
 		}
 		out["ownerReferences"] = refs
 	}
-	if len(m.finalizers) > 0 {
-		finalizers := make([]any, len(m.finalizers))
-		for i, f := range m.finalizers {
+	if fins := m.finalizers(); len(fins) > 0 {
+		finalizers := make([]any, len(fins))
+		for i, f := range fins {
 			finalizers[i] = f
 		}
 		out["finalizers"] = finalizers

@@ -12,7 +12,8 @@ import (
 // ObjectMeta's maps: a Go map of strings takes a group of eight entries however few it holds
 // (about 340 bytes with its header), where a child metacel writes has one or two annotations
 // (its hashes) and seven labels (its own six and a template's), which a slice holds in 16 bytes a
-// string. The keys are interned (intern.go), so a slice holds only their headers. GetLabels and
+// string. The keys are interned (intern.go), so a slice holds only their headers. An object holds
+// its labels, annotations and finalizers in one slice (heldMeta.strs). GetLabels and
 // GetAnnotations build a map at each call; the indexers and event handlers, which read a label
 // at every event, read it through LabelSet (informers.LabelsOf) without one.
 
@@ -84,24 +85,62 @@ func (p pairs) Has(key string) bool {
 	return ok
 }
 
+// labels are the object's labels, the cache's own, only to be read.
+func (o *heldMeta) labels() pairs { return pairs(o.strs[:o.labelsEnd:o.labelsEnd]) }
+
+// annotations are the object's annotations, the cache's own, only to be read.
+func (o *heldMeta) annotations() pairs {
+	return pairs(o.strs[o.labelsEnd:o.annotationsEnd:o.annotationsEnd])
+}
+
+// finalizers are the object's finalizers, nil for none; their slice cannot grow into the
+// strings after them.
+func (o *heldMeta) finalizers() []string {
+	if int(o.annotationsEnd) == len(o.strs) {
+		return nil
+	}
+	return o.strs[o.annotationsEnd:len(o.strs):len(o.strs)]
+}
+
+// setStrs replaces the object's strings with these labels, annotations and finalizers.
+func (o *heldMeta) setStrs(labels, annotations pairs, finalizers []string) {
+	n := len(labels) + len(annotations) + len(finalizers)
+	if n == 0 {
+		o.strs, o.labelsEnd, o.annotationsEnd = nil, 0, 0
+		return
+	}
+	strs := make([]string, 0, n)
+	strs = append(append(append(strs, labels...), annotations...), finalizers...)
+	o.strs, o.labelsEnd, o.annotationsEnd = strs, uint32(len(labels)), uint32(len(labels)+len(annotations))
+}
+
 // GetLabels implements metav1.Object: a map of the object's labels, the caller's own (nil when
 // none). LabelSet reads them without one.
-func (o *heldMeta) GetLabels() map[string]string { return o.labels.asMap() }
+func (o *heldMeta) GetLabels() map[string]string { return o.labels().asMap() }
 
 // SetLabels implements metav1.Object.
-func (o *heldMeta) SetLabels(labels map[string]string) { o.labels = pairsOf(labels) }
+func (o *heldMeta) SetLabels(labels map[string]string) {
+	o.setStrs(pairsOf(labels), o.annotations(), o.finalizers())
+}
 
-// LabelSet is the object's labels, read without a copy (nor an allocation: a pointer to them):
-// the cache's own, only to be read.
-func (o *heldMeta) LabelSet() labels.Labels { return &o.labels }
+// LabelSet is the object's labels, read without a copy (nor an allocation: the object itself,
+// as a labelSet): the cache's own, only to be read.
+func (o *heldMeta) LabelSet() labels.Labels { return (*labelSet)(o) }
+
+// labelSet is an object's labels as labels.Labels.
+type labelSet heldMeta
+
+func (l *labelSet) Has(key string) bool              { return (*heldMeta)(l).labels().Has(key) }
+func (l *labelSet) Get(key string) string            { return (*heldMeta)(l).labels().Get(key) }
+func (l *labelSet) Lookup(key string) (string, bool) { return (*heldMeta)(l).labels().Lookup(key) }
 
 // GetAnnotations implements metav1.Object: a map of the object's annotations, the caller's own
 // (nil when none).
-func (o *heldMeta) GetAnnotations() map[string]string { return o.annotations.asMap() }
+func (o *heldMeta) GetAnnotations() map[string]string { return o.annotations().asMap() }
 
 // SetAnnotations implements metav1.Object.
 func (o *heldMeta) SetAnnotations(annotations map[string]string) {
-	o.annotations = pairsOf(annotations)
+	o.setStrs(o.labels(), pairsOf(annotations), o.finalizers())
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself.

@@ -3,7 +3,10 @@ package compact
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // A cached object's annotations are a slice, not ObjectMeta's map: they read back as the API
@@ -34,7 +37,7 @@ func TestAnnotationsReadBackAsTheAPIServerSentThem(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tc.name, got, want)
 		}
 	}
-	if len(o.annotations) == 0 {
+	if len(o.annotations()) == 0 {
 		t.Errorf("the object holds no annotations' pairs")
 	}
 	o.GetAnnotations()["b"] = "changed"
@@ -118,5 +121,44 @@ func TestPairsAreSortedByKey(t *testing.T) {
 				t.Errorf("%d pairs: key %q before %q", n, p[i-2], p[i])
 			}
 		}
+	}
+}
+
+// An object holds its labels, annotations and finalizers in one slice: setting one leaves the
+// others as they were, a finalizer appended to GetFinalizers' slice does not become a label, and
+// a finalizer changed in a deep copy does not reach the cached object.
+func TestLabelsAnnotationsAndFinalizersAreSetApart(t *testing.T) {
+	labels, annotations := map[string]string{"app": "web", "tier": "front"}, map[string]string{"a": "1"}
+	finalizers := []string{"metacel.dev/cleanup", "example.com/other"}
+	o := NewObject(metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
+		metav1.ObjectMeta{Name: "c", Namespace: "ns", Labels: labels, Annotations: annotations, Finalizers: finalizers}, []byte(`{}`))
+	check := func(step string, wantLabels, wantAnnotations map[string]string, wantFinalizers []string) {
+		t.Helper()
+		if !maps.Equal(o.GetLabels(), wantLabels) || !maps.Equal(o.GetAnnotations(), wantAnnotations) || !slices.Equal(o.GetFinalizers(), wantFinalizers) {
+			t.Errorf("%s: labels %v, annotations %v, finalizers %v; want %v, %v, %v", step,
+				o.GetLabels(), o.GetAnnotations(), o.GetFinalizers(), wantLabels, wantAnnotations, wantFinalizers)
+		}
+	}
+	check("as made", labels, annotations, finalizers)
+
+	_ = append(o.GetFinalizers(), "appended")
+	check("after an append to GetFinalizers' slice", labels, annotations, finalizers)
+
+	copied := o.DeepCopyObject().(*Object)
+	copied.GetFinalizers()[0] = "changed.example.com/in-place"
+	check("after a copy's finalizer changed in place", labels, annotations, finalizers)
+
+	o.SetLabels(map[string]string{"only": "this"})
+	check("after SetLabels", map[string]string{"only": "this"}, annotations, finalizers)
+	o.SetAnnotations(nil)
+	check("after SetAnnotations(nil)", map[string]string{"only": "this"}, nil, finalizers)
+	o.SetFinalizers(nil)
+	check("after SetFinalizers(nil)", map[string]string{"only": "this"}, nil, nil)
+	if got := o.LabelSet().Get("only"); got != "this" {
+		t.Errorf("LabelSet: only = %q, want \"this\"", got)
+	}
+	o.SetLabels(nil)
+	if o.strs != nil {
+		t.Errorf("an object with no labels, annotations nor finalizers holds %v", o.strs)
 	}
 }

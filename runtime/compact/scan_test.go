@@ -159,9 +159,6 @@ func TestDecodeObjectReadsTheMetadataAsTheStandardDecoderDoes(t *testing.T) {
 				t.Fatal(err)
 			}
 			o := got.(*Object)
-			if len(o.labels) == 0 {
-				o.labels = nil
-			}
 			typ, meta := standardMeta(t, tc.json)
 			if o.typeMeta() != typ {
 				t.Errorf("type: got %+v, want %+v", o.typeMeta(), typ)

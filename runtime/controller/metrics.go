@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -128,7 +129,9 @@ func (m *Metrics) observeEventLatency(policy string, e pendingEvent, start time.
 // that comes during a sync counts for the next one, as the queue requeues the key.
 type pendingEvents struct {
 	mu    sync.Mutex
-	byKey map[string]pendingEvent
+	byKey map[string]heldEvent
+	// base is when the first event came: byKey holds each event's time as the time since base
+	base time.Time
 	// peak is the most keys byKey held since it was made: a Go map keeps the room of its most
 	// entries, so one emptied after a peak (every parent's first event, at a start) is dropped
 	peak int
@@ -142,14 +145,27 @@ type pendingEvent struct {
 	source string
 }
 
+// heldEvent is a pendingEvent as byKey holds it, in 16 bytes where a time and a string take 40:
+// a start or a resync queues every parent, each with its event.
+type heldEvent struct {
+	since  time.Duration
+	source uint8 // its index in eventSources
+}
+
+// eventSources are the sources of events, as heldEvent numbers them.
+var eventSources = [...]string{eventOfParent, eventOfChild, eventOfRelated}
+
 // note remembers an event of source for the parent of key, unless an earlier one waits.
 func (p *pendingEvents) note(key, source string, at time.Time) {
 	p.mu.Lock()
 	if _, ok := p.byKey[key]; !ok {
 		if p.byKey == nil {
-			p.byKey = map[string]pendingEvent{}
+			p.byKey = map[string]heldEvent{}
 		}
-		p.byKey[key] = pendingEvent{at: at, source: source}
+		if p.base.IsZero() {
+			p.base = at
+		}
+		p.byKey[key] = heldEvent{since: at.Sub(p.base), source: uint8(slices.Index(eventSources[:], source))}
 		p.peak = max(p.peak, len(p.byKey))
 	}
 	p.mu.Unlock()
@@ -158,13 +174,14 @@ func (p *pendingEvents) note(key, source string, at time.Time) {
 // take returns and forgets the event waiting for the parent of key (zero: none).
 func (p *pendingEvents) take(key string) pendingEvent {
 	p.mu.Lock()
+	defer p.mu.Unlock()
 	e, ok := p.byKey[key]
-	if ok {
-		delete(p.byKey, key)
+	if !ok {
+		return pendingEvent{}
 	}
+	delete(p.byKey, key)
 	if len(p.byKey) == 0 && p.peak >= renewPendingAt {
 		p.byKey, p.peak = nil, 0
 	}
-	p.mu.Unlock()
-	return e
+	return pendingEvent{at: p.base.Add(e.since), source: eventSources[e.source]}
 }
