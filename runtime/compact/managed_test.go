@@ -3,6 +3,7 @@ package compact
 import (
 	"encoding/json"
 	"testing"
+	"unsafe"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -33,7 +34,7 @@ func TestTheChildrenOfOneTemplateShareMetacelsManagedFields(t *testing.T) {
 }
 
 func TestManagedFieldsComeBackAsSentButOtherManagersFields(t *testing.T) {
-	now := metav1.Unix(1764400000, 0)
+	now, epoch := metav1.Unix(1764400000, 0), metav1.Unix(0, 0)
 	owner := metav1.OwnerReference{APIVersion: "demo/v1", Kind: "MyApp", Name: "a", UID: "u-1", Controller: ptr.To(true)}
 	for _, tc := range []struct {
 		name   string
@@ -49,9 +50,10 @@ func TestManagedFieldsComeBackAsSentButOtherManagersFields(t *testing.T) {
 			sent := []metav1.ManagedFieldsEntry{
 				{Manager: "metacel", Operation: metav1.ManagedFieldsOperationApply, APIVersion: "v1", Time: &now, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(tc.fields)},
 				{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:x":{}}`), Subresource: "status"},
+				{Manager: "at-the-epoch", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1", Time: &epoch},
 			}
 			got := managedFields(compactManaged(sent, tc.owners), tc.owners)
-			want := []metav1.ManagedFieldsEntry{sent[0], sent[1]}
+			want := []metav1.ManagedFieldsEntry{sent[0], sent[1], sent[2]}
 			want[1].FieldsV1 = nil
 			g, _ := json.Marshal(got)
 			w, _ := json.Marshal(want)
@@ -59,5 +61,12 @@ func TestManagedFieldsComeBackAsSentButOtherManagersFields(t *testing.T) {
 				t.Errorf("got\n%s\nwant\n%s", g, w)
 			}
 		})
+	}
+}
+
+// A managed-fields entry takes 24 bytes in a cache: every cached object holds one or more.
+func TestAManagedEntryTakes24Bytes(t *testing.T) {
+	if size := unsafe.Sizeof(managedEntry{}); size > 24 {
+		t.Errorf("a managedEntry takes %d bytes, want at most 24", size)
 	}
 }
