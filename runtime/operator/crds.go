@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"maps"
 	"slices"
 	"sync"
 
@@ -12,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/policy"
@@ -117,6 +119,7 @@ func (s *policySet) crdsChanged(specs map[string]bool) {
 	s.reset()
 	var restart func(*policy.Compiled) bool
 	if len(specs) > 0 {
+		klog.FromContext(s.ctx).Info("CRDs changed their spec: the policies that use them restart", "crds", slices.Sorted(maps.Keys(specs)))
 		s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, specs) })
 		restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
 	}

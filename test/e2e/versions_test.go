@@ -90,6 +90,7 @@ func newCachePolicy(t testing.TB, group string) string {
 func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 	api := newCacheAPI(t)
 	group, crdName, v1alpha1, v1, policyNS, parentNS := api.group, api.crd, api.v1alpha1, api.v1, api.policyNS, api.parentNS
+	t.Cleanup(func() { logReloadClues(t, policyNS, "policy-cache", crdName) })
 	// the new version rolls out as any new version of a policy does: a third of the parents, then
 	// two thirds, then all
 	newPolicy := rolloutSpec(0, 60)(newCachePolicy(t, group))
@@ -462,4 +463,32 @@ func convertsAt(t *testing.T, ns, addr, group string) error {
 		return fmt.Errorf("the replica answered %+v", got.Response)
 	}
 	return nil
+}
+
+// logReloadClues logs, when the test failed, what may have started a policy again: the events
+// of its ConfigMap (each load and reload, with its generation) and the writers of its CRD with
+// the CRD's generation (a spec change restarts the policies that use it).
+func logReloadClues(t *testing.T, ns, configMap, crd string) {
+	t.Helper()
+	if !t.Failed() {
+		return
+	}
+	ctx := context.Background()
+	events, err := cluster.kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + configMap})
+	if err != nil {
+		t.Logf("events of %s/%s: %v", ns, configMap, err)
+	} else {
+		for _, e := range events.Items {
+			t.Logf("event of %s/%s at %s: %s %s (%dx)", ns, configMap, e.LastTimestamp.Format(time.RFC3339), e.Reason, e.Message, e.Count)
+		}
+	}
+	got, err := cluster.dynamic.Resource(crdsGVR).Get(ctx, crd, metav1.GetOptions{})
+	if err != nil {
+		t.Logf("CRD %s: %v", crd, err)
+		return
+	}
+	t.Logf("CRD %s: generation %d", crd, got.GetGeneration())
+	for _, m := range got.GetManagedFields() {
+		t.Logf("CRD %s written by %q (%s%s) at %v", crd, m.Manager, m.Operation, m.Subresource, m.Time)
+	}
 }
