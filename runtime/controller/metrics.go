@@ -149,7 +149,7 @@ type pendingEvent struct {
 // a start or a resync queues every parent, each with its event.
 type heldEvent struct {
 	since  time.Duration
-	source uint8 // its index in eventSources
+	source uint8 // its index in eventSources (math.MaxUint8: none of them)
 }
 
 // eventSources are the sources of events, as heldEvent numbers them.
@@ -183,5 +183,9 @@ func (p *pendingEvents) take(key string) pendingEvent {
 	if len(p.byKey) == 0 && p.peak >= renewPendingAt {
 		p.byKey, p.peak = nil, 0
 	}
-	return pendingEvent{at: p.base.Add(e.since), source: eventSources[e.source]}
+	source := "unknown" // a source not in eventSources
+	if int(e.source) < len(eventSources) {
+		source = eventSources[e.source]
+	}
+	return pendingEvent{at: p.base.Add(e.since), source: source}
 }
