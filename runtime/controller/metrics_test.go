@@ -218,23 +218,25 @@ func heapInUse() int64 {
 }
 
 // A pending event is held as the time since the first event and a source's number: it is taken
-// back with its time and source as noted, the first of each key's events.
+// back with its time and source as noted, the first of each key's events; a source of no name
+// known reads back as unknown.
 func TestAPendingEventIsTakenAsItWasNoted(t *testing.T) {
 	var p pendingEvents
 	first := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 	for _, tt := range []struct {
-		key, source string
-		after       time.Duration
+		key, source, want string
+		after             time.Duration
 	}{
-		{"ns/a", eventOfParent, 0},
-		{"ns/b", eventOfChild, 1500 * time.Millisecond},
-		{"ns/c", eventOfRelated, 90 * time.Minute},
+		{"ns/a", eventOfParent, eventOfParent, 0},
+		{"ns/b", eventOfChild, eventOfChild, 1500 * time.Millisecond},
+		{"ns/c", eventOfRelated, eventOfRelated, 90 * time.Minute},
+		{"ns/d", "a source of no name here", "unknown", time.Hour},
 	} {
 		at := first.Add(tt.after)
 		p.note(tt.key, tt.source, at)
 		p.note(tt.key, eventOfParent, at.Add(time.Second)) // a later event of the key: not kept
-		if got := p.take(tt.key); !got.at.Equal(at) || got.source != tt.source {
-			t.Errorf("%s: taken %v from %q, want %v from %q", tt.key, got.at, got.source, at, tt.source)
+		if got := p.take(tt.key); !got.at.Equal(at) || got.source != tt.want {
+			t.Errorf("%s: taken %v from %q, want %v from %q", tt.key, got.at, got.source, at, tt.want)
 		}
 		if got := p.take(tt.key); !got.at.IsZero() {
 			t.Errorf("%s: taken twice", tt.key)
