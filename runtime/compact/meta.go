@@ -19,10 +19,10 @@ import (
 // generateName and deletionGracePeriodSeconds, set on few objects). So heldType holds the type
 // as one interned handle (package unique: one pointer), and is the schema.ObjectKind that
 // GetObjectKind returns; heldMeta holds ObjectMeta's fields but those, the creation time as a
-// number, the labels, annotations and finalizers in one slice of strings (pairs.go; three
-// slices took 72 bytes of every object, one takes 24 and two ends), and the few objects' fields
-// behind one pointer (uncommon): 216 bytes for the whole Object, in Go's size class of 224
-// (TestAnObjectTakesASizeClassOf224Bytes).
+// number, the labels as a slice of keys and values that objects alike share (sharedlabels.go),
+// the annotations and finalizers in one slice of strings (pairs.go), and the few objects' fields
+// behind one pointer (uncommon): 232 bytes for the whole Object, in Go's size class of 240
+// (TestAnObjectTakesASizeClassOf240Bytes).
 // The decoders still decode into an ObjectMeta, which setMeta packs; objectMeta builds one back.
 
 // heldType is an object's kind and apiVersion as a cache holds them: one handle of the pair,
@@ -39,13 +39,16 @@ type heldMeta struct {
 	generation      int64
 	created         int64 // creationTimestamp in Unix nanoseconds; 0: none
 	deleted         *metav1.Time
-	// strs are the labels, then the annotations (each as pairs: keys and values in turn, sorted
-	// by key; pairs.go), then the finalizers: labelsEnd and annotationsEnd are where the first
-	// two end. Never modified: a copy shares it, a set replaces it.
-	strs                      []string
-	labelsEnd, annotationsEnd uint32
-	ownerReferences           []metav1.OwnerReference
-	uncommon                  *uncommon // nil when none of its fields is set
+	// labels are keys and values in turn, sorted by key, a value naming the object or its
+	// controlling owner held as a marker, so that objects alike share them (sharedlabels.go).
+	// Never modified: a copy shares them, a set replaces them.
+	labels pairs
+	// strs are the annotations (pairs.go), then the finalizers: annotationsEnd is where the
+	// first end. Never modified, as labels.
+	strs            []string
+	annotationsEnd  uint32
+	ownerReferences []metav1.OwnerReference
+	uncommon        *uncommon // nil when none of its fields is set
 }
 
 // uncommon holds what few cached objects have: the metadata's generateName and
@@ -66,8 +69,9 @@ func (o *heldMeta) setMeta(m *metav1.ObjectMeta) {
 	o.generation = m.Generation
 	o.setCreated(m.CreationTimestamp)
 	o.deleted = m.DeletionTimestamp
-	o.setStrs(pairsOf(m.Labels), pairsOf(m.Annotations), m.Finalizers)
 	o.ownerReferences = m.OwnerReferences
+	o.setLabels(pairsOf(m.Labels))
+	o.setStrs(pairsOf(m.Annotations), m.Finalizers)
 	o.setGenerateName(m.GenerateName)
 	o.setGracePeriod(m.DeletionGracePeriodSeconds)
 }
@@ -150,12 +154,18 @@ func (o *heldMeta) uncommonFields() *uncommon {
 
 // the metadata: metav1.Object
 
-func (o *heldMeta) GetNamespace() string           { return o.namespace }
-func (o *heldMeta) SetNamespace(namespace string)  { o.namespace = namespace }
-func (o *heldMeta) GetName() string                { return o.name }
-func (o *heldMeta) SetName(name string)            { o.name = name }
-func (o *heldMeta) GetUID() types.UID              { return o.uid }
-func (o *heldMeta) SetUID(uid types.UID)           { o.uid = uid }
+func (o *heldMeta) GetNamespace() string          { return o.namespace }
+func (o *heldMeta) SetNamespace(namespace string) { o.namespace = namespace }
+func (o *heldMeta) GetName() string               { return o.name }
+func (o *heldMeta) SetName(name string) {
+	o.unmarkLabels() // they may name it
+	o.name = name
+}
+func (o *heldMeta) GetUID() types.UID { return o.uid }
+func (o *heldMeta) SetUID(uid types.UID) {
+	o.unmarkLabels() // they may name it
+	o.uid = uid
+}
 func (o *heldMeta) GetResourceVersion() string     { return o.resourceVersion }
 func (o *heldMeta) SetResourceVersion(v string)    { o.resourceVersion = v }
 func (o *heldMeta) GetGeneration() int64           { return o.generation }
@@ -164,12 +174,15 @@ func (o *heldMeta) GetSelfLink() string            { return "" }
 func (o *heldMeta) SetSelfLink(string)             {} // deprecated: the API server sets none
 func (o *heldMeta) GetFinalizers() []string        { return o.finalizers() }
 func (o *heldMeta) SetFinalizers(finalizers []string) {
-	o.setStrs(o.labels(), o.annotations(), finalizers)
+	o.setStrs(o.annotations(), finalizers)
 }
-func (o *heldMeta) GetOwnerReferences() []metav1.OwnerReference     { return o.ownerReferences }
-func (o *heldMeta) SetOwnerReferences(refs []metav1.OwnerReference) { o.ownerReferences = refs }
-func (o *heldMeta) GetDeletionTimestamp() *metav1.Time              { return o.deleted }
-func (o *heldMeta) SetDeletionTimestamp(t *metav1.Time)             { o.deleted = t }
+func (o *heldMeta) GetOwnerReferences() []metav1.OwnerReference { return o.ownerReferences }
+func (o *heldMeta) SetOwnerReferences(refs []metav1.OwnerReference) {
+	o.unmarkLabels()
+	o.ownerReferences = refs
+}
+func (o *heldMeta) GetDeletionTimestamp() *metav1.Time  { return o.deleted }
+func (o *heldMeta) SetDeletionTimestamp(t *metav1.Time) { o.deleted = t }
 
 // GetManagedFields implements metav1.Object: nil, as a cached object's ObjectMeta had them; a
 // decode puts them back (managed.go).

@@ -51,8 +51,8 @@ func (o *Object) fetches() bool { return o.uncommon != nil && o.uncommon.fetch !
 // labels that are not metacel's: what f reads again when a sync decodes it.
 func (o *Object) Omit(f Fetcher) *Object {
 	out := &Object{heldType: o.heldType, heldMeta: o.deepCopy()}
-	// a decode reads the annotations with the body
-	out.setStrs(pairsOf(keptLabels(out.GetLabels())), nil, out.finalizers())
+	out.setLabels(pairsOf(keptLabels(out.GetLabels())))
+	out.setStrs(nil, out.finalizers()) // a decode reads the annotations with the body
 	out.uncommonFields().fetch, out.uncommon.bodyOmitted = f, false
 	return out
 }

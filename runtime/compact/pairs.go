@@ -12,8 +12,9 @@ import (
 // ObjectMeta's maps: a Go map of strings takes a group of eight entries however few it holds
 // (about 340 bytes with its header), where a child metacel writes has one or two annotations
 // (its hashes) and seven labels (its own six and a template's), which a slice holds in 16 bytes a
-// string. The keys are interned (intern.go), so a slice holds only their headers. An object holds
-// its labels, annotations and finalizers in one slice (heldMeta.strs). GetLabels and
+// string. The keys are interned (intern.go), so a slice holds only their headers; objects alike
+// share their labels' (sharedlabels.go), and an object holds its annotations and finalizers in
+// one slice (heldMeta.strs). GetLabels and
 // GetAnnotations build a map at each call; the indexers and event handlers, which read a label
 // at every event, read it through LabelSet (informers.LabelsOf) without one.
 
@@ -85,13 +86,8 @@ func (p pairs) Has(key string) bool {
 	return ok
 }
 
-// labels are the object's labels, the cache's own, only to be read.
-func (o *heldMeta) labels() pairs { return pairs(o.strs[:o.labelsEnd:o.labelsEnd]) }
-
 // annotations are the object's annotations, the cache's own, only to be read.
-func (o *heldMeta) annotations() pairs {
-	return pairs(o.strs[o.labelsEnd:o.annotationsEnd:o.annotationsEnd])
-}
+func (o *heldMeta) annotations() pairs { return pairs(o.strs[:o.annotationsEnd:o.annotationsEnd]) }
 
 // finalizers are the object's finalizers, nil for none; their slice cannot grow into the
 // strings after them.
@@ -102,26 +98,31 @@ func (o *heldMeta) finalizers() []string {
 	return o.strs[o.annotationsEnd:len(o.strs):len(o.strs)]
 }
 
-// setStrs replaces the object's strings with these labels, annotations and finalizers.
-func (o *heldMeta) setStrs(labels, annotations pairs, finalizers []string) {
-	n := len(labels) + len(annotations) + len(finalizers)
-	if n == 0 {
-		o.strs, o.labelsEnd, o.annotationsEnd = nil, 0, 0
+// setStrs replaces the object's strings with these annotations and finalizers.
+func (o *heldMeta) setStrs(annotations pairs, finalizers []string) {
+	if len(annotations)+len(finalizers) == 0 {
+		o.strs, o.annotationsEnd = nil, 0
 		return
 	}
-	strs := make([]string, 0, n)
-	strs = append(append(append(strs, labels...), annotations...), finalizers...)
-	o.strs, o.labelsEnd, o.annotationsEnd = strs, uint32(len(labels)), uint32(len(labels)+len(annotations))
+	strs := make([]string, 0, len(annotations)+len(finalizers))
+	o.strs, o.annotationsEnd = append(append(strs, annotations...), finalizers...), uint32(len(annotations))
 }
 
 // GetLabels implements metav1.Object: a map of the object's labels, the caller's own (nil when
 // none). LabelSet reads them without one.
-func (o *heldMeta) GetLabels() map[string]string { return o.labels().asMap() }
+func (o *heldMeta) GetLabels() map[string]string {
+	if len(o.labels) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(o.labels)/2)
+	for i := 0; i < len(o.labels); i += 2 {
+		m[o.labels[i]] = o.labelValue(o.labels[i+1])
+	}
+	return m
+}
 
 // SetLabels implements metav1.Object.
-func (o *heldMeta) SetLabels(labels map[string]string) {
-	o.setStrs(pairsOf(labels), o.annotations(), o.finalizers())
-}
+func (o *heldMeta) SetLabels(labels map[string]string) { o.setLabels(pairsOf(labels)) }
 
 // LabelSet is the object's labels, read without a copy (nor an allocation: the object itself,
 // as a labelSet): the cache's own, only to be read.
@@ -130,9 +131,18 @@ func (o *heldMeta) LabelSet() labels.Labels { return (*labelSet)(o) }
 // labelSet is an object's labels as labels.Labels.
 type labelSet heldMeta
 
-func (l *labelSet) Has(key string) bool              { return (*heldMeta)(l).labels().Has(key) }
-func (l *labelSet) Get(key string) string            { return (*heldMeta)(l).labels().Get(key) }
-func (l *labelSet) Lookup(key string) (string, bool) { return (*heldMeta)(l).labels().Lookup(key) }
+func (l *labelSet) Has(key string) bool { return (*heldMeta)(l).labels.Has(key) }
+
+func (l *labelSet) Get(key string) string {
+	v, _ := l.Lookup(key)
+	return v
+}
+
+func (l *labelSet) Lookup(key string) (string, bool) {
+	o := (*heldMeta)(l)
+	v, ok := o.labels.Lookup(key)
+	return o.labelValue(v), ok
+}
 
 // GetAnnotations implements metav1.Object: a map of the object's annotations, the caller's own
 // (nil when none).
@@ -140,7 +150,7 @@ func (o *heldMeta) GetAnnotations() map[string]string { return o.annotations().a
 
 // SetAnnotations implements metav1.Object.
 func (o *heldMeta) SetAnnotations(annotations map[string]string) {
-	o.setStrs(o.labels(), pairsOf(annotations), o.finalizers())
+	o.setStrs(pairsOf(annotations), o.finalizers())
 }
 
 // GetObjectMeta implements metav1.ObjectMetaAccessor with the object itself.

@@ -158,7 +158,7 @@ func TestLabelsAnnotationsAndFinalizersAreSetApart(t *testing.T) {
 		t.Errorf("LabelSet: only = %q, want \"this\"", got)
 	}
 	o.SetLabels(nil)
-	if o.strs != nil {
-		t.Errorf("an object with no labels, annotations nor finalizers holds %v", o.strs)
+	if o.labels != nil || o.strs != nil {
+		t.Errorf("an object with no labels, annotations nor finalizers holds %v and %v", o.labels, o.strs)
 	}
 }

@@ -19,7 +19,7 @@ import (
 //
 // So a cached JSON body holds the object's own name and its controlling owner's name as markers
 // (control characters, which JSON never holds unescaped, so that expanding them gives back the
-// bytes the API server sent), and the bodies equal once marked are held once: sharedBodies keeps
+// bytes the API server sent), and the bodies equal once marked are held once: the table shared keeps
 // the last body it saw in each of its slots, and a body equal to the one its slot holds is
 // replaced by it. A body no other object has costs nothing but the slot it may hold for a while
 // (Go's unique package costs about 200 bytes an entry, more than most bodies it would save). A
@@ -40,27 +40,34 @@ const (
 	sharedAtMost = 2048
 )
 
-// sharedBodies holds, in each slot, the last body of the slot's hash that it saw.
-type sharedBodies struct {
+// sharedTable holds, in each slot, the last value of the slot's hash that it saw: the bodies
+// of objects alike (shared), their labels (sharedLabels, sharedlabels.go).
+type sharedTable[T any] struct {
 	seed  maphash.Seed
-	slots [sharedSlots]atomic.Pointer[[]byte]
+	slots [sharedSlots]atomic.Pointer[T]
+	hash  func(maphash.Seed, T) uint64
+	equal func(a, b T) bool
 }
 
-var shared = &sharedBodies{seed: maphash.MakeSeed()}
+func newSharedTable[T any](hash func(maphash.Seed, T) uint64, equal func(a, b T) bool) *sharedTable[T] {
+	return &sharedTable[T]{seed: maphash.MakeSeed(), hash: hash, equal: equal}
+}
 
-// lookup returns the body held equal to body, or nil.
-func (s *sharedBodies) lookup(body []byte) []byte {
-	if held := s.slot(body).Load(); held != nil && bytes.Equal(*held, body) {
-		return *held
+var shared = newSharedTable(maphash.Bytes, bytes.Equal)
+
+// lookup returns the value held equal to v, and whether there is one.
+func (s *sharedTable[T]) lookup(v T) (held T, ok bool) {
+	if h := s.slot(v).Load(); h != nil && s.equal(*h, v) {
+		return *h, true
 	}
-	return nil
+	return held, false
 }
 
-// hold keeps body in its slot, in place of what it held.
-func (s *sharedBodies) hold(body []byte) { s.slot(body).Store(&body) }
+// hold keeps v in its slot, in place of what it held.
+func (s *sharedTable[T]) hold(v T) { s.slot(v).Store(&v) }
 
-func (s *sharedBodies) slot(body []byte) *atomic.Pointer[[]byte] {
-	return &s.slots[maphash.Bytes(s.seed, body)%sharedSlots]
+func (s *sharedTable[T]) slot(v T) *atomic.Pointer[T] {
+	return &s.slots[s.hash(s.seed, v)%sharedSlots]
 }
 
 // Shared returns the object with its body held as the objects alike hold it: a JSON body with the
@@ -75,10 +82,12 @@ func (o *Object) Shared() *Object {
 	out := *o
 	if !o.Protobuf {
 		body := markNames(o.Raw, own, owner)
-		if out.Raw = shared.lookup(body); out.Raw == nil {
+		held, ok := shared.lookup(body)
+		if !ok {
 			shared.hold(body)
-			out.Raw = body
+			held = body
 		}
+		out.Raw = held
 		return &out
 	}
 	asJSON, ok := o.protobufBodyAsJSON()
@@ -86,11 +95,12 @@ func (o *Object) Shared() *Object {
 		return o
 	}
 	body := markNames(asJSON, own, owner)
-	if out.Raw = shared.lookup(body); out.Raw == nil {
+	held, ok := shared.lookup(body)
+	if !ok {
 		shared.hold(body) // the next object alike shares it
 		return o
 	}
-	out.Protobuf = false
+	out.Raw, out.Protobuf = held, false
 	return &out
 }
 

@@ -1,0 +1,115 @@
+package compact
+
+import (
+	"hash/maphash"
+	"slices"
+)
+
+// The children of one template carry the same labels but for those naming their parent (its
+// name as an app label, its UID as metacel's parent-uid label): a Pod's seven labels took a slice
+// of 14 strings, 224 bytes, in each Pod. So a cached object's labels hold a value that is the
+// object's own name or UID, or its controlling owner's, as a marker, and labels equal once marked
+// are held once: sharedLabels keeps the last labels it saw in each of its slots, as the table
+// shared does for bodies (sharedbody.go). The markers are control characters, which no label
+// value holds (the API server allows letters, digits, '-', '_' and '.'); every read of a value
+// (LabelSet, GetLabels, a decode) gives the name it stands for, and a set of the names marked
+// (SetName, SetUID, SetOwnerReferences) expands the labels first, so that they keep the values
+// the API server sent.
+
+// ownUIDMarker stands for the object's own UID in its labels; ownNameMarker (sharedbody.go) for
+// its name, ownerNameMarker and ownerUIDMarker (managed.go) for its controlling owner's.
+const ownUIDMarker = "\x03"
+
+var sharedLabels = newSharedTable(hashPairs, slices.Equal[pairs])
+
+func hashPairs(seed maphash.Seed, p pairs) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
+	for _, s := range p {
+		h.WriteString(s)
+		h.WriteByte(0)
+	}
+	return h.Sum64()
+}
+
+// setLabels replaces the object's labels with p (its own: its values are marked in place), or
+// with the labels held equal to them once marked.
+func (o *heldMeta) setLabels(p pairs) {
+	if len(p) == 0 {
+		o.labels = nil
+		return
+	}
+	if !o.markLabels(p) {
+		o.labels = p // nothing of it names the object: objects alike are few
+		return
+	}
+	held, ok := sharedLabels.lookup(p)
+	if !ok {
+		sharedLabels.hold(p)
+		held = p
+	}
+	o.labels = held
+}
+
+// markLabels replaces, in p, the values that name the object or its controlling owner by their
+// markers, and reports whether it replaced any.
+func (o *heldMeta) markLabels(p pairs) bool {
+	names := [4][2]string{{o.name, ownNameMarker}, {string(o.uid), ownUIDMarker}}
+	if c := controllingOwner(o.ownerReferences); c != nil {
+		names[2], names[3] = [2]string{c.Name, ownerNameMarker}, [2]string{string(c.UID), ownerUIDMarker}
+	}
+	marked := false
+	for i := 1; i < len(p); i += 2 {
+		for _, n := range names {
+			if n[0] != "" && p[i] == n[0] {
+				p[i], marked = n[1], true
+				break
+			}
+		}
+	}
+	return marked
+}
+
+// labelValue is the value a label holds: the name or UID a marker stands for, else v.
+func (o *heldMeta) labelValue(v string) string {
+	if len(v) != 1 || v[0] > ownUIDMarker[0] {
+		return v
+	}
+	switch v {
+	case ownNameMarker:
+		return o.name
+	case ownUIDMarker:
+		return string(o.uid)
+	}
+	c := controllingOwner(o.ownerReferences)
+	switch {
+	case c == nil:
+		return v
+	case v == ownerNameMarker:
+		return c.Name
+	case v == ownerUIDMarker:
+		return string(c.UID)
+	}
+	return v
+}
+
+// expandedLabels are the labels with each marker replaced by the name it stands for: the labels
+// themselves when they hold none.
+func (o *heldMeta) expandedLabels() pairs {
+	var out pairs
+	for i := 1; i < len(o.labels); i += 2 {
+		if v := o.labelValue(o.labels[i]); v != o.labels[i] {
+			if out == nil {
+				out = slices.Clone(o.labels)
+			}
+			out[i] = v
+		}
+	}
+	if out == nil {
+		return o.labels
+	}
+	return out
+}
+
+// unmarkLabels makes the object's labels its own, expanded: before a name they mark changes.
+func (o *heldMeta) unmarkLabels() { o.labels = o.expandedLabels() }
