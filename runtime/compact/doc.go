@@ -12,10 +12,11 @@
 // decoder reads only an object's metadata (for the indexers, keys and event handlers) into a
 // typed metav1.ObjectMeta and keeps the rest of the object's bytes; Unstructured decodes them on
 // demand. The metadata is held once, in a struct of ObjectMeta's fields that holds the type as an
-// interned handle and the fields few objects have behind a pointer, so that an Object takes 224
-// bytes where embedding TypeMeta and ObjectMeta took 384 (meta.go); the labels and annotations as
-// keys and values in one slice with the finalizers, where a Go map takes about 340 bytes however
-// few it holds (pairs.go); the managed fields apart: interned, and without what the runtime never reads
+// interned handle and the fields few objects have behind a pointer, so that an Object takes 240
+// bytes where embedding TypeMeta and ObjectMeta took 384 (meta.go); the labels, and the
+// annotations with the finalizers, as slices of keys and values, where a Go map takes about 340
+// bytes however few it holds (pairs.go), the labels of objects alike held once, their values that
+// name the object or its owner marked (sharedlabels.go); the managed fields apart: interned, and without what the runtime never reads
 // (Slim), so that the children of one template share metacel's entry (managed.go); and the
 // bodies of objects alike once: their own and their owner's names marked, a body equal to one
 // held for sharing is that one (sharedbody.go), so that the children of a template hold one body. Finding a watch event's end and its object's
