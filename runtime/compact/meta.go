@@ -21,7 +21,7 @@ import (
 // GetObjectKind returns; heldMeta holds ObjectMeta's fields but those, the creation time as a
 // number, the labels as a slice of keys and values that objects alike share (sharedlabels.go),
 // the annotations and finalizers in one slice of strings (pairs.go), and the few objects' fields
-// behind one pointer (uncommon): 232 bytes for the whole Object, in Go's size class of 240
+// behind one pointer (uncommon): 240 bytes for the whole Object, a size class of its own
 // (TestAnObjectTakesASizeClassOf240Bytes).
 // The decoders still decode into an ObjectMeta, which setMeta packs; objectMeta builds one back.
 
@@ -43,10 +43,7 @@ type heldMeta struct {
 	// controlling owner held as a marker, so that objects alike share them (sharedlabels.go).
 	// Never modified: a copy shares them, a set replaces them.
 	labels pairs
-	// strs are the annotations (pairs.go), then the finalizers: annotationsEnd is where the
-	// first end. Never modified, as labels.
-	strs            []string
-	annotationsEnd  uint32
+	heldStrs
 	ownerReferences []metav1.OwnerReference
 	uncommon        *uncommon // nil when none of its fields is set
 }

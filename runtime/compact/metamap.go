@@ -29,7 +29,7 @@ func (o *Object) metadataMap() (map[string]any, error) {
 	if grace := m.GetDeletionGracePeriodSeconds(); grace != nil {
 		out["deletionGracePeriodSeconds"] = *grace
 	}
-	putPairs(out, "labels", m.expandedLabels())
+	putPairs(out, "labels", m.labelNames().expand(m.labels))
 	putPairs(out, "annotations", m.annotations())
 	if len(m.ownerReferences) > 0 {
 		refs := make([]any, len(m.ownerReferences))

@@ -86,26 +86,34 @@ func (p pairs) Has(key string) bool {
 	return ok
 }
 
+// heldStrs are an object's annotations (pairs), then its finalizers, in one slice, where two
+// slices took 48 bytes of every object: annotationsEnd is where the annotations end. Never
+// modified: a copy shares it, a set replaces it.
+type heldStrs struct {
+	strs           []string
+	annotationsEnd uint32
+}
+
 // annotations are the object's annotations, the cache's own, only to be read.
-func (o *heldMeta) annotations() pairs { return pairs(o.strs[:o.annotationsEnd:o.annotationsEnd]) }
+func (h *heldStrs) annotations() pairs { return pairs(h.strs[:h.annotationsEnd:h.annotationsEnd]) }
 
 // finalizers are the object's finalizers, nil for none; their slice cannot grow into the
 // strings after them.
-func (o *heldMeta) finalizers() []string {
-	if int(o.annotationsEnd) == len(o.strs) {
+func (h *heldStrs) finalizers() []string {
+	if int(h.annotationsEnd) == len(h.strs) {
 		return nil
 	}
-	return o.strs[o.annotationsEnd:len(o.strs):len(o.strs)]
+	return h.strs[h.annotationsEnd:len(h.strs):len(h.strs)]
 }
 
 // setStrs replaces the object's strings with these annotations and finalizers.
-func (o *heldMeta) setStrs(annotations pairs, finalizers []string) {
+func (h *heldStrs) setStrs(annotations pairs, finalizers []string) {
 	if len(annotations)+len(finalizers) == 0 {
-		o.strs, o.annotationsEnd = nil, 0
+		h.strs, h.annotationsEnd = nil, 0
 		return
 	}
 	strs := make([]string, 0, len(annotations)+len(finalizers))
-	o.strs, o.annotationsEnd = append(append(strs, annotations...), finalizers...), uint32(len(annotations))
+	h.strs, h.annotationsEnd = append(append(strs, annotations...), finalizers...), uint32(len(annotations))
 }
 
 // GetLabels implements metav1.Object: a map of the object's labels, the caller's own (nil when

@@ -39,7 +39,7 @@ func (o *heldMeta) setLabels(p pairs) {
 		o.labels = nil
 		return
 	}
-	if !o.markLabels(p) {
+	if !o.labelNames().mark(p) {
 		o.labels = p // nothing of it names the object: objects alike are few
 		return
 	}
@@ -51,18 +51,27 @@ func (o *heldMeta) setLabels(p pairs) {
 	o.labels = held
 }
 
-// markLabels replaces, in p, the values that name the object or its controlling owner by their
-// markers, and reports whether it replaced any.
-func (o *heldMeta) markLabels(p pairs) bool {
-	names := [4][2]string{{o.name, ownNameMarker}, {string(o.uid), ownUIDMarker}}
+// labelNames are the names a cached object's label values may be marked for, each with its
+// marker: its own name and UID, its controlling owner's.
+type labelNames [4][2]string
+
+// labelNames are the object's names, as its labels are marked for them.
+func (o *heldMeta) labelNames() labelNames {
+	n := labelNames{{o.name, ownNameMarker}, {string(o.uid), ownUIDMarker}}
 	if c := controllingOwner(o.ownerReferences); c != nil {
-		names[2], names[3] = [2]string{c.Name, ownerNameMarker}, [2]string{string(c.UID), ownerUIDMarker}
+		n[2], n[3] = [2]string{c.Name, ownerNameMarker}, [2]string{string(c.UID), ownerUIDMarker}
 	}
+	return n
+}
+
+// mark replaces, in p, the values that are one of the names by their markers, and reports
+// whether it replaced any.
+func (n labelNames) mark(p pairs) bool {
 	marked := false
 	for i := 1; i < len(p); i += 2 {
-		for _, n := range names {
-			if n[0] != "" && p[i] == n[0] {
-				p[i], marked = n[1], true
+		for _, name := range n {
+			if name[0] != "" && p[i] == name[0] {
+				p[i], marked = name[1], true
 				break
 			}
 		}
@@ -70,46 +79,47 @@ func (o *heldMeta) markLabels(p pairs) bool {
 	return marked
 }
 
-// labelValue is the value a label holds: the name or UID a marker stands for, else v.
-func (o *heldMeta) labelValue(v string) string {
-	if len(v) != 1 || v[0] > ownUIDMarker[0] {
+// value is the value a label holds: the name a marker stands for, else v.
+func (n labelNames) value(v string) string {
+	if !isMarker(v) {
 		return v
 	}
-	switch v {
-	case ownNameMarker:
-		return o.name
-	case ownUIDMarker:
-		return string(o.uid)
-	}
-	c := controllingOwner(o.ownerReferences)
-	switch {
-	case c == nil:
-		return v
-	case v == ownerNameMarker:
-		return c.Name
-	case v == ownerUIDMarker:
-		return string(c.UID)
+	for _, name := range n {
+		if v == name[1] && name[0] != "" {
+			return name[0]
+		}
 	}
 	return v
 }
 
-// expandedLabels are the labels with each marker replaced by the name it stands for: the labels
-// themselves when they hold none.
-func (o *heldMeta) expandedLabels() pairs {
+// expand returns p with each marker replaced by the name it stands for: p itself when it holds
+// none.
+func (n labelNames) expand(p pairs) pairs {
 	var out pairs
-	for i := 1; i < len(o.labels); i += 2 {
-		if v := o.labelValue(o.labels[i]); v != o.labels[i] {
+	for i := 1; i < len(p); i += 2 {
+		if v := n.value(p[i]); v != p[i] {
 			if out == nil {
-				out = slices.Clone(o.labels)
+				out = slices.Clone(p)
 			}
 			out[i] = v
 		}
 	}
 	if out == nil {
-		return o.labels
+		return p
 	}
 	return out
 }
 
+// isMarker reports whether a label value is a marker.
+func isMarker(v string) bool { return len(v) == 1 && v[0] <= ownUIDMarker[0] }
+
+// labelValue is the value a label of the object holds: the name a marker stands for, else v.
+func (o *heldMeta) labelValue(v string) string {
+	if !isMarker(v) {
+		return v
+	}
+	return o.labelNames().value(v)
+}
+
 // unmarkLabels makes the object's labels its own, expanded: before a name they mark changes.
-func (o *heldMeta) unmarkLabels() { o.labels = o.expandedLabels() }
+func (o *heldMeta) unmarkLabels() { o.labels = o.labelNames().expand(o.labels) }
