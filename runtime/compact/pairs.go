@@ -20,9 +20,9 @@ import (
 
 // pairs are labels or annotations as a cached object holds them: keys and values in turn,
 // sorted by key; nil for none. A pairs is never modified: a copy shares it, a set replaces it.
+// Labels' values may be markers (sharedlabels.go): they are read as labels.Labels through the
+// object (LabelSet), never as pairs.
 type pairs []string
-
-var _ labels.Labels = pairs(nil)
 
 // pairsOf is a map's keys and values in turn, sorted by key; nil for none.
 func pairsOf(m map[string]string) pairs {
@@ -63,8 +63,8 @@ func (p pairs) asMap() map[string]string {
 	return m
 }
 
-// Lookup implements labels.Labels: the value of key, and whether there is one. An object has a
-// few labels: a scan of them is as fast as a search.
+// Lookup returns the value held for key, and whether there is one. An object has a few labels:
+// a scan of them is as fast as a search.
 func (p pairs) Lookup(key string) (string, bool) {
 	for i := 0; i < len(p); i += 2 {
 		if p[i] == key {
@@ -72,18 +72,6 @@ func (p pairs) Lookup(key string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// Get implements labels.Labels.
-func (p pairs) Get(key string) string {
-	v, _ := p.Lookup(key)
-	return v
-}
-
-// Has implements labels.Labels.
-func (p pairs) Has(key string) bool {
-	_, ok := p.Lookup(key)
-	return ok
 }
 
 // heldStrs are an object's annotations (pairs), then its finalizers, in one slice, where two
@@ -136,10 +124,16 @@ func (o *heldMeta) SetLabels(labels map[string]string) { o.setLabels(pairsOf(lab
 // as a labelSet): the cache's own, only to be read.
 func (o *heldMeta) LabelSet() labels.Labels { return (*labelSet)(o) }
 
-// labelSet is an object's labels as labels.Labels.
+// labelSet is an object's labels as labels.Labels, their markers read as the names they stand
+// for.
 type labelSet heldMeta
 
-func (l *labelSet) Has(key string) bool { return (*heldMeta)(l).labels.Has(key) }
+var _ labels.Labels = (*labelSet)(nil)
+
+func (l *labelSet) Has(key string) bool {
+	_, ok := (*heldMeta)(l).labels.Lookup(key)
+	return ok
+}
 
 func (l *labelSet) Get(key string) string {
 	v, _ := l.Lookup(key)
