@@ -167,10 +167,10 @@ func BenchmarkCachedMyApp(b *testing.B) {
 
 // heldPerObject reports, as unit, the heap held after a collection by the n objects decode makes,
 // per object, decoded over ten collections.
-func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object, error)) {
+func heldPerObject[T any](b *testing.B, n int, unit string, decode func(i int) (T, error)) {
 	var perObject float64
 	for b.Loop() {
-		held := make([]*Object, n)
+		held := make([]T, n)
 		forgetShared() // the bodies an earlier run left there are not this run's
 		runtime.GC()
 		var before, after runtime.MemStats
@@ -190,6 +190,63 @@ func heldPerObject(b *testing.B, n int, unit string, decode func(i int) (*Object
 		runtime.KeepAlive(held)
 	}
 	b.ReportMetric(perObject, unit)
+}
+
+// BenchmarkRememberedPod reports the heap a Pod the controller created holds while it is
+// remembered (until its cache delivers it; a converge of 1,000 MyApps remembers about a thousand at
+// once): as the create response decoded whole (Responses.Object) and projected as a map (the
+// baseline), and held as its cache holds it (AsCached).
+func BenchmarkRememberedPod(b *testing.B) {
+	const n = 2000
+	keep := benchPodKeep()
+	responses := make([][]byte, n)
+	for i := range n {
+		responses[i], _ = encodings(&testing.T{}, benchPod(i))
+	}
+	b.Run("decoded map", func(b *testing.B) {
+		heldPerObject(b, n, "heapB/pod", func(i int) (map[string]any, error) {
+			got, err := Responses{}.Object(responses[i])
+			if err != nil {
+				return nil, err
+			}
+			return projection.Map(got.Object, keep), nil
+		})
+	})
+	b.Run("as cached", func(b *testing.B) {
+		heldPerObject(b, n, "heapB/pod", func(i int) (*Object, error) {
+			got, err := Responses{}.Object(responses[i])
+			if err != nil {
+				return nil, err
+			}
+			return AsCached(got, keep)
+		})
+	})
+}
+
+// BenchmarkRememberPod is the time to remember one Pod created, from its create response decoded:
+// projected as a map (the baseline) and held as its cache holds it (AsCached: encoded again and
+// decoded as a watch event is).
+func BenchmarkRememberPod(b *testing.B) {
+	keep := benchPodKeep()
+	response, _ := encodings(&testing.T{}, benchPod(1))
+	got, err := Responses{}.Object(response)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("decoded map", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = projection.Map(got.Object, keep)
+		}
+	})
+	b.Run("as cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := AsCached(got, keep); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // BenchmarkShare holds one object's body as the objects alike hold it (Shared), as an informer's

@@ -5,6 +5,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"metacel.dev/metacel/runtime/jsonenc"
+	"metacel.dev/metacel/runtime/projection"
 )
 
 // Responses reads the objects the API server returns for writes (package apply's
@@ -51,4 +54,24 @@ func Decode(data []byte) (*Object, error) {
 		return nil, fmt.Errorf("a %T, not an object", obj)
 	}
 	return o, nil
+}
+
+// AsCached returns an object a write returned as a cache that keeps keep holds it (package
+// projection): decoded as a list or watch decodes it, with only what keep keeps of its body, the
+// body shared with the objects alike. The controller remembers the children it created in this
+// form until the cache delivers them: the decoded create response, its managed fields whole, took
+// about 8 KB a Pod, a thousand of them held at once by a converge of 1,000 parents.
+func AsCached(u *unstructured.Unstructured, keep *projection.Fields) (*Object, error) {
+	data, err := jsonenc.Marshal(u.Object)
+	if err != nil {
+		return nil, fmt.Errorf("encode %s %s/%s: %w", u.GetKind(), u.GetNamespace(), u.GetName(), err)
+	}
+	o, err := Decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if o, err = o.Project(keep); err != nil {
+		return nil, err
+	}
+	return o.Shared(), nil
 }

@@ -19,7 +19,6 @@ import (
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide"
 	"metacel.dev/metacel/runtime/policy"
-	"metacel.dev/metacel/runtime/projection"
 	"metacel.dev/metacel/runtime/render"
 )
 
@@ -231,7 +230,7 @@ func (cw *childWriter) create(ctx context.Context, parent *unstructured.Unstruct
 	if err != nil {
 		return nil, false, applyError("create", child.Object, err)
 	}
-	cw.rememberCreated(child, got)
+	cw.rememberCreated(ctx, child, got)
 	cw.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	klog.FromContext(ctx).V(2).Info("Created child", "child", klog.KObj(child.Object), "kind", child.Object.GetKind())
 	return got, true, nil
@@ -370,7 +369,7 @@ func (cw *childWriter) createRecreated(ctx context.Context, parent *unstructured
 	case err != nil:
 		return nil, applyError("create (to recreate)", child.Object, err)
 	}
-	cw.rememberCreated(child, got)
+	cw.rememberCreated(ctx, child, got)
 	cw.states.wroteChild(parent, child, false, cw.deps.Clock.Now()) // what a drift of it reverts
 	cw.childEvent(parent, child.Object, "Created", "Create", "Created %s %s")
 	return got, nil
@@ -444,13 +443,20 @@ func applyError(verb string, obj *unstructured.Unstructured, err error) error {
 		err: fmt.Errorf(format, verb, obj.GetKind(), klog.KObj(obj), err)}
 }
 
-// rememberCreated remembers a child the controller created, as the create returned it, with
-// what its cache keeps of it (a burst of creates remembers thousands for a while).
-func (cw *childWriter) rememberCreated(child *render.Child, got *unstructured.Unstructured) {
-	if rc := cw.caches.children[child.Resource.GVR.String()]; rc != nil && got != nil {
-		kept := &unstructured.Unstructured{Object: projection.Map(got.Object, rc.Keep())} // shares what it keeps, as got itself was kept
-		rc.creates.add(kept, cw.deps.Clock.Now())
+// rememberCreated remembers a child the controller created, as the create returned it, held as
+// its cache holds it (a burst of creates remembers thousands for a while).
+func (cw *childWriter) rememberCreated(ctx context.Context, child *render.Child, got *unstructured.Unstructured) {
+	rc := cw.caches.children[child.Resource.GVR.String()]
+	if rc == nil || got == nil {
+		return
 	}
+	held, err := compact.AsCached(got, rc.Keep())
+	if err != nil {
+		// a sync before the cache has the child sends the create again, answered 409
+		klog.FromContext(ctx).Error(err, "Cannot remember the child created", "child", klog.KObj(got))
+		return
+	}
+	rc.creates.add(held, cw.deps.Clock.Now())
 }
 
 // createdLately returns the child that the controller created lately for the parent, or nil:

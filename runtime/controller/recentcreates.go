@@ -5,11 +5,13 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/projection"
@@ -60,7 +62,8 @@ type recentCreates struct {
 }
 
 type recentCreate struct {
-	obj *unstructured.Unstructured
+	// obj is the child as its cache would hold it (compact.AsCached)
+	obj metav1.Object
 	// created is when the create returned; delivered when the cache delivered the child (zero:
 	// not yet)
 	created, delivered time.Time
@@ -73,9 +76,9 @@ func (r recentCreate) expired(now time.Time) bool {
 	return now.Sub(r.delivered) > deliveredFor
 }
 
-// add remembers a child as its create returned it, and, every sweepEvery, forgets those
-// remembered long enough.
-func (rc *recentCreates) add(obj *unstructured.Unstructured, now time.Time) {
+// add remembers a child as its create returned it, held as its cache holds it, and, every
+// sweepEvery, forgets those remembered long enough.
+func (rc *recentCreates) add(obj metav1.Object, now time.Time) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if now.Sub(rc.swept) >= sweepEvery {
@@ -104,8 +107,23 @@ func (rc *recentCreates) sweepLocked(now time.Time) {
 	rc.swept = now
 }
 
-// lookup returns the child of that name created lately for the parent of that UID, or nil.
+// lookup returns the child of that name created lately for the parent of that UID, decoded
+// afresh as a read of the cache decodes it, or nil.
 func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time) *unstructured.Unstructured {
+	obj := rc.remembered(namespace, name, parentUID, now)
+	if obj == nil {
+		return nil
+	}
+	u, err := compact.Unstructured(obj)
+	if err != nil {
+		return nil // as not remembered: the create is sent, and a 409 reads the child
+	}
+	return u
+}
+
+// remembered returns the child of that name created lately for the parent of that UID, as held,
+// or nil.
+func (rc *recentCreates) remembered(namespace, name, parentUID string, now time.Time) metav1.Object {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	r, ok := rc.byName[namespace+"/"+name]
@@ -115,7 +133,7 @@ func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time
 	case r.expired(now):
 		delete(rc.byName, namespace+"/"+name)
 		return nil
-	case r.obj.GetLabels()[contract.LabelParentUID] != parentUID:
+	case informers.LabelsOf(r.obj).Get(contract.LabelParentUID) != parentUID:
 		return nil // an earlier parent's of the same name
 	}
 	return r.obj

@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/informers"
 )
@@ -37,7 +39,7 @@ func (r handRecentCreate) expired(now time.Time) bool {
 }
 
 // add remembers a child as its create returned it, and forgets those remembered long enough.
-func (rc *handRecentCreates) add(obj *unstructured.Unstructured, now time.Time) {
+func (rc *handRecentCreates) add(obj metav1.Object, now time.Time) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	for name, r := range rc.byName {
@@ -48,7 +50,7 @@ func (rc *handRecentCreates) add(obj *unstructured.Unstructured, now time.Time) 
 	if rc.byName == nil {
 		rc.byName = map[string]handRecentCreate{}
 	}
-	rc.byName[obj.GetNamespace()+"/"+obj.GetName()] = handRecentCreate{obj: obj, created: now}
+	rc.byName[obj.GetNamespace()+"/"+obj.GetName()] = handRecentCreate{obj: obj.(*unstructured.Unstructured), created: now}
 }
 
 // lookup returns the child of that name created lately for the parent of that UID, or nil.
@@ -96,7 +98,7 @@ func (rc *handRecentCreates) update(obj any, f func(name string, r handRecentCre
 // remembers its child (add), each create first looks for one (lookup); and the event path: each
 // child event notes its delivery (delivered).
 type recentCreatesStore interface {
-	add(obj *unstructured.Unstructured, now time.Time)
+	add(obj metav1.Object, now time.Time)
 	lookup(namespace, name, parentUID string, now time.Time) *unstructured.Unstructured
 	delivered(obj any, now time.Time)
 }
@@ -106,7 +108,7 @@ type recentCreatesStore interface {
 // the cost of its calls, not a replacement.
 type mutationCacheStore struct{ mc cache.MutationCache }
 
-func (m mutationCacheStore) add(obj *unstructured.Unstructured, _ time.Time) { m.mc.Mutation(obj) }
+func (m mutationCacheStore) add(obj metav1.Object, _ time.Time) { m.mc.Mutation(obj) }
 
 func (m mutationCacheStore) lookup(namespace, name, parentUID string, _ time.Time) *unstructured.Unstructured {
 	obj, ok, _ := m.mc.GetByKey(namespace + "/" + name)
@@ -131,17 +133,25 @@ func BenchmarkRecentCreates(b *testing.B) {
 	stores := []struct {
 		name string
 		new  func() recentCreatesStore
+		// held: the store is given the children as their cache holds them (compact.AsCached), as
+		// the controller gives them
+		held bool
 	}{
-		{"hand", func() recentCreatesStore { return &handRecentCreates{} }},
-		{"paced", func() recentCreatesStore { return &recentCreates{} }},
+		{"hand", func() recentCreatesStore { return &handRecentCreates{} }, false},
+		{"paced", func() recentCreatesStore { return &recentCreates{} }, true},
 		{"mutationcache", func() recentCreatesStore {
 			return mutationCacheStore{cache.NewIntegerResourceVersionMutationCache(klog.Background(), cache.NewStore(cache.MetaNamespaceKeyFunc), nil, undeliveredFor, true)}
-		}},
+		}, false},
 	}
 	for _, live := range []int{10, 1000} {
-		children := benchChildren(2 * live) // a name comes back once it expired
+		decoded := benchChildren(2 * live) // a name comes back once it expired
+		held := heldAsCached(b, decoded)
 		step := undeliveredFor / time.Duration(live)
 		for _, s := range stores {
+			children := decoded
+			if s.held {
+				children = held
+			}
 			// fill returns a store holding live children, and the time and index of the next
 			fill := func() (recentCreatesStore, time.Time, int) {
 				st, now := s.new(), time.Now()
@@ -201,9 +211,22 @@ func BenchmarkRecentCreates(b *testing.B) {
 	}
 }
 
+// heldAsCached returns the children as a cache holds them.
+func heldAsCached(b *testing.B, children []metav1.Object) []metav1.Object {
+	out := make([]metav1.Object, len(children))
+	for i, c := range children {
+		o, err := compact.AsCached(c.(*unstructured.Unstructured), nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		out[i] = o
+	}
+	return out
+}
+
 // benchChildren returns n children of distinct names, child i of parent p-i.
-func benchChildren(n int) []*unstructured.Unstructured {
-	out := make([]*unstructured.Unstructured, n)
+func benchChildren(n int) []metav1.Object {
+	out := make([]metav1.Object, n)
 	for i := range out {
 		c := &unstructured.Unstructured{}
 		c.SetAPIVersion("v1")

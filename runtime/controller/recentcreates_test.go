@@ -12,6 +12,7 @@ import (
 	testingclock "k8s.io/utils/clock/testing"
 
 	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/compact"
 	"metacel.dev/metacel/runtime/informers"
 )
 
@@ -205,5 +206,48 @@ func TestAChildCreatedLatelyThatTheCacheHoldsEditedIsWrittenBack(t *testing.T) {
 	}
 	if len(h.writes()) == before {
 		t.Error("the second sync wrote nothing: the child edited in the cache was taken as its create returned it")
+	}
+}
+
+// A child created is remembered as its cache would hold it (compact.AsCached), not as the create
+// returned it: without what the cache drops (other managers' fields, kubectl's last-applied
+// annotation; the fields no expression reads, here none), so that a burst of creates holds no more per
+// child than the cache. A converge of 1,000 MyApps held about 8 KB a Pod this way, a third of
+// its live heap at the peak.
+func TestAChildCreatedIsRememberedAsItsCacheHoldsIt(t *testing.T) {
+	h := newHarness(t, copyToSecret())
+	h.react("create", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		obj := a.(clienttesting.CreateAction).GetObject().(*unstructured.Unstructured).DeepCopy()
+		obj.SetUID("s-1")
+		obj.SetAnnotations(map[string]string{compact.LastApplied: `{"a":"whole copy"}`})
+		obj.SetManagedFields([]metav1.ManagedFieldsEntry{
+			{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type":{}}`)},
+			{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:data":{}}`)},
+		})
+		return true, obj, nil
+	})
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1}, data: {a: "x"}}`))
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err != nil {
+		t.Fatal(err)
+	}
+	rc := h.c.caches.children[secretsGVR.String()]
+	held := rc.creates.remembered("ns", "p-copy", "p-1", h.c.deps.Clock.Now())
+	if _, ok := held.(*compact.Object); !ok {
+		t.Fatalf("the child created is remembered as a %T, want a *compact.Object", held)
+	}
+	got := rc.creates.lookup("ns", "p-copy", "p-1", h.c.deps.Clock.Now())
+	if got == nil {
+		t.Fatal("the child created is not found")
+	}
+	if _, ok := got.GetAnnotations()[compact.LastApplied]; ok {
+		t.Error("the child remembered holds kubectl's last-applied annotation")
+	}
+	for _, e := range got.GetManagedFields() {
+		if hasFields := e.FieldsV1 != nil; hasFields != (e.Manager == apply.FieldManager) {
+			t.Errorf("manager %q: holds its fields %v, want only metacel's", e.Manager, hasFields)
+		}
+	}
+	if got.Object["type"] != "x" {
+		t.Errorf("the child remembered has type %v, want the create's x", got.Object["type"])
 	}
 }
