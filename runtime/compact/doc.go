@@ -31,8 +31,9 @@
 // here before the informer sees them. An object larger than a cap is kept without its body
 // (Omit, omit.go): who may create objects is not who runs the runtime, and Unstructured reads such
 // an object from the API server instead. The objects the API server returns for writes are read
-// with the same decoders (Responses, package apply's ResponseDecoder). Nothing here writes to the
-// API server.
+// with the same decoders (Responses, package apply's ResponseDecoder), and a child the controller
+// created is held, until its cache delivers it, as the cache would hold it (AsCached). Nothing
+// here writes to the API server.
 //
 // client-go has no decoder of this kind (its metadata-only client drops the rest of the
 // object, and its unstructured decoder builds the maps), and no JSON decoder in the module graph
