@@ -58,9 +58,12 @@ func Decode(data []byte) (*Object, error) {
 
 // AsCached returns an object a write returned as a cache that keeps keep holds it (package
 // projection): decoded as a list or watch decodes it, with only what keep keeps of its body, the
-// body shared with the objects alike. The controller remembers the children it created in this
-// form until the cache delivers them: the decoded create response, its managed fields whole, took
-// about 8 KB a Pod, a thousand of them held at once by a converge of 1,000 parents.
+// body shared with the objects alike (Shared). Only the size cap is not applied (Omit): the
+// object is held for seconds, and a read of it would cost a request. The controller remembers
+// the children it created in this form until the cache delivers them: the decoded create
+// response, its managed fields whole, took about 10 KB a Pod, and a converge of 1,000 parents
+// held a thousand at once. Its body is JSON with its keys sorted; a Pod the cache holds from
+// its protobuf message, once shared, has them in its type's order, so the two share no body.
 func AsCached(u *unstructured.Unstructured, keep *projection.Fields) (*Object, error) {
 	data, err := jsonenc.Marshal(u.Object)
 	if err != nil {

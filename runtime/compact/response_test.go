@@ -50,6 +50,31 @@ func TestAWriteResponseIsHeldAsTheCacheHoldsIt(t *testing.T) {
 			if tc.keep != nil && read.Object["spec"].(map[string]any)["volumes"] != nil {
 				t.Error("the spec's volumes are held, which the projection drops")
 			}
+			if entries := read.GetManagedFields(); len(entries) != 1 || entries[0].FieldsV1 == nil {
+				t.Errorf("managed fields %v, want metacel's entry with its fields", entries)
+			}
 		})
+	}
+}
+
+// Pods alike held as their cache holds them (AsCached) hold one body, as the children remembered
+// after a burst of creates do.
+func TestPodsHeldAlikeHoldOneBody(t *testing.T) {
+	forgetShared()
+	var held []*Object
+	for i := range 2 {
+		response, _ := encodings(t, benchPod(i))
+		got, err := Responses{}.Object(response)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := AsCached(got, benchPodKeep())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, o)
+	}
+	if &held[0].Raw[0] != &held[1].Raw[0] {
+		t.Error("two Pods alike hold a body each")
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/cache"
@@ -27,7 +26,7 @@ import (
 //
 // So each child cache remembers the children the controller created lately, as the API server
 // returned them, held as the cache would hold them (compact.AsCached: the decoded response took
-// about 10 KB a Pod, a converge of 1,000 parents remembered a thousand at once); a sync that finds one missing takes it as it would after a 409 (takeExisting),
+// about 10 KB a Pod, and a converge of 1,000 parents remembered a thousand at once); a sync that finds one missing takes it as it would after a 409 (takeExisting),
 // without a request. A child stays remembered a little while after the cache delivered it, for
 // the syncs that read the cache just before; its deletion ends that at once.
 
@@ -64,7 +63,7 @@ type recentCreates struct {
 
 type recentCreate struct {
 	// obj is the child as its cache would hold it (compact.AsCached)
-	obj metav1.Object
+	obj *compact.Object
 	// created is when the create returned; delivered when the cache delivered the child (zero:
 	// not yet)
 	created, delivered time.Time
@@ -79,7 +78,7 @@ func (r recentCreate) expired(now time.Time) bool {
 
 // add remembers a child as its create returned it, held as its cache holds it, and, every
 // sweepEvery, forgets those remembered long enough.
-func (rc *recentCreates) add(obj metav1.Object, now time.Time) {
+func (rc *recentCreates) add(obj *compact.Object, now time.Time) {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	if now.Sub(rc.swept) >= sweepEvery {
@@ -124,7 +123,7 @@ func (rc *recentCreates) lookup(namespace, name, parentUID string, now time.Time
 
 // remembered returns the child of that name created lately for the parent of that UID, as held,
 // or nil.
-func (rc *recentCreates) remembered(namespace, name, parentUID string, now time.Time) metav1.Object {
+func (rc *recentCreates) remembered(namespace, name, parentUID string, now time.Time) *compact.Object {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	r, ok := rc.byName[namespace+"/"+name]
@@ -134,7 +133,7 @@ func (rc *recentCreates) remembered(namespace, name, parentUID string, now time.
 	case r.expired(now):
 		delete(rc.byName, namespace+"/"+name)
 		return nil
-	case informers.LabelsOf(r.obj).Get(contract.LabelParentUID) != parentUID:
+	case r.obj.LabelSet().Get(contract.LabelParentUID) != parentUID:
 		return nil // an earlier parent's of the same name
 	}
 	return r.obj

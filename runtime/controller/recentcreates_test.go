@@ -120,7 +120,7 @@ func TestRecentCreatesRememberAChildForItsParentForAWhile(t *testing.T) {
 		{"expired, then another child created: forgotten by the sweep", func(rc *recentCreates) {
 			later := child.DeepCopy()
 			later.SetName("later")
-			rc.add(later, t0.Add(undeliveredFor+sweepEvery))
+			rc.add(heldAsItsCacheHoldsIt(t, later), t0.Add(undeliveredFor+sweepEvery))
 			if _, ok := rc.byName["ns/c"]; ok {
 				t.Error("the sweep of an add sweepEvery later kept the expired child")
 			}
@@ -136,7 +136,7 @@ func TestRecentCreatesRememberAChildForItsParentForAWhile(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rc := &recentCreates{}
-			rc.add(child, t0)
+			rc.add(heldAsItsCacheHoldsIt(t, child), t0)
 			if tc.then != nil {
 				tc.then(rc)
 			}
@@ -156,7 +156,7 @@ func TestDroppedSlotsForgetTheChildrenCreatedLately(t *testing.T) {
 	})
 	child := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: c, namespace: ns, uid: s-1, labels: {metacel.dev/parent-uid: p-1}}}`)
 	now := time.Now()
-	rc.creates.add(child, now)
+	rc.creates.add(heldAsItsCacheHoldsIt(t, child), now)
 	if rc.creates.lookup("ns", "c", "p-1", now) == nil {
 		t.Fatal("a child just created is not remembered")
 	}
@@ -231,9 +231,8 @@ func TestAChildCreatedIsRememberedAsItsCacheHoldsIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	rc := h.c.caches.children[secretsGVR.String()]
-	held := rc.creates.remembered("ns", "p-copy", "p-1", h.c.deps.Clock.Now())
-	if _, ok := held.(*compact.Object); !ok {
-		t.Fatalf("the child created is remembered as a %T, want a *compact.Object", held)
+	if rc.creates.remembered("ns", "p-copy", "p-1", h.c.deps.Clock.Now()) == nil {
+		t.Fatal("the child created is not remembered")
 	}
 	got := rc.creates.lookup("ns", "p-copy", "p-1", h.c.deps.Clock.Now())
 	if got == nil {
@@ -242,7 +241,11 @@ func TestAChildCreatedIsRememberedAsItsCacheHoldsIt(t *testing.T) {
 	if _, ok := got.GetAnnotations()[compact.LastApplied]; ok {
 		t.Error("the child remembered holds kubectl's last-applied annotation")
 	}
-	for _, e := range got.GetManagedFields() {
+	entries := got.GetManagedFields()
+	if len(entries) != 2 {
+		t.Fatalf("the child remembered has %d managed-fields entries, want the create's 2: %v", len(entries), entries)
+	}
+	for _, e := range entries {
 		if hasFields := e.FieldsV1 != nil; hasFields != (e.Manager == apply.FieldManager) {
 			t.Errorf("manager %q: holds its fields %v, want only metacel's", e.Manager, hasFields)
 		}
@@ -250,4 +253,14 @@ func TestAChildCreatedIsRememberedAsItsCacheHoldsIt(t *testing.T) {
 	if got.Object["type"] != "x" {
 		t.Errorf("the child remembered has type %v, want the create's x", got.Object["type"])
 	}
+}
+
+// heldAsItsCacheHoldsIt is a child as the controller remembers it once created.
+func heldAsItsCacheHoldsIt(t *testing.T, u *unstructured.Unstructured) *compact.Object {
+	t.Helper()
+	o, err := compact.AsCached(u, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
 }
