@@ -24,18 +24,35 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 
 // crdChanges collects what happened to CRDs since it was last read, so that a burst of changes
 // (kubectl apply -f crds/) costs one recompilation. A CRD whose status changes (it becomes
-// Established) may let a waiting policy start; a CRD created, deleted or whose spec changes (its
-// schema, its subresources) changes how the policies that use its resources compile.
+// Established) may let a waiting policy start; a CRD created may let a policy that failed for
+// want of it load; a CRD deleted, or whose spec changes (its schema, its subresources), changes
+// how the policies that use its resources compile.
 type crdChanges struct {
 	signal chan struct{}
 	mu     sync.Mutex
-	specs  map[string]bool // names of the CRDs whose spec changed
+	ch     crdChange
 }
 
-func (c *crdChanges) add(specChanged string) {
+// crdChange names the CRDs (resource.group) that changed since the last take.
+type crdChange struct {
+	// specs changed: the CRD's spec (its generation), or the CRD itself (deleted, or deleted and
+	// created again under the same name: another UID)
+	specs map[string]bool
+	// created: CRDs new to the runtime. The policies that run on one compiled against it (they
+	// read it after it was created): a runtime that installs a policy's CRD starts the policy
+	// once the API server serves the CRD, which may come before the CRD's event.
+	created map[string]bool
+}
+
+// add records the CRD whose spec changed and the CRD created ("": none; both "" for a change of
+// a CRD's status), and signals the change.
+func (c *crdChanges) add(specChanged, created string) {
 	c.mu.Lock()
 	if specChanged != "" {
-		c.specs[specChanged] = true
+		c.ch.specs[specChanged] = true
+	}
+	if created != "" {
+		c.ch.created[created] = true
 	}
 	c.mu.Unlock()
 	select {
@@ -44,13 +61,17 @@ func (c *crdChanges) add(specChanged string) {
 	}
 }
 
-// take returns the names of the CRDs whose spec changed since the last take.
-func (c *crdChanges) take() map[string]bool {
+// take returns what changed since the last take.
+func (c *crdChanges) take() crdChange {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	specs := c.specs
-	c.specs = map[string]bool{}
-	return specs
+	ch := c.ch
+	c.ch = newCRDChange()
+	return ch
+}
+
+func newCRDChange() crdChange {
+	return crdChange{specs: map[string]bool{}, created: map[string]bool{}}
 }
 
 // crdPresence is told which CRDs exist: the mapper, whose discovery lags behind a deletion.
@@ -62,38 +83,9 @@ type crdPresence interface {
 // watchCRDs watches CRDs through the shared informer pool, telling presence which exist; the
 // initial list changes nothing.
 func watchCRDs(pool *informers.Pool, presence crdPresence) (*crdChanges, func()) {
-	c := &crdChanges{signal: make(chan struct{}, 1), specs: map[string]bool{}}
-	name := func(obj any) string {
-		if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-			obj = d.Obj
-		}
-		if m, err := meta.Accessor(obj); err == nil {
-			return m.GetName()
-		}
-		return ""
-	}
+	c := &crdChanges{signal: make(chan struct{}, 1), ch: newCRDChange()}
 	inf, release := pool.Acquire(crdGVR, "")
-	reg, err := inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
-		AddFunc: func(obj any, initial bool) {
-			presence.CRDPresent(name(obj))
-			if !initial {
-				c.add(name(obj))
-			}
-		},
-		UpdateFunc: func(old, obj any) {
-			o, okOld := old.(metav1.Object)
-			n, okNew := obj.(metav1.Object)
-			if okOld && okNew && o.GetGeneration() != n.GetGeneration() {
-				c.add(n.GetName())
-				return
-			}
-			c.add("")
-		},
-		DeleteFunc: func(obj any) {
-			presence.CRDDeleted(name(obj))
-			c.add(name(obj))
-		},
-	})
+	reg, err := inf.AddEventHandler(c.handler(presence))
 	return c, func() {
 		if err == nil {
 			_ = inf.RemoveEventHandler(reg)
@@ -102,13 +94,50 @@ func watchCRDs(pool *informers.Pool, presence crdPresence) (*crdChanges, func())
 	}
 }
 
+// handler sorts the CRD informer's events into c.
+func (c *crdChanges) handler(presence crdPresence) cache.ResourceEventHandlerDetailedFuncs {
+	return cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			presence.CRDPresent(crdName(obj))
+			if !initial {
+				c.add("", crdName(obj))
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			o, okOld := old.(metav1.Object)
+			n, okNew := obj.(metav1.Object)
+			if okOld && okNew && (o.GetGeneration() != n.GetGeneration() || o.GetUID() != n.GetUID()) {
+				c.add(n.GetName(), "")
+				return
+			}
+			c.add("", "")
+		},
+		DeleteFunc: func(obj any) {
+			presence.CRDDeleted(crdName(obj))
+			c.add(crdName(obj), "")
+		},
+	}
+}
+
+// crdName is the name of a CRD an event carries.
+func crdName(obj any) string {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	if m, err := meta.Accessor(obj); err == nil {
+		return m.GetName()
+	}
+	return ""
+}
+
 // crdsChanged loads again, with what the cluster now says, the units a CRD change may affect:
-// those waiting for a resource; and when CRD specs changed, those whose latest version failed
-// and names a changed CRD (it may have failed against the old schema), and those whose policies
-// use a changed CRD's resources. A failed version that names none of them would fail the same way. The
-// policies that use them restart, compiled against the new schema, on informers that list afresh.
-func (s *policySet) crdsChanged(specs map[string]bool) {
-	retry := affectedBy(specs)
+// those waiting for a resource; those whose latest version failed and names a CRD created, or
+// whose spec changed (it may have failed against the old schema); and those whose policies use a
+// changed CRD's resources. A failed version that names none of them would fail the same way. The
+// policies that use a changed CRD restart, compiled against the new schema, on informers that
+// list afresh; a CRD created restarts none (crdChange.created).
+func (s *policySet) crdsChanged(ch crdChange) {
+	retry := affectedBy(ch)
 	affected := false
 	for _, st := range s.units {
 		affected = affected || retry(st)
@@ -117,27 +146,32 @@ func (s *policySet) crdsChanged(specs map[string]bool) {
 		return
 	}
 	s.reset()
-	var restart func(*policy.Compiled) bool
-	if len(specs) > 0 {
-		klog.FromContext(s.ctx).Info("CRDs changed their spec: the policies that use them restart", "crds", slices.Sorted(maps.Keys(specs)))
-		s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, specs) })
-		restart = func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) }
+	// an informer of a resource whose CRD changed, or was missing, lists afresh for its next user
+	s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, ch.specs) || usesCRD(gvr, ch.created) })
+	if len(ch.specs) > 0 {
+		klog.FromContext(s.ctx).Info("CRDs changed their spec: the policies that use them restart", "crds", slices.Sorted(maps.Keys(ch.specs)))
 	}
-	s.reconcile(retry, restart)
+	s.reconcile(retry, restartsFor(ch))
 }
 
-// affectedBy picks the units a CRD change may change: waiting ones, and when the named CRDs'
-// specs changed, failed ones that name one of them and running ones that use one of them.
-func affectedBy(specs map[string]bool) func(*unitState) bool {
+// restartsFor picks the running policies a CRD change restarts: those that use a CRD whose spec
+// changed; nil when none did.
+func restartsFor(ch crdChange) func(*policy.Compiled) bool {
+	if len(ch.specs) == 0 {
+		return nil
+	}
+	return func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.specs) }
+}
+
+// affectedBy picks the units a CRD change may change: waiting ones; failed ones that name a CRD
+// created or changed; running ones that use a changed one.
+func affectedBy(ch crdChange) func(*unitState) bool {
 	return func(st *unitState) bool {
 		if st.waiting {
 			return true
 		}
-		if len(specs) == 0 {
-			return false
-		}
-		return st.failed && namesAny(st.crds, specs) ||
-			slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, specs) })
+		return st.failed && (namesAny(st.crds, ch.specs) || namesAny(st.crds, ch.created)) ||
+			slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.specs) })
 	}
 }
 

@@ -141,7 +141,7 @@ spec:
 			}
 			var retried bool
 			retry := func(st *unitState) bool {
-				r := tc.crdChanged != "" && affectedBy(map[string]bool{tc.crdChanged: true})(st)
+				r := tc.crdChanged != "" && affectedBy(crdChange{specs: map[string]bool{tc.crdChanged: true}})(st)
 				retried = retried || r
 				return r
 			}
