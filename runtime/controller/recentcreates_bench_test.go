@@ -106,7 +106,9 @@ type recentCreatesStore interface {
 // pacedStore is recentCreates, given the children as their cache holds them.
 type pacedStore struct{ *recentCreates }
 
-func (p pacedStore) add(obj metav1.Object, now time.Time) { p.recentCreates.add(obj.(*compact.Object), now) }
+func (p pacedStore) add(obj metav1.Object, now time.Time) {
+	p.recentCreates.add(obj.(*compact.Object), now)
+}
 
 // mutationCacheStore is client-go's MutationCache over an empty store, as far as it can stand in
 // for recentCreates (no delivery, no delete, 100 objects, the system's clock): a reference for

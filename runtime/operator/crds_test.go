@@ -78,8 +78,8 @@ func TestACRDCreatedRestartsNoPolicyThatRunsOnIt(t *testing.T) {
 	failed := &unitState{failed: true, crds: map[string]bool{cogsCRD: true}}
 	waiting := &unitState{waiting: true}
 	tests := []struct {
-		name                                         string
-		ch                                           crdChange
+		name                                          string
+		ch                                            crdChange
 		wantRunning, wantFailed, wantWaiting, restart bool
 	}{
 		{"created", crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}, false, true, true, false},
