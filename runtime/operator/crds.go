@@ -23,10 +23,10 @@ import (
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // crdChanges collects what happened to CRDs since it was last read, so that a burst of changes
-// (kubectl apply -f crds/) costs one recompilation. A CRD whose status changes (it becomes
-// Established) may let a waiting policy start; a CRD created may let a policy that failed for
-// want of it load; a CRD deleted, or whose spec changes (its schema, its subresources), changes
-// how the policies that use its resources compile.
+// (kubectl apply -f crds/) costs one recompilation. Any change may let a waiting policy start (a
+// CRD becomes Established); a CRD created may let a policy that failed for want of it load; a CRD
+// deleted, or whose spec changes (its schema, its subresources), changes how the policies that
+// use its resources compile.
 type crdChanges struct {
 	signal chan struct{}
 	mu     sync.Mutex
@@ -38,9 +38,11 @@ type crdChange struct {
 	// specs changed: the CRD's spec (its generation), or the CRD itself (deleted, or deleted and
 	// created again under the same name: another UID)
 	specs map[string]bool
-	// created: CRDs new to the runtime. The policies that run on one compiled against it (they
-	// read it after it was created): a runtime that installs a policy's CRD starts the policy
-	// once the API server serves the CRD, which may come before the CRD's event.
+	// created: CRDs new to the runtime. A policy that runs on one has, as a rule, compiled
+	// against it (a runtime that installs a policy's CRD starts the policy once the API server
+	// serves the CRD, which may come before the CRD's event): it compiles again, and restarts
+	// only if it compiles otherwise (sameCompiled), as against a CRD of that name deleted unseen
+	// before the informer's first list.
 	created map[string]bool
 }
 
@@ -99,9 +101,11 @@ func (c *crdChanges) handler(presence crdPresence) cache.ResourceEventHandlerDet
 	return cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
 			presence.CRDPresent(crdName(obj))
-			if !initial {
-				c.add("", crdName(obj))
+			if initial {
+				c.add("", "") // created between a policy's load and this list: the waiting ones try again
+				return
 			}
+			c.add("", crdName(obj))
 		},
 		UpdateFunc: func(old, obj any) {
 			o, okOld := old.(metav1.Object)
@@ -133,9 +137,10 @@ func crdName(obj any) string {
 // crdsChanged loads again, with what the cluster now says, the units a CRD change may affect:
 // those waiting for a resource; those whose latest version failed and names a CRD created, or
 // whose spec changed (it may have failed against the old schema); and those whose policies use a
-// changed CRD's resources. A failed version that names none of them would fail the same way. The
-// policies that use a changed CRD restart, compiled against the new schema, on informers that
-// list afresh; a CRD created restarts none (crdChange.created).
+// changed CRD's resources, or a created one's. A failed version that names none of them would
+// fail the same way. The policies that use a changed CRD restart, compiled against the new
+// schema, on informers that list afresh; those that use a created one restart only if they
+// compile otherwise (crdChange.created).
 func (s *policySet) crdsChanged(ch crdChange) {
 	retry := affectedBy(ch)
 	affected := false
@@ -164,14 +169,15 @@ func restartsFor(ch crdChange) func(*policy.Compiled) bool {
 }
 
 // affectedBy picks the units a CRD change may change: waiting ones; failed ones that name a CRD
-// created or changed; running ones that use a changed one.
+// created or changed; running ones that use one.
 func affectedBy(ch crdChange) func(*unitState) bool {
 	return func(st *unitState) bool {
 		if st.waiting {
 			return true
 		}
+		uses := func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.specs) || policyUsesCRD(p, ch.created) }
 		return st.failed && (namesAny(st.crds, ch.specs) || namesAny(st.crds, ch.created)) ||
-			slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.specs) })
+			slices.ContainsFunc(st.good, uses)
 	}
 }
 

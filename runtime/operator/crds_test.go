@@ -4,13 +4,23 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/controller"
+	"metacel.dev/metacel/runtime/informers"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/source"
 )
 
 const cogsCRD = "cogs.e2e.metacel.dev"
@@ -66,13 +76,11 @@ func TestCRDEventsAreSortedIntoWhatChanged(t *testing.T) {
 	}
 }
 
-// A CRD created restarts no policy that runs on it: such a policy compiled against that very
-// CRD. A runtime that installs a policy's CRD starts the policy once the API server serves the
-// CRD, which may come before the informer's event of it; taken as a change of its spec, the event
-// started the policy a second time (the flake of e2e TestAParentAPIGainsAVersionConvertedInCEL:
-// "generation 2"). A changed spec restarts it; a unit that failed naming the CRD loads again
-// either way, and a waiting one always.
-func TestACRDCreatedRestartsNoPolicyThatRunsOnIt(t *testing.T) {
+// A CRD created makes the policies that run on it compile again, but restarts none by itself (the
+// restart of one that compiles otherwise is TestAPolicyOnACRDCreatedRestartsOnlyIfItCompilesOtherwise);
+// a changed spec restarts them; a unit that failed naming the CRD loads again either way, and a
+// waiting one always.
+func TestACRDChangeLoadsAgainWhatItMayChange(t *testing.T) {
 	onCogs := &policy.Compiled{Parent: kinds.Info{GVR: cogsGVR, Kind: "Cog"}}
 	running := &unitState{good: []*policy.Compiled{onCogs}}
 	failed := &unitState{failed: true, crds: map[string]bool{cogsCRD: true}}
@@ -82,7 +90,7 @@ func TestACRDCreatedRestartsNoPolicyThatRunsOnIt(t *testing.T) {
 		ch                                            crdChange
 		wantRunning, wantFailed, wantWaiting, restart bool
 	}{
-		{"created", crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}, false, true, true, false},
+		{"created", crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}, true, true, true, false},
 		{"its spec changed", crdChange{specs: map[string]bool{cogsCRD: true}, created: map[string]bool{}}, true, true, true, true},
 		{"another CRD's spec changed", crdChange{specs: map[string]bool{"gears.e2e.metacel.dev": true}, created: map[string]bool{}}, false, false, true, false},
 		{"a status changed", newCRDChange(), false, false, true, false},
@@ -105,6 +113,86 @@ func TestACRDCreatedRestartsNoPolicyThatRunsOnIt(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A policy running on a CRD whose creation the runtime hears of late compiled against that very
+// CRD: a runtime that installs a policy's CRD starts the policy once the API server serves the
+// CRD, which may come before the informer's event of it. Taken as a change of the CRD's spec, the
+// event started the policy a second time (a cause that fits the flake of e2e
+// TestAParentAPIGainsAVersionConvertedInCEL: "generation 2"). So the policy compiles again and
+// restarts only if it compiles otherwise: against another CRD of that name (one deleted before
+// the informer's first list, and created again); a changed spec restarts it whatever it compiles.
+func TestAPolicyOnACRDCreatedRestartsOnlyIfItCompilesOtherwise(t *testing.T) {
+	catalog := kinds.NewCatalog()
+	catalog.AddCRD(cogsDefinition(false))
+	s := crdSet(t, catalog)
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "cog.yaml", Data: []byte(cogPolicy)}}}, 1)
+	generation := func() int { return s.Running()["cog"] }
+	if generation() != 1 {
+		t.Fatalf("the policy runs at generation %d, want 1", generation())
+	}
+	created := crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}
+	s.crdsChanged(created)
+	if generation() != 1 {
+		t.Errorf("the CRD it runs on created (heard of late): generation %d, want 1 (not restarted)", generation())
+	}
+	catalog.AddCRD(cogsDefinition(true)) // another CRD of that name: its Cogs have teeth
+	s.crdsChanged(created)
+	if generation() != 2 {
+		t.Errorf("another CRD of that name created: generation %d, want 2 (restarted)", generation())
+	}
+	s.crdsChanged(crdChange{specs: map[string]bool{cogsCRD: true}, created: map[string]bool{}})
+	if generation() != 3 {
+		t.Errorf("the CRD's spec changed: generation %d, want 3 (restarted)", generation())
+	}
+}
+
+const cogPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata:
+  name: cog
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: cogs}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: cm
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}"}
+        data: {size: "${string(parent.spec.size)}"}
+`
+
+// cogsDefinition is the CRD of the Cogs; teeth adds an integer field to their spec.
+func cogsDefinition(teeth bool) *apiextensionsv1.CustomResourceDefinition {
+	spec := map[string]apiextensionsv1.JSONSchemaProps{"size": {Type: "integer"}}
+	if teeth {
+		spec["teeth"] = apiextensionsv1.JSONSchemaProps{Type: "integer"}
+	}
+	v := apiextensionsv1.CustomResourceDefinitionVersion{Name: "v1", Served: true, Storage: true,
+		Subresources: &apiextensionsv1.CustomResourceSubresources{Status: &apiextensionsv1.CustomResourceSubresourceStatus{}},
+		Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object",
+			Properties: map[string]apiextensionsv1.JSONSchemaProps{"spec": {Type: "object", Properties: spec},
+				"status": {Type: "object", XPreserveUnknownFields: ptr.To(true)}}}}}
+	return &apiextensionsv1.CustomResourceDefinition{Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "e2e.metacel.dev", Scope: apiextensionsv1.NamespaceScoped,
+		Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "cogs", Kind: "Cog", ListKind: "CogList"}, Versions: []apiextensionsv1.CustomResourceDefinitionVersion{v}}}
+}
+
+// crdSet is a policy set on a fake cluster of Cogs and ConfigMaps, whose mapper is catalog.
+func crdSet(t *testing.T, catalog *kinds.Catalog) *policySet {
+	t.Helper()
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		cogsGVR: "CogList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
+	})
+	reg := prometheus.NewRegistry()
+	deps := controller.Deps{
+		Mapper: catalog, Pool: informers.NewPool(t.Context(), client, nil),
+		Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
+	}
+	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
+	t.Cleanup(s.stopAll)
+	return s
 }
 
 func sortedNames(m map[string]bool) []string {

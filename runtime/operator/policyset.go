@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -790,8 +791,12 @@ func (s *policySet) Running() map[string]int {
 // it does, rollout.Version: its text, less the labels and annotations the runtime does not read)
 // and what the cluster said of its resources.
 func sameCompiled(a, b *policy.Compiled) bool {
-	return rollout.Version(a) == rollout.Version(b) && reflect.DeepEqual(a.Parent, b.Parent) && reflect.DeepEqual(a.ChildResources, b.ChildResources)
+	return rollout.Version(a) == rollout.Version(b) && reflect.DeepEqual(a.Parent, b.Parent) &&
+		reflect.DeepEqual(a.ChildResources, b.ChildResources) && slices.EqualFunc(a.Related, b.Related, sameResource)
 }
+
+// sameResource reports whether two related entries read resources the cluster says the same of.
+func sameResource(a, b policy.CompiledRelated) bool { return reflect.DeepEqual(a.Info, b.Info) }
 
 // unitEvent records an event with recorder (nil: none) on the ConfigMap a unit comes from; units
 // from files have none.
