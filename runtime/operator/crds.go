@@ -83,7 +83,7 @@ type crdPresence interface {
 }
 
 // watchCRDs watches CRDs through the shared informer pool, telling presence which exist; the
-// initial list changes nothing.
+// initial list only lets the waiting policies try again.
 func watchCRDs(pool *informers.Pool, presence crdPresence) (*crdChanges, func()) {
 	c := &crdChanges{signal: make(chan struct{}, 1), ch: newCRDChange()}
 	inf, release := pool.Acquire(crdGVR, "")
