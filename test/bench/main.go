@@ -292,7 +292,7 @@ type bench struct {
 	samples  map[string]*unstructured.Unstructured
 	version  string // the API server's
 	// built names what metacel was built from, read when it was built (the work tree may move on
-	// during a long run): "" when it was given (-metacel) or built from -metacel-rev
+	// during a long run), or the binary given (-metacel); "" when built from -metacel-rev
 	built string
 }
 
@@ -992,6 +992,9 @@ func (b *bench) buildMain(ctx context.Context) error {
 	}
 	for i, bd := range builds {
 		if *bd.bin != "" {
+			if i == 0 { // its commit is unknown: the work tree's is no more than a clue
+				b.built = "the binary " + *bd.bin + " given with -metacel (the work tree at the start: " + gitDescribe(b.repo, "HEAD") + ")"
+			}
 			continue
 		}
 		dir := b.repo

@@ -171,7 +171,7 @@ func (b *bench) header(title, metacelDefaults string, runs bool) string {
 		goVersion(), orDefault(b.version, "?"), nodesConfig, strings.Join(benchNodes, ", "))
 	built := b.built
 	if built == "" {
-		built = gitDescribe(b.repo, "HEAD") + " (the binary given with -metacel, or built before this report's start)"
+		built = gitDescribe(b.repo, "HEAD") + " (the work tree at the report's end)"
 	}
 	if b.o.metacelRev != "" {
 		built = gitDescribe(b.repo, b.o.metacelRev) + " (-metacel-rev " + b.o.metacelRev + ")"
