@@ -222,11 +222,7 @@ func BenchmarkRecentCreates(b *testing.B) {
 func heldAsCached(b *testing.B, children []metav1.Object) []metav1.Object {
 	out := make([]metav1.Object, len(children))
 	for i, c := range children {
-		o, err := compact.AsCached(c.(*unstructured.Unstructured), nil)
-		if err != nil {
-			b.Fatal(err)
-		}
-		out[i] = o
+		out[i] = heldAsItsCacheHoldsIt(b, c.(*unstructured.Unstructured))
 	}
 	return out
 }

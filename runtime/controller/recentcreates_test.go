@@ -256,11 +256,11 @@ func TestAChildCreatedIsRememberedAsItsCacheHoldsIt(t *testing.T) {
 }
 
 // heldAsItsCacheHoldsIt is a child as the controller remembers it once created.
-func heldAsItsCacheHoldsIt(t *testing.T, u *unstructured.Unstructured) *compact.Object {
-	t.Helper()
+func heldAsItsCacheHoldsIt(tb testing.TB, u *unstructured.Unstructured) *compact.Object {
+	tb.Helper()
 	o, err := compact.AsCached(u, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return o
 }

@@ -35,15 +35,16 @@ type crdChanges struct {
 
 // crdChange names the CRDs (resource.group) that changed since the last take.
 type crdChange struct {
-	// specs changed: the CRD's spec (its generation), or the CRD itself (deleted, or deleted and
-	// created again under the same name: another UID)
+	// named are the CRDs created, deleted or whose spec changed. A policy that runs on a CRD
+	// created has, as a rule, compiled against it (a runtime that installs a policy's CRD starts
+	// the policy once the API server serves the CRD, which may come before the CRD's event): it
+	// compiles again, and restarts only if it compiles otherwise (sameCompiled), as against a CRD
+	// of that name deleted unseen before the informer's first list.
+	named map[string]bool
+	// specs are those of named whose spec changed: the CRD's spec (its generation), or the CRD
+	// itself (deleted, or deleted and created again under the same name: another UID). The
+	// policies that use one restart whatever they compile.
 	specs map[string]bool
-	// created: CRDs new to the runtime. A policy that runs on one has, as a rule, compiled
-	// against it (a runtime that installs a policy's CRD starts the policy once the API server
-	// serves the CRD, which may come before the CRD's event): it compiles again, and restarts
-	// only if it compiles otherwise (sameCompiled), as against a CRD of that name deleted unseen
-	// before the informer's first list.
-	created map[string]bool
 }
 
 // add records the CRD whose spec changed and the CRD created ("": none; both "" for a change of
@@ -51,10 +52,10 @@ type crdChange struct {
 func (c *crdChanges) add(specChanged, created string) {
 	c.mu.Lock()
 	if specChanged != "" {
-		c.ch.specs[specChanged] = true
+		c.ch.named[specChanged], c.ch.specs[specChanged] = true, true
 	}
 	if created != "" {
-		c.ch.created[created] = true
+		c.ch.named[created] = true
 	}
 	c.mu.Unlock()
 	select {
@@ -73,7 +74,7 @@ func (c *crdChanges) take() crdChange {
 }
 
 func newCRDChange() crdChange {
-	return crdChange{specs: map[string]bool{}, created: map[string]bool{}}
+	return crdChange{named: map[string]bool{}, specs: map[string]bool{}}
 }
 
 // crdPresence is told which CRDs exist: the mapper, whose discovery lags behind a deletion.
@@ -140,7 +141,7 @@ func crdName(obj any) string {
 // changed CRD's resources, or a created one's. A failed version that names none of them would
 // fail the same way. The policies that use a changed CRD restart, compiled against the new
 // schema, on informers that list afresh; those that use a created one restart only if they
-// compile otherwise (crdChange.created).
+// compile otherwise (crdChange.named).
 func (s *policySet) crdsChanged(ch crdChange) {
 	retry := affectedBy(ch)
 	affected := false
@@ -152,7 +153,7 @@ func (s *policySet) crdsChanged(ch crdChange) {
 	}
 	s.reset()
 	// an informer of a resource whose CRD changed, or was missing, lists afresh for its next user
-	s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, ch.specs) || usesCRD(gvr, ch.created) })
+	s.deps.Pool.Retire(func(gvr schema.GroupVersionResource) bool { return usesCRD(gvr, ch.named) })
 	if len(ch.specs) > 0 {
 		klog.FromContext(s.ctx).Info("CRDs changed their spec: the policies that use them restart", "crds", slices.Sorted(maps.Keys(ch.specs)))
 	}
@@ -175,9 +176,8 @@ func affectedBy(ch crdChange) func(*unitState) bool {
 		if st.waiting {
 			return true
 		}
-		uses := func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.specs) || policyUsesCRD(p, ch.created) }
-		return st.failed && (namesAny(st.crds, ch.specs) || namesAny(st.crds, ch.created)) ||
-			slices.ContainsFunc(st.good, uses)
+		return st.failed && namesAny(st.crds, ch.named) ||
+			slices.ContainsFunc(st.good, func(p *policy.Compiled) bool { return policyUsesCRD(p, ch.named) })
 	}
 }
 

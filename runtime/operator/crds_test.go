@@ -45,32 +45,32 @@ func (noPresence) CRDDeleted(string) {}
 // again, the deletion unseen) or a deletion change its spec; a status change neither.
 func TestCRDEventsAreSortedIntoWhatChanged(t *testing.T) {
 	tests := []struct {
-		name                   string
-		event                  func(h cache.ResourceEventHandlerDetailedFuncs)
-		wantSpecs, wantCreated []string
+		name                 string
+		event                func(h cache.ResourceEventHandlerDetailedFuncs)
+		wantNamed, wantSpecs []string
 	}{
 		{"listed at the start", func(h cache.ResourceEventHandlerDetailedFuncs) { h.AddFunc(crdObject("u1", 1), true) }, nil, nil},
-		{"created after the start", func(h cache.ResourceEventHandlerDetailedFuncs) { h.AddFunc(crdObject("u1", 1), false) }, nil, []string{cogsCRD}},
+		{"created after the start", func(h cache.ResourceEventHandlerDetailedFuncs) { h.AddFunc(crdObject("u1", 1), false) }, []string{cogsCRD}, nil},
 		{"its status changed", func(h cache.ResourceEventHandlerDetailedFuncs) { h.UpdateFunc(crdObject("u1", 1), crdObject("u1", 1)) }, nil, nil},
-		{"its spec changed", func(h cache.ResourceEventHandlerDetailedFuncs) { h.UpdateFunc(crdObject("u1", 1), crdObject("u1", 2)) }, []string{cogsCRD}, nil},
+		{"its spec changed", func(h cache.ResourceEventHandlerDetailedFuncs) { h.UpdateFunc(crdObject("u1", 1), crdObject("u1", 2)) }, []string{cogsCRD}, []string{cogsCRD}},
 		{"deleted and created again, the deletion unseen", func(h cache.ResourceEventHandlerDetailedFuncs) {
 			h.UpdateFunc(crdObject("u1", 1), crdObject("u2", 1))
-		}, []string{cogsCRD}, nil},
-		{"deleted", func(h cache.ResourceEventHandlerDetailedFuncs) { h.DeleteFunc(crdObject("u1", 1)) }, []string{cogsCRD}, nil},
+		}, []string{cogsCRD}, []string{cogsCRD}},
+		{"deleted", func(h cache.ResourceEventHandlerDetailedFuncs) { h.DeleteFunc(crdObject("u1", 1)) }, []string{cogsCRD}, []string{cogsCRD}},
 		{"deleted, its final state unknown", func(h cache.ResourceEventHandlerDetailedFuncs) {
 			h.DeleteFunc(cache.DeletedFinalStateUnknown{Key: cogsCRD, Obj: crdObject("u1", 1)})
-		}, []string{cogsCRD}, nil},
+		}, []string{cogsCRD}, []string{cogsCRD}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := &crdChanges{signal: make(chan struct{}, 1), ch: newCRDChange()}
 			tc.event(c.handler(noPresence{}))
 			ch := c.take()
+			if got := sortedNames(ch.named); !slices.Equal(got, tc.wantNamed) {
+				t.Errorf("created, deleted or changed: %v, want %v", got, tc.wantNamed)
+			}
 			if got := sortedNames(ch.specs); !slices.Equal(got, tc.wantSpecs) {
 				t.Errorf("spec changed: %v, want %v", got, tc.wantSpecs)
-			}
-			if got := sortedNames(ch.created); !slices.Equal(got, tc.wantCreated) {
-				t.Errorf("created: %v, want %v", got, tc.wantCreated)
 			}
 		})
 	}
@@ -90,9 +90,9 @@ func TestACRDChangeLoadsAgainWhatItMayChange(t *testing.T) {
 		ch                                            crdChange
 		wantRunning, wantFailed, wantWaiting, restart bool
 	}{
-		{"created", crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}, true, true, true, false},
-		{"its spec changed", crdChange{specs: map[string]bool{cogsCRD: true}, created: map[string]bool{}}, true, true, true, true},
-		{"another CRD's spec changed", crdChange{specs: map[string]bool{"gears.e2e.metacel.dev": true}, created: map[string]bool{}}, false, false, true, false},
+		{"created", crdCreated(cogsCRD), true, true, true, false},
+		{"its spec changed", crdSpecChanged(cogsCRD), true, true, true, true},
+		{"another CRD's spec changed", crdSpecChanged("gears.e2e.metacel.dev"), false, false, true, false},
 		{"a status changed", newCRDChange(), false, false, true, false},
 	}
 	for _, tc := range tests {
@@ -131,17 +131,16 @@ func TestAPolicyOnACRDCreatedRestartsOnlyIfItCompilesOtherwise(t *testing.T) {
 	if generation() != 1 {
 		t.Fatalf("the policy runs at generation %d, want 1", generation())
 	}
-	created := crdChange{specs: map[string]bool{}, created: map[string]bool{cogsCRD: true}}
-	s.crdsChanged(created)
+	s.crdsChanged(crdCreated(cogsCRD))
 	if generation() != 1 {
 		t.Errorf("the CRD it runs on created (heard of late): generation %d, want 1 (not restarted)", generation())
 	}
 	catalog.AddCRD(cogsDefinition(true)) // another CRD of that name: its Cogs have teeth
-	s.crdsChanged(created)
+	s.crdsChanged(crdCreated(cogsCRD))
 	if generation() != 2 {
 		t.Errorf("another CRD of that name created: generation %d, want 2 (restarted)", generation())
 	}
-	s.crdsChanged(crdChange{specs: map[string]bool{cogsCRD: true}, created: map[string]bool{}})
+	s.crdsChanged(crdSpecChanged(cogsCRD))
 	if generation() != 3 {
 		t.Errorf("the CRD's spec changed: generation %d, want 3 (restarted)", generation())
 	}
@@ -193,6 +192,16 @@ func crdSet(t *testing.T, catalog *kinds.Catalog) *policySet {
 	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
 	t.Cleanup(s.stopAll)
 	return s
+}
+
+// crdCreated is the change of a CRD created.
+func crdCreated(name string) crdChange {
+	return crdChange{named: map[string]bool{name: true}, specs: map[string]bool{}}
+}
+
+// crdSpecChanged is the change of a CRD whose spec changed.
+func crdSpecChanged(name string) crdChange {
+	return crdChange{named: map[string]bool{name: true}, specs: map[string]bool{name: true}}
 }
 
 func sortedNames(m map[string]bool) []string {

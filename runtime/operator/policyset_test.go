@@ -141,7 +141,7 @@ spec:
 			}
 			var retried bool
 			retry := func(st *unitState) bool {
-				r := tc.crdChanged != "" && affectedBy(crdChange{specs: map[string]bool{tc.crdChanged: true}})(st)
+				r := tc.crdChanged != "" && affectedBy(crdSpecChanged(tc.crdChanged))(st)
 				retried = retried || r
 				return r
 			}
