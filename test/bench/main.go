@@ -512,6 +512,7 @@ func (b *bench) runOne(ctx context.Context, ctl string, c benchConfig, rep int) 
 	p2 := readProc(p.pid())
 	r.rss, r.rssNow, r.cpuIdle = p2.HWM, p2.RSS, p2.CPU-p1.CPU
 	r.rssFile, r.rssAnon = p2.File, p2.Anon
+	r.binaryPages = binaryPagesOf(p.pid())
 	if profiling && ctl == metacel {
 		r.heap = b.profile(ctx, p, c.name, "heap", "heap?gc=1", "-sample_index=inuse_space")
 	}

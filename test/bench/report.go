@@ -36,6 +36,7 @@ type result struct {
 	rss, rssNow               float64        // MB: peak (VmHWM) and current, at the end of the idle window
 	cpu, cpuIdle              float64        // CPU seconds: converge window, idle window
 	rssFile, rssAnon          float64        // MB resident at the end of the idle window: the binary's file pages, anonymous
+	binaryPages               string         // the binary's file pages then by section (residencySummary), or why not read
 	rssStart                  float64        // MB resident before the burst: caches synced, no parent yet (the fixed part)
 	serverCPU                 float64        // CPU seconds of kube-apiserver and etcd in the converge window
 	restarts                  []restart      // each restart over the converged parents
@@ -125,6 +126,9 @@ func (r *result) details() string {
 	fmt.Fprintf(&b, "- control plane (kube-apiserver and etcd) CPU in that window: %.1fs\n", r.serverCPU)
 	fmt.Fprintf(&b, "- idle window: %s (CPU %.2fs, RSS now %.0f MB: %.0f MB of the binary's file pages, %.0f MB anonymous)\n",
 		r.idle.summary(requests, 100), r.cpuIdle, r.rssNow, r.rssFile, r.rssAnon)
+	if r.binaryPages != "" {
+		fmt.Fprintf(&b, "- the binary's file pages then, resident by section: %s\n", r.binaryPages)
+	}
 	fmt.Fprintf(&b, "- %d restarts: re-synced after %s s (median %.2fs), CPU %.2fs (control plane %.2fs); until quiet (at most %s syncs), in all: %s\n",
 		len(r.restarts), r.restartTimes(), r.restart.Seconds(), r.restartCPU, r.restartServerCPU, num(r.restartSyncs), r.restarted.summary(requests, 100))
 	if r.changeAll > 0 {
@@ -639,7 +643,8 @@ peak resident memory (VmHWM) at the end of the idle window; **RSS before the bur
 resident memory once its caches had synced, before the first parent (what it costs with no
 parents: binary, libraries, policy); **RSS now: file + anon MB**, its
 resident memory then, split into the binary's file pages (code and read-only data; the kernel maps
-the pages around each one touched, so a larger binary is more of them) and anonymous memory
+the pages around each one touched, so a larger binary is more of them; each run's details give
+them by section, read from /proc/<pid>/pagemap) and anonymous memory
 (heap, stacks); **CPU s**, its user and system CPU seconds in the converge window; **control
 plane CPU s**, kube-apiserver's and etcd's in the same window (what its requests cost the
 server); **restart s**, from starting it again (after a SIGTERM) until it
