@@ -27,8 +27,9 @@ import (
 // So each child cache remembers the children the controller created lately, as the API server
 // returned them, held as the cache would hold them (compact.AsCached: the decoded response took
 // about 10 KB a Pod, and a converge of 1,000 parents remembered a thousand at once); a sync that
-// finds one missing takes it as it would after a 409 (takeExisting), without a request. A child stays remembered a little while after the cache delivered it, for
-// the syncs that read the cache just before; its deletion ends that at once.
+// finds one missing takes it as it would after a 409 (takeExisting), without a request. A child
+// stays remembered a little while after the cache delivered it, for the syncs that read the
+// cache just before; its deletion ends that at once.
 
 // Lifetimes of a child remembered: undeliveredFor when its cache delivers nothing of it (the
 // watch restarted after the child was deleted, say), far longer than a watch takes and short

@@ -57,7 +57,8 @@ func residencyOf(pid int) ([]sectionResidency, error) {
 	return out, nil
 }
 
-// presentPages returns the addresses of the pages of exe's mappings in pid that are present.
+// presentPages returns the addresses of the pages of exe's mappings in pid that are present; an
+// error when pid maps nothing of exe.
 // A position-independent executable is not handled: the addresses are the ELF's (Go builds a
 // static executable at fixed addresses unless told -buildmode=pie).
 func presentPages(pid int, exe string) (map[uint64]bool, error) {
@@ -72,13 +73,14 @@ func presentPages(pid int, exe string) (map[uint64]bool, error) {
 	}
 	defer func() { _ = pagemap.Close() }()
 	page := uint64(os.Getpagesize())
-	present := map[uint64]bool{}
+	present, mapped := map[uint64]bool{}, false
 	sc := bufio.NewScanner(maps)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 6 || fields[5] != exe {
 			continue
 		}
+		mapped = true
 		from, to, ok := strings.Cut(fields[0], "-")
 		lo, err1 := strconv.ParseUint(from, 16, 64)
 		hi, err2 := strconv.ParseUint(to, 16, 64)
@@ -96,7 +98,13 @@ func presentPages(pid int, exe string) (map[uint64]bool, error) {
 			}
 		}
 	}
-	return present, sc.Err()
+	if err := sc.Err(); err != nil {
+		return nil, err
+	}
+	if !mapped {
+		return nil, fmt.Errorf("/proc/%d/maps: no mapping of %s", pid, exe) // replaced on disk: "(deleted)"
+	}
+	return present, nil
 }
 
 // binaryPagesOf is residencySummary of pid's binary, or why it cannot be read.

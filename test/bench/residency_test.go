@@ -43,3 +43,11 @@ func TestAProcessGoneIsSaidSo(t *testing.T) {
 		t.Errorf("binaryPagesOf(no such process) = %q", got)
 	}
 }
+
+// TestABinaryNotMappedIsAnError: a binary the process does not map (replaced on disk, its
+// mapping then named "(deleted)") is an error, not every section at 0 MB.
+func TestABinaryNotMappedIsAnError(t *testing.T) {
+	if _, err := presentPages(os.Getpid(), "/no/such/binary"); err == nil || !strings.Contains(err.Error(), "no mapping of") {
+		t.Errorf("presentPages(self, a binary it does not map) = %v, want no mapping", err)
+	}
+}
