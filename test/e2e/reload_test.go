@@ -496,9 +496,7 @@ func TestPolicyAfterItsCRD(t *testing.T) {
 		t.Fatalf("install the Sprocket CRD: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "-f", crd) })
-	if out, err := kubectlCmd(t.Context(), "wait", "--for=condition=Established", "crd/sprockets.e2e.metacel.dev", "--timeout=30s"); err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
+	waitFor(t, crdsGVR, "", "sprockets.e2e.metacel.dev", wait, established)
 	policyText := strings.NewReplacer("gadgets", "sprockets", "gadget", "sprocket", "parent.spec.size", "parent.spec.teeth").
 		Replace(readFile(t, filepath.Join("testdata", "policies", "late", "gadget.yaml")))
 	if err := os.WriteFile(filepath.Join(dir, "sprocket.yaml"), []byte(policyText), 0o644); err != nil {
