@@ -26,6 +26,7 @@ func FuzzDecodeObject(f *testing.F) {
 		f.Add([]byte(bad))
 	}
 	f.Add([]byte(`{"kind":"Status","apiVersion":"v1","status":"Failure","code":410}`))
+	f.Add([]byte(`{"kind":"Status","status":0}`)) // not a Status: decodeObject refuses it, as the standard decoder does
 	f.Fuzz(func(t *testing.T, data []byte) {
 		got, err := decodeObject(data)
 		want, ok := standardObject(data)
@@ -65,6 +66,13 @@ func standardObject(data []byte) (obj struct {
 	}
 	if err := utiljson.Unmarshal(data, &obj); err != nil {
 		return obj, false
+	}
+	if obj.Kind == "Status" && (obj.APIVersion == "v1" || obj.APIVersion == "") {
+		// a Status is read as one (client-go's errors from a watch or a request): not a Status
+		// when its fields are not a Status's, such as a number for its status
+		if err := utiljson.Unmarshal(data, &metav1.Status{}); err != nil {
+			return obj, false
+		}
 	}
 	obj.Metadata = cachedMeta(obj.Metadata)
 	return obj, true
