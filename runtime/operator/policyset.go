@@ -212,9 +212,9 @@ func (s *policySet) update(snap source.Snapshot, sources int) {
 func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.Compiled) bool) {
 	defer s.warmInformers()() // until the controllers hold their own
 	s.loadUnits(retry)
-	desired := s.resolveConflicts()
-	s.mu.Lock()
+	s.mu.Lock() // resolveConflicts reads the running controllers, which a rollout's end swaps
 	defer s.mu.Unlock()
+	desired := s.resolveConflicts()
 	for name, r := range s.running {
 		if _, ok := desired[name]; !ok {
 			s.removeLocked(name, r)
@@ -484,11 +484,12 @@ type desiredPolicy struct {
 }
 
 // resolveConflicts picks the policies to run: two policies with one name, or claiming one parent
-// resource, cannot both run; the one loaded first wins and the other is reported.
+// resource (in any of its versions: the objects are the same), cannot both run; the one loaded
+// first wins and the other is reported. Called with s.mu held.
 func (s *policySet) resolveConflicts() map[string]desiredPolicy {
 	units := inLoadOrder(s.units)
 	desired := map[string]desiredPolicy{}
-	parents := map[schema.GroupVersionResource]desiredPolicy{}
+	parents := map[schema.GroupResource]desiredPolicy{}
 	for _, st := range units {
 		conflicts := map[string]bool{}
 		for _, p := range st.good {
@@ -499,13 +500,13 @@ func (s *policySet) resolveConflicts() map[string]desiredPolicy {
 				s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which was loaded first", p.Name(), first.unit.unit.Name), conflicts)
 				continue
 			}
-			if first, dup := parents[p.Parent.GVR]; dup {
+			if first, dup := parents[p.Parent.GVR.GroupResource()]; dup {
 				s.reject(st, p, fmt.Sprintf("policy %q claims parent resource %s, which policy %q (%s) already claims: one policy per parent resource",
 					p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name), conflicts)
 				continue
 			}
 			d := desiredPolicy{policy: p, unit: st}
-			desired[p.Name()], parents[p.Parent.GVR] = d, d
+			desired[p.Name()], parents[p.Parent.GVR.GroupResource()] = d, d
 		}
 		st.conflicts = conflicts
 	}

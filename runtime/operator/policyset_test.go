@@ -2,6 +2,7 @@ package operator
 
 import (
 	"context"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -16,13 +17,18 @@ import (
 )
 
 func policyText(name, resource string) string {
+	return policyTextAt(name, "v1", resource)
+}
+
+// policyTextAt is a policy on the parent resource of the given apiVersion.
+func policyTextAt(name, apiVersion, resource string) string {
 	return `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata:
   name: ` + name + `
 spec:
   parentResource:
-    apiVersion: v1
+    apiVersion: ` + apiVersion + `
     resource: ` + resource + `
 `
 }
@@ -37,6 +43,8 @@ func TestConflictingPoliciesTheFirstLoadedWins(t *testing.T) {
 		{"two policies for one parent resource", policyText("a", "namespaces"), policyText("b", "namespaces"), []string{"a"}, "b"},
 		{"two policies with one name", policyText("a", "namespaces"), policyText("a", "nodes"), []string{"a"}, "a"},
 		{"no conflict", policyText("a", "namespaces"), policyText("b", "nodes"), []string{"a", "b"}, ""},
+		{"two policies for one parent resource in two versions", policyTextAt("a", "autoscaling/v1", "horizontalpodautoscalers"),
+			policyTextAt("b", "autoscaling/v2", "horizontalpodautoscalers"), []string{"a"}, "b"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,5 +278,41 @@ func TestTheRolloutDriverActsOnTheSetsVersions(t *testing.T) {
 	s.shards = &shards{}
 	if d.shards() != s.shards {
 		t.Error("the driver must see the shards the set is given after it is made")
+	}
+}
+
+// Deciding which of two conflicting policies runs reads the running controllers under the lock a
+// rollout's end holds while it swaps one (rollout.go): without it, the race detector (make unit
+// runs this package under it) reports the loser's check, and the runtime could crash on a
+// concurrent map read and write.
+func TestConflictsAreResolvedUnderTheLockOfTheRunningControllers(t *testing.T) {
+	s := handOverSet(t, "secrets")
+	units := []source.Unit{
+		{Name: "a.yaml", Data: []byte(policyText("a", "namespaces"))},
+		{Name: "b.yaml", Data: []byte(policyText("b", "namespaces"))},
+	}
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() { // a rollout ending elsewhere, again and again
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			s.mu.Lock()
+			s.running["elsewhere"] = &running{}
+			delete(s.running, "elsewhere")
+			s.mu.Unlock()
+			runtime.Gosched()
+		}
+	}()
+	for range 20 {
+		s.update(source.Snapshot{Source: "dir", Units: units}, 1)
+	}
+	close(stop)
+	<-stopped
+	if !s.runs("a") || s.runs("b") {
+		t.Errorf("running %v, want a alone (loaded first)", s.Running())
 	}
 }
