@@ -107,6 +107,37 @@ func TestADroppedResourcesChildrenAreRemovedAfterARestart(t *testing.T) {
 	}
 }
 
+var (
+	hpasV1GVR = schema.GroupVersionResource{Group: "autoscaling", Version: "v1", Resource: "horizontalpodautoscalers"}
+	hpasV2GVR = schema.GroupVersionResource{Group: "autoscaling", Version: "v2", Resource: "horizontalpodautoscalers"}
+)
+
+// A policy that moves a child resource to another version of it (autoscaling/v1 to v2, a CRD's
+// v1beta1 to v1) lists the same objects: its children are not a dropped resource's, and stay.
+func TestAChildResourceMovedToAnotherVersionIsNotDropped(t *testing.T) {
+	h := newHarness(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: copy}
+spec:
+  parentResource: {apiVersion: v1, resource: namespaces}
+  childResources:
+    - {apiVersion: autoscaling/v2, resource: horizontalpodautoscalers}
+`)
+	if err := h.c.deps.Ledger.RecordChildResources(t.Context(), "copy", []schema.GroupVersionResource{hpasV1GVR}); err != nil {
+		t.Fatal(err)
+	}
+	h.store(t, hpasV1GVR, objectFrom(t, `{apiVersion: autoscaling/v1, kind: HorizontalPodAutoscaler, metadata: {name: web, namespace: ns, uid: h-1,
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy-name: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: hpa}, `+appliedByMetacel+`}}`))
+	h.c.cleanup.pruneDropped(t.Context())
+	if w := h.writes(); len(w) != 0 {
+		t.Errorf("writes %v, want none: the child is the policy's still", w)
+	}
+	got, err := h.c.deps.Ledger.ChildResources(t.Context(), "copy")
+	if err != nil || len(got) != 1 || got[0] != hpasV2GVR {
+		t.Errorf("ledger %v (%v), want the resource in its new version only", got, err)
+	}
+}
+
 func TestAPolicyRecordsItsResourcesBeforeItsWorkersStart(t *testing.T) {
 	h := newHarness(t, copyPolicy)
 	h.c.cleanup.pruneDropped(t.Context())

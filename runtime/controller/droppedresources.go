@@ -42,8 +42,8 @@ func (f *cleanup) pruneDropped(ctx context.Context) {
 	}
 	keep := sortedResources(f.policy.ChildResources)
 	for _, gvr := range recorded {
-		if _, listed := f.policy.ChildResources[gvr]; listed || slices.Contains(keep, gvr) {
-			continue
+		if f.lists(gvr.GroupResource()) || slices.Contains(keep, gvr) {
+			continue // in another version, a resource listed is its objects all the same
 		}
 		if !f.pruneResource(ctx, gvr) {
 			keep = append(keep, gvr) // some remain: recorded until they are gone
@@ -51,6 +51,16 @@ func (f *cleanup) pruneDropped(ctx context.Context) {
 	}
 	f.dropped.Store(len(keep) > len(f.policy.ChildResources))
 	f.record(ctx, keep)
+}
+
+// lists reports whether the policy lists a child resource, in whichever version.
+func (f *cleanup) lists(gr schema.GroupResource) bool {
+	for gvr := range f.policy.ChildResources {
+		if gvr.GroupResource() == gr {
+			return true
+		}
+	}
+	return false
 }
 
 // record writes the policy's child resources to the ledger, retrying for a while: a resource not

@@ -48,6 +48,8 @@ func newHarness(t testing.TB, policyText string, crdFiles ...string) *harness {
 		{Version: "v1", Resource: "secrets"}:    "SecretList",
 		{Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 		widgetsGVR:                              "WidgetList",
+		hpasV1GVR:                               "HorizontalPodAutoscalerList",
+		hpasV2GVR:                               "HorizontalPodAutoscalerList",
 	})
 	rec := events.NewFakeRecorder(100)
 	kube := kubefake.NewClientset()
