@@ -86,11 +86,15 @@ func (r *run) order() []int {
 	return order
 }
 
-// waitsFor says what an entry waits for before it is evaluated ("" when nothing): a child of an
-// entry it waits for that does not exist yet, or is not ready yet when it waits for readiness. An
-// entry that gives no child is not waited for: what reads it sees it absent.
+// waitsFor says what an entry waits for before it is evaluated ("" when nothing): an entry it
+// waits for that is held itself (the wait carries down a chain: c after b after a), or a child of
+// one that does not exist yet, or is not ready yet when it waits for readiness. An entry that
+// gives no child is not waited for: what reads it sees it absent.
 func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) string {
 	for _, dep := range ch.After {
+		if r.isHeld(dep.ID) {
+			return fmt.Sprintf("after %s, which waits itself: %s", dep.ID, dep.Why)
+		}
 		for _, kid := range built[dep.ID] {
 			obs := r.observedByIdentity()[Identity(kid.Object)]
 			if obs == nil || obs.GetDeletionTimestamp() != nil {
@@ -109,6 +113,11 @@ func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) strin
 		}
 	}
 	return ""
+}
+
+// isHeld reports whether the entry of that id is held in this render.
+func (r *run) isHeld(id string) bool {
+	return slices.ContainsFunc(r.held, func(h Held) bool { return h.ID == id })
 }
 
 // evalChild evaluates one child entry into zero or more objects.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -57,6 +58,69 @@ func TestAChildThatReadsAnotherIsAppliedOnceItExists(t *testing.T) {
 			}
 			if tc.wantHeld != "" && out.Ready() {
 				t.Errorf("a parent with an entry that waits is Ready")
+			}
+		})
+	}
+}
+
+// c reads b, which reads a: while a does not exist, b waits, and so does c, whose template would
+// read a b that is not there (the render failed on it, for good); with dependsOn, c was applied
+// before b and a were ready.
+func TestAWaitCarriesDownAChain(t *testing.T) {
+	const reads = `  children:
+    - id: a
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+    - id: b
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}, data: {a: "${children.a.metadata.name}"}}
+    - id: c
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}, data: {b: "${children.b.metadata.name}"}}
+`
+	const dependsOn = `  children:
+    - id: a
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}
+    - id: b
+      dependsOn: [a]
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: b}}
+    - id: c
+      dependsOn: [b]
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: c}}
+`
+	a := obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: a, namespace: ns, labels: {metacel.dev/child-id: a, metacel.dev/parent-uid: u-1}}}")
+	b := obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: b, namespace: ns, labels: {metacel.dev/child-id: b, metacel.dev/parent-uid: u-1}}}")
+	tests := []struct {
+		name     string
+		policy   string
+		observed []*unstructured.Unstructured
+		want     string // the desired children, then the held entries
+		wantWhy  string // why c is held
+	}{
+		{"it reads: a first, b and c wait", reads, nil, "a | b c", "after b, which waits itself: it reads children.b"},
+		{"it reads: once a exists, b; c waits", reads, []*unstructured.Unstructured{a}, "a b | c", "after ConfigMap ns/b exists: it reads children.b"},
+		{"it reads: once b exists, c", reads, []*unstructured.Unstructured{a, b}, "a b c | ", ""},
+		{"dependsOn: a first, b and c wait", dependsOn, nil, "a | b c", "after b, which waits itself: its dependsOn names b"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := RenderObserved(t.Context(), load(t, tc.policy), Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}, tc.observed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var desired, held []string
+			why := ""
+			for _, c := range out.Children {
+				desired = append(desired, c.ID)
+			}
+			for _, h := range out.Held {
+				held = append(held, h.ID)
+				if h.ID == "c" {
+					why = h.Why
+				}
+			}
+			if got := strings.Join(desired, " ") + " | " + strings.Join(held, " "); got != tc.want {
+				t.Errorf("desired | held: %q, want %q", got, tc.want)
+			}
+			if why != tc.wantWhy {
+				t.Errorf("c held for %q, want %q", why, tc.wantWhy)
 			}
 		})
 	}
