@@ -5,12 +5,16 @@
 //
 // The rules are those of kstatus (sigs.k8s.io/cli-utils/pkg/kstatus/status), the library Flux,
 // kpt and cli-utils' appliers judge objects with, so a parent is Ready when the tools a platform
-// team already runs would call its children Current. Three rules are metacel's own, on top of
+// team already runs would call its children Current. Five rules are metacel's own, on top of
 // kstatus's verdict, because a parent's readiness is what another object waits for, where
 // kstatus only asks whether an apply has taken effect:
 //   - a Job is ready only once it has completed (kstatus calls a running Job Current: it has
 //     started);
 //   - a Pod that failed (phase Failed) has failed (kstatus calls it Current: it has completed);
+//   - a StatefulSet whose updateStrategy is OnDelete is ready once observed at its generation
+//     with every replica ready and available (kstatus calls it Current as soon as it exists);
+//   - a Service of type LoadBalancer is ready once its load balancer has an address (kstatus
+//     asks only for a cluster IP);
 //   - an object whose Ready condition records the generation it was judged at is not ready
 //     while that generation is not the object's (kstatus reads only status.observedGeneration),
 //     and an object of a kind that reports conditions is not ready before it reports any (a

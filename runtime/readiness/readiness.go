@@ -40,6 +40,12 @@ func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
 	if v, ok := podFailed(obj); ok {
 		return v
 	}
+	if v, ok := onDeleteStatefulSetNotReady(obj); ok {
+		return v
+	}
+	if v, ok := loadBalancerPending(obj); ok {
+		return v
+	}
 	if v, ok := readyConditionBehind(obj); ok {
 		return v
 	}
@@ -97,6 +103,50 @@ func podFailed(obj *unstructured.Unstructured) (Verdict, bool) {
 	reason, _, _ := unstructured.NestedString(obj.Object, "status", "reason")
 	message, _, _ := unstructured.NestedString(obj.Object, "status", "message")
 	return Verdict{Failed: true, Reason: orDefault(reason, "PodFailed"), Message: orDefault(message, "the Pod has completed, but not successfully")}, true
+}
+
+// onDeleteStatefulSetNotReady is metacel's rule for a StatefulSet whose updateStrategy is
+// OnDelete, which kstatus calls Current as soon as it exists (kubectl rollout status does not judge
+// one): it is ready once its controller has observed its generation and every replica is ready and
+// available. Its Pods are replaced only when deleted, so updated replicas are not asked for.
+func onDeleteStatefulSetNotReady(obj *unstructured.Unstructured) (Verdict, bool) {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "apps" || gvk.Kind != "StatefulSet" {
+		return Verdict{}, false
+	}
+	if strategy, _, _ := unstructured.NestedString(obj.Object, "spec", "updateStrategy", "type"); strategy != "OnDelete" {
+		return Verdict{}, false
+	}
+	if observed, _, _ := unstructured.NestedInt64(obj.Object, "status", "observedGeneration"); observed < obj.GetGeneration() {
+		return Verdict{Reason: "LatestGenerationNotObserved", Message: fmt.Sprintf("its controller has not observed generation %d yet", obj.GetGeneration())}, true
+	}
+	replicas, found, _ := unstructured.NestedInt64(obj.Object, "spec", "replicas")
+	if !found {
+		replicas = 1 // the API server's default
+	}
+	for _, count := range []struct{ field, reason, name string }{{"readyReplicas", "LessReady", "Ready"}, {"availableReplicas", "LessAvailable", "Available"}} {
+		n, found, _ := unstructured.NestedInt64(obj.Object, "status", count.field)
+		if (found || count.field == "readyReplicas") && n < replicas {
+			return Verdict{Reason: count.reason, Message: fmt.Sprintf("%s: %d/%d", count.name, n, replicas)}, true
+		}
+	}
+	return Verdict{}, false
+}
+
+// loadBalancerPending is metacel's rule for a Service of type LoadBalancer, which kstatus calls
+// Current once it has a cluster IP: it is ready once its load balancer has an address.
+func loadBalancerPending(obj *unstructured.Unstructured) (Verdict, bool) {
+	gvk := obj.GroupVersionKind()
+	if gvk.Group != "" || gvk.Kind != "Service" {
+		return Verdict{}, false
+	}
+	if typ, _, _ := unstructured.NestedString(obj.Object, "spec", "type"); typ != "LoadBalancer" {
+		return Verdict{}, false
+	}
+	if ingress, _, _ := unstructured.NestedSlice(obj.Object, "status", "loadBalancer", "ingress"); len(ingress) > 0 {
+		return Verdict{}, false
+	}
+	return Verdict{Reason: "LoadBalancerPending", Message: "its load balancer has no address yet (status.loadBalancer.ingress)"}, true
 }
 
 // readyConditionBehind is metacel's generation rule: a Ready condition judged at another

@@ -200,6 +200,51 @@ status:
 			wantFailed: true, wantReason: "InvalidSpec", wantMessage: "spec.size is too large",
 		},
 		{
+			name: "a StatefulSet updated OnDelete with no replica ready is not ready",
+			object: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 1}
+spec: {replicas: 3, updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 1, replicas: 3, readyReplicas: 0}`,
+			wantReason: "LessReady", wantMessage: "Ready: 0/3",
+		},
+		{
+			name: "a StatefulSet updated OnDelete not yet observed at its generation is not ready",
+			object: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 2}
+spec: {replicas: 1, updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 1, replicas: 1, readyReplicas: 1, availableReplicas: 1}`,
+			wantReason: "LatestGenerationNotObserved",
+		},
+		{
+			name: "a StatefulSet updated OnDelete with every replica ready and available is ready",
+			object: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 2}
+spec: {replicas: 3, updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas: 3, updatedReplicas: 0}`,
+			wantReady: true, wantReason: "Current",
+		},
+		{
+			name: "a Service of type LoadBalancer without an address is not ready",
+			object: `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {type: LoadBalancer, clusterIP: 10.0.0.1, ports: [{port: 80}]}
+status: {loadBalancer: {}}`,
+			wantReason: "LoadBalancerPending",
+		},
+		{
+			name: "a Service of type LoadBalancer with an address is ready",
+			object: `apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {type: LoadBalancer, clusterIP: 10.0.0.1, ports: [{port: 80}]}
+status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}`,
+			wantReady: true, wantReason: "Current",
+		},
+		{
 			name:       "an object being deleted is not ready",
 			object:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, deletionTimestamp: \"2026-11-28T00:00:00Z\"}",
 			wantReason: "Terminating",
