@@ -364,10 +364,10 @@ func metadataOf(obj *unstructured.Unstructured) *metav1.ObjectMeta {
 }
 
 // SetFinalizer adds (present) or removes a finalizer from an object, guarded by its
-// resourceVersion so that a concurrent change is retried rather than overwritten.
-func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, finalizer string, present bool) error {
-	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
-	defer cancel()
+// resourceVersion so that a concurrent change is retried rather than overwritten. It returns the
+// object's metadata as the API server stored it (its finalizers and resourceVersion after the
+// patch).
+func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResource, obj *unstructured.Unstructured, finalizer string, present bool) (*metav1.ObjectMeta, error) {
 	var out []string
 	for _, f := range obj.GetFinalizers() {
 		if f != finalizer {
@@ -377,9 +377,9 @@ func (w *Writer) SetFinalizer(ctx context.Context, gvr schema.GroupVersionResour
 	if present {
 		out = append(out, finalizer)
 	}
-	err := w.patchMetadata(ctx, gvr, obj, map[string]any{"finalizers": out, "resourceVersion": obj.GetResourceVersion()})
+	written, err := w.PatchMetadata(ctx, gvr, obj, map[string]any{"finalizers": out})
 	if err != nil {
-		return fmt.Errorf("set finalizer %q: %w", finalizer, err)
+		return nil, fmt.Errorf("set finalizer %q: %w", finalizer, err)
 	}
-	return nil
+	return metadataOf(written), nil
 }

@@ -83,9 +83,14 @@ func (f *cleanup) ensureFinalizer(ctx context.Context, parent *unstructured.Unst
 	if need == has {
 		return nil
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, need); err != nil {
+	written, err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, need)
+	if err != nil {
 		return applyError("update finalizers of", parent, err)
 	}
+	// the sync's parent as the API server now holds it: a later wave of the sync does not send the
+	// patch again, with the resourceVersion this one changed (409 Conflict)
+	parent.SetFinalizers(written.Finalizers)
+	parent.SetResourceVersion(written.ResourceVersion)
 	return nil
 }
 
@@ -128,7 +133,7 @@ func (f *cleanup) finalize(ctx context.Context, parent *unstructured.Unstructure
 	case remaining > 0:
 		return nil
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
+	if _, err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, parent, contract.Finalizer, false); err != nil {
 		return applyError("remove the finalizer of", parent, err)
 	}
 	return nil

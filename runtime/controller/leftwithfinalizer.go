@@ -86,7 +86,7 @@ func (f *cleanup) letGo(ctx context.Context, key string, uid types.UID) error {
 		}
 		return nil
 	}
-	if err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, live, contract.Finalizer, false); err != nil {
+	if _, err := f.deps.Writer.SetFinalizer(ctx, f.policy.Parent.GVR, live, contract.Finalizer, false); err != nil {
 		f.left.remember(key, uid)
 		return applyError("remove the finalizer of", live, err)
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -32,5 +33,29 @@ func TestAChildWaitingForOneTheSyncCreatedIsCreatedInTheSameSync(t *testing.T) {
 	}
 	if !slices.Equal(created, []string{"db", "app"}) {
 		t.Errorf("one sync created %v, want db then app (writes %v)", created, h.writes())
+	}
+}
+
+// A sync in waves sets the cleanup finalizer once: a second wave sent it again, with the
+// resourceVersion the first patch had changed, which the API server refuses (409 Conflict), and
+// every new parent of an ordered policy failed its first sync.
+func TestASyncInWavesSetsTheFinalizerOnce(t *testing.T) {
+	h := newHarness(t, wavesPolicy, widgetCRD)
+	w := widgetWithStatus(t, "blue", nil)
+	h.store(t, widgetsGVR, w)
+	h.cacheParent(t, w)
+	statusWrites(h, nil)
+	var patches []string
+	h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if p := string(a.(clienttesting.PatchAction).GetPatch()); strings.Contains(p, "finalizers") {
+			patches = append(patches, p)
+		}
+		return false, nil, nil
+	})
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+		t.Fatal(err)
+	}
+	if len(patches) != 1 {
+		t.Errorf("finalizer patches %q, want one", patches)
 	}
 }
