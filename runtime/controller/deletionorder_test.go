@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -8,6 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	clienttesting "k8s.io/client-go/testing"
 
 	"metacel.dev/metacel/runtime/contract"
@@ -265,5 +267,53 @@ func TestAChildNoLongerDesiredThatHoldsUpAnotherIsNamedPastTheDeadline(t *testin
 				t.Errorf("requeued after %v, want once, at the deadline (%v)", requeued, want)
 			}
 		})
+	}
+}
+
+// A sync whose deletions wait for a child being deleted asks to be synced again at the deadline;
+// that sync renders, though nothing changed in the cluster meanwhile (the child is stuck), so it
+// must not be skipped as one whose inputs the last sync remembered: Ready would never say
+// DeletionBlocked.
+func TestASyncHeldUpByADeletionRendersAgainAtTheDeadline(t *testing.T) {
+	h := newHarness(t, switchedOff, widgetCRD)
+	var requeued []time.Duration
+	h.c.syncer.requeueAfter = func(_ string, d time.Duration) { requeued = append(requeued, d) }
+	w := objectFrom(t, `{apiVersion: e2e.metacel.dev/v1, kind: Widget, metadata: {name: w, namespace: ns, uid: w-1, generation: 1, resourceVersion: "1", finalizers: [metacel.dev/cleanup]}, spec: {color: off}}`)
+	h.store(t, widgetsGVR, w)
+	h.cacheParent(t, w)
+	written := w.DeepCopy() // the parent as the status write leaves it, which the cache then holds
+	h.react("patch", "widgets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "status" {
+			return false, nil, nil
+		}
+		var patch map[string]any
+		_ = json.Unmarshal(a.(clienttesting.PatchAction).GetPatch(), &patch)
+		written.Object["status"] = patch["status"]
+		written.SetResourceVersion("2")
+		return true, written.DeepCopy(), nil
+	})
+	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
+	for id, deleting := range map[string]string{"app": since, "db": ""} {
+		c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`, resourceVersion: "1",
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
+		if deleting != "" {
+			c.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
+			c.SetFinalizers([]string{"example.com/slow"})
+		}
+		h.store(t, configmapsGVR, c)
+		h.cacheChild(t, c)
+	}
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+		t.Fatal(err)
+	}
+	h.cacheParent(t, written)
+	for range 2 { // the status write's event, then the requeue at the deadline
+		if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(requeued) != 3 {
+		t.Errorf("requeued %v, want at each sync: the sync at the deadline rendered and was held up again", requeued)
 	}
 }

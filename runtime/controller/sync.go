@@ -101,7 +101,7 @@ func (y *syncer) sync(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	if known && left.deferred == 0 {
+	if known && left.deferred == 0 && !left.timed {
 		if after, ok := s.inputsLeft(inputs, left); ok {
 			y.states.rememberInputs(key, after)
 		}
@@ -192,28 +192,29 @@ func (s *parentSync) reconcile(ctx context.Context) (left, error) {
 		y.requeueAfter(key, w.deferred) // its bookkeeping patches, when the pace allows them
 	}
 	out, sawWrites := decide.AfterWrites(ctx, y.policy, in, out, kids.ByID, last)
-	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, s.heldUp(out.Conditions(), w.holding))
-	return left{written: w, parent: status, statusBeforeWrites: !sawWrites, held: len(out.Held) > 0}, err
+	conds, timed := s.heldUp(out.Conditions(), w.holding)
+	status, _, err := y.reporter.updateStatus(ctx, parent, out.Status, conds)
+	return left{written: w, parent: status, statusBeforeWrites: !sawWrites, held: len(out.Held) > 0, timed: timed}, err
 }
 
 // heldUp is the conditions of a sync whose deletions of children no longer desired wait for a
 // child being deleted (holding; nil: none): past DeletionDeadline, Ready says DeletionBlocked,
 // naming it, as a deleted parent's does (cleanup.holdUp); before, the parent is synced again at
-// the deadline. Its deletion re-syncs the parent anyway.
-func (s *parentSync) heldUp(conds []render.Condition, holding *unstructured.Unstructured) []render.Condition {
+// the deadline (timed). Its deletion re-syncs the parent anyway.
+func (s *parentSync) heldUp(conds []render.Condition, holding *unstructured.Unstructured) (_ []render.Condition, timed bool) {
 	if holding == nil {
-		return conds
+		return conds, false
 	}
 	if left := DeletionDeadline - s.y.deps.Clock.Since(holding.GetDeletionTimestamp().Time); left > 0 {
 		s.y.requeueAfter(s.key, left)
-		return conds
+		return conds, true
 	}
 	for i := range conds {
 		if conds[i].Type == contract.ConditionReady {
 			conds[i] = render.Condition{Type: contract.ConditionReady, Status: "False", Reason: contract.ReasonDeletionBlocked, Message: deletionBlockedMessage(holding)}
 		}
 	}
-	return conds
+	return conds, false
 }
 
 // renderAndWrite renders the parent and writes what differs, in waves: while a child entry waits
@@ -292,6 +293,9 @@ type left struct {
 	// held: a child entry waited for a child (render.Output.Held), maybe one this sync wrote, so
 	// the events of its writes must bring a sync that renders again
 	held bool
+	// timed: the sync asked to be synced again at a time (heldUp's deadline), when nothing in the
+	// cluster may have changed: its inputs are not remembered, or that sync would be skipped
+	timed bool
 }
 
 // inputsLeft returns the inputs a successful sync leaves for the next one to compare (unchanged),
