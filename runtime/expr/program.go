@@ -143,9 +143,9 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	}
 	if bounded {
 		p.static = est.Max
-		p.bounded, err = e.run.Program(ast, cel.EvalOptions(cel.OptOptimize))
+		p.bounded, err = e.run.Program(ast, cel.EvalOptions(cel.OptOptimize), sortedMapRanges(ast))
 	} else {
-		p.metered, err = e.run.Program(ast, programOptions()...)
+		p.metered, err = e.run.Program(ast, append(programOptions(), sortedMapRanges(ast))...)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("plan %s: %w", quote(src), err)
