@@ -71,12 +71,14 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 		return nil, r.states.conditionsChanged(parent, conds), nil
 	}
 	var owned map[string]any
+	now := metav1.NewTime(r.deps.Clock.Now())
+	var status map[string]any
 	if fields == nil {
 		owned = apply.OwnedStatus(parent)
-		fields = orEmpty(owned) // never another writer's fields
+		status, err = render.KeptStatus(parent, orEmpty(owned), conds, &now) // never another writer's fields
+	} else {
+		status, err = render.NewStatus(parent, fields, conds, &now)
 	}
-	now := metav1.NewTime(r.deps.Clock.Now())
-	status, err := render.NewStatus(parent, fields, conds, &now)
 	if err != nil {
 		return nil, false, terminal(fmt.Errorf("status: %w", err))
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -196,5 +197,32 @@ func TestASyncThatCreatesItsChildrenWritesTheStatusOnce(t *testing.T) {
 		if c := c.(map[string]any); c["type"] == "Ready" && c["status"] != "True" {
 			t.Errorf("Ready %v %q: the status must see the child this sync created", c["status"], c["message"])
 		}
+	}
+}
+
+// A sync that fails at a new generation keeps the policy's own conditions as they were evaluated,
+// at their generation: stamped with the new one, a DatabaseReady=True judged of the old spec would
+// say it holds of the new one, to kubectl wait and to any generation-aware health check. The
+// runtime's Synced and Ready say the failure, at the new generation.
+func TestAFailedSyncKeepsThePolicysConditionsAtTheirGeneration(t *testing.T) {
+	h := newHarness(t, widgetStatusPolicy, widgetCRD)
+	sent := statusWrites(h, nil)
+	w := widgetWithStatus(t, "black", map[string]any{"color": "red", "observedGeneration": int64(1), "conditions": []any{
+		map[string]any{"type": "Painted", "status": "True", "reason": "Done", "message": "red", "observedGeneration": int64(1), "lastTransitionTime": "2026-11-28T00:00:00Z"},
+	}})
+	w.SetGeneration(2)
+	if err := h.c.syncer.reporter.fail(t.Context(), w, &syncError{reason: contract.ReasonValidationFailed, terminal: true, err: errors.New("no black widgets")}); err == nil {
+		t.Fatal("fail returned nil")
+	}
+	if len(*sent) != 1 {
+		t.Fatalf("status writes %v, want one", *sent)
+	}
+	gens := map[string]any{}
+	for _, c := range (*sent)[0]["conditions"].([]any) {
+		m := c.(map[string]any)
+		gens[m["type"].(string)] = m["observedGeneration"]
+	}
+	if gens["Painted"] != float64(1) || gens[contract.ConditionSynced] != float64(2) {
+		t.Errorf("observedGeneration by condition %v, want Painted at 1 (as evaluated), Synced at 2", gens)
 	}
 }

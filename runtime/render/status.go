@@ -144,33 +144,48 @@ func summarize(names []string) string {
 }
 
 // NewStatus returns the parent's next status: the policy's fields (or, when fields is nil because
-// the sync failed, the fields the status had), observedGeneration, and conditions: those the policy
-// computed in fields["conditions"], then runtime's conds. A condition keeps its
+// the sync failed, the fields the status had: KeptStatus), observedGeneration, and conditions:
+// those the policy computed in fields["conditions"], then runtime's conds. A condition keeps its
 // lastTransitionTime while its status is unchanged; a changed one gets now (none when now is nil,
 // as in an offline render).
 func NewStatus(parent *unstructured.Unstructured, fields map[string]any, conds []Condition, now *metav1.Time) (map[string]any, error) {
-	old, _, _ := unstructured.NestedMap(parent.Object, "status")
-	status := fields
-	if status == nil {
-		status = old
+	if fields == nil {
+		old, _, _ := unstructured.NestedMap(parent.Object, "status")
+		return KeptStatus(parent, old, conds, now)
 	}
-	status = runtime.DeepCopyJSON(orEmpty(status))
+	return nextStatus(parent, fields, conds, now, false)
+}
+
+// KeptStatus is the status of a sync that failed before it evaluated the policy's status: kept,
+// the fields the status had (in the runtime, metacel's share of them), with the runtime's conds.
+// The policy's conditions among them keep the generation they were evaluated at: a failed sync
+// says nothing of them at the parent's new generation.
+func KeptStatus(parent *unstructured.Unstructured, kept map[string]any, conds []Condition, now *metav1.Time) (map[string]any, error) {
+	return nextStatus(parent, kept, conds, now, true)
+}
+
+func nextStatus(parent *unstructured.Unstructured, fields map[string]any, conds []Condition, now *metav1.Time, kept bool) (map[string]any, error) {
+	old, _, _ := unstructured.NestedMap(parent.Object, "status")
+	status := runtime.DeepCopyJSON(orEmpty(fields))
 	dropEmptyObjects(status)
 	policyConds, err := policyConditions(status["conditions"])
 	if err != nil {
 		return nil, err
 	}
-	all := make([]Condition, 0, len(policyConds)+len(conds))
-	for _, c := range policyConds {
-		if !hasType(conds, c.Type) { // the runtime's own conditions win
-			all = append(all, c.Condition)
-		}
-	}
-	all = append(all, conds...)
 	oldConds, _ := policyConditions(old["conditions"])
 	gen := parent.GetGeneration()
-	out := make([]any, 0, len(all))
-	for _, c := range all {
+	out := make([]any, 0, len(policyConds)+len(conds))
+	for _, c := range policyConds {
+		if hasType(conds, c.Type) {
+			continue // the runtime's own conditions win
+		}
+		at := gen
+		if kept {
+			at = c.ObservedGeneration
+		}
+		out = append(out, timedCondition(c.Condition, findCondition(oldConds, c.Type), at, now))
+	}
+	for _, c := range conds {
 		out = append(out, timedCondition(c, findCondition(oldConds, c.Type), gen, now))
 	}
 	status["conditions"] = out
@@ -203,11 +218,17 @@ func orEmpty(m map[string]any) map[string]any {
 type timedCond struct {
 	Condition
 	LastTransitionTime string
+	// ObservedGeneration is the generation the condition was evaluated at (0: not said)
+	ObservedGeneration int64
 }
 
+// timedCondition is c as the status holds it, evaluated at generation gen (0: not said).
 func timedCondition(c Condition, old *timedCond, gen int64, now *metav1.Time) map[string]any {
 	m := map[string]any{
-		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message, "observedGeneration": gen,
+		"type": c.Type, "status": c.Status, "reason": c.Reason, "message": c.Message,
+	}
+	if gen > 0 {
+		m["observedGeneration"] = gen
 	}
 	switch {
 	case old != nil && old.Status == c.Status && old.LastTransitionTime != "":
@@ -239,6 +260,12 @@ func policyConditions(v any) ([]timedCond, error) {
 		c.Reason, _ = m["reason"].(string)
 		c.Message, _ = m["message"].(string)
 		c.LastTransitionTime, _ = m["lastTransitionTime"].(string)
+		switch g := m["observedGeneration"].(type) {
+		case int64:
+			c.ObservedGeneration = g
+		case float64:
+			c.ObservedGeneration = int64(g)
+		}
 		if c.Type == "" || c.Status == "" {
 			return nil, fmt.Errorf("status.conditions[%d] needs a type and a status", i)
 		}
