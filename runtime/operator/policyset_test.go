@@ -13,6 +13,8 @@ import (
 
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -314,5 +316,34 @@ func TestConflictsAreResolvedUnderTheLockOfTheRunningControllers(t *testing.T) {
 	<-stopped
 	if !s.runs("a") || s.runs("b") {
 		t.Errorf("running %v, want a alone (loaded first)", s.Running())
+	}
+}
+
+// Two keys of one policy ConfigMap that define one policy: one runs, the other loses the
+// conflict. The ConfigMap's state for the policy is the running one's, at every publication: a
+// state read from each in turn (the units' map order) flapped, and the reporter wrote the
+// ConfigMap's labels over and over.
+func TestTwoKeysOfAConfigMapThatDefineOnePolicySayOneState(t *testing.T) {
+	web, err := policy.Load("web.yaml", []byte(policyText("web", "namespaces")), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	synced := make(chan struct{})
+	close(synced)
+	for _, runs := range []string{"cm/a.yaml", "cm/b.yaml"} {
+		t.Run("running from "+runs, func(t *testing.T) {
+			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
+			cm := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "metacel-system", Name: "cm"}
+			for i, name := range []string{"cm/a.yaml", "cm/b.yaml"} {
+				s.units[name] = &unitState{unit: source.Unit{Name: name, ConfigMap: cm}, good: web, loaded: i + 1}
+			}
+			s.running["web"] = &running{policy: web[0], unit: runs, synced: synced, generation: 1}
+			for range 20 {
+				got := s.statusesByConfigMap(nil)[[2]string{"cm", "web"}]
+				if got.State != policystatus.Running {
+					t.Fatalf("state %q (%s), want Running", got.State, got.LastError)
+				}
+			}
+		})
 	}
 }

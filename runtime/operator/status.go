@@ -30,15 +30,9 @@ func (s *policySet) publishStatus() {
 		}
 	}
 	now := map[[2]string]bool{}
-	for _, st := range s.units {
-		if st.unit.ConfigMap == nil {
-			continue
-		}
-		for _, name := range st.policies() {
-			key := [2]string{st.unit.ConfigMap.Name, name}
-			now[key] = true
-			s.status.Set(key[0], key[1], s.statusOf(st, name, counts[name]))
-		}
+	for key, status := range s.statusesByConfigMap(counts) {
+		now[key] = true
+		s.status.Set(key[0], key[1], status)
 	}
 	for key := range s.published {
 		if !now[key] {
@@ -46,6 +40,35 @@ func (s *policySet) publishStatus() {
 		}
 	}
 	s.published = now
+}
+
+// statusesByConfigMap is the state of each policy of each policy ConfigMap, by ConfigMap and
+// policy name. Two keys of one ConfigMap that define one policy say one state: the running
+// one's, else the one loaded first's (the other's conflict is an event on the ConfigMap), never
+// each in turn.
+func (s *policySet) statusesByConfigMap(counts map[string]controller.Counts) map[[2]string]policystatus.Status {
+	out := map[[2]string]policystatus.Status{}
+	for _, st := range inLoadOrder(s.units) {
+		if st.unit.ConfigMap == nil {
+			continue
+		}
+		for _, name := range st.policies() {
+			key := [2]string{st.unit.ConfigMap.Name, name}
+			if _, said := out[key]; said && !s.runsFrom(name, st) {
+				continue
+			}
+			out[key] = s.statusOf(st, name, counts[name])
+		}
+	}
+	return out
+}
+
+// runsFrom reports whether the policy of that name runs from the unit of st.
+func (s *policySet) runsFrom(name string, st *unitState) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.running[name]
+	return r != nil && r.unit == st.unit.Name
 }
 
 // localCounts counts, by policy, the parents its controllers sync in this process (both versions
