@@ -231,10 +231,14 @@ func (d *rolloutDriver) drive(name string, ro *rolloutRun) {
 	for {
 		select {
 		case <-ro.target.done:
+			d.endStoppedTarget(ctx, name, ro)
 			return
 		case <-t.C():
 		}
 		if !ro.target.isSynced() {
+			if (shards == nil || shards.drives()) && !d.judgeNotSynced(ctx, name, ro) {
+				return
+			}
 			continue
 		}
 		h := d.healthOf(ctx, ro)
@@ -253,6 +257,42 @@ func (d *rolloutDriver) drive(name string, ro *rolloutRun) {
 		if !d.judge(ctx, name, ro, h) {
 			return
 		}
+	}
+}
+
+// judgeNotSynced fails a rollout whose new version has not synced its caches by the step's
+// health deadline (a child resource its identity may not list, say): the parents moved to it are
+// synced by no version meanwhile. It returns false once the rollout has ended.
+func (d *rolloutDriver) judgeNotSynced(ctx context.Context, name string, ro *rolloutRun) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	stable := d.running[name]
+	if stable == nil || stable.rollout != ro {
+		return false // stopped or replaced meanwhile
+	}
+	if d.clock.Now().Before(ro.progress.Record.StepStarted.Add(ro.plan.HealthDeadline)) {
+		return true
+	}
+	why := "the new version's caches did not sync by the health deadline"
+	if msg := ro.target.notSynced.Load(); msg != nil {
+		why += ": " + *msg
+	}
+	d.failLocked(ctx, name, stable, ro, why)
+	return false
+}
+
+// endStoppedTarget rolls back a rollout whose new version's controller stopped on its own (it
+// could not start: its identity cannot be checked, say), so that the parents moved to it go
+// back to the stable version; one stopped on purpose (completed, rolled back, replaced, the
+// policy removed, the runtime stopping) is left alone.
+func (d *rolloutDriver) endStoppedTarget(ctx context.Context, name string, ro *rolloutRun) {
+	if d.ctx.Err() != nil {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if stable := d.running[name]; stable != nil && stable.rollout == ro {
+		d.failLocked(ctx, name, stable, ro, "the new version's controller stopped")
 	}
 }
 

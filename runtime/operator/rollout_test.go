@@ -1,0 +1,58 @@
+package operator
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	testingclock "k8s.io/utils/clock/testing"
+
+	"metacel.dev/metacel/runtime/rollout"
+	"metacel.dev/metacel/runtime/source"
+)
+
+// A new version whose caches never sync (here its list of Secrets fails; in a cluster, a child
+// resource its identity may not list) is rolled back at the step's health deadline: the parents
+// moved to it were synced by no version, and the rollout waited for ever.
+func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T) {
+	const unsyncable = "secrets"
+	s := handOverSet(t, unsyncable)
+	clock := testingclock.NewFakeClock(time.Now())
+	s.rollouts.clock = clock
+	version := func(children ...string) []byte {
+		text := policyText("a", "namespaces") + "  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
+		for _, c := range children {
+			text += "    - {apiVersion: v1, resource: " + c + "}\n"
+		}
+		return []byte(text + "  rollout:\n    steps: [{percent: 50}, {percent: 100}]\n    healthDeadlineSeconds: 60\n")
+	}
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version()}}}, 1)
+	stable := s.running["a"]
+	waitClosed(t, stable.synced, "the first version's caches synced")
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(unsyncable)}}}, 1)
+	s.mu.Lock()
+	ro := stable.rollout
+	s.mu.Unlock()
+	if ro == nil {
+		t.Fatal("the new version does not roll out")
+	}
+	target := rollout.Version(ro.target.policy)
+	eventually(t, 10*time.Second, "rolled back past the health deadline", func() error {
+		if clock.HasWaiters() {
+			clock.Step(rolloutTick) // the driver's tick: past the deadline after 60
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if stable.rolledBack != target || stable.rollout != nil {
+			return fmt.Errorf("rolled back %q, rollout under way %v", stable.rolledBack, stable.rollout != nil)
+		}
+		return nil
+	})
+	if !strings.Contains(stable.message, "did not sync by the health deadline") {
+		t.Errorf("message %q, want it to say the new version did not sync", stable.message)
+	}
+	if s.running["a"] != stable {
+		t.Error("the stable version must keep running")
+	}
+}
