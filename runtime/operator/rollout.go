@@ -132,8 +132,22 @@ func (d *rolloutDriver) runRolloutLocked(p *policy.Compiled, st *unitState, old 
 		}
 		return true // failed before: not tried again until the policy changes again
 	}
-	if v == old.version || restart {
+	if v == old.version {
 		return false
+	}
+	if restart {
+		// a new version that waited for the CRDs it installs: the stable version starts again, on
+		// new informers, and the new one rolls out from it
+		rec := rollout.Record{Phase: rollout.Stable, Stable: old.version, StableUnit: old.unit, StableSource: string(old.source)}
+		generation := old.generation
+		d.set.stopLocked(p.Name(), old)
+		if !d.startFromRecordLocked(p, st, &rec) {
+			return false
+		}
+		if r := d.running[p.Name()]; r != nil {
+			r.generation = generation // the same version, restarted
+		}
+		return true
 	}
 	d.startRolloutLocked(old, newRolloutRun(p, 0, d.clock.Now()), p, st.unit)
 	return true

@@ -136,7 +136,10 @@ func TestAParentAPIGainsAVersionConvertedInCEL(t *testing.T) {
 	})
 
 	applyConfigMap(t, installPolicyConfigMap("policy-cache", policyNS, newPolicy))
-	gens.waitFor(t, "cache", 2)
+	// it waited for the CRD it installs, and rolls out all the same: it did not take every parent
+	// at once (the stable version starts again on the new CRD, beside it)
+	waitEvent(t, policyNS, "policy-cache", "PolicyRollingOut")
+	waitEvent(t, policyNS, "policy-cache", "PolicyRolledOut")
 	waitStatus(t, policyNS, "policy-cache", "the new version rolled out to every parent", func(cm *corev1.ConfigMap) error {
 		if state, step := cm.Labels[contract.LabelPolicyState], cm.Labels[contract.LabelPolicyRollout]; state != "Running" || step != "" {
 			return fmt.Errorf("state %q, rollout step %q", state, step)
