@@ -144,8 +144,17 @@ func (c *conversionCompiler) checkLossless(path string, from apiextensionsv1.Cus
 	}
 	fields := leafFields(from.Schema.OpenAPIV3Schema)
 	for i, k := range keep {
-		if !slices.ContainsFunc(fields, func(f string) bool { return f == k || strings.HasPrefix(f, k+".") }) {
+		under := func(f string) bool { return f == k || strings.HasPrefix(f, k+".") }
+		if !slices.ContainsFunc(fields, under) {
 			c.errorf(fieldpath.Index(path+".keep", i), "%q is not a field of version %q: keep lists the fields the conversion does not carry, e.g. spec.legacy", k, from.Name)
+			continue
+		}
+		// a kept field is put back over what the conversion back gives: one the conversion
+		// carries would undo an edit made at the other version
+		if carried := slices.IndexFunc(fields, func(f string) bool { return under(f) && refs.ReadsParentField(f) }); carried >= 0 {
+			f := fields[carried]
+			c.errorf(fieldpath.Index(path+".keep", i), "%q holds %s, which the conversion carries (an expression reads parent.%s): kept, it would be put back over the value converted back, "+
+				"undoing an edit made at the other version; keep only the fields under %s that no expression reads", k, f, f, k)
 		}
 	}
 	for _, f := range fields {
