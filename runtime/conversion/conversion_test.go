@@ -128,3 +128,33 @@ func TestARoundTripThatLosesAFieldSaysWhichAndHow(t *testing.T) {
 		t.Errorf("a conversion that drops pullPolicy: RoundTrip() = %v", err)
 	}
 }
+
+// A field of the policy's version that is required and has a default, which the older version
+// has no field for (kept on the way down): an object created at the older version converts
+// without it, and the API server gives it its default when it reads the result. The converter
+// refused every such object ("Required value"), so in a cluster every create at the older
+// version failed.
+func TestAConversionLeavesADefaultedFieldToItsDefault(t *testing.T) {
+	data, err := os.ReadFile("testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      mode: {type: string, default: fast, required: true}\n", 1)
+	text = strings.Replace(text, "keep: [spec.template.pullPolicy]", "keep: [spec.template.pullPolicy, spec.mode]", 1)
+	cs, err := policy.Load("cache.yaml", []byte(text), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := New(cs[0].Conversion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cv.Convert(context.Background(), object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7"}, nil), "versions.example.com/v1")
+	if err != nil {
+		t.Fatalf("Convert() error = %v, want the object converted, mode left to its default", err)
+	}
+	if mode, found, _ := unstructured.NestedString(got.Object, "spec", "mode"); found {
+		t.Errorf("spec.mode = %q, want it left out: the API server defaults it", mode)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
+	structuraldefaulting "k8s.io/apiextensions-apiserver/pkg/apiserver/schema/defaulting"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/pruning"
 	apiservervalidation "k8s.io/apiextensions-apiserver/pkg/apiserver/validation"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -47,15 +48,17 @@ func NewChecker(schema *apiextensionsv1.JSONSchemaProps) (*Checker, error) {
 }
 
 // Check returns what a stored parent would lose (fields the schema does not declare, which the
-// API server prunes) and what the schema rejects in it; none when it survives. The parent is not
+// API server prunes) and what the schema rejects in it, once the API server has given it the
+// schema's defaults, as it does to what it reads; none when it survives. The parent is not
 // modified.
 func (c *Checker) Check(parent map[string]any) []string {
 	obj := runtime.DeepCopyJSON(parent)
+	structuraldefaulting.Default(obj, c.structural)
 	var problems []string
 	for _, path := range pruning.PruneWithOptions(obj, c.structural, true, structuralschema.UnknownFieldPathOptions{TrackUnknownFieldPaths: true}) {
 		problems = append(problems, fmt.Sprintf("%s: would be removed (the new schema does not declare it)", path))
 	}
-	for _, e := range apiservervalidation.ValidateCustomResource(nil, parent, c.validator) {
+	for _, e := range apiservervalidation.ValidateCustomResource(nil, obj, c.validator) {
 		problems = append(problems, strings.ReplaceAll(e.Error(), ":  in body", ":"))
 	}
 	return problems
