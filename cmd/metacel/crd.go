@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/parentcrd"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -27,7 +28,7 @@ and status, the status holding what metacel writes (conditions, observedGenerati
 that installs its CRD (parentSchema.install), it is the CRD the runtime applies, labelled
 metacel.dev/installed-by and annotated with its hash: applied by hand, the runtime finds it up to
 date. Strings, lists
-and maps declared without maxLength, maxItems or maxProperties get 4096, 1000 and 1000, so that the
+and maps declared without maxLength, maxItems or maxProperties get ` + fmt.Sprintf("%d, %d and %d", parentcrd.DefaultMaxLength, parentcrd.DefaultMaxItems, parentcrd.DefaultMaxProperties) + `, so that the
 cost of the CEL reading them is bounded. Errors read file:line: field.path: message; then nothing
 is printed and crd exits 1, as it does when no policy declares a parent schema.`,
 		Args: cobra.MinimumNArgs(1),

@@ -162,3 +162,21 @@ func withoutComments(text string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// crd --help says the bounds the CRD it prints gives a string, a list and a map declared without
+// one: it said 4096, 1000 and 1000 while the CRD said 1024, 100 and 100.
+func TestCRDHelpSaysTheBoundsItGives(t *testing.T) {
+	out, errOut, err := runCRD(t, crdInput("website.yaml"))
+	if err != nil {
+		t.Fatalf("crd: %v\n%s", err, errOut)
+	}
+	help := strings.Join(strings.Fields(newCRDCommand().Long), " ")
+	for _, bound := range []string{"maxLength: 1024"} {
+		if !strings.Contains(out, bound) {
+			t.Errorf("the printed CRD has no %q", bound)
+		}
+	}
+	if want := "maxProperties get 1024, 100 and 100"; !strings.Contains(help, want) {
+		t.Errorf("crd --help does not say %q:\n%s", want, help)
+	}
+}

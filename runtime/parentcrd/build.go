@@ -30,9 +30,9 @@ import (
 // an expression may); a nested walk, or a longer value, needs bounds of its own. A string with an
 // enum is bounded by its values.
 const (
-	defaultMaxLength     = 1024
-	defaultMaxItems      = 100
-	defaultMaxProperties = 100
+	DefaultMaxLength     = 1024
+	DefaultMaxItems      = 100
+	DefaultMaxProperties = 100
 )
 
 // maxConditions bounds status.conditions, as the seed CRDs do.
@@ -160,7 +160,7 @@ type Error struct {
 // Synced and Ready conditions, and a structural schema of the declared spec and status (with
 // their formats, rules and immutable fields, and the rules of the whole parent), the status with
 // the fields metacel writes (conditions, observedGeneration). Strings, lists and maps declared
-// without a bound get defaultMaxLength, defaultMaxItems and defaultMaxProperties; an object whose
+// without a bound get DefaultMaxLength, DefaultMaxItems and DefaultMaxProperties; an object whose
 // fields have defaults and none is required defaults to {}, so that its fields' defaults apply
 // when it is left out. The schema, its rules and its defaults are checked with the API server's
 // own code, so that the API server accepts the CRD. A declaration with mistakes has no CRD: every
@@ -582,11 +582,11 @@ func (b *schemaBuilder) nested(path string, at *field.Path, m map[string]any, s 
 func bounded(s apiextensionsv1.JSONSchemaProps) apiextensionsv1.JSONSchemaProps {
 	switch {
 	case s.Type == "string" && s.MaxLength == nil && len(s.Enum) == 0:
-		s.MaxLength = utilptr.To[int64](defaultMaxLength)
+		s.MaxLength = utilptr.To[int64](DefaultMaxLength)
 	case s.Type == "array" && s.MaxItems == nil:
-		s.MaxItems = utilptr.To[int64](defaultMaxItems)
+		s.MaxItems = utilptr.To[int64](DefaultMaxItems)
 	case s.Type == "object" && s.AdditionalProperties != nil && s.MaxProperties == nil:
-		s.MaxProperties = utilptr.To[int64](defaultMaxProperties)
+		s.MaxProperties = utilptr.To[int64](DefaultMaxProperties)
 	case s.Type == "object" && s.Properties == nil && s.AdditionalProperties == nil:
 		s.XPreserveUnknownFields = utilptr.To(true)
 	}
