@@ -169,6 +169,28 @@ func TestAListIsDecodedIntoCompactObjects(t *testing.T) {
 	}
 }
 
+// The API server leaves kind and apiVersion out of the items of a built-in kind's JSON list: each
+// item takes the list's, as apimachinery's unstructured list gives them. Cached without them, a
+// child had no identity (render.Identity "/ /ns/name"), was taken for another object, and
+// applied again at every sync.
+func TestAListsItemsWithoutAKindTakeTheLists(t *testing.T) {
+	list, err := decodeList([]byte(`{"kind":"DeploymentList","apiVersion":"apps/v1","metadata":{},"items":[
+		{"metadata":{"name":"x","namespace":"ns"}},
+		{"kind":"Deployment","apiVersion":"apps/v1beta2","metadata":{"name":"y","namespace":"ns"}}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"apps/v1, Kind=Deployment", "apps/v1beta2, Kind=Deployment"} {
+		if got := list.Items[i].GetObjectKind().GroupVersionKind().String(); got != want {
+			t.Errorf("item %d: %s, want %s", i, got, want)
+		}
+	}
+	u, err := Unstructured(&list.Items[0])
+	if err != nil || u.GetKind() != "Deployment" || u.GetAPIVersion() != "apps/v1" {
+		t.Errorf("decoded %v (%v), want a Deployment of apps/v1", u, err)
+	}
+}
+
 // syncedInformer returns an informer of a resource, listed and watched through a Client from
 // server, once its cache has synced; it runs until the test ends.
 func syncedInformer(t *testing.T, server http.Handler, gvr schema.GroupVersionResource, selector string) cache.SharedIndexInformer {

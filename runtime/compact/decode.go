@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -260,9 +261,23 @@ func decodeList(data []byte) (*List, error) {
 		if !ok {
 			return nil, fmt.Errorf("a list item is a %T", obj)
 		}
+		o.setTypeMeta(itemType(o.typeMeta(), raw.TypeMeta))
 		list.Items = append(list.Items, *o)
 	}
 	return list, nil
+}
+
+// itemType is the kind and apiVersion of a list's item: its own, or, where it has none (the API
+// server leaves them out of the items of a built-in kind's JSON list), the list's, as
+// apimachinery's unstructured list fills them in.
+func itemType(item, list metav1.TypeMeta) metav1.TypeMeta {
+	if item.APIVersion == "" {
+		item.APIVersion = list.APIVersion
+	}
+	if item.Kind == "" {
+		item.Kind = strings.TrimSuffix(list.Kind, "List")
+	}
+	return item
 }
 
 // codec decodes what list and watch requests return: into a typed target when given one (a
