@@ -116,7 +116,7 @@ func TestBreaks(t *testing.T) {
 		{name: "a new required field", props: map[string]apiextensionsv1.JSONSchemaProps{"html": str, "image": str}, require: []string{"image"},
 			spec: map[string]any{"html": "x"}, want: []string{"spec.image: Required value"}},
 		{name: "a new required field with a default breaks nothing: the API server defaults what it reads",
-			props: map[string]apiextensionsv1.JSONSchemaProps{"html": str, "image": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"nginx"`)}}},
+			props:   map[string]apiextensionsv1.JSONSchemaProps{"html": str, "image": {Type: "string", Default: &apiextensionsv1.JSON{Raw: []byte(`"nginx"`)}}},
 			require: []string{"image"}, spec: map[string]any{"html": "x"}},
 		{name: "a tighter bound a parent breaks", props: map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string", MaxLength: ptr.To[int64](3)}},
 			spec: map[string]any{"html": "hello"}, want: []string{"spec.html"}},
