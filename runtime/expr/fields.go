@@ -2,7 +2,6 @@ package expr
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/google/cel-go/cel"
@@ -94,14 +93,10 @@ func testsPresence(member ast.NavigableExpr) bool {
 }
 
 // keepSelected keeps in f the path selected by name from a use of an object, all of it when none
-// is. A test of presence, has(x.a.b), reads whether b is there, and so keeps b.
+// is. A test of presence, has(x.a.b), reads whether b is there, and so keeps b. A name with a dot
+// (data['tls.crt']) is one field, not a path.
 func keepSelected(f *projection.Fields, use ast.NavigableExpr) {
-	path := selectedPath(use)
-	if path == "" {
-		f.Keep()
-		return
-	}
-	f.Keep(strings.Split(path, ".")...)
+	f.Keep(selectedNames(use)...)
 }
 
 // ChildFields returns the fields of the children of an id that the expressions compiled so far

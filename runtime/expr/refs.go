@@ -160,16 +160,22 @@ func refsOf(checked *cel.Ast) Refs {
 // selectedPath returns the path of field names that selects from a use of a variable
 // (parent.spec.size: spec.size), as far as fields are selected by name; "" when none is.
 func selectedPath(e ast.NavigableExpr) string {
+	return strings.Join(selectedNames(e), ".")
+}
+
+// selectedNames returns the field names that select from a use of a variable, in order
+// (parent.spec.size: spec, size; data['tls.crt']: data, tls.crt), as far as fields are selected
+// by name; none when none is.
+func selectedNames(e ast.NavigableExpr) []string {
 	var names []string
 	for {
 		name, member, ok := namedMember(e)
 		if !ok {
-			break
+			return names
 		}
 		names = append(names, name)
 		e = member
 	}
-	return strings.Join(names, ".")
 }
 
 // namedMember returns the name a use of a map variable selects (v.name, v.?name, v['name'],

@@ -63,6 +63,24 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
       readyWhen: 'true'
 `, pods, "{spec{containers{image,name},nodeName,serviceAccount,serviceAccountName}}"},
 	}
+	configmaps := schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
+	tests = append(tests, struct {
+		name     string
+		policy   string
+		resource schema.GroupVersionResource
+		want     string
+	}{"a key with a dot is one field (data['config.yaml']), not a path", head("configmaps") + `  children:
+    - id: c
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}"}
+        data: {a: "${parent.spec.image}"}
+      readyWhen: 'true'
+  status:
+    config: "${children.c.?data['config.yaml'].orValue('')}"
+    cert: "${children.c.data[?'tls.crt'].orValue('')}"
+`, configmaps, "{data{a,config.yaml,tls.crt},immutable}"})
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := load(t, tc.policy)
