@@ -154,6 +154,12 @@ func (e *env) check(s *Step, got *outcome) string {
 		return fmt.Sprintf("%s: no expect: add one (children, status, changes or error), or run with --update to record what the step gives", where)
 	}
 	diff := compare(s.Expect, got)
+	if diff == "" && got.err != nil && !s.Expect.Has["error"] {
+		// a failed sync gives no children and changes nothing: an expectation of none, or of a
+		// status it keeps, would pass whatever the failure
+		return fmt.Sprintf("%s:%d: %s (%s): the step failed: %s\nexpect error: (the message, or a part of it with match: subset) if it should",
+			e.file.Path, s.Expect.Line, s.Path, s.Name, got.errText)
+	}
 	if diff == "" {
 		return ""
 	}

@@ -60,3 +60,23 @@ func TestAnObservedObjectThatIsNoChildIsAMistake(t *testing.T) {
 		}
 	}
 }
+
+// A step whose sync fails passes only if its expectation says the error: testdata/failed.yaml.
+func TestAStepThatFailsPassesOnlyIfItExpectsTheError(t *testing.T) {
+	reports, err := runFile(t.Context(), "testdata/failed.yaml", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{"failed/a failure expected as none": false, "failed/a failure expected as one": true}
+	if len(reports) != len(want) {
+		t.Fatalf("got %d reports, want %d", len(reports), len(want))
+	}
+	for _, r := range reports {
+		if r.Passed != want[r.Name] {
+			t.Errorf("%s: passed %v, want %v; messages:\n%s", r.Name, r.Passed, want[r.Name], strings.Join(r.Messages, "\n"))
+		}
+		if !r.Passed && !strings.Contains(strings.Join(r.Messages, "\n"), "the step failed: ") {
+			t.Errorf("%s: the message does not say the step failed:\n%s", r.Name, strings.Join(r.Messages, "\n"))
+		}
+	}
+}
