@@ -73,7 +73,7 @@ func (v validation) samplesOf(file string, policies []*policy.Compiled) ([]sampl
 	var out []sample
 	for _, obj := range objs {
 		for _, c := range policies {
-			if v.parentResource(obj.GroupVersionKind()) == c.Parent.GVR {
+			if v.isParent(obj.GroupVersionKind(), c) {
 				out = append(out, sample{obj: obj, node: nodeOf(nodes, obj), policy: c})
 			}
 		}
@@ -89,7 +89,7 @@ func (v validation) holdsParent(heads []manifest.Head, policies []*policy.Compil
 		}
 		gvk := schema.FromAPIVersionAndKind(h.APIVersion, h.Kind)
 		for _, c := range policies {
-			if v.parentResource(gvk) == c.Parent.GVR {
+			if v.isParent(gvk, c) {
 				return true
 			}
 		}
@@ -97,8 +97,10 @@ func (v validation) holdsParent(heads []manifest.Head, policies []*policy.Compil
 	return false
 }
 
-func (v validation) parentResource(gvk schema.GroupVersionKind) schema.GroupVersionResource {
-	return kinds.LookupKind(v.mapper, gvk).GVR
+// isParent reports whether an object of that kind is a parent of c: of its parent resource, at
+// the policy's version or another its parentSchema declares.
+func (v validation) isParent(gvk schema.GroupVersionKind, c *policy.Compiled) bool {
+	return kinds.LookupKind(v.mapper, gvk).GVR.GroupResource() == c.Parent.GVR.GroupResource()
 }
 
 // checkSample admits one sample and reports it; it reports whether it passed.
@@ -110,7 +112,11 @@ func (v validation) checkSample(ctx context.Context, out, errOut io.Writer, file
 			file, what, s.policy.Name())
 		return true
 	}
-	_, err := preview.AdmitParent(ctx, s.policy, s.obj)
+	// at another version: admitted at it and converted, as the API server takes a create at it
+	parent, err := preview.ParentOf(ctx, []*unstructured.Unstructured{s.obj}, s.policy, v.mapper, file)
+	if err == nil {
+		parent, err = preview.AdmitParent(ctx, s.policy, parent)
+	}
 	var invalid *preview.InvalidError
 	switch {
 	case errors.As(err, &invalid):
@@ -123,7 +129,7 @@ func (v validation) checkSample(ctx context.Context, out, errOut io.Writer, file
 		fmt.Fprintf(errOut, "%s:%d: %s: %v\n", file, lineOf(s.node, ""), what, err)
 		return false
 	}
-	if err := roundTrip(ctx, s.policy, s.obj); err != nil {
+	if err := roundTrip(ctx, s.policy, parent); err != nil { // as stored: its defaults given
 		fmt.Fprintf(errOut, "%s:%d: %v (the API server would lose it the first time it stores the parent at another version of policy %q's parentSchema: "+
 			"carry every field in toHub and fromHub, or list it in keep)\n", file, lineOf(s.node, ""), err, s.policy.Name())
 		return false

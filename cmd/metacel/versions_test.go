@@ -21,12 +21,44 @@ func TestAParentOfSeveralVersionsOffline(t *testing.T) {
 	if err := os.WriteFile(off, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// v1alpha1's size has a default; v1's replicas too
+	defaulted := filepath.Join(t.TempDir(), "cache.yaml")
+	text = strings.Replace(string(lossy), `size: {type: string, pattern: '^[0-9]+$', required: true}`, `size: {type: string, pattern: '^[0-9]+$', default: "2"}`, 1)
+	text = strings.Replace(text, `replicas: {type: integer, minimum: 0, required: true}`, `replicas: {type: integer, minimum: 0, default: 1}`, 1)
+	if err := os.WriteFile(defaulted, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	noSize := write("no-size.yaml", "apiVersion: versions.example.com/v1alpha1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {image: redis:7}\n")
+	unknown := write("unknown.yaml", "apiVersion: versions.example.com/v1alpha1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {size: \"3\", image: redis:7, bogus: x}\n")
+	noReplicas := write("no-replicas.yaml", "apiVersion: versions.example.com/v1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {template: {image: redis:7}}\n")
 	tests := []struct {
 		name    string
 		args    []string
 		wantErr string
 		want    []string // in stdout, or in stderr with an error
 	}{
+		{name: "render admits a parent at its own version before it converts it: its defaults",
+			args: []string{"render", "--policy", defaulted, "--parent", noSize},
+			want: []string{`replicas: "2"`}},
+		{name: "render admits a parent at its own version before it converts it: a field it does not declare",
+			args:    []string{"render", "--policy", cachePolicy, "--parent", unknown},
+			wantErr: "exit",
+			want:    []string{"spec.bogus"}},
+		{name: "validate checks a sample at another version at that version",
+			args:    []string{"validate", cachePolicy, unknown},
+			wantErr: "exit",
+			want:    []string{"spec.bogus"}},
+		{name: "validate converts a sample with its defaults, as the API server stores it",
+			args: []string{"validate", defaulted, noReplicas},
+			want: []string{`Cache default/sessions is a valid parent of policy "cache"`}},
 		{name: "render converts a parent given at another version, as the API server would",
 			args: []string{"render", "--policy", cachePolicy, "--parent", input("cache-v1alpha1.yaml")},
 			want: []string{`replicas: "3"`, "image: redis:7"}},
@@ -50,8 +82,12 @@ func TestAParentOfSeveralVersionsOffline(t *testing.T) {
 			if (err != nil) != (tc.wantErr != "") {
 				t.Fatalf("err = %v, want error %v\nstdout:\n%s\nstderr:\n%s", err, tc.wantErr != "", out, errOut)
 			}
+			errText := ""
+			if err != nil {
+				errText = err.Error()
+			}
 			for _, w := range tc.want {
-				if !strings.Contains(out+errOut, w) {
+				if !strings.Contains(out+errOut+errText, w) {
 					t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", w, out, errOut)
 				}
 			}

@@ -69,12 +69,25 @@ func ParentOf(ctx context.Context, objs []*unstructured.Unstructured, c *policy.
 }
 
 // asPolicyVersion converts a parent at another version of the policy's parent to the policy's
-// version; ok is false for any other object.
+// version, as the API server takes a create at that version: admitted first by that version's
+// schema (its defaults applied, its rules checked: an *InvalidError), then converted; ok is false
+// for any other object.
 func asPolicyVersion(ctx context.Context, obj *unstructured.Unstructured, c *policy.Compiled) (*unstructured.Unstructured, bool, error) {
 	cv := c.Conversion
 	gvk := obj.GroupVersionKind()
 	if cv == nil || gvk.Group != cv.Group || gvk.Kind != cv.Kind || gvk.Version == cv.Hub {
 		return nil, false, nil
+	}
+	if v := cv.Versions[gvk.Version]; v != nil && v.Schema != nil {
+		info := c.Parent
+		info.GVR.Version, info.Schema = gvk.Version, v.Schema
+		s, err := newSchema(info)
+		if err != nil {
+			return nil, true, err
+		}
+		if obj, err = s.admit(ctx, obj); err != nil {
+			return nil, true, err
+		}
 	}
 	converter, err := conversion.New(cv)
 	if err != nil {
