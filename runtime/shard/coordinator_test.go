@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -517,4 +518,57 @@ func eventually(t *testing.T, timeout time.Duration, what string, f func() error
 	}); err != nil {
 		t.Fatalf("waiting %s for %s: %v (last: %v)", timeout, what, err, last)
 	}
+}
+
+// A claim that stalls between its write of the table and its renewal (a hung request, a pause)
+// for longer than the Lease: meanwhile the others judged its replica gone and took the slots it
+// claimed. It must not start syncing them when it resumes: after a lapse, a slot is taken again
+// only through a table read anew, never through the claim's older read.
+func TestAClaimThatStallsPastTheLeaseTakesNothing(t *testing.T) {
+	ctx := t.Context()
+	r := newReplicas(t)
+	r.startAll(ctx, "a")
+	b := r.start(ctx, "b", 0)
+	stalled, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	r.client.PrependReactor("update", "configmaps", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		cm := a.(k8stesting.UpdateAction).GetObject().(*corev1.ConfigMap)
+		if cm.Name == TableName && strings.Contains(cm.Data[keyOwners], `"b"`) {
+			once.Do(func() {
+				b.leaseMu.Lock() // b's claim, once written, waits for its renewal: a hung request
+				close(stalled)
+			})
+		}
+		return false, nil, nil
+	})
+	r.run(ctx, "b") // b's Lease, which a then sees
+	done := make(chan struct{})
+	go func() { // b renews and steps until its claim has been written, stalled and resumed
+		defer close(done)
+		for {
+			_ = b.renew(ctx, 0)
+			b.step(ctx)
+			select {
+			case <-resume:
+				return
+			case <-ctx.Done():
+				return
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
+	}()
+	eventually(t, 10*time.Second, "b's claim to stall", func() error {
+		select {
+		case <-stalled:
+			return nil
+		default:
+		}
+		r.run(ctx, "a") // a gives b its share of the slots
+		return errors.New("b has claimed nothing yet")
+	})
+	r.advance(ctx, 25*time.Second, "a") // b's Lease expires: a takes b's slots back
+	close(resume)
+	b.leaseMu.Unlock()
+	<-done
+	r.check()
 }

@@ -83,14 +83,25 @@ func (c *Coordinator) renew(ctx context.Context, adding hashslot.Set) error {
 // more (or never), by the monotonic clock and the wall clock, whichever counts more: the
 // monotonic clock stops while a machine is suspended, the wall clock does not.
 func (c *Coordinator) lapsed() bool {
-	c.mu.Lock()
-	renewed := c.renewed
-	c.mu.Unlock()
+	renewed := c.lastRenewed()
 	if renewed.IsZero() {
 		return true
 	}
+	return c.lapsedSince(renewed)
+}
+
+// lastRenewed is when this replica's last successful renewal was sent (zero: never).
+func (c *Coordinator) lastRenewed() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.renewed
+}
+
+// lapsedSince reports whether RenewDeadline has passed since t, by the monotonic clock and the
+// wall clock, whichever counts more.
+func (c *Coordinator) lapsedSince(t time.Time) bool {
 	now := c.o.Clock.Now()
-	return max(now.Sub(renewed), now.Round(0).Sub(renewed.Round(0))) >= c.o.RenewDeadline
+	return max(now.Sub(t), now.Round(0).Sub(t.Round(0))) >= c.o.RenewDeadline
 }
 
 // writeLease creates or updates this replica's Lease; one deleted meanwhile is created again.

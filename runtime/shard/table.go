@@ -133,6 +133,11 @@ func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want hashslot.S
 	if take == 0 {
 		return nil
 	}
+	// what the others judge this replica's liveness by: its last renewal, or, never renewed, now
+	alive := c.lastRenewed()
+	if alive.IsZero() {
+		alive = c.o.Clock.Now()
+	}
 	// written even when the table already names this replica: the write is on the version read,
 	// so a table read stale (an informer behind) is refused rather than trusted
 	if err := c.writeTable(ctx, t); err != nil {
@@ -140,6 +145,11 @@ func (c *Coordinator) claim(ctx context.Context, t *ownersTable, want hashslot.S
 	}
 	if err := c.renew(ctx, take); err != nil {
 		return err // the table names this replica: the next step takes them again
+	}
+	if c.lapsedSince(alive) {
+		// the claim outlasted the renew deadline (a hung request, a pause): another replica may
+		// have judged this one gone and taken the slots meanwhile; the next step reads the table anew
+		return nil
 	}
 	c.widen(take)
 	return nil
