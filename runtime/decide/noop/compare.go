@@ -117,7 +117,8 @@ func subtree(managed map[string]any, k string) map[string]any {
 // stores it; n is the schema of the value (nil: unknown), managed the fields metacel set there
 // before (nil: not known), which type the lists n does not:
 //   - each map key of desired is in observed with a satisfied value; a zero value ("", 0, false,
-//     empty list or map) also matches an absent key, since the server drops omitempty fields;
+//     empty list or map) also matches an absent key, since the server drops omitempty fields; a
+//     null matches anything, since the server stores nothing of it;
 //   - a list matches as its schema says (listSatisfied): by key, as a set, or item by item;
 //   - numbers compare by value (3 and 3.0 are equal); strings compare as strings, except where
 //     the schema says quantity: there "0.5" and "500m" are the same CPU, as the server rewrites
@@ -153,7 +154,7 @@ func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 		o, _ := observed.([]any)
 		return listSatisfied(d, o, n, managed)
 	case nil:
-		return observed == nil
+		return true // server-side apply stores nothing of a null (creationTimestamp: null, as kubectl prints it)
 	}
 	return sameScalar(desired, observed, n)
 }

@@ -33,6 +33,8 @@ func TestSatisfied(t *testing.T) {
 		{"a string that is no quantity compares as a string", map[string]any{"version": "1.10"}, map[string]any{"version": "1.1"}, nil, false},
 		{"a string compares as a string even where a number would be a quantity", "010", "10", nil, false},
 		{"zero values the server drops", map[string]any{"value": "", "hostNetwork": false, "n": int64(0)}, map[string]any{}, nil, true},
+		{"a null the server stores nothing of, whatever it holds (creationTimestamp: null, as kubectl prints it)",
+			map[string]any{"creationTimestamp": nil, "name": "x"}, map[string]any{"creationTimestamp": "2026-11-30T00:00:00Z", "name": "x"}, nil, true},
 		{"numbers compare by value", int64(3), float64(3), nil, true},
 		{"integers compare exactly, beyond a float's precision", int64(1<<53 + 1), int64(1 << 53), nil, false},
 		{"types differ", "3", int64(3), nil, false},
