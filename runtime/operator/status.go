@@ -20,7 +20,12 @@ func (s *policySet) publishStatus() {
 	if s.shards != nil {
 		s.shards.setCounts(counts)
 	}
-	if s.status == nil || !s.shards.writesStatus() {
+	if !s.shards.writesStatus() {
+		s.status.Reset() // the replica that holds slot 0 writes now: nothing stale put back
+		s.published = nil
+		return
+	}
+	if s.status == nil {
 		return
 	}
 	if s.shards != nil {

@@ -125,6 +125,18 @@ func (r *Reporter) Forget(configMap, policy string) {
 	r.markDirtyLocked(configMap, e)
 }
 
+// Reset forgets every status without writing anything, as when another replica takes over the
+// writing (sharding's slot 0): the ConfigMaps keep what they hold, and no resync puts this
+// Reporter's statuses, soon stale, back over the new writer's. A Set afterwards starts over.
+func (r *Reporter) Reset() {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear(r.entries)
+}
+
 // markDirtyLocked notes that a ConfigMap's statuses changed, and queues it: Run writes it when
 // its interval or backoff allows.
 func (r *Reporter) markDirtyLocked(name string, e *entry) {

@@ -460,3 +460,24 @@ func TestAReporterWithoutNamespaceIsOff(t *testing.T) {
 		t.Error("a Reporter without namespace must be off (nil) and make no request")
 	}
 }
+
+// A reporter that stops writing (another replica holds sharding's slot 0 now) forgets what it
+// wrote: its resync put its statuses, soon stale, back over the new writer's every ten minutes.
+func TestAResetReporterWritesNothingAtResync(t *testing.T) {
+	h := newHarness(t, policyConfigMap("web"))
+	h.r.Set("web", "web", running)
+	h.flush()
+	h.wantWrites(1)
+	h.r.Reset()
+	other := h.configMap("web") // the new writer's status
+	other.Labels[contract.LabelPolicyState] = "Invalid"
+	if _, err := h.client.CoreV1().ConfigMaps(ns).Update(t.Context(), other, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.clock.Step(resync)
+	h.r.process(t.Context(), "web") // as Run does when the queue gives the name, its resync due
+	if got := h.configMap("web").Labels[contract.LabelPolicyState]; got != "Invalid" {
+		t.Errorf("state %q after a resync, want the new writer's Invalid", got)
+	}
+	h.wantWrites(2) // the new writer's update alone
+}
