@@ -75,6 +75,20 @@ func TestDeployedRBAC(t *testing.T) {
 		if out, err := kubectlAs(t, editor, []string{"metacel:policy-authors"}, policy); err != nil {
 			t.Errorf("a policy author may not write a policy ConfigMap: %v\n%s", err, out)
 		}
+		// deleting a policy gives no rights: left to RBAC, so an administrator outside the group
+		// may uninstall (the admission policy is deleted after the policies)
+		if out, err := kubectlCmd(t.Context(), "apply", "--server-side", "-n", "metacel-system", "-f", writeTemp(t, "cm.json", []byte(policy)), "--as", editor, "--as-group", "metacel:policy-authors"); err != nil {
+			t.Fatalf("write the policy to delete: %v\n%s", err, out)
+		}
+		t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "configmap", "-n", "metacel-system", "e2e-escalate", "--ignore-not-found") })
+		if out, err := kubectlCmd(t.Context(), "delete", "configmap", "-n", "metacel-system", "e2e-escalate", "--dry-run=server", "--as", editor); err != nil {
+			t.Errorf("an editor may not delete a policy ConfigMap: %v\n%s", err, out)
+		}
+		// what the admission policy cannot stop, as docs/writing-policies.md says: edit may
+		// impersonate the namespace's ServiceAccounts, the runtime's included
+		if out, _ := kubectlCmd(t.Context(), "auth", "can-i", "impersonate", "serviceaccounts/metacel", "-n", "metacel-system", "--as", editor); strings.TrimSpace(out) != "yes" {
+			t.Errorf("the built-in edit role may not impersonate the runtime's ServiceAccount (%s): correct docs/writing-policies.md", out)
+		}
 	})
 }
 

@@ -91,3 +91,20 @@ func keys(m map[string]*unstructured.Unstructured) []string {
 	sort.Strings(out)
 	return out
 }
+
+// The chart refuses more than one replica without leader election: each would sync every parent,
+// fighting over each child.
+func TestHelmChartRefusesReplicasWithoutLeaderElection(t *testing.T) {
+	helm := os.Getenv("METACEL_HELM")
+	if helm == "" {
+		t.Skip("METACEL_HELM is not set: run through `make e2e`, which builds helm")
+	}
+	chart := filepath.Join(repo, "deploy", "helm", "metacel")
+	out, err := exec.CommandContext(t.Context(), helm, "template", "metacel", chart, "--set", "leaderElection.enabled=false").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "replicas above 1 need leaderElection.enabled") {
+		t.Errorf("two replicas without leader election rendered (%v):\n%.300s", err, out)
+	}
+	if out, err := exec.CommandContext(t.Context(), helm, "template", "metacel", chart, "--set", "leaderElection.enabled=false", "--set", "replicas=1").CombinedOutput(); err != nil {
+		t.Errorf("one replica without leader election: %v\n%s", err, out)
+	}
+}
