@@ -1,13 +1,17 @@
 package controller
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/hashslot"
 	"metacel.dev/metacel/runtime/ledger"
 	"metacel.dev/metacel/test/testpolicies"
 )
@@ -244,5 +248,59 @@ func TestADeletedParentsChildNotCachedYetIsFoundWhicheverKeyNamesItsPolicy(t *te
 				t.Errorf("writes %s, want %s", w, tc.want)
 			}
 		})
+	}
+}
+
+// slotsOfDeletes wraps a dynamic client: the slot each delete's context says it writes for
+// (hashslot.WithSlot; -1: none), which the write fence of a sharded replica judges.
+type slotsOfDeletes struct {
+	dynamic.Interface
+	slots *[]int
+}
+
+func (c slotsOfDeletes) Resource(gvr schema.GroupVersionResource) dynamic.NamespaceableResourceInterface {
+	return slotsOfResource{c.Interface.Resource(gvr), c.slots}
+}
+
+type slotsOfResource struct {
+	dynamic.NamespaceableResourceInterface
+	slots *[]int
+}
+
+func (r slotsOfResource) Namespace(ns string) dynamic.ResourceInterface {
+	return slotsOfNamespaced{r.NamespaceableResourceInterface.Namespace(ns), r.slots}
+}
+
+type slotsOfNamespaced struct {
+	dynamic.ResourceInterface
+	slots *[]int
+}
+
+func (r slotsOfNamespaced) Delete(ctx context.Context, name string, opts metav1.DeleteOptions, sub ...string) error {
+	slot, ok := hashslot.SlotFrom(ctx)
+	if !ok {
+		slot = -1
+	}
+	*r.slots = append(*r.slots, slot)
+	return r.ResourceInterface.Delete(ctx, name, opts, sub...)
+}
+
+// With sharding, the children of a dropped resource are deleted each with its parent's slot in
+// the request's context, so that the write fence refuses the delete once the slot has moved to
+// another replica, as it refuses a sync's writes: they went unfenced.
+func TestADroppedResourcesChildIsDeletedUnderItsParentsSlot(t *testing.T) {
+	h := newHarness(t, configMapChildPolicy)
+	var slots []int
+	h.c.deps.Writer = apply.NewWriter(slotsOfDeletes{h.client, &slots})
+	h.c.share.sharded.Store(true)
+	h.c.share.setSlots(hashslot.Set(^uint64(0))) // every slot
+	if err := h.c.deps.Ledger.RecordChildResources(t.Context(), "copy", []schema.GroupVersionResource{secretsGVR, configmapsGVR}); err != nil {
+		t.Fatal(err)
+	}
+	h.store(t, secretsGVR, objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: gone, namespace: ns, uid: s-2,
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy-name: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: old}, `+appliedByMetacel+`}}`))
+	h.c.cleanup.pruneDropped(t.Context())
+	if want := hashslot.Of("p-1"); len(slots) != 1 || slots[0] != want {
+		t.Errorf("deletes for slots %v, want one for the parent's slot %d", slots, want)
 	}
 }

@@ -94,7 +94,8 @@ func (f *cleanup) pruneResource(ctx context.Context, gvr schema.GroupVersionReso
 		if !apply.AppliedBy(obj) || obj.GetDeletionTimestamp() != nil {
 			continue
 		}
-		if !f.share.has(types.UID(obj.GetLabels()[contract.LabelParentUID])) {
+		ctx, ours := f.share.writesFor(ctx, types.UID(obj.GetLabels()[contract.LabelParentUID])) // with sharding, the fence judges each write
+		if !ours {
 			done = false // another replica's, with sharding: recorded until it has removed it
 			continue
 		}

@@ -118,7 +118,11 @@ func (f *cleanup) letGoOfParentsOutOfSelector(ctx context.Context) {
 			return
 		}
 		for _, p := range items {
-			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) || !f.share.has(p.GetUID()) {
+			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) {
+				continue
+			}
+			ctx, ours := f.share.writesFor(ctx, p.GetUID()) // with sharding, the fence judges each write
+			if !ours {
 				continue
 			}
 			key, _ := cache.MetaNamespaceKeyFunc(p)
