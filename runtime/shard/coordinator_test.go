@@ -572,3 +572,18 @@ func TestAClaimThatStallsPastTheLeaseTakesNothing(t *testing.T) {
 	<-done
 	r.check()
 }
+
+// A replica that stops cleanly gives its slots back at once: the others take them within a
+// second or two, not after its Lease's duration (15 s), as docs/operating.md says.
+func TestAReplicaThatLeavesHandsItsSlotsOverAtOnce(t *testing.T) {
+	ctx := t.Context()
+	r := newReplicas(t)
+	r.startAll(ctx, "a", "b")
+	b := r.all["b"]
+	b.leave(ctx)
+	r.mu.Lock()
+	delete(r.all, "b") // gone: no longer checked, nor waited on to see Leases
+	r.mu.Unlock()
+	r.advance(ctx, 2*time.Second, "a")
+	r.settle(ctx, []string{"a"}, partition("a"))
+}

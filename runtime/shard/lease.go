@@ -62,7 +62,7 @@ func (c *Coordinator) renew(ctx context.Context, adding hashslot.Set) error {
 		c.stopAll(ctx)
 	}
 	sent := c.o.Clock.Now()
-	lease, err := c.writeLease(ctx, metav1.NewMicroTime(sent), c.syncing()|adding)
+	lease, err := c.writeLease(ctx, metav1.NewMicroTime(sent), c.syncing()|adding, c.o.LeaseDuration)
 	if err != nil {
 		c.lease = nil // read it again next time
 		klog.FromContext(ctx).Error(err, "Cannot renew this replica's shard Lease")
@@ -105,7 +105,7 @@ func (c *Coordinator) lapsedSince(t time.Time) bool {
 }
 
 // writeLease creates or updates this replica's Lease; one deleted meanwhile is created again.
-func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slots hashslot.Set) (*coordinationv1.Lease, error) {
+func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slots hashslot.Set, duration time.Duration) (*coordinationv1.Lease, error) {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
 	defer cancel()
 	leases := c.client.CoordinationV1().Leases(c.o.Namespace)
@@ -115,7 +115,7 @@ func (c *Coordinator) writeLease(ctx context.Context, now metav1.MicroTime, slot
 		Spec: coordinationv1.LeaseSpec{AcquireTime: &now},
 	}
 	renew := func(lease *coordinationv1.Lease) bool {
-		seconds := int32(c.o.LeaseDuration / time.Second)
+		seconds := int32(max(duration/time.Second, 1))
 		lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds, lease.Spec.RenewTime = &c.o.Identity, &seconds, &now
 		metav1.SetMetaDataAnnotation(&lease.ObjectMeta, contract.AnnotationShardSlots, slots.String())
 		if c.o.Report != nil {
