@@ -230,18 +230,7 @@ func TestAChildNoLongerDesiredThatHoldsUpAnotherIsNamedPastTheDeadline(t *testin
 			h.store(t, widgetsGVR, w)
 			h.cacheParent(t, w)
 			sent := statusWrites(h, nil)
-			since := time.Now().Add(-tc.since).UTC().Format(time.RFC3339)
-			for id, deleting := range map[string]string{"app": since, "db": ""} {
-				c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`,
-  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
-				if deleting != "" {
-					c.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
-					c.SetFinalizers([]string{"example.com/slow"})
-				}
-				h.store(t, configmapsGVR, c)
-				h.cacheChild(t, c)
-			}
+			cacheAppDeletingAndDB(t, h, tc.since)
 			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
 				t.Fatal(err)
 			}
@@ -292,18 +281,7 @@ func TestASyncHeldUpByADeletionRendersAgainAtTheDeadline(t *testing.T) {
 		written.SetResourceVersion("2")
 		return true, written.DeepCopy(), nil
 	})
-	since := time.Now().Add(-time.Minute).UTC().Format(time.RFC3339)
-	for id, deleting := range map[string]string{"app": since, "db": ""} {
-		c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`, resourceVersion: "1",
-  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
-		if deleting != "" {
-			c.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
-			c.SetFinalizers([]string{"example.com/slow"})
-		}
-		h.store(t, configmapsGVR, c)
-		h.cacheChild(t, c)
-	}
+	cacheAppDeletingAndDB(t, h, time.Minute)
 	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
 		t.Fatal(err)
 	}
@@ -315,5 +293,23 @@ func TestASyncHeldUpByADeletionRendersAgainAtTheDeadline(t *testing.T) {
 	}
 	if len(requeued) != 3 {
 		t.Errorf("requeued %v, want at each sync: the sync at the deadline rendered and was held up again", requeued)
+	}
+}
+
+// cacheAppDeletingAndDB stores and caches widget w's two children no longer desired: app, being
+// deleting for since (a finalizer holds it), and db, which waits for it.
+func cacheAppDeletingAndDB(t *testing.T, h *harness, since time.Duration) {
+	t.Helper()
+	deletingSince := time.Now().Add(-since).UTC().Format(time.RFC3339)
+	for id, deleting := range map[string]string{"app": deletingSince, "db": ""} {
+		c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`, resourceVersion: "1",
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
+		if deleting != "" {
+			c.Object["metadata"].(map[string]any)["deletionTimestamp"] = deleting
+			c.SetFinalizers([]string{"example.com/slow"})
+		}
+		h.store(t, configmapsGVR, c)
+		h.cacheChild(t, c)
 	}
 }
