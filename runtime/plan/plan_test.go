@@ -119,7 +119,7 @@ type fakeCluster struct {
 
 func newFakeCluster(objs []runtime.Object, refused ...string) *fakeCluster {
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		myAppsGVR: "MyAppList", podsGVR: "PodList", configMapsGVR: "ConfigMapList",
+		myAppsGVR: "MyAppList", podsGVR: "PodList", configMapsGVR: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList",
 	}, objs...)
 	f := &fakeCluster{FakeDynamicClient: client, refused: map[string]bool{}}
 	for _, r := range refused {
@@ -472,5 +472,25 @@ func TestRunFailsWhenTheClusterCannotBeRead(t *testing.T) {
 	_, err := Run(context.Background(), Input{Candidate: compile(t, gadget, cat), Mapper: cat, Client: cluster})
 	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "list myapps.demo.rtfm.co.ua") {
 		t.Errorf("want the list's Forbidden error, naming the resource; got %v", err)
+	}
+}
+
+// A policy whose children's namespaces must consent (confinement's consentLabel) reads the
+// Namespaces' labels, related entries or none, as the runtime does: without them, plan called
+// every parent failing (NamespaceNotAllowed) where the runtime syncs it.
+func TestAPlanReadsTheConsentOfNamespacesWithoutRelatedEntries(t *testing.T) {
+	cat := catalog(t)
+	candidate := edit(t, `metadata: {name: "${parent.metadata.name}-config"}`, `metadata: {name: "${parent.metadata.name}-config", namespace: shared}`,
+		"    - id: config\n", "    - id: config\n      crossNamespace: true\n",
+		"  children:\n", "  confinement:\n    childNamespaces: {consentLabel: example.com/gadgets}\n  children:\n")
+	shared := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "shared", "labels": map[string]any{"example.com/gadgets": "true"}}}}
+	cluster := newFakeCluster([]runtime.Object{myApp("a", "nginx"), shared})
+	p, err := Run(t.Context(), Input{Candidate: compile(t, candidate, cat), Mapper: cat, Client: cluster})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := summary(p); p.Totals.Failing != 0 || !slices.Contains(got, "a: create v1 ConfigMap shared/a-config") {
+		t.Errorf("plan:\n  %s\nwant shared/a-config created and no parent failing", strings.Join(got, "\n  "))
 	}
 }

@@ -162,14 +162,14 @@ func (w *world) sync(ctx context.Context, c *policy.Compiled, parent *unstructur
 // related reads the objects c's related entries name for parent, and the Namespaces when c
 // needs their labels. An entry that does not resolve reads nothing: the sync reports it.
 func (w *world) related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) ([]*unstructured.Unstructured, error) {
+	out := append([]*unstructured.Unstructured(nil), w.namespaces...) // with related entries or not
 	if len(c.Related) == 0 {
-		return nil, nil
+		return out, nil
 	}
 	refs, err := render.Related(ctx, c, parent, nil)
 	if err != nil {
-		return nil, nil //nolint:nilerr // the sync resolves the entries again and reports the error
+		return out, nil //nolint:nilerr // the sync resolves the entries again and reports the error
 	}
-	out := append([]*unstructured.Unstructured(nil), w.namespaces...)
 	for _, ref := range refs {
 		objs, err := w.read(ctx, ref)
 		if err != nil {
