@@ -184,7 +184,7 @@ func clusterOf(t *testing.T, policies []string, objects []*unstructured.Unstruct
 	t.Helper()
 	cat := kinds.NewCatalog()
 	var configMaps []runtime.Object
-	listKinds := map[schema.GroupVersionResource]string{{Version: "v1", Resource: "configmaps"}: "ConfigMapList"}
+	listKinds := map[schema.GroupVersionResource]string{{Version: "v1", Resource: "configmaps"}: "ConfigMapList", {Version: "v1", Resource: "namespaces"}: "NamespaceList"}
 	for _, text := range policies {
 		docs, err := policy.Parse("policy.yaml", []byte(text))
 		if err != nil {
@@ -206,4 +206,30 @@ func clusterOf(t *testing.T, policies []string, objects []*unstructured.Unstruct
 	}
 	return Input{Client: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), listKinds, objs...),
 		Kube: kubefake.NewClientset(configMaps...), Mapper: cat, ReservedNamespace: "metacel-system"}
+}
+
+// A policy whose children's namespaces must consent (confinement's consentLabel) shows its
+// children: the tree reads the Namespaces' labels, as the runtime does. It said every namespace
+// had not consented (NamespaceNotAllowed) and showed no child, for the ConfigMapSync seed too.
+func TestATreeReadsTheConsentOfNamespaces(t *testing.T) {
+	share := strings.Replace(levelPolicy("shares", "shares", "Share", "", "", ""), "    - id: configmap\n",
+		"    - id: configmap\n      crossNamespace: true\n", 1)
+	share = strings.Replace(share, `metadata: {name: "${parent.metadata.name}"}`, `metadata: {name: "${parent.metadata.name}", namespace: shared}`, 1)
+	share = strings.Replace(share, "  children:\n", "  confinement:\n    childNamespaces: {consentLabel: example.com/shares}\n  children:\n", 1)
+	parent := object("Share", "uid-s", "", nil)
+	shared := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": "shared", "labels": map[string]any{"example.com/shares": "true"}}}}
+	in := clusterOf(t, []string{share}, []*unstructured.Unstructured{parent, shared})
+	running, err := FindPolicyOf(t.Context(), in.Kube, in.ReservedNamespace, "Share", in.Mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy, in.Source, in.Parent = running.Policy, running.Source, parent
+	got, err := Build(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Error != "" || len(got.Children) != 1 || got.Children[0].Namespace != "shared" {
+		t.Errorf("tree: error %q, children %v; want ConfigMap shared/p, no error", got.Error, got.Children)
+	}
 }

@@ -10,6 +10,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
@@ -157,6 +158,7 @@ func buildOne(ctx context.Context, in Input) (*Tree, []*unstructured.Unstructure
 	}
 	related, refs := readRelated(ctx, in)
 	t.Related = refs
+	related = append(related, readNamespaces(ctx, in)...)
 	res, err := preview.Run(ctx, preview.Input{Policy: in.Policy, Parent: in.Parent, Related: related, Observed: observed,
 		Mapper: in.Mapper, ReservedNamespace: in.ReservedNamespace, CheckRecord: true})
 	if err != nil {
@@ -192,6 +194,21 @@ func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, 
 		out = append(out, list...)
 	}
 	return out, nil
+}
+
+// readNamespaces reads the Namespaces, whose consent labels the policy's confinement reads (none
+// when it reads none), as the runtime watches them: without them every namespace that consented
+// would look as though it had not. One that cannot be read reads none: the render says which
+// namespace did not consent.
+func readNamespaces(ctx context.Context, in Input) []*unstructured.Unstructured {
+	if len(in.Policy.Confinement.ConsentLabels()) == 0 {
+		return nil
+	}
+	list, err := clusterread.List(ctx, in.Client, schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}, "", "")
+	if err != nil {
+		return nil
+	}
+	return list
 }
 
 // readRelated reads the objects the parent's related entries name now; an entry that does not
