@@ -20,6 +20,10 @@ const (
 	ConditionReady = "Ready"
 )
 
+// MaxConditionMessage is the longest message of a condition, in bytes: metav1.Condition's, and
+// the parent CRD's that parentSchema declares.
+const MaxConditionMessage = 32768
+
 // The reasons of a successful sync's conditions.
 const (
 	// ReasonSynced: Synced is True, every desired child was applied.

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilptr "k8s.io/utils/ptr"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/fieldpath"
 )
 
@@ -79,7 +80,7 @@ var runtimeStatusSchemas = map[string]apiextensionsv1.JSONSchemaProps{
 				"status": {Type: "string", Enum: jsonValues("True", "False", "Unknown"), Description: "Status of the condition: True, False or Unknown."},
 				"reason": {Type: "string", MaxLength: utilptr.To[int64](1024),
 					Description: "Programmatic identifier of the reason for the last transition, in CamelCase."},
-				"message":            {Type: "string", MaxLength: utilptr.To[int64](32768), Description: "Human-readable message about the last transition."},
+				"message":            {Type: "string", MaxLength: utilptr.To[int64](contract.MaxConditionMessage), Description: "Human-readable message about the last transition."},
 				"lastTransitionTime": {Type: "string", Format: "date-time", Description: "Last time the condition changed from one status to another."},
 				"observedGeneration": {Type: "integer", Format: "int64", Minimum: utilptr.To(0.0),
 					Description: "The .metadata.generation the condition was set for."},

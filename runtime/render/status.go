@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -117,12 +118,28 @@ func childName(obj *unstructured.Unstructured) string {
 	return obj.GetKind() + " " + NamespacedName(obj)
 }
 
-// FailureConditions are the Synced and Ready conditions of a failed sync.
+// FailureConditions are the Synced and Ready conditions of a failed sync, their messages cut to
+// what a condition may hold (an error can be longer: a status the API server refuses would leave
+// the parent saying it is synced).
 func FailureConditions(reason, message string) []Condition {
 	return []Condition{
-		{Type: contract.ConditionSynced, Status: "False", Reason: reason, Message: message},
-		{Type: contract.ConditionReady, Status: "False", Reason: reason, Message: "not synced: " + message},
+		{Type: contract.ConditionSynced, Status: "False", Reason: reason, Message: clipMessage(message)},
+		{Type: contract.ConditionReady, Status: "False", Reason: reason, Message: clipMessage("not synced: " + message)},
 	}
+}
+
+// clipMessage cuts a condition's message to contract.MaxConditionMessage bytes, on a character
+// boundary, saying it was cut.
+func clipMessage(msg string) string {
+	if len(msg) <= contract.MaxConditionMessage {
+		return msg
+	}
+	const more = " … (cut)"
+	cut := contract.MaxConditionMessage - len(more)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + more
 }
 
 // ErrorConditions are the conditions that report err, a render *Error or another failure with

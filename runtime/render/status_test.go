@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -126,5 +127,21 @@ func TestReadyConditionSummarizesReadyWhenErrors(t *testing.T) {
 				t.Errorf("got %+v, want False, %s, %q", got, contract.ReasonReadyWhenFailed, tc.want)
 			}
 		})
+	}
+}
+
+// A failure's message is cut to what a condition holds: an error of 40 KiB (a validation's
+// messageExpression over a long field, an API server's answer) made a status the API server
+// refuses for good, and the parent went on saying it was synced.
+func TestAFailuresMessageIsCutToWhatAConditionHolds(t *testing.T) {
+	long := strings.Repeat("é", 20*1024) // 40 KiB, two bytes a character
+	for _, c := range FailureConditions(contract.ReasonValidationFailed, long) {
+		if len(c.Message) > contract.MaxConditionMessage || !utf8.ValidString(c.Message) || !strings.HasSuffix(c.Message, "(cut)") {
+			t.Errorf("%s: a message of %d bytes (valid UTF-8 %v), want at most %d, cut on a character, saying so",
+				c.Type, len(c.Message), utf8.ValidString(c.Message), contract.MaxConditionMessage)
+		}
+	}
+	if c := FailureConditions(contract.ReasonValidationFailed, "short")[0]; c.Message != "short" {
+		t.Errorf("a short message became %q", c.Message)
 	}
 }
