@@ -20,6 +20,10 @@ const (
 	ConditionReady = "Ready"
 )
 
+// MaxConditions is the most conditions a parent's status holds in the CRD parentSchema declares
+// (status.conditions' maxItems), Synced and Ready included.
+const MaxConditions = 16
+
 // MaxConditionMessage is the longest message of a condition, in bytes: metav1.Condition's, and
 // the parent CRD's that parentSchema declares.
 const MaxConditionMessage = 32768

@@ -36,8 +36,6 @@ const (
 	DefaultMaxProperties = 100
 )
 
-// maxConditions bounds status.conditions, as the seed CRDs do.
-const maxConditions = 16
 
 // parentSchemaPath is where a policy declares its parent's schema.
 const parentSchemaPath = "spec.parentSchema"
@@ -69,7 +67,7 @@ var runtimeStatusSchemas = map[string]apiextensionsv1.JSONSchemaProps{
 	"observedGeneration": {Type: "integer", Format: "int64", Minimum: utilptr.To(0.0),
 		Description: "The .metadata.generation last acted on by metacel."},
 	"conditions": {
-		Type: "array", MaxItems: utilptr.To[int64](maxConditions),
+		Type: "array", MaxItems: utilptr.To[int64](contract.MaxConditions),
 		Description:  "Conditions (metav1.Condition) metacel reports: Synced and Ready.",
 		XListType:    utilptr.To("map"),
 		XListMapKeys: []string{"type"},

@@ -23,6 +23,10 @@ func (c *compiler) conditions() []CompiledCondition {
 	seen := map[string]string{}
 	for i, cond := range c.spec.Conditions {
 		path := fieldpath.Index("spec.conditions", i)
+		if most := contract.MaxConditions - 2; i == most && c.spec.ParentSchema != nil {
+			c.errorf(path, "more than %d conditions: with Synced and Ready, the parent's status would hold more than the %d its CRD allows (status.conditions' maxItems): merge some, or report them as status fields",
+				most, contract.MaxConditions)
+		}
 		c.checkConditionType(path+".type", cond.Type, seen)
 		c.checkLiteralCondition(path, cond)
 		seen[cond.Type] = path

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -29,5 +30,31 @@ func TestAConditionTheAPIServerWouldRefuseIsALoadError(t *testing.T) {
 				t.Errorf("error %v, want one containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// A policy whose CRD is its parentSchema may give at most 14 conditions: with Synced and Ready,
+// a 15th makes a status the CRD refuses (status.conditions has at most 16 items), at every sync.
+func TestMoreConditionsThanTheParentsCRDHoldsIsALoadError(t *testing.T) {
+	policy := func(n int) string {
+		text := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: things}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {size: integer}}
+  conditions:
+`
+		for i := range n {
+			text += fmt.Sprintf("    - {type: C%d, status: \"True\", reason: Fine}\n", i)
+		}
+		return text
+	}
+	if _, err := Load("p.yaml", []byte(policy(14)), kinds.NewCatalog()); err != nil {
+		t.Errorf("14 conditions: %v", err)
+	}
+	_, err := Load("p.yaml", []byte(policy(15)), kinds.NewCatalog())
+	if want := "spec.conditions[14]: more than 14 conditions"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("15 conditions: error %v, want one containing %q", err, want)
 	}
 }
