@@ -36,7 +36,6 @@ const (
 	DefaultMaxProperties = 100
 )
 
-
 // parentSchemaPath is where a policy declares its parent's schema.
 const parentSchemaPath = "spec.parentSchema"
 
