@@ -66,7 +66,9 @@ func childChanges(in Input, cand, running *preview.Result) []Change {
 		}
 	}
 	for _, f := range cand.Observed.Foreign {
-		if f.Object.GetDeletionTimestamp() == nil {
+		// one with a reason carries the parent's labels and is left alone (ChildOutOfReach,
+		// ChildNotRecorded): the runtime reports it, and neither deletes nor releases it
+		if f.Object.GetDeletionTimestamp() == nil && f.Reason == "" {
 			gr := kinds.LookupKind(in.Mapper, f.Object.GroupVersionKind()).GVR.GroupResource()
 			out = append(out, removed(in, f.Object, fmt.Sprintf("the policy no longer lists its resource %s", gr)))
 		}

@@ -18,9 +18,11 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	clienttesting "k8s.io/client-go/testing"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
 	"metacel.dev/metacel/test/testpolicies"
 )
 
@@ -492,5 +494,26 @@ func TestAPlanReadsTheConsentOfNamespacesWithoutRelatedEntries(t *testing.T) {
 	}
 	if got := summary(p); p.Totals.Failing != 0 || !slices.Contains(got, "a: create v1 ConfigMap shared/a-config") {
 		t.Errorf("plan:\n  %s\nwant shared/a-config created and no parent failing", strings.Join(got, "\n  "))
+	}
+}
+
+// An object the candidate leaves alone though it carries the parent's labels (out of reach of its
+// confinement, not in its record) is not deleted: the runtime only reports it. plan said "delete".
+func TestAnObjectLeftAloneIsNoDeletion(t *testing.T) {
+	cm := func(name string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": name, "namespace": "other"}}}
+	}
+	cand := &preview.Result{Observed: &render.ObservedChildren{Foreign: []render.ForeignObject{
+		{Object: cm("out-of-reach"), Reason: contract.ReasonChildOutOfReach, Why: "namespace other is out of reach"},
+		{Object: cm("of-a-dropped-resource")},
+	}}}
+	cat := catalog(t)
+	var got []string
+	for _, ch := range childChanges(Input{Candidate: compile(t, gadget, cat), Mapper: cat}, cand, nil) {
+		got = append(got, string(ch.Action)+" "+ch.Name)
+	}
+	if want := []string{"delete of-a-dropped-resource"}; !slices.Equal(got, want) {
+		t.Errorf("changes %q, want %q", got, want)
 	}
 }
