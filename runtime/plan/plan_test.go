@@ -112,6 +112,23 @@ func applied(t *testing.T, c *policy.Compiled, m kinds.Mapper, parent *unstructu
 	return out
 }
 
+// recordChildren writes on parent the record of its children that the runtime writes after a
+// sync (those without an ownerReference to it: cross-namespace, Orphan).
+func recordChildren(parent *unstructured.Unstructured, children []runtime.Object) {
+	objs := make([]*unstructured.Unstructured, len(children))
+	for i, c := range children {
+		objs[i] = c.(*unstructured.Unstructured)
+	}
+	if value, changed := render.RecordOf(parent, true).Renewed(objs); changed {
+		annotations := parent.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[contract.AnnotationChildren] = value
+		parent.SetAnnotations(annotations)
+	}
+}
+
 // fakeCluster is a dynamic client over objs that records every write and answers dry runs:
 // refused names the objects (by name or generateName) whose dry run fails.
 type fakeCluster struct {
@@ -394,7 +411,9 @@ func TestPlan(t *testing.T) {
 			if tt.running != "" {
 				in.Running = compile(t, tt.running, cat)
 				for _, p := range tt.parents {
-					objs = append(objs, applied(t, in.Running, cat, p)...)
+					children := applied(t, in.Running, cat, p)
+					objs = append(objs, children...)
+					recordChildren(p, children)
 				}
 			}
 			cluster := newFakeCluster(objs, tt.refused...)
