@@ -55,9 +55,11 @@ func object(kind, uid, policy string, parent *unstructured.Unstructured) *unstru
 	}
 	o := &unstructured.Unstructured{Object: map[string]any{"apiVersion": apiVersion, "kind": kind,
 		"metadata": map[string]any{"name": "p", "namespace": "shop", "uid": uid}}}
-	if policy != "" {
+	if policy != "" { // applied by metacel
 		o.SetLabels(map[string]string{contract.LabelManagedBy: contract.ManagedByValue, contract.LabelChildPolicyName: policy,
 			contract.LabelParentUID: string(parent.GetUID()), contract.LabelChildID: strings.ToLower(kind)})
+		o.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationApply, APIVersion: apiVersion,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}})
 	}
 	if kind != "ConfigMap" {
 		o.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": "True", "reason": "ChildrenReady"}}}
@@ -101,7 +103,9 @@ func TestAChildThatIsAParentShowsItsOwnTree(t *testing.T) {
 	// a Team whose App makes the Team above it: a cycle of parents
 	loopTeam := object("Team", "uid-t", "", nil)
 	loopApp := object("App", "uid-a", "teams", loopTeam)
-	loopTeam.SetLabels(object("Team", "uid-t", "apps", loopApp).GetLabels())
+	asChild := object("Team", "uid-t", "apps", loopApp)
+	loopTeam.SetLabels(asChild.GetLabels())
+	loopTeam.SetManagedFields(asChild.GetManagedFields())
 	tests := []struct {
 		name     string
 		policies []string
@@ -231,5 +235,29 @@ func TestATreeReadsTheConsentOfNamespaces(t *testing.T) {
 	}
 	if got.Error != "" || len(got.Children) != 1 || got.Children[0].Namespace != "shared" {
 		t.Errorf("tree: error %q, children %v; want ConfigMap shared/p, no error", got.Error, got.Children)
+	}
+}
+
+// An object someone else made with a child's labels is no child (the runtime's caches keep only
+// what metacel applied): the tree showed it as the parent's ready child, where the runtime
+// finds the child missing and its name taken.
+func TestAnObjectMetacelDidNotApplyIsNoChild(t *testing.T) {
+	apps := levelPolicy("apps", "apps", "App", "", "", "")
+	app := object("App", "uid-a", "", nil)
+	impostor := object("ConfigMap", "uid-c", "apps", app)
+	impostor.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "v1",
+		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata":{}}`)}})
+	in := clusterOf(t, []string{apps}, []*unstructured.Unstructured{app, impostor})
+	running, err := FindPolicyOf(t.Context(), in.Kube, in.ReservedNamespace, "App", in.Mapper)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.Policy, in.Source, in.Parent = running.Policy, running.Source, app
+	got, err := Build(t.Context(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Children) != 1 || got.Children[0].Exists {
+		t.Errorf("children %+v, want ConfigMap shop/p missing", got.Children)
 	}
 }

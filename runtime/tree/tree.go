@@ -183,7 +183,9 @@ func buildOne(ctx context.Context, in Input) (*Tree, []*unstructured.Unstructure
 	return t, held, nil
 }
 
-// readChildren lists the objects of each child resource that carry the parent's labels.
+// readChildren lists the objects of each child resource that carry the parent's labels and that
+// metacel applied, as the runtime's caches keep them (and plan reads them): an object someone
+// else made with the labels is no child, but the name a child would take.
 func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
 	for gvr := range in.Policy.ChildResources {
@@ -191,7 +193,11 @@ func readChildren(ctx context.Context, in Input) ([]*unstructured.Unstructured, 
 		if err != nil {
 			return nil, fmt.Errorf("list the %s of %s: %w", gvr.Resource, objectOf(in.Parent), err)
 		}
-		out = append(out, list...)
+		for _, obj := range list {
+			if obj.GetLabels()[contract.LabelManagedBy] == contract.ManagedByValue && apply.AppliedBy(obj) {
+				out = append(out, obj)
+			}
+		}
 	}
 	return out, nil
 }
