@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -329,7 +330,7 @@ func (d *rolloutDriver) healthOf(ctx context.Context, ro *rolloutRun) rollout.He
 			why = "not synced by the new version yet"
 		} else if u, err := compact.Unstructured(m); err != nil {
 			why = err.Error()
-		} else if ok, reason, err := ro.policy.Healthy(ctx, u); err != nil {
+		} else if ok, reason, err := ro.policy.Healthy(ctx, &unstructured.Unstructured{Object: ro.target.policy.ParentForCEL(u.Object)}); err != nil {
 			why = "health rule: " + err.Error()
 		} else if !ok {
 			why = reason

@@ -56,7 +56,7 @@ func RelatedInReach(ctx context.Context, c *policy.Compiled, parent *unstructure
 // namespace. Its expressions spend from budget, the sync's (pass the same to Render through
 // Input.Budget); nil gives them a full budget of their own.
 func Related(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, budget *expr.Budget) ([]RelatedRef, error) {
-	act := expr.NewActivation(map[string]any{"parent": parent.Object})
+	act := expr.NewActivation(map[string]any{"parent": c.ParentForCEL(parent.Object)})
 	if budget == nil {
 		budget = expr.NewBudget()
 	}

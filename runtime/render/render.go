@@ -188,7 +188,7 @@ func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {
 	}
 	r := &run{ctx: ctx, c: c, in: in, budget: budget, vars: map[string]any{}}
 	r.act = expr.NewActivation(map[string]any{
-		"parent":    in.Parent.Object,
+		"parent":    c.ParentForCEL(in.Parent.Object),
 		"related":   relatedValues(c, in.Related),
 		"children":  observedValues(c, in.Observed),
 		"variables": r.vars,

@@ -425,3 +425,38 @@ func TestRerenderReturnsWhatARenderWould(t *testing.T) {
 		})
 	}
 }
+
+// A parent's number field holding a whole number (JSON's 2, decoded as an int) is read by the
+// expressions as the double its schema types: string(parent.spec.ratio) failed every sync with
+// "no such overload", the field typed double and the value an int.
+func TestAParentsNumberFieldIsReadAsADouble(t *testing.T) {
+	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: things}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {ratio: number}}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  children:
+    - id: config
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}"}
+        data: {ratio: "${string(parent.spec.ratio)}", double: "${string(parent.spec.ratio * 2.0)}"}
+`), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {ratio: 2}}")
+	out, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data := out.Children[0].Object.Object["data"]; !reflect.DeepEqual(data, map[string]any{"ratio": "2", "double": "4"}) {
+		t.Errorf("data %v, want ratio 2, double 4", data)
+	}
+	if _, isInt := parent.Object["spec"].(map[string]any)["ratio"].(int64); !isInt {
+		t.Error("the parent given was modified")
+	}
+}
