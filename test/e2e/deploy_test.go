@@ -80,7 +80,9 @@ func TestDeployedRBAC(t *testing.T) {
 		if out, err := kubectlCmd(t.Context(), "apply", "--server-side", "-n", "metacel-system", "-f", writeTemp(t, "cm.json", []byte(policy)), "--as", editor, "--as-group", "metacel:policy-authors"); err != nil {
 			t.Fatalf("write the policy to delete: %v\n%s", err, out)
 		}
-		t.Cleanup(func() { _, _ = kubectlCmd(context.Background(), "delete", "configmap", "-n", "metacel-system", "e2e-escalate", "--ignore-not-found") })
+		t.Cleanup(func() {
+			_, _ = kubectlCmd(context.Background(), "delete", "configmap", "-n", "metacel-system", "e2e-escalate", "--ignore-not-found")
+		})
 		if out, err := kubectlCmd(t.Context(), "delete", "configmap", "-n", "metacel-system", "e2e-escalate", "--dry-run=server", "--as", editor); err != nil {
 			t.Errorf("an editor may not delete a policy ConfigMap: %v\n%s", err, out)
 		}
