@@ -97,7 +97,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	known := c.parent()
 	parent, crd, err := declaredParent(doc, known)
 	out.Parent = parent
-	out.ParentShape = expr.ShapeOf(parent.Schema)
+	out.ParentNumbers = expr.NumbersOf(parent.Schema)
 	// a scope the policy declares for a parent nothing serves yet decides as a known one does
 	c.scopeKnown = !parent.Guessed || (known.Guessed && err == nil && doc.Policy.Spec.ParentSchema != nil)
 	c.errs = append(c.errs, Errors(err)...)

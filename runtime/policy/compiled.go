@@ -23,9 +23,9 @@ type Compiled struct {
 	Source *Source
 	// Parent is the parent resource.
 	Parent kinds.Info
-	// ParentShape is what the parent's schema changes in how CEL reads a parent (number fields,
-	// escaped names): CEL reads a parent as ParentForCEL gives it.
-	ParentShape *expr.Shape
+	// ParentNumbers are where the parent's schema declares number fields: CEL reads a parent as
+	// ParentForCEL gives it.
+	ParentNumbers *expr.Numbers
 	// ParentSelector filters parents; nil selects every object of the resource.
 	ParentSelector *metav1.LabelSelector
 	// ChildResources are the resources children may be, by GroupVersionResource.
@@ -151,9 +151,8 @@ type CompiledChild struct {
 // IsList reports whether the child entry produces a list (forEach or an expression).
 func (c *CompiledChild) IsList() bool { return c.ForEach != nil || c.Expression != nil }
 
-// ParentForCEL is a parent's object as its expressions read it, as its schema types it
-// (expr.Shape: whole numbers of number fields as doubles, escaped names). The object is not
-// modified.
+// ParentForCEL is a parent's object as its expressions read it: the whole numbers of its number
+// fields as doubles, as the schema types them (expr.Numbers). The object is not modified.
 func (c *Compiled) ParentForCEL(obj map[string]any) map[string]any {
-	return c.ParentShape.AsCEL(obj)
+	return c.ParentNumbers.AsDoubles(obj)
 }

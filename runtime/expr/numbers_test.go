@@ -28,7 +28,7 @@ properties:
 	in := map[string]any{"spec": map[string]any{"ratio": int64(2), "size": int64(3), "weights": []any{int64(1), 0.5},
 		"limits": map[string]any{"cpu": int64(2)}}, "metadata": map[string]any{"generation": int64(4)}}
 	before, _ := yaml.Marshal(in)
-	got := ShapeOf(schema).AsCEL(in)
+	got := NumbersOf(schema).AsDoubles(in)
 	want := map[string]any{"spec": map[string]any{"ratio": 2.0, "size": int64(3), "weights": []any{1.0, 0.5},
 		"limits": map[string]any{"cpu": 2.0}}, "metadata": map[string]any{"generation": int64(4)}}
 	if !reflect.DeepEqual(got, want) {
@@ -37,7 +37,7 @@ properties:
 	if after, _ := yaml.Marshal(in); string(after) != string(before) {
 		t.Errorf("the object given was modified:\n%s", after)
 	}
-	if got := ShapeOf(schema).AsCEL(want); !reflect.DeepEqual(got, want) {
+	if got := NumbersOf(schema).AsDoubles(want); !reflect.DeepEqual(got, want) {
 		t.Errorf("doubles already: %v", got)
 	}
 	env := mustEnv(t, Scope{Parent: parentType(t, `
@@ -52,7 +52,7 @@ properties:
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := p.Eval(t.Context(), NewActivation(map[string]any{"parent": ShapeOf(schema).AsCEL(in)}), NewBudget())
+	v, err := p.Eval(t.Context(), NewActivation(map[string]any{"parent": NumbersOf(schema).AsDoubles(in)}), NewBudget())
 	if err != nil || v.Value() != "2:4" {
 		t.Errorf("evaluated %v (%v), want 2:4", v, err)
 	}
