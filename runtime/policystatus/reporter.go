@@ -215,48 +215,59 @@ func (r *Reporter) nextDue(name string) (wait time.Duration, pending bool) {
 }
 
 // flush brings one ConfigMap's labels and annotations in line with its statuses: it reads the
-// ConfigMap first when what it holds is unknown, and applies only when they differ.
+// ConfigMap first when what it holds is unknown, and applies only when they differ. What it
+// learns is recorded on the entry it began with only: one Reset meanwhile (or replaced since) is
+// not the entry this flush wrote for.
 func (r *Reporter) flush(ctx context.Context, name string) {
-	want, known, uid := r.begin(name)
+	e, want, known, uid := r.begin(name)
+	if e == nil {
+		return // reset since it was due
+	}
 	if known == nil {
 		cm, err := r.read(ctx, name)
 		if apierrors.IsNotFound(err) {
-			r.drop(ctx, name)
+			r.drop(ctx, name, e)
 			return
 		}
 		if err != nil {
-			r.failed(ctx, name, err)
+			r.failed(ctx, name, e, err)
 			return
 		}
 		observed := observedMetadata(cm)
 		known, uid = &observed, cm.UID
 	}
 	if want.equal(*known) {
-		r.written(name, *known, uid)
+		r.written(name, e, *known, uid)
 		return
 	}
 	if err := r.apply(ctx, name, uid, want); err != nil {
-		r.failed(ctx, name, err)
+		r.failed(ctx, name, e, err)
 		return
 	}
-	r.written(name, want, uid)
+	r.written(name, e, want, uid)
 }
 
-// begin takes what a flush of one ConfigMap needs: the metadata wanted and what is known.
-func (r *Reporter) begin(name string) (want metadata, known *metadata, uid types.UID) {
+// begin takes what a flush of one ConfigMap needs: its entry (nil: none any more), the metadata
+// wanted and what is known.
+func (r *Reporter) begin(name string) (e *entry, want metadata, known *metadata, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.entries[name]
+	e = r.entries[name]
+	if e == nil {
+		return nil, metadata{}, nil, ""
+	}
 	e.dirty = false // a Set from now on flushes again
-	return desiredMetadata(e.statuses), e.known, e.uid
+	return e, desiredMetadata(e.statuses), e.known, e.uid
 }
 
-// written records that the ConfigMap holds m; a ConfigMap left with no policy and nothing
-// written is forgotten.
-func (r *Reporter) written(name string, m metadata, uid types.UID) {
+// written records that the ConfigMap holds m, on the entry the flush began with if it is still
+// the ConfigMap's; a ConfigMap left with no policy and nothing written is forgotten.
+func (r *Reporter) written(name string, e *entry, m metadata, uid types.UID) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.entries[name]
+	if r.entries[name] != e {
+		return
+	}
 	now := r.clock.Now()
 	e.known, e.uid = &m, uid
 	e.notBefore, e.verifyAt = now.Add(interval), now.Add(resync)
@@ -267,11 +278,13 @@ func (r *Reporter) written(name string, m metadata, uid types.UID) {
 }
 
 // failed schedules a retry with backoff; the ConfigMap is read again first, as a failed apply
-// may mean it was replaced (another UID).
-func (r *Reporter) failed(ctx context.Context, name string, err error) {
+// may mean it was replaced (another UID). An entry reset meanwhile is left alone.
+func (r *Reporter) failed(ctx context.Context, name string, e *entry, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	e := r.entries[name]
+	if r.entries[name] != e {
+		return
+	}
 	wait := r.backoff.When(name)
 	e.known, e.dirty, e.notBefore = nil, true, r.clock.Now().Add(wait)
 	logger := klog.FromContext(ctx).WithValues("configMap", klog.KRef(r.namespace, name), "failures", r.backoff.NumRequeues(name), "retryIn", wait)
@@ -285,9 +298,12 @@ func (r *Reporter) failed(ctx context.Context, name string, err error) {
 }
 
 // drop forgets a ConfigMap that does not exist: it is never re-created. A later Set starts over.
-func (r *Reporter) drop(ctx context.Context, name string) {
+func (r *Reporter) drop(ctx context.Context, name string, e *entry) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.entries[name] != e {
+		return
+	}
 	delete(r.entries, name)
 	r.backoff.Forget(name)
 	klog.FromContext(ctx).V(2).Info("Policy ConfigMap gone; its status is dropped", "configMap", klog.KRef(r.namespace, name))

@@ -481,3 +481,28 @@ func TestAResetReporterWritesNothingAtResync(t *testing.T) {
 	}
 	h.wantWrites(2) // the new writer's update alone
 }
+
+// A Reset while a write is in flight (this replica lost sharding's slot 0 as the API server was
+// slow to answer) forgets the ConfigMap for good: the answer, written or failed, is recorded on
+// nothing. The flush found the entry gone and crashed the runtime.
+func TestAResetDuringAWriteForgetsIt(t *testing.T) {
+	for _, fails := range []bool{false, true} {
+		t.Run(fmt.Sprintf("the write fails: %v", fails), func(t *testing.T) {
+			h := newHarness(t, policyConfigMap("web"))
+			h.client.PrependReactor("patch", "configmaps", func(k8stesting.Action) (bool, runtime.Object, error) {
+				h.r.Reset()
+				if fails {
+					return true, nil, errors.New("the API server is unreachable")
+				}
+				return false, nil, nil
+			})
+			h.r.Set("web", "web", running)
+			h.flush()
+			h.r.mu.Lock()
+			defer h.r.mu.Unlock()
+			if len(h.r.entries) != 0 {
+				t.Errorf("entries %v after a reset, want none", h.r.entries)
+			}
+		})
+	}
+}
