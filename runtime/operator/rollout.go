@@ -88,6 +88,8 @@ type rolloutRun struct {
 	progress rollout.Progress
 	// percent is the share of parents on the target: those whose bucket is below it
 	percent atomic.Int32
+	// targetStarted is when the target's controller started here (its caches listing from then)
+	targetStarted time.Time
 }
 
 // moved reports whether a parent is on the target version now.
@@ -216,6 +218,7 @@ func (d *rolloutDriver) startRolloutLocked(stable *running, ro *rolloutRun, p *p
 		return
 	}
 	ro.target = d.set.goRun(p, ctrl, unit, nil, notSynced)
+	ro.targetStarted = d.clock.Now()
 	stable.rollout = ro
 	klog.FromContext(d.ctx).Info("Policy rolling out", "policy", p.Name(), "version", policystatus.ShortVersion(ro.target.version), "step", step+1, "steps", len(ro.plan.Steps), "percent", ro.percent.Load())
 	d.rolloutEvent(unit, "Normal", "PolicyRollingOut", fmt.Sprintf("policy %q: version %s rolling out, step %d of %d: %d%% of parents",
@@ -246,7 +249,9 @@ func (d *rolloutDriver) drive(name string, ro *rolloutRun) {
 	for {
 		select {
 		case <-ro.target.done:
-			d.endStoppedTarget(ctx, name, ro)
+			if shards == nil || shards.drives() { // a follower follows the record
+				d.endStoppedTarget(ctx, name, ro)
+			}
 			return
 		case <-t.C():
 		}
@@ -285,7 +290,13 @@ func (d *rolloutDriver) judgeNotSynced(ctx context.Context, name string, ro *rol
 	if stable == nil || stable.rollout != ro {
 		return false // stopped or replaced meanwhile
 	}
-	if d.clock.Now().Before(ro.progress.Record.StepStarted.Add(ro.plan.HealthDeadline)) {
+	// from the step's start, or from the target's, if later: a runtime restarted mid-step gives
+	// its new target the whole deadline to list
+	since := ro.progress.Record.StepStarted
+	if ro.targetStarted.After(since) {
+		since = ro.targetStarted
+	}
+	if d.clock.Now().Before(since.Add(ro.plan.HealthDeadline)) {
 		return true
 	}
 	why := "the new version's caches did not sync by the health deadline"

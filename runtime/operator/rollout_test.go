@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -54,5 +55,45 @@ func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T
 	}
 	if s.running["a"] != stable {
 		t.Error("the stable version must keep running")
+	}
+}
+
+// A rollout resumed at a step that started long ago (a runtime restarted mid-step: the record
+// keeps when the step started) gives its new version's caches the whole health deadline to sync,
+// counted from when the new version started here: it was rolled back at the first tick.
+func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
+	const unsyncable = "secrets"
+	s := handOverSet(t, unsyncable)
+	clock := testingclock.NewFakeClock(time.Now())
+	s.rollouts.clock = clock
+	version := func(children ...string) []byte {
+		text := policyText("a", "namespaces") + "  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
+		for _, c := range children {
+			text += "    - {apiVersion: v1, resource: " + c + "}\n"
+		}
+		return []byte(text + "  rollout:\n    steps: [{percent: 50}, {percent: 100}]\n    healthDeadlineSeconds: 60\n")
+	}
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version()}}}, 1)
+	stable := s.running["a"]
+	waitClosed(t, stable.synced, "the first version's caches synced")
+	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(unsyncable)}}}, 1)
+	s.mu.Lock()
+	ro := stable.rollout
+	ro.progress.Record.StepStarted = clock.Now().Add(-time.Hour) // as a record read after a restart says
+	s.mu.Unlock()
+	for range 5 { // five ticks: well within the deadline from the new version's start
+		eventually(t, 10*time.Second, "the driver to wait for its tick", func() error {
+			if !clock.HasWaiters() {
+				return errors.New("no tick awaited")
+			}
+			return nil
+		})
+		clock.Step(rolloutTick)
+	}
+	s.mu.Lock()
+	rolledBack := stable.rolledBack
+	s.mu.Unlock()
+	if rolledBack != "" {
+		t.Errorf("rolled back within seconds of the new version's start (%s)", stable.message)
 	}
 }
