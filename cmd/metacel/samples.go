@@ -98,9 +98,14 @@ func (v validation) holdsParent(heads []manifest.Head, policies []*policy.Compil
 }
 
 // isParent reports whether an object of that kind is a parent of c: of its parent resource, at
-// the policy's version or another its parentSchema declares.
+// the policy's version or another its parentSchema declares (and converts); one at another
+// version is not the policy's to check.
 func (v validation) isParent(gvk schema.GroupVersionKind, c *policy.Compiled) bool {
-	return kinds.LookupKind(v.mapper, gvk).GVR.GroupResource() == c.Parent.GVR.GroupResource()
+	if kinds.LookupKind(v.mapper, gvk).GVR == c.Parent.GVR {
+		return true
+	}
+	cv := c.Conversion
+	return cv != nil && gvk.Group == cv.Group && gvk.Kind == cv.Kind && cv.Versions[gvk.Version] != nil
 }
 
 // checkSample admits one sample and reports it; it reports whether it passed.

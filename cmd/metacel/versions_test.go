@@ -94,3 +94,34 @@ func TestAParentOfSeveralVersionsOffline(t *testing.T) {
 		})
 	}
 }
+
+// An object of the policy's parent resource at another version that the policy does not declare
+// (a built-in kind's other version, a CRD converting by its own webhook) is no sample of the
+// policy: validate leaves it, as before it checked samples at other versions.
+func TestValidateLeavesAnObjectAtAVersionThePolicyDoesNotDeclare(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		file := filepath.Join(dir, name)
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	// the Cache CRD of two versions, given with --crd, to a policy that declares none
+	crd, crdErr, err := runCLI(t, "crd", cachePolicy)
+	if err != nil {
+		t.Fatalf("crd: %v\n%s", err, crdErr)
+	}
+	crdFile := write("cache-crd.yaml", crd)
+	policy := write("caches.yaml", `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: caches}
+spec:
+  parentResource: {apiVersion: versions.example.com/v1, resource: caches}
+`)
+	sample := input("cache-v1alpha1.yaml")
+	out, errOut, err := runCLI(t, "validate", "--crd", crdFile, policy, sample)
+	if err != nil {
+		t.Fatalf("validate: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
+	}
+}
