@@ -25,11 +25,14 @@ type Converter struct {
 	c *policy.CompiledConversion
 	// checkers check a converted object as the API server will, by version
 	checkers map[string]*crdinstall.Checker
+	// numbers are where each version's schema declares number fields, which its expressions read
+	// as doubles (expr.Numbers), by version
+	numbers map[string]*expr.Numbers
 }
 
 // New returns the converter of a policy's conversion. Call it once, when the policy loads.
 func New(c *policy.CompiledConversion) (*Converter, error) {
-	cv := &Converter{c: c, checkers: map[string]*crdinstall.Checker{}}
+	cv := &Converter{c: c, checkers: map[string]*crdinstall.Checker{}, numbers: map[string]*expr.Numbers{}}
 	schemas := map[string]*apiextensionsv1.JSONSchemaProps{c.Hub: c.HubSchema}
 	for name, v := range c.Versions {
 		schemas[name] = v.Schema
@@ -40,6 +43,7 @@ func New(c *policy.CompiledConversion) (*Converter, error) {
 			return nil, fmt.Errorf("the schema of %s %s: %w", name, c.Kind, err)
 		}
 		cv.checkers[name] = checker
+		cv.numbers[name] = expr.NumbersOf(s)
 	}
 	return cv, nil
 }
@@ -108,7 +112,7 @@ func (cv *Converter) version(apiVersion string) (string, error) {
 // result must fit as the API server checks it: its spec and status from the direction's
 // templates (or copied), the fields it kept from to put back, the fields d keeps kept.
 func (cv *Converter) step(ctx context.Context, obj *unstructured.Unstructured, d policy.CompiledDirection, from, to string) (*unstructured.Unstructured, error) {
-	act := expr.NewActivation(map[string]any{"parent": obj.Object})
+	act := expr.NewActivation(map[string]any{"parent": cv.numbers[from].AsDoubles(obj.Object)})
 	budget := expr.NewBudget()
 	out := &unstructured.Unstructured{Object: map[string]any{}}
 	for k, v := range obj.Object {

@@ -158,3 +158,36 @@ func TestAConversionLeavesADefaultedFieldToItsDefault(t *testing.T) {
 		t.Errorf("spec.mode = %q, want it left out: the API server defaults it", mode)
 	}
 }
+
+// A whole number in a number field of the version converted from is read as the double its
+// schema types: the conversion's expression failed on it (no such overload), and the API server
+// could not serve the object at the other version.
+func TestAConversionReadsAWholeNumberAsADouble(t *testing.T) {
+	data, err := os.ReadFile("testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      weight: number\n", 1)
+	text = strings.Replace(text, "          image: {type: string, required: true}\n        toHub:\n",
+		"          image: {type: string, required: true}\n          weight: number\n        toHub:\n", 1)
+	text = strings.Replace(text, "            template:\n              image: ${parent.spec.image}\n",
+		"            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n            template:\n              image: ${parent.spec.image}\n", 1)
+	text = strings.Replace(text, "            image: ${parent.spec.template.image}\n          keep:",
+		"            image: ${parent.spec.template.image}\n            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n          keep:", 1)
+	cs, err := policy.Load("cache.yaml", []byte(text), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cv, err := New(cs[0].Conversion)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cv.Convert(context.Background(), object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7", "weight": int64(2)}, nil), "versions.example.com/v1")
+	if err != nil {
+		t.Fatalf("Convert() error = %v, want the whole number read as a double", err)
+	}
+	if w, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "weight"); w != 2.0 {
+		t.Errorf("spec.weight = %v, want 2.0", w)
+	}
+}

@@ -25,7 +25,7 @@ type NamespaceLabels func(name string) (labels map[string]string, ok bool)
 // parent may not reach.
 func CheckRelatedReach(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured, refs []RelatedRef, labels NamespaceLabels, budget *expr.Budget) error {
 	for _, ref := range refs {
-		why, err := reachable(ctx, c.Confinement.Related, "spec.confinement.relatedNamespaces", parent, ref.Namespace, labels, budget)
+		why, err := reachable(ctx, c, c.Confinement.Related, "spec.confinement.relatedNamespaces", parent, ref.Namespace, labels, budget)
 		if err != nil {
 			return err
 		}
@@ -39,7 +39,7 @@ func CheckRelatedReach(ctx context.Context, c *policy.Compiled, parent *unstruct
 
 // checkChildReach returns an error when a child is in a namespace the parent may not reach.
 func (r *run) checkChildReach(ctx context.Context, ch *policy.CompiledChild, obj *unstructured.Unstructured) error {
-	why, err := reachable(ctx, r.c.Confinement.Children, "spec.confinement.childNamespaces", r.in.Parent, obj.GetNamespace(), r.in.Namespaces, r.budget)
+	why, err := reachable(ctx, r.c, r.c.Confinement.Children, "spec.confinement.childNamespaces", r.in.Parent, obj.GetNamespace(), r.in.Namespaces, r.budget)
 	if err != nil {
 		return err
 	}
@@ -50,8 +50,8 @@ func (r *run) checkChildReach(ctx context.Context, ch *policy.CompiledChild, obj
 	return nil
 }
 
-// reachable says why a parent may not reach namespace ns under rule, or "" when it may.
-func reachable(ctx context.Context, rule *policy.CompiledNamespaceRule, path string, parent *unstructured.Unstructured, ns string, labels NamespaceLabels, budget *expr.Budget) (string, error) {
+// reachable says why a parent of c may not reach namespace ns under rule, or "" when it may.
+func reachable(ctx context.Context, c *policy.Compiled, rule *policy.CompiledNamespaceRule, path string, parent *unstructured.Unstructured, ns string, labels NamespaceLabels, budget *expr.Budget) (string, error) {
 	own := parent.GetNamespace()
 	if own == "" || ns == "" || ns == own {
 		return "", nil
@@ -59,7 +59,7 @@ func reachable(ctx context.Context, rule *policy.CompiledNamespaceRule, path str
 	if rule == nil {
 		return fmt.Sprintf("the policy reaches the parent's own namespace only (its %s allows others)", path), nil
 	}
-	named, err := rule.NamesNamespace(ctx, parent.Object, ns, budget)
+	named, err := rule.NamesNamespace(ctx, c.ParentForCEL(parent.Object), ns, budget)
 	if err != nil {
 		return fmt.Sprintf("%s does not name it", path), evalError(rule.Path+".expression", err)
 	}
@@ -136,7 +136,7 @@ func (cr *ChildReach) judge(ns string) string {
 	if ns != "" && ns == cr.in.ReservedNamespace {
 		return "it holds the runtime's own records"
 	}
-	why, err := reachable(cr.ctx, cr.c.Confinement.Children, "spec.confinement.childNamespaces", cr.in.Parent, ns, cr.in.Namespaces, cr.in.Budget)
+	why, err := reachable(cr.ctx, cr.c, cr.c.Confinement.Children, "spec.confinement.childNamespaces", cr.in.Parent, ns, cr.in.Namespaces, cr.in.Budget)
 	if err != nil {
 		return fmt.Sprintf("its confinement cannot be judged: %v", err)
 	}

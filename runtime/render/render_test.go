@@ -460,3 +460,31 @@ spec:
 		t.Error("the parent given was modified")
 	}
 }
+
+// A confinement's expression reads a parent's number field as a double too.
+func TestAConfinementReadsAParentsNumberFieldAsADouble(t *testing.T) {
+	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: things}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {ratio: number}}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  confinement:
+    childNamespaces: {expression: "['tier-' + string(parent.spec.ratio)]"}
+  children:
+    - id: config
+      crossNamespace: true
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}", namespace: tier-2}
+`), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {ratio: 2}}")
+	if _, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()}); err != nil {
+		t.Errorf("Render: %v, want the child in tier-2 allowed", err)
+	}
+}
