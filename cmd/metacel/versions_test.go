@@ -29,13 +29,7 @@ func TestAParentOfSeveralVersionsOffline(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		file := filepath.Join(dir, name)
-		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
-	}
+	write := func(name, text string) string { return writeIn(t, dir, name, text) }
 	noSize := write("no-size.yaml", "apiVersion: versions.example.com/v1alpha1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {image: redis:7}\n")
 	unknown := write("unknown.yaml", "apiVersion: versions.example.com/v1alpha1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {size: \"3\", image: redis:7, bogus: x}\n")
 	noReplicas := write("no-replicas.yaml", "apiVersion: versions.example.com/v1\nkind: Cache\nmetadata: {name: sessions, namespace: default}\nspec: {template: {image: redis:7}}\n")
@@ -100,13 +94,7 @@ func TestAParentOfSeveralVersionsOffline(t *testing.T) {
 // policy: validate leaves it, as before it checked samples at other versions.
 func TestValidateLeavesAnObjectAtAVersionThePolicyDoesNotDeclare(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name, text string) string {
-		file := filepath.Join(dir, name)
-		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return file
-	}
+	write := func(name, text string) string { return writeIn(t, dir, name, text) }
 	// the Cache CRD of two versions, given with --crd, to a policy that declares none
 	crd, crdErr, err := runCLI(t, "crd", cachePolicy)
 	if err != nil {
@@ -124,4 +112,14 @@ spec:
 	if err != nil {
 		t.Fatalf("validate: %v\nstdout:\n%s\nstderr:\n%s", err, out, errOut)
 	}
+}
+
+// writeIn writes text into the file name of dir, and returns its path.
+func writeIn(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	file := filepath.Join(dir, name)
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
 }

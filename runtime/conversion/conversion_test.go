@@ -135,21 +135,10 @@ func TestARoundTripThatLosesAFieldSaysWhichAndHow(t *testing.T) {
 // refused every such object ("Required value"), so in a cluster every create at the older
 // version failed.
 func TestAConversionLeavesADefaultedFieldToItsDefault(t *testing.T) {
-	data, err := os.ReadFile("testdata/cache.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := strings.Replace(string(data), "          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
-		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      mode: {type: string, default: fast, required: true}\n", 1)
-	text = strings.Replace(text, "keep: [spec.template.pullPolicy]", "keep: [spec.template.pullPolicy, spec.mode]", 1)
-	cs, err := policy.Load("cache.yaml", []byte(text), kinds.NewCatalog())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cv, err := New(cs[0].Conversion)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cv := cacheConverter(t,
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      mode: {type: string, default: fast, required: true}\n",
+		"keep: [spec.template.pullPolicy]", "keep: [spec.template.pullPolicy, spec.mode]")
 	got, err := cv.Convert(context.Background(), object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7"}, nil), "versions.example.com/v1")
 	if err != nil {
 		t.Fatalf("Convert() error = %v, want the object converted, mode left to its default", err)
@@ -163,18 +152,39 @@ func TestAConversionLeavesADefaultedFieldToItsDefault(t *testing.T) {
 // schema types: the conversion's expression failed on it (no such overload), and the API server
 // could not serve the object at the other version.
 func TestAConversionReadsAWholeNumberAsADouble(t *testing.T) {
+	cv := cacheConverter(t,
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      weight: number\n",
+		"          image: {type: string, required: true}\n        toHub:\n",
+		"          image: {type: string, required: true}\n          weight: number\n        toHub:\n",
+		"            template:\n              image: ${parent.spec.image}\n",
+		"            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n            template:\n              image: ${parent.spec.image}\n",
+		"            image: ${parent.spec.template.image}\n          keep:",
+		"            image: ${parent.spec.template.image}\n            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n          keep:")
+	got, err := cv.Convert(context.Background(), object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7", "weight": int64(2)}, nil), "versions.example.com/v1")
+	if err != nil {
+		t.Fatalf("Convert() error = %v, want the whole number read as a double", err)
+	}
+	if w, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "weight"); w != 2.0 {
+		t.Errorf("spec.weight = %v, want 2.0", w)
+	}
+}
+
+// cacheConverter is the converter of the example policy (testdata/cache.yaml) with each pair of
+// old → new replaced once.
+func cacheConverter(t *testing.T, pairs ...string) *Converter {
+	t.Helper()
 	data, err := os.ReadFile("testdata/cache.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.Replace(string(data), "          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
-		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      weight: number\n", 1)
-	text = strings.Replace(text, "          image: {type: string, required: true}\n        toHub:\n",
-		"          image: {type: string, required: true}\n          weight: number\n        toHub:\n", 1)
-	text = strings.Replace(text, "            template:\n              image: ${parent.spec.image}\n",
-		"            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n            template:\n              image: ${parent.spec.image}\n", 1)
-	text = strings.Replace(text, "            image: ${parent.spec.template.image}\n          keep:",
-		"            image: ${parent.spec.template.image}\n            weight: ${parent.spec.?weight.orValue(1.0) * 1.0}\n          keep:", 1)
+	text := string(data)
+	for i := 0; i < len(pairs); i += 2 {
+		if !strings.Contains(text, pairs[i]) {
+			t.Fatalf("the example has no %q", pairs[i])
+		}
+		text = strings.Replace(text, pairs[i], pairs[i+1], 1)
+	}
 	cs, err := policy.Load("cache.yaml", []byte(text), kinds.NewCatalog())
 	if err != nil {
 		t.Fatal(err)
@@ -183,11 +193,5 @@ func TestAConversionReadsAWholeNumberAsADouble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := cv.Convert(context.Background(), object("versions.example.com/v1alpha1", map[string]any{"size": "3", "image": "redis:7", "weight": int64(2)}, nil), "versions.example.com/v1")
-	if err != nil {
-		t.Fatalf("Convert() error = %v, want the whole number read as a double", err)
-	}
-	if w, _, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "weight"); w != 2.0 {
-		t.Errorf("spec.weight = %v, want 2.0", w)
-	}
+	return cv
 }

@@ -11,8 +11,7 @@ import (
 // A whole number in a number field is bound as a double, as the schema types it: an int there
 // failed every expression that used it as one (string(parent.spec.ratio): no such overload).
 func TestAWholeNumberInANumberFieldIsADouble(t *testing.T) {
-	schema := &apiextensionsv1.JSONSchemaProps{}
-	if err := yaml.Unmarshal([]byte(`
+	const spec = `
 type: object
 properties:
   spec:
@@ -22,7 +21,9 @@ properties:
       size: {type: integer}
       weights: {type: array, items: {type: number}}
       limits: {type: object, additionalProperties: {type: number}}
-`), schema); err != nil {
+`
+	schema := &apiextensionsv1.JSONSchemaProps{}
+	if err := yaml.Unmarshal([]byte(spec), schema); err != nil {
 		t.Fatal(err)
 	}
 	in := map[string]any{"spec": map[string]any{"ratio": int64(2), "size": int64(3), "weights": []any{int64(1), 0.5},
@@ -40,14 +41,7 @@ properties:
 	if got := NumbersOf(schema).AsDoubles(want); !reflect.DeepEqual(got, want) {
 		t.Errorf("doubles already: %v", got)
 	}
-	env := mustEnv(t, Scope{Parent: parentType(t, `
-type: object
-properties:
-  spec:
-    type: object
-    properties:
-      ratio: {type: number}
-`)})
+	env := mustEnv(t, Scope{Parent: parentType(t, spec)})
 	p, err := env.Compile("string(parent.spec.ratio) + ':' + string(parent.spec.ratio * 2.0)", WantString)
 	if err != nil {
 		t.Fatal(err)

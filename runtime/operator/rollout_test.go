@@ -16,27 +16,7 @@ import (
 // resource its identity may not list) is rolled back at the step's health deadline: the parents
 // moved to it were synced by no version, and the rollout waited for ever.
 func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T) {
-	const unsyncable = "secrets"
-	s := handOverSet(t, unsyncable)
-	clock := testingclock.NewFakeClock(time.Now())
-	s.rollouts.clock = clock
-	version := func(children ...string) []byte {
-		text := policyText("a", "namespaces") + "  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
-		for _, c := range children {
-			text += "    - {apiVersion: v1, resource: " + c + "}\n"
-		}
-		return []byte(text + "  rollout:\n    steps: [{percent: 50}, {percent: 100}]\n    healthDeadlineSeconds: 60\n")
-	}
-	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version()}}}, 1)
-	stable := s.running["a"]
-	waitClosed(t, stable.synced, "the first version's caches synced")
-	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(unsyncable)}}}, 1)
-	s.mu.Lock()
-	ro := stable.rollout
-	s.mu.Unlock()
-	if ro == nil {
-		t.Fatal("the new version does not roll out")
-	}
+	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
 	target := rollout.Version(ro.target.policy)
 	eventually(t, 10*time.Second, "rolled back past the health deadline", func() error {
 		if clock.HasWaiters() {
@@ -61,6 +41,27 @@ func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T
 // keeps when the step started) gives its new version's caches the whole health deadline to sync,
 // counted from when the new version started here: it was rolled back at the first tick.
 func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
+	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
+	s.mu.Lock()
+	ro.progress.Record.StepStarted = clock.Now().Add(-time.Hour) // as a record read after a restart says
+	s.mu.Unlock()
+	// the driver's judgement of a tick, its new version's caches not synced yet
+	if !s.rollouts.judgeNotSynced(t.Context(), "a", ro) {
+		t.Fatal("the rollout ended")
+	}
+	s.mu.Lock()
+	rolledBack, message := stable.rolledBack, stable.message
+	s.mu.Unlock()
+	if rolledBack != "" {
+		t.Errorf("rolled back as soon as the new version started (%s)", message)
+	}
+}
+
+// rollingOutToAnUnsyncableVersion is a policy set whose policy "a" rolls out from a version that
+// synced to one whose caches never sync (its list of Secrets fails), the rollout driver on a fake
+// clock: the set, the clock, the stable version and its rollout.
+func rollingOutToAnUnsyncableVersion(t *testing.T) (*policySet, *testingclock.FakeClock, *running, *rolloutRun) {
+	t.Helper()
 	const unsyncable = "secrets"
 	s := handOverSet(t, unsyncable)
 	clock := testingclock.NewFakeClock(time.Now())
@@ -78,16 +79,9 @@ func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
 	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(unsyncable)}}}, 1)
 	s.mu.Lock()
 	ro := stable.rollout
-	ro.progress.Record.StepStarted = clock.Now().Add(-time.Hour) // as a record read after a restart says
 	s.mu.Unlock()
-	// the driver's judgement of a tick, its new version's caches not synced yet
-	if !s.rollouts.judgeNotSynced(t.Context(), "a", ro) {
-		t.Fatal("the rollout ended")
+	if ro == nil {
+		t.Fatal("the new version does not roll out")
 	}
-	s.mu.Lock()
-	rolledBack, message := stable.rolledBack, stable.message
-	s.mu.Unlock()
-	if rolledBack != "" {
-		t.Errorf("rolled back as soon as the new version started (%s)", message)
-	}
+	return s, clock, stable, ro
 }

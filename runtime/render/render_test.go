@@ -430,26 +430,16 @@ func TestRerenderReturnsWhatARenderWould(t *testing.T) {
 // expressions as the double its schema types: string(parent.spec.ratio) failed every sync with
 // "no such overload", the field typed double and the value an int.
 func TestAParentsNumberFieldIsReadAsADouble(t *testing.T) {
-	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: things}
-spec:
-  parentResource: {apiVersion: example.com/v1, resource: things}
-  parentSchema: {kind: Thing, spec: {ratio: number}}
-  childResources: [{apiVersion: v1, resource: configmaps}]
-  children:
+	c := thingPolicy(t, `  children:
     - id: config
       template:
         apiVersion: v1
         kind: ConfigMap
         metadata: {name: "${parent.metadata.name}"}
         data: {ratio: "${string(parent.spec.ratio)}", double: "${string(parent.spec.ratio * 2.0)}"}
-`), kinds.NewCatalog())
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {ratio: 2}}")
-	out, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()})
+	out, err := Render(t.Context(), c, Input{Parent: parent, Mapper: kinds.NewCatalog()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,14 +453,7 @@ spec:
 
 // A confinement's expression reads a parent's number field as a double too.
 func TestAConfinementReadsAParentsNumberFieldAsADouble(t *testing.T) {
-	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: things}
-spec:
-  parentResource: {apiVersion: example.com/v1, resource: things}
-  parentSchema: {kind: Thing, spec: {ratio: number}}
-  childResources: [{apiVersion: v1, resource: configmaps}]
-  confinement:
+	c := thingPolicy(t, `  confinement:
     childNamespaces: {expression: "['tier-' + string(parent.spec.ratio)]"}
   children:
     - id: config
@@ -479,12 +462,27 @@ spec:
         apiVersion: v1
         kind: ConfigMap
         metadata: {name: "${parent.metadata.name}", namespace: tier-2}
-`), kinds.NewCatalog())
+`)
+	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {ratio: 2}}")
+	if _, err := Render(t.Context(), c, Input{Parent: parent, Mapper: kinds.NewCatalog()}); err != nil {
+		t.Errorf("Render: %v, want the child in tier-2 allowed", err)
+	}
+}
+
+// thingPolicy loads a policy whose parent, a Thing, has a number field spec.ratio, with the
+// rest of its spec (children, confinement).
+func thingPolicy(t *testing.T, rest string) *policy.Compiled {
+	t.Helper()
+	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: things}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {ratio: number}}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+`+rest), kinds.NewCatalog())
 	if err != nil {
 		t.Fatal(err)
 	}
-	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {ratio: 2}}")
-	if _, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()}); err != nil {
-		t.Errorf("Render: %v, want the child in tier-2 allowed", err)
-	}
+	return cs[0]
 }
