@@ -26,7 +26,6 @@ import (
 // once, and the one it was waiting to replace stops once the newest has synced. None is left
 // running beside its successor, however fast the new one syncs.
 func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
-	const unsyncable = "secrets" // its list always fails: a version that lists it never syncs
 	// version n of the policy differs from the others by its resync period
 	version := func(n int, children ...string) []byte {
 		text := policyText("a", "namespaces") + "  childResources:\n    - {apiVersion: v1, resource: configmaps}\n"
@@ -45,7 +44,7 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			for range 20 { // the hand-over must hold whoever wins the race to it
-				s := handOverSet(t, unsyncable)
+				s := handOverSet(t)
 				var all []*running
 				for _, data := range tc.versions {
 					s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: data}}}, 1)
@@ -68,9 +67,13 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 	}
 }
 
+// unsyncable is a resource whose list always fails in handOverSet's cluster: a version that
+// lists it never syncs.
+const unsyncable = "secrets"
+
 // handOverSet is a policy set on a fake cluster of namespaces and ConfigMaps, where listing the
 // resource unsyncable fails.
-func handOverSet(t *testing.T, unsyncable string) *policySet {
+func handOverSet(t *testing.T) *policySet {
 	t.Helper()
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "namespaces"}: "NamespaceList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",

@@ -288,7 +288,7 @@ func TestTheRolloutDriverActsOnTheSetsVersions(t *testing.T) {
 // runs this package under it) reports the loser's check, and the runtime could crash on a
 // concurrent map read and write.
 func TestConflictsAreResolvedUnderTheLockOfTheRunningControllers(t *testing.T) {
-	s := handOverSet(t, "secrets")
+	s := handOverSet(t)
 	units := []source.Unit{
 		{Name: "a.yaml", Data: []byte(policyText("a", "namespaces"))},
 		{Name: "b.yaml", Data: []byte(policyText("b", "namespaces"))},

@@ -62,8 +62,7 @@ func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
 // clock: the set, the clock, the stable version and its rollout.
 func rollingOutToAnUnsyncableVersion(t *testing.T) (*policySet, *testingclock.FakeClock, *running, *rolloutRun) {
 	t.Helper()
-	const unsyncable = "secrets"
-	s := handOverSet(t, unsyncable)
+	s := handOverSet(t)
 	clock := testingclock.NewFakeClock(time.Now())
 	s.rollouts.clock = clock
 	version := func(children ...string) []byte {
