@@ -120,6 +120,7 @@ func (e *Env) compile(src string, want Want, wholeValue bool) (*Program, error) 
 	if iss.Err() != nil {
 		return nil, e.compileError(src, iss, wholeValue)
 	}
+	unescapeSelections(ast) // before what it reads is recorded: the fields as objects hold them
 	e.reads.record(ast)
 	if out := ast.OutputType(); !want.accepts(out) {
 		return nil, &ResultTypeError{Source: src, Want: want, Got: out, Fix: e.resultFix(src, want, out)}

@@ -97,8 +97,9 @@ func (t *ObjectType) declType() *apiservercel.DeclType {
 }
 
 // typeProvider gives cel-go the object types of one scope as apiservercel's DeclTypeProvider does
-// (a field named by a CEL keyword is found escaped, __namespace__; a map type gives its values'
-// type for any field), from sets of types by name walked beforehand: the scope's own, and each
+// (a field is found under its escaped name too: a keyword, __namespace__, or the name an
+// expression's selection was unescaped to, a-b for a__dash__b, escaped.go; a map type gives its
+// values' type for any field), from sets of types by name walked beforehand: the scope's own, and each
 // kind's (ObjectType.nested). Every other type comes from the base environment's provider.
 type typeProvider struct {
 	types.Provider
@@ -141,8 +142,8 @@ func (p *typeProvider) FindStructFieldType(name, field string) (*types.FieldType
 		return p.Provider.FindStructFieldType(name, field)
 	}
 	f, ok := t.Fields[field]
-	if !ok {
-		if escaped, isKeyword := keywordField(field); isKeyword {
+	if !ok { // a keyword (namespace), or a name an expression's selection was unescaped to (a-b)
+		if escaped, canEscape := apiservercel.Escape(field); canEscape {
 			f, ok = t.Fields[escaped]
 		}
 	}
@@ -153,12 +154,6 @@ func (p *typeProvider) FindStructFieldType(name, field string) (*types.FieldType
 		return &types.FieldType{Type: t.ElemType.CelType()}, true
 	}
 	return nil, false
-}
-
-// keywordField returns how a field named by a CEL keyword (namespace) is declared: escaped.
-func keywordField(name string) (string, bool) {
-	escaped, ok := apiservercel.Escape(name)
-	return escaped, ok && escaped == "__"+name+"__"
 }
 
 // scopeTypes returns the object types a scope declares, by name: those of its roots and the types

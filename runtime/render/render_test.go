@@ -486,3 +486,40 @@ spec:
 	}
 	return cs[0]
 }
+
+// A parent's field whose name is no CEL identifier (a-b) is read under its escaped name, as the
+// API server's CEL reads it (a__dash__b): the name was declared, the plain map held a-b, so the
+// render failed, and has() and orValue read the field absent. The object is read as it is: no
+// escaped key is added to it, which a child copying it whole would carry.
+func TestAParentsFieldWithADashIsReadUnderItsEscapedName(t *testing.T) {
+	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: things}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {a-b: string}}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  children:
+    - id: config
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}"}
+        data:
+          ab: "${parent.spec.a__dash__b}"
+          present: "${string(has(parent.spec.a__dash__b))}"
+          or: "${parent.spec.?a__dash__b.orValue('z')}"
+          chained: "${parent.?spec.?a__dash__b.orValue('z')}"
+`), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: t, namespace: ns, uid: u-1}, spec: {a-b: x}}")
+	out, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data := out.Children[0].Object.Object["data"]; !reflect.DeepEqual(data, map[string]any{"ab": "x", "present": "true", "or": "x", "chained": "x"}) {
+		t.Errorf("data %v, want the field read: x, true, x, x", data)
+	}
+}
