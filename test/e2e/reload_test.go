@@ -217,6 +217,16 @@ func TestHotReloadFromConfigMap(t *testing.T) {
 		gens.waitFor(t, "myapp", 2)
 	})
 	t.Run("an annotation the runtime does not read is the same version: nothing restarts, nothing is written", func(t *testing.T) {
+		// the Pods the change replaced are bound and started first: the scheduler's and the kwok
+		// node's writes are not the runtime's
+		eventually(t, 30*time.Second, "every Pod running", func() error {
+			for name, phase := range myAppPodsBy(t, ns, func(p *corev1.Pod) string { return string(p.Status.Phase) }) {
+				if phase != string(corev1.PodRunning) {
+					return fmt.Errorf("%s is %q", name, phase)
+				}
+			}
+			return nil
+		})
 		pods, record := podVersions(t, ns), recordVersion(t, policyNS)
 		before := metricValue(rt, "metacel_policy_same_version_loads_total", "myapp")
 		annotated := withPolicy(cm, func(p string) string { return policyAnnotated(podLabelled("v2")(p), "team: payments") })
