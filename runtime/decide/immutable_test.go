@@ -84,6 +84,18 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         spec:
           template: {spec: {restartPolicy: Never, containers: [{name: c, image: "${parent.data.a}"}]}}
 `, map[string]any{"a": "i"}, map[string]any{"a": "j"}, nil, "refuse Job", "the policy changes spec.template"},
+		{"a Service's clusterIP \"\" the API server allocated is no change", "v1", "services", "InPlace", `        apiVersion: v1
+        kind: Service
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {clusterIP: "", selector: {app: x}, ports: [{port: "${int(parent.data.b)}"}]}
+`, map[string]any{"b": "80"}, map[string]any{"b": "81"}, func(obj map[string]any) {
+			obj["spec"].(map[string]any)["clusterIP"] = "10.96.0.7"
+		}, "update Service", ""},
+		{"a Service's new clusterIP is refused", "v1", "services", "InPlace", `        apiVersion: v1
+        kind: Service
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {clusterIP: "${parent.data.a}", selector: {app: x}, ports: [{port: 80}]}
+`, map[string]any{"a": "10.96.0.7"}, map[string]any{"a": "10.96.0.8"}, nil, "refuse Service", "the policy changes spec.clusterIP"},
 		{"an immutable ConfigMap's new data is refused", "v1", "configmaps", "InPlace", `        apiVersion: v1
         kind: ConfigMap
         metadata: {name: "${parent.metadata.name}-c"}

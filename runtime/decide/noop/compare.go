@@ -41,6 +41,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 		ov, ok := observed.Object[k]
 		sub := subtree(managed, k)
 		switch {
+		case root.readsZeroAsUnset(k, dv):
 		case k == "metadata":
 			if !contentMetadataSatisfied(dv, ov, root.field(k), sub, bookkeepingLabel, bookkeepingAnnotation) {
 				return true
@@ -74,7 +75,7 @@ func contentMetadataSatisfied(desired, observed any, n *node, managed map[string
 			}
 		default:
 			ov, ok := o[k]
-			if !ok && isZero(dv) {
+			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) {
 				continue
 			}
 			if !ok || !satisfied(dv, ov, n.field(k), subtree(managed, k)) {
@@ -118,7 +119,8 @@ func subtree(managed map[string]any, k string) map[string]any {
 // before (nil: not known), which type the lists n does not:
 //   - each map key of desired is in observed with a satisfied value; a zero value ("", 0, false,
 //     empty list or map) also matches an absent key, since the server drops omitempty fields; a
-//     null matches anything, since the server stores nothing of it;
+//     null matches anything, since the server stores nothing of it, and so does a zero the
+//     server reads as unset (node.zeroIsUnset: a Service's clusterIP "" is allocated);
 //   - a list matches as its schema says (listSatisfied): by key, as a set, or item by item;
 //   - numbers compare by value (3 and 3.0 are equal); strings compare as strings, except where
 //     the schema says quantity: there "0.5" and "500m" are the same CPU, as the server rewrites
@@ -140,6 +142,9 @@ func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 					continue
 				}
 				return false
+			}
+			if n.readsZeroAsUnset(k, dv) {
+				continue
 			}
 			var sub map[string]any
 			if len(managed) > 0 {

@@ -17,8 +17,11 @@
 //     set) matches values in any order; an atomic list (a container's args, tolerations, a CRD
 //     list without a list type) matches item by item in order, and may have more items after
 //     them, as admission appends some (default tolerations);
-//   - a zero value the server drops ("", 0, false, empty) matches an absent field; fields only
-//     observed has (defaults, status, other managers' fields) do not matter.
+//   - a zero value the server drops ("", 0, false, empty) matches an absent field; in a built-in
+//     kind, a zero the server reads as unset (a field of its Go type that is no pointer and is
+//     encoded with omitempty: a Service's clusterIP "", a container's imagePullPolicy "")
+//     matches whatever the server allocated or defaulted there; fields only observed has
+//     (defaults, status, other managers' fields) do not matter.
 //
 // SchemaFor gives the schema: a CRD's OpenAPI schema when the caller has it, else the
 // structured-merge-diff schema client-go ships for built-in kinds. Without either, strings compare

@@ -92,6 +92,7 @@ func reversed(l []any) []any {
 func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 	const (
 		pod        = "pod"
+		service    = "service"
 		deployment = "deployment"
 		widget     = "widget" // a custom resource, with its CRD's schema
 		untyped    = "widget without its schema"
@@ -151,6 +152,22 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 		}, true},
 		{"a changed key of a port (containerPort and protocol) is a change", pod, func(d, o map[string]any) {
 			put(d, "UDP", container(0, "ports", 0, "protocol")...)
+		}, true},
+		{"an imagePullPolicy \"\" the server defaulted is no change", pod, func(d, o map[string]any) {
+			put(d, "", container(0, "imagePullPolicy")...)
+			put(o, "IfNotPresent", container(0, "imagePullPolicy")...)
+		}, false},
+		{"an imagePullPolicy from Always to IfNotPresent is a change", pod, func(d, o map[string]any) {
+			put(d, "IfNotPresent", container(0, "imagePullPolicy")...)
+			put(o, "Always", container(0, "imagePullPolicy")...)
+		}, true},
+		{"allowPrivilegeEscalation false (a pointer: false is a value) changed to true is a change", pod, func(d, o map[string]any) {
+			put(d, map[string]any{"allowPrivilegeEscalation": false}, container(0, "securityContext")...)
+			put(o, map[string]any{"allowPrivilegeEscalation": true}, container(0, "securityContext")...)
+		}, true},
+		{"a converged Service with clusterIP, type and sessionAffinity \"\" (allocated and defaulted) needs no apply", service, nil, false},
+		{"a Service's type from \"\" to NodePort is a change", service, func(d, o map[string]any) {
+			put(d, "NodePort", "spec", "type")
 		}, true},
 		{"a converged Deployment needs no apply", deployment, nil, false},
 		{"reordered containers of a Deployment are no change", deployment, func(d, o map[string]any) {

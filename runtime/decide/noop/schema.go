@@ -2,15 +2,19 @@ package noop
 
 import (
 	"encoding/json"
+	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"weak"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/managedfields"
+	"k8s.io/client-go/kubernetes/scheme"
 	smdschema "sigs.k8s.io/structured-merge-diff/v6/schema"
 
 	"metacel.dev/metacel/runtime/builtinschema"
@@ -37,6 +41,13 @@ type node struct {
 	// keys are the key fields of a map list, sorted; keyDefaults their defaults (nil: none).
 	keys        []string
 	keyDefaults []any
+	// zeroIsUnset names the fields of a built-in kind's object whose zero value ("", 0, false)
+	// the API server reads as unset: a string, number or bool of its Go type, not a pointer,
+	// encoded with omitempty. Defaulting or allocation then fills them in (a Service's clusterIP
+	// "" is allocated, a container's imagePullPolicy "" defaulted), so the zero a policy sets
+	// there matches whatever the server holds. A pointer's zero (allowPrivilegeEscalation:
+	// false, replicas: 0) is a value, kept as sent.
+	zeroIsUnset map[string]bool
 }
 
 type listType uint8
@@ -61,6 +72,28 @@ func (n *node) field(k string) *node {
 }
 
 func (n *node) isQuantity() bool { return n != nil && n.quantity }
+
+// readsZeroAsUnset reports whether the server reads the desired value v of the object's field k
+// as no value at all: v is the zero of a field in zeroIsUnset.
+func (n *node) readsZeroAsUnset(k string, v any) bool {
+	switch x := v.(type) {
+	case string:
+		if x != "" {
+			return false
+		}
+	case bool:
+		if x {
+			return false
+		}
+	case map[string]any, []any, nil:
+		return false
+	default:
+		if !isZero(v) {
+			return false
+		}
+	}
+	return n != nil && n.zeroIsUnset[k]
+}
 
 // quantityNode is every quantity's schema.
 var quantityNode = &node{quantity: true}
@@ -145,7 +178,7 @@ var (
 func smd() *smdSchemas {
 	smdOnce.Do(func() {
 		s := &smdSchemas{conv: builtinschema.TypeConverter(), schema: &builtinschema.Parser().Schema, named: map[string]*node{}}
-		s.objectMeta = s.namedType(objectMetaType)
+		s.objectMeta = s.namedType(objectMetaType, reflect.TypeFor[metav1.ObjectMeta]())
 		s.unknownRoot = &node{fields: map[string]*node{"metadata": s.objectMeta}}
 		smdAll = s
 	})
@@ -170,17 +203,28 @@ func (s *smdSchemas) root(gvk schema.GroupVersionKind) *node {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ref(tv.TypeRef())
+	return s.ref(tv.TypeRef(), goType(gvk))
 }
 
-func (s *smdSchemas) namedType(name string) *node {
+// goType is the Go type client-go decodes objects of gvk into; nil when it has none.
+func goType(gvk schema.GroupVersionKind) reflect.Type {
+	obj, err := scheme.Scheme.New(gvk)
+	if err != nil {
+		return nil
+	}
+	return reflect.TypeOf(obj)
+}
+
+func (s *smdSchemas) namedType(name string, t reflect.Type) *node {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.ref(smdschema.TypeRef{NamedType: &name})
+	return s.ref(smdschema.TypeRef{NamedType: &name}, t)
 }
 
-// ref builds the node of a type reference; under s.mu.
-func (s *smdSchemas) ref(tr smdschema.TypeRef) *node {
+// ref builds the node of a type reference, whose values client-go decodes into the Go type t
+// (nil: not known); under s.mu. A named type is built once, by the first reference to it: every
+// reference to one named type has one Go type.
+func (s *smdSchemas) ref(tr smdschema.TypeRef, t reflect.Type) *node {
 	if tr.NamedType != nil && *tr.NamedType == quantityType {
 		return quantityNode
 	}
@@ -195,7 +239,7 @@ func (s *smdSchemas) ref(tr smdschema.TypeRef) *node {
 		}
 		n := &node{}
 		s.named[name] = n // before its fields: types may be recursive
-		if !s.fill(n, atom) {
+		if !s.fill(n, atom, t) {
 			s.named[name] = nil
 			return nil
 		}
@@ -206,21 +250,21 @@ func (s *smdSchemas) ref(tr smdschema.TypeRef) *node {
 		return nil
 	}
 	n := &node{}
-	if !s.fill(n, atom) {
+	if !s.fill(n, atom, t) {
 		return nil
 	}
 	return n
 }
 
-// fill sets n from an atom; it reports false when the atom says nothing useful (a scalar, or a
-// value of any type), which leaves the value unknown.
-func (s *smdSchemas) fill(n *node, atom smdschema.Atom) bool {
+// fill sets n from an atom of Go type t (nil: not known); it reports false when the atom says
+// nothing useful (a scalar, or a value of any type), which leaves the value unknown.
+func (s *smdSchemas) fill(n *node, atom smdschema.Atom, t reflect.Type) bool {
 	switch {
 	case atom.Scalar != nil, atom.List != nil && atom.Map != nil:
 		return false
 	case atom.List != nil:
 		l := atom.List
-		n.elem = s.ref(l.ElementType)
+		n.elem = s.ref(l.ElementType, elemType(t))
 		n.list = listAtomic
 		if l.ElementRelationship == smdschema.Associative {
 			item, _ := s.schema.Resolve(l.ElementType)
@@ -240,13 +284,79 @@ func (s *smdSchemas) fill(n *node, atom smdschema.Atom) bool {
 		m := atom.Map
 		if len(m.Fields) > 0 {
 			n.fields = make(map[string]*node, len(m.Fields))
+			goFields := jsonFields(t)
 			for _, f := range m.Fields {
-				n.fields[f.Name] = s.ref(f.Type)
+				gf, known := goFields[f.Name]
+				n.fields[f.Name] = s.ref(f.Type, gf.Type)
+				if known && zeroIsUnset(gf) {
+					if n.zeroIsUnset == nil {
+						n.zeroIsUnset = map[string]bool{}
+					}
+					n.zeroIsUnset[f.Name] = true
+				}
 			}
 		}
 		if m.ElementType.NamedType != nil || m.ElementType.Inlined != (smdschema.Atom{}) {
-			n.elem = s.ref(m.ElementType)
+			n.elem = s.ref(m.ElementType, elemType(t))
 		}
+		return true
+	}
+	return false
+}
+
+// elemType is the Go type of the items of a slice or the values of a map of type t (pointers
+// followed); nil when t is neither.
+func elemType(t reflect.Type) reflect.Type {
+	t = deref(t)
+	if t == nil || (t.Kind() != reflect.Slice && t.Kind() != reflect.Map) {
+		return nil
+	}
+	return t.Elem()
+}
+
+func deref(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}
+
+// jsonFields returns the fields of the struct type t (pointers followed) by their JSON names,
+// those of inlined structs (TypeMeta) included; nil when t is no struct.
+func jsonFields(t reflect.Type) map[string]reflect.StructField {
+	t = deref(t)
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	out := map[string]reflect.StructField{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "" && f.Anonymous:
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+		case name != "":
+			out[name] = f
+		}
+	}
+	return out
+}
+
+// zeroIsUnset reports whether a zero value of the struct field f reads as unset: a string,
+// number or bool, not a pointer, that JSON encoding leaves out when zero (omitempty).
+func zeroIsUnset(f reflect.StructField) bool {
+	_, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if !slices.Contains(strings.Split(opts, ","), "omitempty") {
+		return false
+	}
+	switch f.Type.Kind() {
+	case reflect.String, reflect.Bool,
+		reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
 		return true
 	}
 	return false
