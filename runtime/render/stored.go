@@ -32,12 +32,14 @@ func storedForm(obj map[string]any, gk schema.GroupKind) {
 // storedForms holds, by kind, the rewrite of each built-in kind the API server stores otherwise
 // than sent (the conversions of pkg/apis/core/v1 in k8s.io/kubernetes): a Secret's stringData,
 // base64 values with line breaks, the deprecated serviceAccount of a pod spec (a Pod's, or the
-// pod template's of a workload), a Pod's negative grace period.
+// pod template's of a workload), a Pod's negative grace period, a port's protocol "" (a
+// container's, a Service's).
 var storedForms = func() map[schema.GroupKind]func(map[string]any) {
 	out := map[schema.GroupKind]func(map[string]any){
 		{Kind: "Secret"}:    storeSecret,
 		{Kind: "ConfigMap"}: func(obj map[string]any) { canonicalBase64(obj, "binaryData") },
 		{Kind: "Pod"}:       storePod,
+		{Kind: "Service"}:   storeService,
 	}
 	for gk, path := range kinds.PodSpecPaths {
 		if out[gk] == nil {
@@ -104,7 +106,7 @@ func storePod(obj map[string]any) {
 	if spec == nil {
 		return
 	}
-	storeServiceAccount(spec)
+	storePodSpec(spec)
 	if isNegative(spec["terminationGracePeriodSeconds"]) {
 		spec["terminationGracePeriodSeconds"] = int64(1)
 	}
@@ -119,7 +121,41 @@ func podSpecAt(path ...string) func(map[string]any) {
 				return
 			}
 		}
-		storeServiceAccount(m)
+		storePodSpec(m)
+	}
+}
+
+// storePodSpec rewrites a pod spec: its service account (storeServiceAccount), and its
+// containers' ports (storePortProtocols).
+func storePodSpec(spec map[string]any) {
+	storeServiceAccount(spec)
+	for _, field := range []string{"containers", "initContainers", "ephemeralContainers"} {
+		containers, _ := spec[field].([]any)
+		for _, c := range containers {
+			if c, ok := c.(map[string]any); ok {
+				storePortProtocols(c)
+			}
+		}
+	}
+}
+
+// storeService rewrites a Service's ports (storePortProtocols).
+func storeService(obj map[string]any) {
+	if spec, ok := obj["spec"].(map[string]any); ok {
+		storePortProtocols(spec)
+	}
+}
+
+// storePortProtocols sets the protocol "" of each of the ports of a container or a Service to
+// TCP, its default. protocol is a key of those map lists: applied as "", the port would be
+// another item than the stored TCP one, never up to date, and the API server would refuse the
+// next apply (a port listed twice: "Duplicate value").
+func storePortProtocols(holder map[string]any) {
+	ports, _ := holder["ports"].([]any)
+	for _, p := range ports {
+		if p, ok := p.(map[string]any); ok && p["protocol"] == "" {
+			p["protocol"] = "TCP"
+		}
 	}
 }
 

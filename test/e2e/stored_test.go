@@ -128,8 +128,9 @@ type storedCase struct {
 
 // TestWhatRenderGivesIsUpToDateOnceStored renders the child of each case of
 // runtime/render/testdata/stored.yaml, applies it as the runtime does, and checks the API
-// server's answer: the rendered child is up to date with it, and it holds the stored fields the
-// case gives (that the unit test of the same cases compares with).
+// server's answer: the rendered child is up to date with it, it holds the stored fields the
+// case gives (that the unit test of the same cases compares with), and applying it again is
+// accepted.
 func TestWhatRenderGivesIsUpToDateOnceStored(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(repo, "runtime", "render", "testdata", "stored.yaml"))
 	if err != nil {
@@ -156,6 +157,10 @@ func TestWhatRenderGivesIsUpToDateOnceStored(t *testing.T) {
 			})
 			if noop.SchemaFor(child.GroupVersionKind(), nil).NeedsApply(child, answer) {
 				t.Errorf("the rendered child is not up to date with what the API server stored:\nrendered %v\nstored   %v", child.Object, answer.Object)
+			}
+			if _, err := cluster.dynamic.Resource(gv.WithResource(tc.Resource.Resource)).Namespace(ns).
+				Apply(t.Context(), child.GetName(), child, metav1.ApplyOptions{FieldManager: apply.FieldManager, Force: true}); err != nil {
+				t.Errorf("the rendered child, applied a second time, is refused: %v", err)
 			}
 			unmanaged := answer.DeepCopy()
 			unmanaged.SetManagedFields(nil)
