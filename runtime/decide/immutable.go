@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/render"
@@ -18,8 +19,9 @@ import (
 //   - StatefulSet: every spec field but replicas, ordinals, template, updateStrategy,
 //     revisionHistoryLimit, persistentVolumeClaimRetentionPolicy and minReadySeconds
 //     (ValidateStatefulSetUpdate);
-//   - Job: spec.selector and spec.template (pkg/apis/batch/validation, ValidateJobSpecUpdate;
-//     a suspended Job's scheduling fields aside);
+//   - Job: spec.selector and spec.template (pkg/apis/batch/validation, ValidateJobSpecUpdate),
+//     but for a Job suspended that never started, the template's scheduling directives
+//     (schedulingDirectives);
 //   - Service: spec.clusterIP once set (pkg/apis/core/validation, ValidateServiceUpdate);
 //   - PersistentVolumeClaim: its spec but resources.requests and volumeAttributesClassName
 //     (ValidatePersistentVolumeClaimUpdate);
@@ -103,14 +105,48 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 			continue // not set yet (or an observed child written by hand without it): setting it is no change
 		}
 		only := &unstructured.Unstructured{Object: map[string]any{"apiVersion": child.Object.GetAPIVersion(), "kind": child.Object.GetKind()}}
-		if err := unstructured.SetNestedField(only.Object, v, path...); err != nil {
+		if err := unstructured.SetNestedField(only.Object, runtime.DeepCopyJSONValue(v), path...); err != nil {
 			continue
+		}
+		if f == "spec.template" && schedulable(child.Object.GroupVersionKind().GroupKind(), obs) {
+			withoutSchedulingDirectives(only.Object)
 		}
 		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
 			return f
 		}
 	}
 	return ""
+}
+
+// schedulable reports whether obs is a Job whose template's scheduling directives may still
+// change: suspended, and never started (the API server's jobStrategy: suspend true and no
+// status.startTime; policy.runtimeReads keeps both).
+func schedulable(gk schema.GroupKind, obs *unstructured.Unstructured) bool {
+	if gk != (schema.GroupKind{Group: "batch", Kind: "Job"}) {
+		return false
+	}
+	suspended, _, _ := unstructured.NestedBool(obs.Object, "spec", "suspend")
+	_, started, _ := unstructured.NestedFieldNoCopy(obs.Object, "status", "startTime")
+	return suspended && !started
+}
+
+// schedulingDirectives are the fields of a Job's template that may change while it is suspended
+// and never started (validatePodTemplateUpdate in pkg/apis/batch/validation).
+var schedulingDirectives = [][]string{
+	{"spec", "template", "metadata", "labels"},
+	{"spec", "template", "metadata", "annotations"},
+	{"spec", "template", "spec", "nodeSelector"},
+	{"spec", "template", "spec", "tolerations"},
+	{"spec", "template", "spec", "schedulingGates"},
+	{"spec", "template", "spec", "affinity", "nodeAffinity"},
+}
+
+// withoutSchedulingDirectives removes a Job's scheduling directives from obj, so that they are not
+// compared.
+func withoutSchedulingDirectives(obj map[string]any) {
+	for _, path := range schedulingDirectives {
+		unstructured.RemoveNestedField(obj, path...)
+	}
 }
 
 // immutableMessage says that the update of a child would change a field its kind does not let

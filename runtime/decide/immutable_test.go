@@ -78,6 +78,29 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
 			spec["template"].(map[string]any)["metadata"] = map[string]any{"labels": map[string]any{"batch.kubernetes.io/controller-uid": "u", "job-name": "p-c"}}
 			spec["template"].(map[string]any)["spec"].(map[string]any)["dnsPolicy"] = "ClusterFirst"
 		}, "update Job", ""},
+		{"a suspended Job that never started takes a new nodeSelector", "batch/v1", "jobs", "InPlace", `        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec:
+          suspend: true
+          template: {spec: {restartPolicy: Never, nodeSelector: {zone: "${parent.data.a}"}, containers: [{name: c, image: i}]}}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "update Job", ""},
+		{"a suspended Job that started refuses a new nodeSelector", "batch/v1", "jobs", "InPlace", `        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec:
+          suspend: true
+          template: {spec: {restartPolicy: Never, nodeSelector: {zone: "${parent.data.a}"}, containers: [{name: c, image: i}]}}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, func(obj map[string]any) {
+			obj["status"] = map[string]any{"startTime": "2026-11-30T10:00:00Z"}
+		}, "refuse Job", "the policy changes spec.template"},
+		{"a suspended Job that never started refuses a new image", "batch/v1", "jobs", "InPlace", `        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec:
+          suspend: true
+          template: {spec: {restartPolicy: Never, containers: [{name: c, image: "${parent.data.a}"}]}}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "refuse Job", "the policy changes spec.template"},
 		{"a Job's new template is refused", "batch/v1", "jobs", "InPlace", `        apiVersion: batch/v1
         kind: Job
         metadata: {name: "${parent.metadata.name}-c"}

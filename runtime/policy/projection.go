@@ -40,7 +40,7 @@ func (c *compiler) keepChildFields(out *Compiled) {
 			byResource[gvr] = keep
 		}
 		keep.Add(storedAs(info.GVK().GroupKind(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
-			Add(runtimeReads[gvr.GroupResource()])
+			Add(runtimeReadsOf(gvr.GroupResource()))
 		if ch.ReadyWhen == nil {
 			keep.Add(readiness.Fields())
 		}
@@ -71,11 +71,22 @@ func (p *Compiled) Kept(objs []*unstructured.Unstructured) []*unstructured.Unstr
 // runtimeReads are the fields of a child that the runtime reads itself, whatever the policy:
 // whether a Pod is bound (spec.nodeName: its deletion then takes its grace period, and a Recreate
 // waits for it; controller.goneAtOnce), whether a ConfigMap or Secret is immutable (its data can
-// then not change: decide.immutableFields).
+// then not change: decide.immutableFields), whether a Job is suspended and never started (its
+// template's scheduling directives may then change: decide.schedulable).
 var runtimeReads = map[schema.GroupResource]*projection.Fields{
-	{Resource: "pods"}:       (&projection.Fields{}).Keep("spec", "nodeName"),
-	{Resource: "configmaps"}: (&projection.Fields{}).Keep("immutable"),
-	{Resource: "secrets"}:    (&projection.Fields{}).Keep("immutable"),
+	{Resource: "pods"}:                 (&projection.Fields{}).Keep("spec", "nodeName"),
+	{Resource: "configmaps"}:           (&projection.Fields{}).Keep("immutable"),
+	{Resource: "secrets"}:              (&projection.Fields{}).Keep("immutable"),
+	{Group: "batch", Resource: "jobs"}: (&projection.Fields{}).Keep("spec", "suspend").Keep("status", "startTime"),
+}
+
+// runtimeReadsOf returns what the runtime reads itself of the children of gr: none but their
+// identifying fields, which every cache keeps, for a resource runtimeReads does not list.
+func runtimeReadsOf(gr schema.GroupResource) *projection.Fields {
+	if f, ok := runtimeReads[gr]; ok {
+		return f
+	}
+	return &projection.Fields{}
 }
 
 // storedAs adds to the fields a template sets of a built-in kind where the API server stores them

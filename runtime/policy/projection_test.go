@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -81,6 +82,40 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
     config: "${children.c.?data['config.yaml'].orValue('')}"
     cert: "${children.c.data[?'tls.crt'].orValue('')}"
 `, configmaps, "{data{a,config.yaml,tls.crt},immutable}"})
+	deployments := schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}
+	jobs := schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}
+	headOf := func(gvr schema.GroupVersionResource) string { // a head whose child resource is of another group
+		return strings.Replace(head(gvr.Resource), "apiVersion: v1\n      resource:", "apiVersion: "+gvr.GroupVersion().String()+"\n      resource:", 1)
+	}
+	tests = append(tests, []struct {
+		name     string
+		policy   string
+		resource schema.GroupVersionResource
+		want     string
+	}{
+		{"a Deployment keeps what its template sets and its readyWhen reads, not the whole object", headOf(deployments) + `  children:
+    - id: d
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          replicas: 1
+          selector: {matchLabels: {app: a}}
+          template: {metadata: {labels: {app: a}}, spec: {containers: [{name: app, image: "${parent.spec.image}"}]}}
+      readyWhen: child.?status.?availableReplicas.orValue(0) >= 1
+`, deployments, "{spec{replicas,selector,template{metadata,spec{containers{image,name}}}},status{availableReplicas}}"},
+		{"a Job keeps whether it is suspended and started, which the runtime reads", headOf(jobs) + `  children:
+    - id: j
+      template:
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          template: {spec: {restartPolicy: Never, containers: [{name: app, image: "${parent.spec.image}"}]}}
+      readyWhen: 'true'
+`, jobs, "{spec{suspend,template{spec{containers{image,name},restartPolicy}}},status{startTime}}"},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			c := load(t, tc.policy)
