@@ -32,9 +32,11 @@ func (f Finding) String() string {
 // admin, edit) in namespaces the policy's confinement does not bound. And it finds what the API
 // server accepts without a word but does not do what the template says (lintobjects.go): a
 // Secret key in both data and stringData; an HPA whose scaleTargetRef names no child of the
-// policy; a workload child an HPA scales that still sets spec.replicas.
+// policy; a workload child an HPA scales that still sets spec.replicas. And a parent CRD whose
+// status.conditions is no map list keyed by type, where the conditions metacel writes replace
+// every other controller's.
 func Lint(c *Compiled) []Finding {
-	out := slices.Concat(bindingFindings(c), secretFindings(c), scaleFindings(c))
+	out := slices.Concat(bindingFindings(c), secretFindings(c), scaleFindings(c), conditionsFindings(c))
 	slices.SortStableFunc(out, func(a, b Finding) int { return cmp.Compare(a.Line, b.Line) })
 	return out
 }
@@ -90,6 +92,31 @@ func (c *Compiled) finding(path, format string, args ...any) Finding {
 		f.File, f.Line = c.Source.File, c.Source.LineOf(path)
 	}
 	return f
+}
+
+// conditionsFindings is the finding of Lint about the parent's CRD: status.conditions declared as
+// a list that is not a map list keyed by type. metacel applies the parent's status with its
+// conditions (Synced, Ready, the policy's): server-side apply then owns such a list whole, so the
+// conditions another controller or a user sets there are removed at every sync.
+func conditionsFindings(c *Compiled) []Finding {
+	s := c.Parent.Schema
+	if s == nil {
+		return nil
+	}
+	status, ok := s.Properties["status"]
+	if !ok {
+		return nil
+	}
+	conds, ok := status.Properties["conditions"]
+	if !ok || conds.Type != "array" {
+		return nil
+	}
+	if conds.XListType != nil && *conds.XListType == "map" && slices.Equal(conds.XListMapKeys, []string{"type"}) {
+		return nil
+	}
+	return []Finding{c.finding("spec.parentResource", "the parent's CRD declares status.conditions as a list that is not a map list keyed by type: "+
+		"the conditions metacel writes (Synced, Ready) replace the whole list, removing those other controllers set; "+
+		"declare it with x-kubernetes-list-type: map and x-kubernetes-list-map-keys: [type], as metav1.Condition lists are")}
 }
 
 // writesEverything reports whether a ClusterRole is one of Kubernetes' roles that write most of

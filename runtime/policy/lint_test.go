@@ -2,10 +2,13 @@ package policy
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/test/testpolicies"
 )
 
@@ -160,6 +163,54 @@ func TestLintFindsChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay(t *testin
 		t.Run(tt.name, func(t *testing.T) {
 			var got []string
 			for _, f := range Lint(load(t, tt.policy)) {
+				got = append(got, f.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+// TestLintFindsParentConditionsMetacelWouldReplace: a parent CRD whose status.conditions is no map
+// list keyed by type has every other controller's conditions replaced by the ones metacel writes;
+// Lint says so at spec.parentResource. The seeds' CRDs declare the map list, and are not found.
+func TestLintFindsParentConditionsMetacelWouldReplace(t *testing.T) {
+	crd, err := os.ReadFile(filepath.Join("..", "..", "crds", "myapp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mapList := "x-kubernetes-list-type: map\n                  x-kubernetes-list-map-keys:\n                    - type\n                  "
+	if !strings.Contains(string(crd), mapList) {
+		t.Fatal("crds/myapp.yaml no longer declares its conditions as this test reads them")
+	}
+	tests := []struct {
+		name string
+		crd  string
+		want []string
+	}{
+		{"conditions as a map list keyed by type", string(crd), nil},
+		{"conditions as an atomic list", strings.Replace(string(crd), mapList, "", 1), []string{
+			`p.yaml:6: spec.parentResource: warning: the parent's CRD declares status.conditions as a list that is not a map list keyed by type: ` +
+				`the conditions metacel writes (Synced, Ready) replace the whole list, removing those other controllers set; ` +
+				`declare it with x-kubernetes-list-type: map and x-kubernetes-list-map-keys: [type], as metav1.Condition lists are`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "crd.yaml")
+			if err := os.WriteFile(file, []byte(tt.crd), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			catalog, err := kinds.LoadCRDFiles([]string{file})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs, err := Load("p.yaml", []byte(testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": "configmaps"})), catalog)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, f := range Lint(cs[0]) {
 				got = append(got, f.String())
 			}
 			if !slices.Equal(got, tt.want) {
