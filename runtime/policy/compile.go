@@ -271,6 +271,7 @@ func (c *compiler) related() []CompiledRelated {
 	for i, r := range c.spec.Related {
 		path := fieldpath.Index("spec.related", i)
 		cr := CompiledRelated{Path: path, ID: r.ID, Info: c.resource(path, r.APIVersion, r.Resource), Selector: r.Selector}
+		cr.Numbers = typedNumbers(c.scope.Related[r.ID].Type, cr.Schema)
 		cr.Namespace = c.stringTemplate(r.Namespace, path+".namespace")
 		cr.Name = c.stringTemplate(r.Name, path+".name")
 		if r.Selector != nil {
@@ -282,6 +283,15 @@ func (c *compiler) related() []CompiledRelated {
 		out = append(out, cr)
 	}
 	return out
+}
+
+// typedNumbers returns where the schema s of a child or related kind declares number fields, when
+// the objects are typed (t, from s): a dyn object's numbers are read as they are.
+func typedNumbers(t *expr.ObjectType, s *apiextensionsv1.JSONSchemaProps) *expr.Numbers {
+	if t == nil {
+		return nil
+	}
+	return expr.NumbersOf(s)
 }
 
 func (c *compiler) stringTemplate(s, path string) *expr.Template {
@@ -406,6 +416,9 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			env = c.eachEnv(cc.ForEach)
 		}
 		cc.Expression = c.program(env, ch.Expression, path+".expression", expr.WantObjects)
+		if info, ok := c.templateKind(ch.Template); ok && ch.Template != nil {
+			cc.Numbers = typedNumbers(c.scope.Children[ch.ID].Type, allowed[info.GVR].Schema)
+		}
 		if ch.Template != nil && env != nil {
 			t, err := env.CompileTemplate(ch.Template, path+".template")
 			if err != nil {

@@ -127,7 +127,13 @@ type CompiledRelated struct {
 	// Selector selects a list; its MatchLabels values are templates in SelectorLabels.
 	Selector       *metav1.LabelSelector
 	SelectorLabels map[string]*expr.Template
+	// Numbers are where the schema that types the related objects declares number fields (nil:
+	// none, or the objects are dyn): ForCEL binds them as doubles, as the parent's.
+	Numbers *expr.Numbers
 }
+
+// ForCEL is a related object as expressions read it (Compiled.ParentForCEL).
+func (r *CompiledRelated) ForCEL(obj map[string]any) map[string]any { return r.Numbers.AsDoubles(obj) }
 
 // IsList reports whether the related entry selects a list of objects.
 func (r *CompiledRelated) IsList() bool { return r.Selector != nil }
@@ -146,7 +152,13 @@ type CompiledChild struct {
 	// After are the children this one waits for (order.go): applied once they exist, or are
 	// ready, and deleted before them.
 	After []Dependency
+	// Numbers are where the schema that types the child's kind declares number fields (nil:
+	// none, or the child is dyn): ForCEL binds observed children as doubles, as the parent's.
+	Numbers *expr.Numbers
 }
+
+// ForCEL is an observed child as expressions read it (Compiled.ParentForCEL).
+func (c *CompiledChild) ForCEL(obj map[string]any) map[string]any { return c.Numbers.AsDoubles(obj) }
 
 // IsList reports whether the child entry produces a list (forEach or an expression).
 func (c *CompiledChild) IsList() bool { return c.ForEach != nil || c.Expression != nil }

@@ -389,7 +389,7 @@ func (r *run) judge(child *Child, observed *unstructured.Unstructured) error {
 		}
 		return nil
 	}
-	ok, err := ch.ReadyWhen.EvalBool(r.ctx, expr.Extend(r.act, map[string]any{"child": observed.Object}), r.budget)
+	ok, err := ch.ReadyWhen.EvalBool(r.ctx, expr.Extend(r.act, map[string]any{"child": ch.ForCEL(observed.Object)}), r.budget)
 	if err != nil {
 		return evalError(ch.Path+".readyWhen", err)
 	}

@@ -200,7 +200,7 @@ func newRun(ctx context.Context, c *policy.Compiled, in Input) *run {
 func relatedValues(c *policy.Compiled, related map[string][]*unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(c.Related))
 	for _, rel := range c.Related {
-		bind(out, rel.ID, rel.IsList(), related[rel.ID])
+		bind(out, rel.ID, rel.IsList(), related[rel.ID], rel.ForCEL)
 	}
 	return out
 }
@@ -209,27 +209,27 @@ func relatedValues(c *policy.Compiled, related map[string][]*unstructured.Unstru
 func observedValues(c *policy.Compiled, observed map[string][]*unstructured.Unstructured) map[string]any {
 	out := make(map[string]any, len(c.Children))
 	for _, ch := range c.Children {
-		bind(out, ch.ID, ch.IsList(), observed[ch.ID])
+		bind(out, ch.ID, ch.IsList(), observed[ch.ID], ch.ForCEL)
 	}
 	return out
 }
 
-// bind sets out[id] to the objects, in a stable order, as a list or as the one object; no object
-// leaves id absent.
-func bind(out map[string]any, id string, isList bool, objs []*unstructured.Unstructured) {
+// bind sets out[id] to the objects, in a stable order, as a list or as the one object, each as
+// forCEL gives it; no object leaves id absent.
+func bind(out map[string]any, id string, isList bool, objs []*unstructured.Unstructured, forCEL func(map[string]any) map[string]any) {
 	sorted := sortedObjects(objs)
 	switch {
 	case isList:
-		out[id] = objects(sorted)
+		out[id] = objects(sorted, forCEL)
 	case len(sorted) > 0:
-		out[id] = sorted[0].Object
+		out[id] = forCEL(sorted[0].Object)
 	}
 }
 
-func objects(objs []*unstructured.Unstructured) []any {
+func objects(objs []*unstructured.Unstructured, forCEL func(map[string]any) map[string]any) []any {
 	out := make([]any, len(objs))
 	for i, o := range objs {
-		out[i] = o.Object
+		out[i] = forCEL(o.Object)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
@@ -521,5 +522,70 @@ spec:
 	}
 	if data := out.Children[0].Object.Object["data"]; !reflect.DeepEqual(data, map[string]any{"ab": "x", "present": "true", "or": "x", "chained": "x"}) {
 		t.Errorf("data %v, want the field read: x, true, x, x", data)
+	}
+}
+
+// A child's or related object's number field (of a CRD's schema) holding a whole number is read
+// as the double its schema types, as the parent's: string(children.g.spec.ratio) failed every
+// sync with "no such overload", the field typed double and JSON's 2 an int.
+func TestAChildsAndARelatedObjectsNumberFieldIsReadAsADouble(t *testing.T) {
+	catalog := kinds.NewCatalog()
+	catalog.AddCRD(&apiextensionsv1.CustomResourceDefinition{
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com", Scope: apiextensionsv1.NamespaceScoped,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gauges", Singular: "gauge", Kind: "Gauge", ListKind: "GaugeList"},
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+					"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"ratio": {Type: "number"}}},
+				}}}}},
+		},
+	})
+	cs, err := policy.Load("p.yaml", []byte(`apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: gauges}
+spec:
+  parentResource: {apiVersion: example.com/v1, resource: things}
+  parentSchema: {kind: Thing, spec: {size: string}, status: {child: string, related: string}}
+  childResources: [{apiVersion: example.com/v1, resource: gauges}]
+  related:
+    - {id: base, apiVersion: example.com/v1, resource: gauges, name: base}
+  children:
+    - id: g
+      template:
+        apiVersion: example.com/v1
+        kind: Gauge
+        metadata: {name: "${parent.metadata.name}"}
+        spec: {ratio: 2}
+      readyWhen: child.spec.ratio * 2.0 == 4.0
+  status:
+    child: "${string(children.?g.spec.ratio.orValue(0.0))}"
+    related: "${string(related.?base.spec.ratio.orValue(0.0) * 3.0)}"
+`), catalog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := obj(t, "{apiVersion: example.com/v1, kind: Thing, metadata: {name: p, namespace: ns, uid: u-1}}")
+	in := Input{Parent: parent, Mapper: catalog, Related: map[string][]*unstructured.Unstructured{
+		"base": {obj(t, "{apiVersion: example.com/v1, kind: Gauge, metadata: {name: base, namespace: ns}, spec: {ratio: 2}}")}}}
+	first, err := Render(t.Context(), cs[0], in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := first.Children[0].Object.DeepCopy() // as the API server returns it: 2 decoded as an int
+	child.Object["spec"] = map[string]any{"ratio": int64(2)}
+	out, _, err := RenderObserved(t.Context(), cs[0], in, []*unstructured.Unstructured{child})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Children[0].Ready {
+		t.Errorf("the child is not ready: %s", out.Children[0].NotReadyBecause)
+	}
+	if got := map[string]any{"child": out.Status["child"], "related": out.Status["related"]}; !reflect.DeepEqual(got, map[string]any{"child": "2", "related": "6"}) {
+		t.Errorf("status %v, want child 2, related 6", got)
+	}
+	for _, o := range []*unstructured.Unstructured{child, in.Related["base"][0]} {
+		if _, isInt := o.Object["spec"].(map[string]any)["ratio"].(int64); !isInt {
+			t.Error("an object given was modified")
+		}
 	}
 }
