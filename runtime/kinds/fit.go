@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"regexp"
 	"slices"
 	"strconv"
@@ -451,6 +452,10 @@ func (w *objectWalk) scalar(v any, f Field) {
 		ok = atom.Scalar != nil && *atom.Scalar == smdschema.Boolean
 	default: // int64, float64
 		ok = atom.Scalar != nil && (*atom.Scalar == smdschema.Numeric || *atom.Scalar == smdschema.Untyped)
+		if ok && isFraction(v) && *atom.Scalar == smdschema.Numeric && w.s.builtin() {
+			w.errorf(f.Path, "%v is not a whole number, but %s takes an integer (a built-in kind has no fractions)", v, f.Name())
+			return
+		}
 	}
 	if ok {
 		return
@@ -460,6 +465,12 @@ func (w *objectWalk) scalar(v any, f Field) {
 		hint = fmt.Sprintf(": quote it (\"%v\")", v)
 	}
 	w.errorf(f.Path, "%v is %s, but %s takes %s%s", v, what, f.Name(), f.Takes(), hint)
+}
+
+// isFraction reports whether v is a number with a fractional part.
+func isFraction(v any) bool {
+	f, ok := v.(float64)
+	return ok && f != math.Trunc(f)
 }
 
 func isQuantity(tr smdschema.TypeRef) bool {

@@ -55,6 +55,14 @@ func SchemaOf(info Info) (*ObjectSchema, error) {
 	return builtinObjectSchema(gvk), nil
 }
 
+// builtin reports whether the schema is client-go's, of a built-in kind: its numbers are
+// integers (the API conventions have no fractions), which the structured-merge-diff schema does
+// not say ("numeric").
+func (s *ObjectSchema) builtin() bool {
+	shipped, _ := builtins()
+	return s.parser.Schema == shipped
+}
+
 // Types returns the structured-merge-diff types of the schema, and the type of its objects.
 func (s *ObjectSchema) Types() (*smdschema.Schema, smdschema.TypeRef) {
 	return s.parser.Schema, s.parser.TypeRef
