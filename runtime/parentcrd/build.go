@@ -413,17 +413,34 @@ func (b *schemaBuilder) fillObject(path string, at *field.Path, fields map[strin
 }
 
 // defaultEmpty defaults an object to {} when some of its fields have defaults and none is
-// required, so that its fields' defaults apply when it is left out.
+// required, so that its fields' defaults apply when it is left out; but not when its own rules
+// refuse that default (self.min <= self.max, with no default for max): the API server checks a
+// default against the rules, and would refuse the CRD for a default the author never wrote.
 func defaultEmpty(s *apiextensionsv1.JSONSchemaProps) {
-	if s.Default != nil || len(s.Required) > 0 {
+	if s.Default != nil || len(s.Required) > 0 || !slices.ContainsFunc(slices.Collect(maps.Values(s.Properties)), hasDefault) {
 		return
 	}
-	for _, p := range s.Properties {
-		if p.Default != nil {
-			s.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
-			return
-		}
+	s.Default = &apiextensionsv1.JSON{Raw: []byte("{}")}
+	if len(s.XValidations) > 0 && !defaultAccepted(s) {
+		s.Default = nil
 	}
+}
+
+func hasDefault(p apiextensionsv1.JSONSchemaProps) bool { return p.Default != nil }
+
+// defaultAccepted reports whether the API server accepts the default of the object s, checked
+// against s's schema and rules as it checks a CRD's defaults.
+func defaultAccepted(s *apiextensionsv1.JSONSchemaProps) bool {
+	internal := &apiextensions.JSONSchemaProps{}
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+		return false
+	}
+	structural, err := structuralschema.NewStructural(internal)
+	if err != nil {
+		return false
+	}
+	errs, err := structuraldefaulting.ValidateDefaults(context.Background(), field.NewPath("object"), structural, false, true)
+	return err == nil && len(errs) == 0
 }
 
 // field returns the schema of one declared field, and whether it is required. inObject says

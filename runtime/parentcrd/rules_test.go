@@ -203,3 +203,32 @@ func TestAnImmutableFieldKeepsItsValueOnUpdate(t *testing.T) {
 		})
 	}
 }
+
+// TestAnObjectIsDefaultedToEmptyOnlyWhereItsRulesAcceptIt: an object whose fields have defaults
+// defaults to {} so that they apply when it is left out, but not when its own rules refuse {}:
+// the API server checks a default against them, and refused the CRD for a default the author
+// never wrote ("limits.default: ... no such key: min").
+func TestAnObjectIsDefaultedToEmptyOnlyWhereItsRulesAcceptIt(t *testing.T) {
+	tests := []struct {
+		name, rule  string
+		wantDefault bool
+	}{
+		{"without rules", "", true},
+		{"with a rule {} passes", `x-kubernetes-validations: [{rule: "!has(self.max) || self.min <= self.max"}]`, true},
+		{"with a rule {} fails", `x-kubernetes-validations: [{rule: "self.min <= self.max", message: "min must not exceed max"}]`, false},
+		{"with a transition rule {} fails (the API server checks a default with itself as oldSelf)", `x-kubernetes-validations: [{rule: "self.min == oldSelf.min"}]`, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			limits := "{type: object, properties: {min: {type: integer, default: 1}, max: integer}"
+			if tc.rule != "" {
+				limits += ", " + tc.rule
+			}
+			crd := parentCRD(t, declaring+"    spec:\n      limits: "+limits+"}\n")
+			got := rootSchema(crd).Properties["spec"].Properties["limits"].Default != nil
+			if got != tc.wantDefault {
+				t.Errorf("limits defaults to {}: %v, want %v", got, tc.wantDefault)
+			}
+		})
+	}
+}
