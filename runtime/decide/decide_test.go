@@ -269,3 +269,40 @@ func TestBookkeepingAloneIsPatchedNeverRewritten(t *testing.T) {
 		}
 	}
 }
+
+// A converged child read from the cache (projected: policy.Compiled.Kept) is as up to date as read
+// whole. The no-op check matches a keyed list's items by every key, a port's protocol too, which
+// the template leaves to its default: before the cache kept every key, a UDP port another writer
+// put first read as TCP, and the Service was applied at every sync (DriftConflict after five).
+func TestAConvergedChildReadFromTheCacheNeedsNoWrite(t *testing.T) {
+	text := strings.NewReplacer("GROUPVERSION", "v1", "RESOURCE", "services", "METHOD", "InPlace", "TEMPLATE", `        apiVersion: v1
+        kind: Service
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {selector: {app: x}, ports: [{name: dns, port: "${int(parent.data.b)}"}]}
+`).Replace(immutablePolicy)
+	compiled, err := policy.Load("imm.yaml", []byte(text), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := compiled[0]
+	p := object(t, parent)
+	p.Object["data"] = map[string]any{"b": "53"}
+	out, err := render.Render(context.Background(), c, render.Input{Parent: p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := out.Children[0].Object.DeepCopy()
+	obs.SetUID("c-1")
+	obs.Object["spec"].(map[string]any)["ports"] = []any{
+		map[string]any{"name": "dns-udp", "port": int64(53), "protocol": "UDP", "targetPort": int64(53)},
+		map[string]any{"name": "dns", "port": int64(53), "protocol": "TCP", "targetPort": int64(53)},
+	}
+	cached := c.Kept([]*unstructured.Unstructured{obs})
+	out, kids, err := render.RenderObserved(context.Background(), c, render.Input{Parent: p}, cached)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps := decide.Writes(out, kids, c); len(steps) != 0 {
+		t.Errorf("steps %v, want none", steps)
+	}
+}

@@ -18,7 +18,9 @@ import (
 //     also where the API server stores it under another name (storedAs);
 //   - what readiness by kind reads, for a child with no readyWhen, and what every readyWhen reads;
 //   - what expressions read of children.<id> for each id of the resource;
-//   - what the runtime reads of such a child itself (runtimeReads).
+//   - what the runtime reads of such a child itself (runtimeReads);
+//   - every key field of the keyed lists the templates write into (ports by port and protocol),
+//     which the write decision matches items by, those a template leaves to their default too.
 //
 // Every child resource keeps its children whole when an expression reads children otherwise than
 // by id, or when a child's resource is not known from its template (a ${} kind, an expression
@@ -41,6 +43,11 @@ func (c *compiler) keepChildFields(out *Compiled) {
 		}
 		keep.Add(storedAs(info.GVK().GroupKind(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
 			Add(runtimeReadsOf(gvr.GroupResource()))
+		if s, ok := c.schemaOfChild(c.spec.Children[i].Template, out.ChildResources); ok {
+			for _, key := range s.ListKeyFields(c.spec.Children[i].Template) {
+				keep.Keep(key...)
+			}
+		}
 		if ch.ReadyWhen == nil {
 			keep.Add(readiness.Fields())
 		}

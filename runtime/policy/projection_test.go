@@ -115,6 +115,16 @@ func TestAChildResourceKeepsWhatThePolicyReads(t *testing.T) {
           template: {spec: {restartPolicy: Never, containers: [{name: app, image: "${parent.spec.image}"}]}}
       readyWhen: 'true'
 `, jobs, "{spec{suspend,template{spec{containers{image,name},restartPolicy}}},status{startTime}}"},
+		{"every key of a keyed list the template writes into, one it leaves to its default too (a port's protocol)", head("services") + `  children:
+    - id: s
+      template:
+        apiVersion: v1
+        kind: Service
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          ports: [{name: dns, port: "${size(parent.metadata.name)}"}]
+      readyWhen: 'true'
+`, schema.GroupVersionResource{Version: "v1", Resource: "services"}, "{spec{ports{name,port,protocol}}}"},
 	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
