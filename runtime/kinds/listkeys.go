@@ -24,12 +24,13 @@ func (s *ObjectSchema) listKeyFields(v any, tr smdschema.TypeRef, path []string,
 	}
 	switch x := v.(type) {
 	case map[string]any:
-		if atom.Map == nil {
+		m := atom.Map
+		if m == nil {
 			return
 		}
 		for k, fv := range x {
-			ft := atom.Map.ElementType
-			if f, ok := atom.Map.FindField(k); ok {
+			ft := m.ElementType
+			if f, ok := m.FindField(k); ok {
 				ft = f.Type
 			}
 			if ft != (smdschema.TypeRef{}) {
@@ -37,16 +38,17 @@ func (s *ObjectSchema) listKeyFields(v any, tr smdschema.TypeRef, path []string,
 			}
 		}
 	case []any:
-		if atom.List == nil {
+		l := atom.List
+		if l == nil {
 			return
 		}
-		if atom.List.ElementRelationship == smdschema.Associative {
-			for _, key := range atom.List.Keys {
+		if l.ElementRelationship == smdschema.Associative {
+			for _, key := range l.Keys {
 				*out = append(*out, append(slices.Clip(path), key))
 			}
 		}
 		for _, item := range x {
-			s.listKeyFields(item, atom.List.ElementType, path, out)
+			s.listKeyFields(item, l.ElementType, path, out)
 		}
 	}
 }
