@@ -27,15 +27,19 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 		out.Error = err.Error()
 		return out
 	}
-	cand, err := w.sync(ctx, in.Candidate, parent)
+	var replaced *policy.Compiled // the version the candidate replaces on the same parents
+	if in.Running != nil && in.Running.Parent.GVR.GroupResource() == in.Candidate.Parent.GVR.GroupResource() {
+		replaced = in.Running
+	}
+	cand, err := w.sync(ctx, in.Candidate, replaced, parent)
 	if err != nil {
 		out.Error = preview.ErrorText(err)
 		return out
 	}
 	var running *preview.Result
-	if in.Running != nil && in.Running.Parent.GVR.GroupResource() == in.Candidate.Parent.GVR.GroupResource() {
-		if old, err := w.atVersion(ctx, in.Running, listed); err == nil {
-			running, _ = w.sync(ctx, in.Running, old) // a failing running version has nothing to compare
+	if replaced != nil {
+		if old, err := w.atVersion(ctx, replaced, listed); err == nil {
+			running, _ = w.sync(ctx, replaced, nil, old) // a failing running version has nothing to compare
 		}
 	}
 	out.Children = childChanges(in, cand, running)
@@ -47,8 +51,8 @@ func planParent(ctx context.Context, in Input, w *world, parent *unstructured.Un
 
 // childChanges lists what the sync of the candidate would write, as the runtime decides it
 // (package decide, through preview): its steps (created, updated, recreated, bookkeeping patched; deleted or released
-// when no longer desired), then the children of resources the candidate dropped, deleted or
-// released.
+// when no longer desired, a deletion held back by the children's order included, with what it
+// waits for), then the children of resources the candidate dropped, deleted or released.
 func childChanges(in Input, cand, running *preview.Result) []Change {
 	var out []Change
 	for _, st := range cand.Steps {
@@ -63,6 +67,8 @@ func childChanges(in Input, cand, running *preview.Result) []Change {
 			out = append(out, bookkept(st))
 		case decide.Delete, decide.Release:
 			out = append(out, removed(in, st.Observed, "no longer desired"))
+		case decide.Wait: // deleted by a later sync, once what waits for it is gone
+			out = append(out, newChange(decide.Delete, st.Observed, st.Why))
 		}
 	}
 	for _, f := range cand.Observed.Foreign {

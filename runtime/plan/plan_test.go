@@ -536,3 +536,42 @@ func TestAnObjectLeftAloneIsNoDeletion(t *testing.T) {
 		t.Errorf("changes %q, want %q", got, want)
 	}
 }
+
+// TestADeletionHeldBackByOrderIsPlanned: children no longer desired are deleted in the reverse of
+// their order, which the version that desired them declares (the running one): the Pod that
+// depends on the ConfigMap goes first, and the ConfigMap's deletion waits for it. The plan lists
+// both deletions, the held one saying what it waits for, as the runtime decides them.
+func TestADeletionHeldBackByOrderIsPlanned(t *testing.T) {
+	cat := catalog(t)
+	running := compile(t, edit(t, "    - id: pod\n", "    - id: pod\n      dependsOn: [config]\n"), cat)
+	candidate := compile(t, gadget[:strings.Index(gadget, "  children:\n")]+`  children:
+    - id: other
+      template:
+        apiVersion: v1
+        kind: ConfigMap
+        metadata: {name: "${parent.metadata.name}-other"}
+        data: {a: b}
+`, cat)
+	parent := myApp("a", "nginx")
+	children := applied(t, compile(t, gadget, cat), cat, parent) // both, as the running version leaves them once the ConfigMap is ready
+	recordChildren(parent, children)
+	p, err := Run(t.Context(), Input{Candidate: candidate, Running: running, Mapper: cat, Client: newFakeCluster(append(children, parent))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, c := range p.Parents[0].Children {
+		got = append(got, c.String()+": "+c.Why)
+	}
+	want := []string{
+		"create v1 ConfigMap default/a-other: a new child",
+		"delete v1 ConfigMap default/a-config: no longer desired; deleted once Pod default/a-pod is gone…",
+		"delete v1 Pod default/a-pod: no longer desired",
+	}
+	if !matches(got, want) {
+		t.Errorf("changes:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+	if p.Totals.Deleted != 2 {
+		t.Errorf("totals %+v, want 2 deleted", p.Totals)
+	}
+}

@@ -150,12 +150,13 @@ func needsNamespaces(c *policy.Compiled) bool {
 
 // sync runs one offline sync of a parent under version c, with the related objects it reads and
 // its observed children.
-func (w *world) sync(ctx context.Context, c *policy.Compiled, parent *unstructured.Unstructured) (*preview.Result, error) {
+// sync syncs parent offline under c, which replaces previous (nil: none).
+func (w *world) sync(ctx context.Context, c, previous *policy.Compiled, parent *unstructured.Unstructured) (*preview.Result, error) {
 	related, err := w.related(ctx, c, parent)
 	if err != nil {
 		return nil, err
 	}
-	return preview.Run(ctx, preview.Input{Policy: c, Parent: parent, Related: related, Observed: w.children[parent.GetUID()], Mapper: w.in.Mapper,
+	return preview.Run(ctx, preview.Input{Policy: c, Previous: previous, Parent: parent, Related: related, Observed: w.children[parent.GetUID()], Mapper: w.in.Mapper,
 		ReservedNamespace: w.in.ReservedNamespace, CheckRecord: true})
 }
 

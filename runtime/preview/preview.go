@@ -18,6 +18,10 @@ import (
 // Input is what one offline sync reads. Nothing in it is modified.
 type Input struct {
 	Policy *policy.Compiled
+	// Previous is the version Policy replaces (nil: none), as the runtime knows it while one
+	// replaces the other: its entries say the deletion policy and order of the children Policy no
+	// longer lists (decide.Writes).
+	Previous *policy.Compiled
 	// Parent is the parent as written: Run admits a copy of it.
 	Parent *unstructured.Unstructured
 	// Related are the objects the policy's related entries may read, and Namespaces, whose labels
@@ -89,7 +93,7 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 		return failed(parent, res, err)
 	}
 	res.Output, res.Observed = out, kids
-	steps, notes := withoutHandWritten(decide.Writes(out, kids, c))
+	steps, notes := withoutHandWritten(decide.Writes(out, kids, c, in.Previous))
 	if err := decide.Refusal(steps); err != nil {
 		return failed(parent, res, err)
 	}
