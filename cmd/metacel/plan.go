@@ -44,7 +44,8 @@ fails is failing, and plan then exits 1. Nothing is written: plan only reads and
 
 Plan reads and dry-runs as the policy's ServiceAccount (spec.serviceAccountName, in --namespace),
 impersonating it as the runtime does: what the policy may not read or write fails here too, with
-the API server's Forbidden. You need the verb impersonate on that ServiceAccount. Secret data
+the API server's Forbidden. You need the verb impersonate on that ServiceAccount. With --as, plan
+acts as whom --as names instead (the API server impersonates once per request), and says so. Secret data
 never reaches the output: a Secret child's data fields are shown as changed, and the values of
 every Secret the plan read are replaced by <redacted> wherever they appear.`,
 		Args: cobra.ExactArgs(1),
@@ -112,20 +113,45 @@ func (o *planOptions) run(ctx context.Context, stdout, stderr io.Writer, file st
 	return nil
 }
 
-// actingAs is the client that reads and dry-runs for the candidate: as its ServiceAccount, which
-// the caller must be allowed to impersonate, so that the plan reads and writes only what the
-// policy may in the runtime; with the caller's own credentials when it names none.
+// actingAs is the client that reads and dry-runs for the candidate (actingConfig).
 func (o *planOptions) actingAs(cfg *rest.Config, candidate *policy.Compiled, stderr io.Writer) (dynamic.Interface, error) {
-	name := candidate.ServiceAccountName()
-	if name == "" {
-		fmt.Fprintf(stderr, "warning: policy %q names no spec.serviceAccountName: planned with your own credentials (the runtime loads it only with --allow-policies-without-service-account)\n", candidate.Name())
-		return dynamic.NewForConfig(cfg)
-	}
-	dyn, err := dynamic.NewForConfig(identity.Config(cfg, identity.ServiceAccount{Namespace: o.namespace, Name: name}))
+	acting := o.actingConfig(cfg, candidate, stderr)
+	dyn, err := dynamic.NewForConfig(acting)
 	if err != nil {
-		return nil, fmt.Errorf("client acting as %s/%s: %w", o.namespace, name, err)
+		return nil, fmt.Errorf("client acting as %q: %w", acting.Impersonate.UserName, err)
 	}
 	return dyn, nil
+}
+
+// actingConfig is whom the plan reads and dry-runs as: the candidate's ServiceAccount, which the
+// caller must be allowed to impersonate, so that the plan reads and writes only what the policy
+// may in the runtime; the caller's own credentials when it names none; and whom --as (or
+// --as-group) names when given, which the API server could not impersonate on top of the
+// ServiceAccount (one impersonation per request): said on stderr, never replaced in silence.
+func (o *planOptions) actingConfig(cfg *rest.Config, candidate *policy.Compiled, stderr io.Writer) *rest.Config {
+	name := candidate.ServiceAccountName()
+	asked := cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 || cfg.Impersonate.UID != ""
+	switch {
+	case name == "":
+		fmt.Fprintf(stderr, "warning: policy %q names no spec.serviceAccountName: planned with your own credentials (the runtime loads it only with --allow-policies-without-service-account)\n", candidate.Name())
+		return cfg
+	case asked:
+		fmt.Fprintf(stderr, "warning: planned as %s (--as), not as the policy's ServiceAccount %s/%s, which the runtime acts as: "+
+			"what it may read and write may differ; leave --as out to plan as the ServiceAccount\n", impersonated(cfg.Impersonate), o.namespace, name)
+		return cfg
+	}
+	return identity.Config(cfg, identity.ServiceAccount{Namespace: o.namespace, Name: name})
+}
+
+// impersonated names whom an impersonation config acts as: the user, else the groups.
+func impersonated(imp rest.ImpersonationConfig) string {
+	if imp.UserName != "" {
+		return fmt.Sprintf("%q", imp.UserName)
+	}
+	if len(imp.Groups) > 0 {
+		return fmt.Sprintf("groups %q", imp.Groups)
+	}
+	return fmt.Sprintf("UID %q", imp.UID)
 }
 
 func (o *planOptions) print(w io.Writer, file string, p *plan.Plan) error {

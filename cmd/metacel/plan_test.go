@@ -8,8 +8,12 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/client-go/rest"
+
 	"metacel.dev/metacel/runtime/decide"
+	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/plan"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // aPlan is a plan with one recreated Pod and one failing parent.
@@ -97,6 +101,43 @@ func TestPlanRefusesWhatItCannotDo(t *testing.T) {
 			_, _, err := runCLI(t, tt.args...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestPlanActsAsThePolicysServiceAccountUnlessToldOtherwise: plan impersonates the policy's
+// ServiceAccount, as the runtime acts; --as, which the API server cannot impersonate on top of it,
+// is whom it acts as instead, with a warning, never replaced in silence.
+func TestPlanActsAsThePolicysServiceAccountUnlessToldOtherwise(t *testing.T) {
+	withAccount := "apiVersion: metacel.dev/v1alpha1\nkind: CompositePolicy\nmetadata: {name: p}\nspec:\n  serviceAccountName: deployer\n" +
+		"  parentResource: {apiVersion: v1, resource: configmaps}\n  childResources: [{apiVersion: v1, resource: secrets}]\n" +
+		"  children:\n    - id: s\n      template: {apiVersion: v1, kind: Secret, metadata: {name: \"${parent.metadata.name}\"}}\n"
+	tests := []struct {
+		name        string
+		policy      string
+		as          rest.ImpersonationConfig
+		want, warns string
+	}{
+		{"the policy's ServiceAccount", withAccount, rest.ImpersonationConfig{}, "system:serviceaccount:ops:deployer", ""},
+		{"--as instead, said", withAccount, rest.ImpersonationConfig{UserName: "jane"}, "jane", `warning: planned as "jane" (--as), not as the policy's ServiceAccount ops/deployer`},
+		{"no ServiceAccount: the caller, said", strings.Replace(withAccount, "  serviceAccountName: deployer\n", "", 1), rest.ImpersonationConfig{}, "",
+			`warning: policy "p" names no spec.serviceAccountName`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cs, err := policy.Load("p.yaml", []byte(tc.policy), kinds.NewCatalog())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var stderr bytes.Buffer
+			o := &planOptions{namespace: "ops"}
+			got := o.actingConfig(&rest.Config{Host: "https://cluster", Impersonate: tc.as}, cs[0], &stderr)
+			if got.Impersonate.UserName != tc.want {
+				t.Errorf("acts as %q, want %q", got.Impersonate.UserName, tc.want)
+			}
+			if !strings.Contains(stderr.String(), tc.warns) || (tc.warns == "") != (stderr.Len() == 0) {
+				t.Errorf("stderr %q, want %q", stderr.String(), tc.warns)
 			}
 		})
 	}
