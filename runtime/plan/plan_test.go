@@ -544,7 +544,11 @@ func TestAnObjectLeftAloneIsNoDeletion(t *testing.T) {
 func TestADeletionHeldBackByOrderIsPlanned(t *testing.T) {
 	cat := catalog(t)
 	running := compile(t, edit(t, "    - id: pod\n", "    - id: pod\n      dependsOn: [config]\n"), cat)
-	candidate := compile(t, gadget[:strings.Index(gadget, "  children:\n")]+`  children:
+	head, _, found := strings.Cut(gadget, "  children:\n")
+	if !found {
+		t.Fatal("the gadget policy has no children")
+	}
+	candidate := compile(t, head+`  children:
     - id: other
       template:
         apiVersion: v1
