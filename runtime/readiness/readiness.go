@@ -5,6 +5,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	kstatus "sigs.k8s.io/cli-utils/pkg/kstatus/status"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // Verdict is an object's readiness as its kind judges it.
@@ -25,8 +27,14 @@ type Kind struct {
 	ReportsConditions bool
 }
 
-// Of judges obj: kstatus's verdict, then metacel's two rules (doc.go).
+// Of judges obj: metacel's rules where kstatus misjudges the kind, else kstatus's verdict, then
+// metacel's rules on top of it (doc.go).
 func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
+	for _, rule := range insteadOfKstatus {
+		if v, ok := rule(obj); ok {
+			return v
+		}
+	}
 	res, err := kstatus.Compute(obj)
 	if err != nil {
 		return Verdict{Reason: "StatusUnreadable", Message: fmt.Sprintf("its status cannot be read: %v", err)}
@@ -34,20 +42,10 @@ func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
 	if res.Status != kstatus.CurrentStatus {
 		return notCurrent(obj, res)
 	}
-	if v, ok := jobNotComplete(obj); ok {
-		return v
-	}
-	if v, ok := podFailed(obj); ok {
-		return v
-	}
-	if v, ok := onDeleteStatefulSetNotReady(obj); ok {
-		return v
-	}
-	if v, ok := loadBalancerPending(obj); ok {
-		return v
-	}
-	if v, ok := readyConditionBehind(obj); ok {
-		return v
+	for _, rule := range onTopOfKstatus {
+		if v, ok := rule(obj); ok {
+			return v
+		}
 	}
 	if kind.ReportsConditions && !hasConditions(obj) {
 		return Verdict{Reason: "NoConditions", Message: "its controller has reported no conditions yet"}
@@ -55,7 +53,20 @@ func Of(obj *unstructured.Unstructured, kind Kind) Verdict {
 	return Verdict{Ready: true, Reason: "Current", Message: res.Message}
 }
 
-// notCurrent turns a kstatus verdict other than Current into a Verdict.
+// A rule judges the objects of the kinds it knows (ok), and says nothing of others.
+type rule func(obj *unstructured.Unstructured) (v Verdict, ok bool)
+
+// insteadOfKstatus are the rules for states kstatus misjudges: a paused Deployment (never
+// Current), a DaemonSet updated OnDelete (never Current after a template change), a Job that
+// has failed while its Pods terminate (in progress).
+var insteadOfKstatus = []rule{pausedDeployment, onDeleteDaemonSet, jobFailing}
+
+// onTopOfKstatus are the rules for objects kstatus calls Current that are not ready yet.
+var onTopOfKstatus = []rule{jobNotComplete, podFailed, onDeleteStatefulSetNotReady, statefulSetLessAvailable, loadBalancerPending, conditionNotTrue, conditionBehind}
+
+// notCurrent turns a kstatus verdict other than Current into a Verdict. A Pod kstatus calls failed
+// while it has not (its containers crash-looping, or not scheduled yet: both recover, by a
+// restart or a new node) is not ready; a nested metacel parent whose child failed has failed.
 func notCurrent(obj *unstructured.Unstructured, res *kstatus.Result) Verdict {
 	v := Verdict{Failed: res.Status == kstatus.FailedStatus, Reason: string(res.Status), Message: res.Message}
 	for _, c := range res.Conditions {
@@ -68,6 +79,15 @@ func notCurrent(obj *unstructured.Unstructured, res *kstatus.Result) Verdict {
 	}
 	if c, ok := findCondition(obj, "Failed"); ok && v.Failed && isJob(obj) && c.status == "True" {
 		v.Reason, v.Message = orDefault(c.reason, v.Reason), orDefault(c.message, v.Message)
+	}
+	if isPod(obj) && v.Failed {
+		v = podRecoverable(obj, v)
+	}
+	if c, ok := findCondition(obj, "Suspended"); ok && isJob(obj) && c.status == "True" {
+		v.Reason, v.Message = orDefault(c.reason, "JobSuspended"), "the Job is suspended (spec.suspend)"
+	}
+	if c, ok := findCondition(obj, "Ready"); ok && c.status == "False" && c.reason == contract.ReasonChildFailed {
+		v.Failed, v.Reason, v.Message = true, c.reason, orDefault(c.message, v.Message)
 	}
 	if res.Status == kstatus.TerminatingStatus {
 		v.Reason = "Terminating"
@@ -130,6 +150,9 @@ func onDeleteStatefulSetNotReady(obj *unstructured.Unstructured) (Verdict, bool)
 			return Verdict{Reason: count.reason, Message: fmt.Sprintf("%s: %d/%d", count.name, n, replicas)}, true
 		}
 	}
+	if n, _, _ := unstructured.NestedInt64(obj.Object, "status", "replicas"); n > replicas {
+		return Verdict{Reason: "ExtraPods", Message: fmt.Sprintf("Pending termination: %d", n-replicas)}, true
+	}
 	return Verdict{}, false
 }
 
@@ -149,22 +172,13 @@ func loadBalancerPending(obj *unstructured.Unstructured) (Verdict, bool) {
 	return Verdict{Reason: "LoadBalancerPending", Message: "its load balancer has no address yet (status.loadBalancer.ingress)"}, true
 }
 
-// readyConditionBehind is metacel's generation rule: a Ready condition judged at another
-// generation than the object's says nothing of the object as it is.
-func readyConditionBehind(obj *unstructured.Unstructured) (Verdict, bool) {
-	c, ok := findCondition(obj, "Ready")
-	if !ok || c.observedGeneration == 0 || c.observedGeneration == obj.GetGeneration() {
-		return Verdict{}, false
-	}
-	return Verdict{
-		Reason:  "ReadyConditionBehind",
-		Message: fmt.Sprintf("its Ready condition is of generation %d, and the object is at generation %d", c.observedGeneration, obj.GetGeneration()),
-	}, true
-}
+func isJob(obj *unstructured.Unstructured) bool { return isKind(obj, "batch", "Job") }
 
-func isJob(obj *unstructured.Unstructured) bool {
+func isPod(obj *unstructured.Unstructured) bool { return isKind(obj, "", "Pod") }
+
+func isKind(obj *unstructured.Unstructured, group, kind string) bool {
 	gvk := obj.GroupVersionKind()
-	return gvk.Group == "batch" && gvk.Kind == "Job"
+	return gvk.Group == group && gvk.Kind == kind
 }
 
 func orDefault(s, def string) string {

@@ -245,6 +245,164 @@ status: {loadBalancer: {ingress: [{ip: 192.0.2.10}]}}`,
 			wantReady: true, wantReason: "Current",
 		},
 		{
+			name: "a paused Deployment rolled out is ready (kubectl rollout status's rule; kstatus never says so)",
+			object: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, generation: 3}
+spec: {replicas: 2, paused: true}
+status:
+  observedGeneration: 3
+  replicas: 2
+  updatedReplicas: 2
+  readyReplicas: 2
+  availableReplicas: 2
+  conditions:
+  - {type: Available, status: "True", reason: MinimumReplicasAvailable}
+  - {type: Progressing, status: Unknown, reason: DeploymentPaused, message: Deployment is paused}`,
+			wantReady: true, wantReason: "Current",
+		},
+		{
+			name: "a paused Deployment with an old replica left is not ready",
+			object: `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: d, generation: 3}
+spec: {replicas: 2, paused: true}
+status:
+  observedGeneration: 3
+  replicas: 3
+  updatedReplicas: 2
+  availableReplicas: 3
+  conditions:
+  - {type: Progressing, status: Unknown, reason: DeploymentPaused}`,
+			wantReason: "ExtraPods", wantMessage: "paused with 1 old replicas pending termination",
+		},
+		{
+			name: "a DaemonSet updated OnDelete, its Pods ready on the old template, is ready",
+			object: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, generation: 2}
+spec: {updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 2, desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 3, numberAvailable: 3}`,
+			wantReady: true, wantReason: "Current",
+		},
+		{
+			name: "a DaemonSet updated OnDelete with a Pod not ready is not ready",
+			object: `apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent, generation: 2}
+spec: {updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 2, desiredNumberScheduled: 3, currentNumberScheduled: 3, numberReady: 2, numberAvailable: 2}`,
+			wantReason: "LessReady", wantMessage: "Ready: 2/3",
+		},
+		{
+			name: "a Job that has failed while its Pods terminate (FailureTarget, not Failed yet) has failed",
+			object: `apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+status:
+  startTime: "2026-11-28T00:00:00Z"
+  terminating: 1
+  conditions:
+  - {type: FailureTarget, status: "True", reason: DeadlineExceeded, message: Job was active longer than specified deadline}`,
+			wantFailed: true, wantReason: "DeadlineExceeded", wantMessage: "Job was active longer than specified deadline",
+		},
+		{
+			name: "a suspended Job says so",
+			object: `apiVersion: batch/v1
+kind: Job
+metadata: {name: j}
+spec: {suspend: true}
+status:
+  conditions:
+  - {type: Suspended, status: "True", reason: JobSuspended, message: Job suspended}`,
+			wantReason: "JobSuspended", wantMessage: "the Job is suspended (spec.suspend)",
+		},
+		{
+			name: "a StatefulSet updated RollingUpdate with replicas ready but not available (minReadySeconds) is not ready",
+			object: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 2}
+spec: {replicas: 3, updateStrategy: {type: RollingUpdate, rollingUpdate: {partition: 0}}}
+status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, currentReplicas: 3, updatedReplicas: 3, availableReplicas: 1, currentRevision: db-1, updateRevision: db-1}`,
+			wantReason: "LessAvailable", wantMessage: "Available: 1/3",
+		},
+		{
+			name: "a StatefulSet updated OnDelete scaling down, a Pod still terminating, is not ready",
+			object: `apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, generation: 2}
+spec: {replicas: 2, updateStrategy: {type: OnDelete}}
+status: {observedGeneration: 2, replicas: 3, readyReplicas: 3, availableReplicas: 3}`,
+			wantReason: "ExtraPods", wantMessage: "Pending termination: 1",
+		},
+		{
+			name: "a Pod whose containers crash-loop is not ready, not failed (they restart)",
+			object: `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+status:
+  phase: Running
+  conditions:
+  - {type: Ready, status: "False", reason: ContainersNotReady}
+  containerStatuses:
+  - {name: app, ready: false, restartCount: 3, state: {waiting: {reason: CrashLoopBackOff, message: back-off 40s}}}`,
+			wantReason: "ContainerCrashLooping",
+		},
+		{
+			name: "a Pod no node fits yet is not ready, not failed, in the scheduler's words",
+			object: `apiVersion: v1
+kind: Pod
+metadata: {name: p, creationTimestamp: "2026-11-28T00:00:00Z"}
+status:
+  phase: Pending
+  conditions:
+  - {type: PodScheduled, status: "False", reason: Unschedulable, message: "0/3 nodes are available: 3 Insufficient cpu.", lastTransitionTime: "2026-11-28T00:00:00Z"}`,
+			wantReason: "Unschedulable", wantMessage: "0/3 nodes are available: 3 Insufficient cpu.",
+		},
+		{
+			name: "a custom resource without Ready whose Programmed condition is Unknown is not ready (a Gateway its controller has not programmed)",
+			object: `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: g, generation: 1}
+status:
+  conditions:
+  - {type: Accepted, status: Unknown, reason: Pending, message: Waiting for controller}
+  - {type: Programmed, status: Unknown, reason: Pending, message: Waiting for controller}`,
+			wantReason: "Pending", wantMessage: "Waiting for controller",
+		},
+		{
+			name: "a custom resource without Ready whose Available condition is False is not ready",
+			object: `apiVersion: example.com/v1
+kind: Cache
+metadata: {name: c, generation: 1}
+status:
+  conditions:
+  - {type: Available, status: "False", reason: MinimumReplicasUnavailable}
+  - {type: Progressing, status: "True", reason: Rolling}`,
+			wantReason: "MinimumReplicasUnavailable", wantMessage: "its Available condition is False",
+		},
+		{
+			name: "a custom resource whose Available condition is True at another generation is not ready",
+			object: `apiVersion: example.com/v1
+kind: Cache
+metadata: {name: c, generation: 3}
+status:
+  conditions:
+  - {type: Available, status: "True", reason: Ok, observedGeneration: 2}`,
+			wantReason: "AvailableConditionBehind",
+		},
+		{
+			name: "a nested metacel parent whose child failed has failed",
+			object: `apiVersion: example.com/v1
+kind: Stack
+metadata: {name: s, generation: 1}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: ChildFailed, message: "Job ns/migrate failed: BackoffLimitExceeded", observedGeneration: 1}`,
+			wantFailed: true, wantReason: "ChildFailed", wantMessage: "Job ns/migrate failed: BackoffLimitExceeded",
+		},
+		{
 			name:       "an object being deleted is not ready",
 			object:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, deletionTimestamp: \"2026-11-28T00:00:00Z\"}",
 			wantReason: "Terminating",

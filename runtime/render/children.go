@@ -100,7 +100,7 @@ func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) strin
 			if obs == nil || obs.GetDeletionTimestamp() != nil {
 				return fmt.Sprintf("after %s exists: %s", childName(kid.Object), dep.Why)
 			}
-			if !dep.Ready {
+			if !dep.Ready || boundByItsConsumer(kid.Object) {
 				continue
 			}
 			judged := kid
@@ -113,6 +113,16 @@ func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) strin
 		}
 	}
 	return ""
+}
+
+// boundByItsConsumer reports whether obj is a PersistentVolumeClaim, which an entry that waits for
+// it to be ready waits for only to exist: a claim of a WaitForFirstConsumer StorageClass (most
+// clouds' default) binds only once a Pod that uses it is scheduled, so waiting for it to be bound
+// would hold that Pod for ever; and a Pod whose claim is not bound yet is not started by
+// Kubernetes. The parent's Ready still waits for the claim to be bound.
+func boundByItsConsumer(obj *unstructured.Unstructured) bool {
+	gvk := obj.GroupVersionKind()
+	return gvk.Group == "" && gvk.Kind == "PersistentVolumeClaim"
 }
 
 // isHeld reports whether the entry of that id is held in this render.

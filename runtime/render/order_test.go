@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/policy"
 )
 
 // app reads the name of db, listed after it: db is applied first, app once db exists.
@@ -124,4 +125,68 @@ func TestAWaitCarriesDownAChain(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A Pod that depends on its PersistentVolumeClaim is applied once the claim exists, bound or not:
+// a claim of a WaitForFirstConsumer StorageClass (most clouds' default) binds only once a Pod
+// that uses it is scheduled, so waiting for it to be bound held the Pod, and the parent, for ever.
+// The parent stays not Ready while the claim is not bound.
+func TestAPodThatDependsOnItsClaimIsAppliedOnceTheClaimExists(t *testing.T) {
+	policy := strings.Replace(policyHead, "resource: configmaps", "resource: persistentvolumeclaims", 1) + `    - {apiVersion: v1, resource: pods}
+  children:
+    - id: data
+      template: {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}
+    - id: pod
+      dependsOn: [data]
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: app}
+        spec:
+          containers: [{name: app, image: busybox}]
+          volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]
+`
+	cs, err := policyLoad(policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := obj(t, `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace: ns, labels: {metacel.dev/child-id: data, metacel.dev/parent-uid: u-1}},
+  spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}, status: {phase: Pending}}`)
+	tests := []struct {
+		name     string
+		observed []*unstructured.Unstructured
+		want     string // desired | held
+	}{
+		{"before the claim exists, the Pod waits", nil, "data | pod"},
+		{"once the claim exists, pending, the Pod is applied", []*unstructured.Unstructured{pending}, "data pod | "},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, _, err := RenderObserved(t.Context(), cs, Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}, tc.observed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var desired, held []string
+			for _, c := range out.Children {
+				desired = append(desired, c.ID)
+			}
+			for _, h := range out.Held {
+				held = append(held, h.ID)
+			}
+			if got := strings.Join(desired, " ") + " | " + strings.Join(held, " "); got != tc.want {
+				t.Errorf("desired | held: %q, want %q", got, tc.want)
+			}
+			if out.Ready() {
+				t.Error("the parent is Ready while its claim is not bound")
+			}
+		})
+	}
+}
+
+func policyLoad(text string) (*policy.Compiled, error) {
+	cs, err := policy.Load("p.yaml", []byte(text), kinds.NewCatalog())
+	if err != nil {
+		return nil, err
+	}
+	return cs[0], nil
 }
