@@ -132,6 +132,9 @@ func (o *planOptions) actingConfig(cfg *rest.Config, candidate *policy.Compiled,
 	name := candidate.ServiceAccountName()
 	asked := cfg.Impersonate.UserName != "" || len(cfg.Impersonate.Groups) > 0 || cfg.Impersonate.UID != ""
 	switch {
+	case asked && name == "":
+		fmt.Fprintf(stderr, "warning: policy %q names no spec.serviceAccountName: planned as %s (--as) (the runtime loads it only with --allow-policies-without-service-account)\n", candidate.Name(), impersonated(cfg.Impersonate))
+		return cfg
 	case name == "":
 		fmt.Fprintf(stderr, "warning: policy %q names no spec.serviceAccountName: planned with your own credentials (the runtime loads it only with --allow-policies-without-service-account)\n", candidate.Name())
 		return cfg

@@ -122,7 +122,9 @@ func TestPlanActsAsThePolicysServiceAccountUnlessToldOtherwise(t *testing.T) {
 		{"the policy's ServiceAccount", withAccount, rest.ImpersonationConfig{}, "system:serviceaccount:ops:deployer", ""},
 		{"--as instead, said", withAccount, rest.ImpersonationConfig{UserName: "jane"}, "jane", `warning: planned as "jane" (--as), not as the policy's ServiceAccount ops/deployer`},
 		{"no ServiceAccount: the caller, said", strings.Replace(withAccount, "  serviceAccountName: deployer\n", "", 1), rest.ImpersonationConfig{}, "",
-			`warning: policy "p" names no spec.serviceAccountName`},
+			`warning: policy "p" names no spec.serviceAccountName: planned with your own credentials`},
+		{"no ServiceAccount and --as: --as, said", strings.Replace(withAccount, "  serviceAccountName: deployer\n", "", 1), rest.ImpersonationConfig{UserName: "jane"}, "jane",
+			`warning: policy "p" names no spec.serviceAccountName: planned as "jane" (--as)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

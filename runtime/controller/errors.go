@@ -1,10 +1,12 @@
 package controller
 
 import (
+	"context"
 	"errors"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/render"
@@ -76,6 +78,21 @@ const reasonWriteFenced = "WriteFenced"
 // than it can ever store, is rejected again when sent again.
 func isPermanent(err error) bool {
 	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)
+}
+
+// isTransient reports whether err is a request that failed on the way and may succeed when sent
+// again: the API server busy (429), in trouble (500 other than too large, 503, 504), timed
+// out, or the connection lost.
+func isTransient(err error) bool {
+	switch {
+	case isTooLarge(err):
+		return false
+	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err),
+		apierrors.IsInternalError(err), apierrors.IsServiceUnavailable(err), apierrors.IsUnexpectedServerError(err):
+		return true
+	}
+	return utilnet.IsConnectionReset(err) || utilnet.IsConnectionRefused(err) || utilnet.IsProbableEOF(err) ||
+		errors.Is(err, context.DeadlineExceeded)
 }
 
 // isTooLarge reports whether the API server refused an object for its size: the request body

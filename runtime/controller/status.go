@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,12 +28,20 @@ type reporter struct {
 
 // fail reports a failed sync on the parent (Synced=False, and a Warning event when the condition
 // is new) and says whether to retry: render errors and invalid requests wait for an input to
-// change; API errors and conflicts are retried with backoff. A write the write fence refused is
+// change; API errors and conflicts are retried with backoff. A 409 (a write guarded by a stale
+// resourceVersion) is retried unreported, and a retried failure the parent reports already is
+// not written again for another message (reportsAlready). A write the write fence refused is
 // not reported: this replica may no longer write for the parent, an event included (events carry
 // no slot, so the fence would let one through), and the replica that holds it reports.
 func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, err error) error {
 	if apierrors.ReasonForError(err) == reasonWriteFenced {
 		return err // this replica may no longer write for the parent: neither its status nor an event
+	}
+	if apierrors.IsConflict(err) {
+		// a write guarded by the resourceVersion the cache held, which was stale: retried once the
+		// cache has the object's latest, no failure of the parent's to report
+		klog.FromContext(ctx).V(2).Info("Sync retried: an object changed since it was read", "err", err)
+		return err
 	}
 	var se *syncError
 	reason, retry := contract.ReasonEvaluationError, false
@@ -41,6 +50,12 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 		reason, retry = se.reason, !refusedForGood(err)
 	case isRenderError(err):
 		reason = render.ErrorConditions(err, reason)[0].Reason
+	case isTransient(err): // a read that failed on the way (a large object fetched, a 429)
+		retry = true
+	}
+	if retry && r.reportsAlready(parent, reason) {
+		klog.FromContext(ctx).V(2).Info("Sync failed again", "reason", reason, "err", err)
+		return err
 	}
 	conds := render.FailureConditions(reason, err.Error())
 	_, changed, serr := r.updateStatus(ctx, parent, nil, conds)
@@ -56,6 +71,27 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 		return err
 	}
 	return terminal(err)
+}
+
+// reportsAlready reports whether the parent's status says already that its syncs fail for
+// reason, at its generation: a failure that is retried is not written again for another message
+// (an API server in trouble answers timeouts and leader changes in turn). The write's own echo,
+// the parent's update event, would sync it again at once, past the backoff, each time with a new
+// status and a new Warning event.
+func (r *reporter) reportsAlready(parent *unstructured.Unstructured, reason string) bool {
+	if !r.policy.Parent.HasStatus {
+		return false
+	}
+	conds, _, _ := unstructured.NestedSlice(parent.Object, "status", "conditions")
+	for _, c := range conds {
+		m, _ := c.(map[string]any)
+		if m["type"] != contract.ConditionSynced {
+			continue
+		}
+		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
+		return m["status"] == "False" && m["reason"] == reason && gen == parent.GetGeneration()
+	}
+	return false
 }
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and
@@ -91,7 +127,7 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 	if sameJSON(status, owned) {
 		return nil, false, nil
 	}
-	err = r.states.sendUnlessRefused(parent, "status", &unstructured.Unstructured{Object: status}, func() (err error) {
+	err = r.states.sendUnlessRefused(parent, "status", untimed(status), func() (err error) {
 		if written, err = r.deps.Writer.ApplyStatus(ctx, r.policy.Parent.GVR, parent, status); err != nil {
 			// the parent's conditions cannot say it: an event does (e.g. a field the schema rejects)
 			r.deps.Recorder.Eventf(parent, nil, "Warning", contract.ReasonStatusFailed, "Sync", "write status: %v", err)
@@ -103,6 +139,28 @@ func (r *reporter) updateStatus(ctx context.Context, parent *unstructured.Unstru
 		return nil
 	})
 	return written, err == nil, err
+}
+
+// untimed is a status as a refusal remembers it: without its conditions' lastTransitionTime,
+// which a condition of a new parent, or one that changes, takes from the clock at every sync: the
+// same status refused is then the same a second later, not sent again.
+func untimed(status map[string]any) *unstructured.Unstructured {
+	conds, _ := status["conditions"].([]any)
+	if len(conds) == 0 {
+		return &unstructured.Unstructured{Object: status}
+	}
+	out := maps.Clone(status)
+	untimedConds := make([]any, len(conds))
+	for i, c := range conds {
+		untimedConds[i] = c
+		if m, ok := c.(map[string]any); ok {
+			m = maps.Clone(m)
+			delete(m, "lastTransitionTime")
+			untimedConds[i] = m
+		}
+	}
+	out["conditions"] = untimedConds
+	return &unstructured.Unstructured{Object: out}
 }
 
 func orEmpty(m map[string]any) map[string]any {

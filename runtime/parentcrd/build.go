@@ -429,10 +429,13 @@ func defaultEmpty(s *apiextensionsv1.JSONSchemaProps) {
 func hasDefault(p apiextensionsv1.JSONSchemaProps) bool { return p.Default != nil }
 
 // defaultAccepted reports whether the API server accepts the default of the object s, checked
-// against s's schema and rules as it checks a CRD's defaults.
+// against s's schema and rules as it checks a CRD's defaults. s is checked as a field of an
+// object, as it stands in the CRD: at the root, its fields kind, apiVersion and metadata would be
+// read as an object's own.
 func defaultAccepted(s *apiextensionsv1.JSONSchemaProps) bool {
+	wrapped := &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"object": *s}}
 	internal := &apiextensions.JSONSchemaProps{}
-	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(s, internal, nil); err != nil {
+	if err := apiextensionsv1.Convert_v1_JSONSchemaProps_To_apiextensions_JSONSchemaProps(wrapped, internal, nil); err != nil {
 		return false
 	}
 	structural, err := structuralschema.NewStructural(internal)

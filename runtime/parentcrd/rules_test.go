@@ -216,11 +216,12 @@ func TestAnObjectIsDefaultedToEmptyOnlyWhereItsRulesAcceptIt(t *testing.T) {
 		{"without rules", "", true},
 		{"with a rule {} passes", `x-kubernetes-validations: [{rule: "!has(self.max) || self.min <= self.max"}]`, true},
 		{"with a rule {} fails", `x-kubernetes-validations: [{rule: "self.min <= self.max", message: "min must not exceed max"}]`, false},
+		{"with a field named kind, read as the object's own field", `x-kubernetes-validations: [{rule: "!has(self.max) || self.kind <= self.max"}]`, true},
 		{"with a transition rule {} fails (the API server checks a default with itself as oldSelf)", `x-kubernetes-validations: [{rule: "self.min == oldSelf.min"}]`, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			limits := "{type: object, properties: {min: {type: integer, default: 1}, max: integer}"
+			limits := "{type: object, properties: {min: {type: integer, default: 1}, kind: {type: integer, default: 1}, max: integer}"
 			if tc.rule != "" {
 				limits += ", " + tc.rule
 			}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
 	"metacel.dev/metacel/runtime/fieldpath"
 )
 
@@ -95,7 +97,8 @@ func (c *Compiled) finding(path, format string, args ...any) Finding {
 }
 
 // conditionsFindings is the finding of Lint about the parent's CRD: status.conditions declared as
-// a list that is not a map list keyed by type. metacel applies the parent's status with its
+// a list that is not a map list keyed by type, or not declared under a status that keeps unknown
+// fields (x-kubernetes-preserve-unknown-fields), which types it as no list at all. metacel applies the parent's status with its
 // conditions (Synced, Ready, the policy's): server-side apply then owns such a list whole, so the
 // conditions another controller or a user sets there are removed at every sync.
 func conditionsFindings(c *Compiled) []Finding {
@@ -107,16 +110,23 @@ func conditionsFindings(c *Compiled) []Finding {
 	if !ok {
 		return nil
 	}
-	conds, ok := status.Properties["conditions"]
-	if !ok || conds.Type != "array" {
+	conds, declared := status.Properties["conditions"]
+	switch {
+	case !declared && !preservesUnknown(status): // no conditions are stored: the API server prunes them
 		return nil
-	}
-	if conds.XListType != nil && *conds.XListType == "map" && slices.Equal(conds.XListMapKeys, []string{"type"}) {
+	case declared && conds.Type != "array" && !preservesUnknown(conds):
+		return nil
+	case declared && conds.XListType != nil && *conds.XListType == "map" && slices.Equal(conds.XListMapKeys, []string{"type"}):
 		return nil
 	}
 	return []Finding{c.finding("spec.parentResource", "the parent's CRD declares status.conditions as a list that is not a map list keyed by type: "+
 		"the conditions metacel writes (Synced, Ready) replace the whole list, removing those other controllers set; "+
 		"declare it with x-kubernetes-list-type: map and x-kubernetes-list-map-keys: [type], as metav1.Condition lists are")}
+}
+
+// preservesUnknown reports whether a schema keeps the fields it does not declare.
+func preservesUnknown(s apiextensionsv1.JSONSchemaProps) bool {
+	return s.XPreserveUnknownFields != nil && *s.XPreserveUnknownFields
 }
 
 // writesEverything reports whether a ClusterRole is one of Kubernetes' roles that write most of

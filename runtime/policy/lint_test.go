@@ -184,16 +184,19 @@ func TestLintFindsParentConditionsMetacelWouldReplace(t *testing.T) {
 	if !strings.Contains(string(crd), mapList) {
 		t.Fatal("crds/myapp.yaml no longer declares its conditions as this test reads them")
 	}
+	const atomicConditions = `p.yaml:6: spec.parentResource: warning: the parent's CRD declares status.conditions as a list that is not a map list keyed by type: ` +
+		`the conditions metacel writes (Synced, Ready) replace the whole list, removing those other controllers set; ` +
+		`declare it with x-kubernetes-list-type: map and x-kubernetes-list-map-keys: [type], as metav1.Condition lists are`
 	tests := []struct {
 		name string
 		crd  string
 		want []string
 	}{
 		{"conditions as a map list keyed by type", string(crd), nil},
-		{"conditions as an atomic list", strings.Replace(string(crd), mapList, "", 1), []string{
-			`p.yaml:6: spec.parentResource: warning: the parent's CRD declares status.conditions as a list that is not a map list keyed by type: ` +
-				`the conditions metacel writes (Synced, Ready) replace the whole list, removing those other controllers set; ` +
-				`declare it with x-kubernetes-list-type: map and x-kubernetes-list-map-keys: [type], as metav1.Condition lists are`}},
+		{"conditions undeclared under a status that keeps unknown fields", strings.Replace(strings.Replace(string(crd), "                conditions:\n", "                notConditions:\n", 1),
+			"              description: Observed state of the MyApp, written by the runtime.\n",
+			"              description: Observed state of the MyApp, written by the runtime.\n              x-kubernetes-preserve-unknown-fields: true\n", 1), []string{atomicConditions}},
+		{"conditions as an atomic list", strings.Replace(string(crd), mapList, "", 1), []string{atomicConditions}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

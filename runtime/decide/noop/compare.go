@@ -24,7 +24,7 @@ func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 	if s != nil {
 		root = s.root
 	}
-	return !satisfied(desired.Object, observed.Object, root, apply.ManagedBy(observed, apply.FieldManager))
+	return !satisfied(desired.Object, observed.Object, root, ownedBy(observed))
 }
 
 // ContentNeedsApply is NeedsApply for what the policy computes alone: the labels and annotations
@@ -36,12 +36,12 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 	if s != nil {
 		root = s.root
 	}
-	managed := apply.ManagedBy(observed, apply.FieldManager)
+	own := ownedBy(observed)
 	for k, dv := range desired.Object {
 		ov, ok := observed.Object[k]
-		sub := subtree(managed, k)
+		sub := own.field(k)
 		switch {
-		case root.readsZeroAsUnset(k, dv):
+		case root.readsZeroAsUnset(k, dv) && own.owns(k):
 		case k == "metadata":
 			if !contentMetadataSatisfied(dv, ov, root.field(k), sub, bookkeepingLabel, bookkeepingAnnotation) {
 				return true
@@ -58,7 +58,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 }
 
 // contentMetadataSatisfied is satisfied for an object's metadata, less metacel's bookkeeping.
-func contentMetadataSatisfied(desired, observed any, n *node, managed map[string]any, bookkeepingLabel, bookkeepingAnnotation func(string) bool) bool {
+func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkeepingLabel, bookkeepingAnnotation func(string) bool) bool {
 	d, _ := desired.(map[string]any)
 	o, _ := observed.(map[string]any)
 	for k, dv := range d {
@@ -75,10 +75,10 @@ func contentMetadataSatisfied(desired, observed any, n *node, managed map[string
 			}
 		default:
 			ov, ok := o[k]
-			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) {
+			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !ok || !satisfied(dv, ov, n.field(k), subtree(managed, k)) {
+			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) {
 				return false
 			}
 		}
@@ -105,14 +105,39 @@ func stringsSatisfied(desired, observed any, skip func(string) bool) bool {
 	return true
 }
 
-// subtree is the managed fields of field k of the value whose managed fields are managed.
-func subtree(managed map[string]any, k string) map[string]any {
-	if len(managed) == 0 {
-		return nil
-	}
-	sub, _ := managed["f:"+k].(map[string]any)
-	return sub
+// owned is what metacel's managed fields say of a value: fields, the managed fields of it (nil:
+// none), and known, whether they tell which of its fields metacel owns (false: no managed fields
+// to read, as for an object written by hand, or inside an atomic list, whose items have none).
+type owned struct {
+	fields map[string]any
+	known  bool
 }
+
+// ownedBy is what metacel's managed fields say of an object.
+func ownedBy(obj *unstructured.Unstructured) owned {
+	fields := apply.ManagedBy(obj, apply.FieldManager)
+	return owned{fields: fields, known: fields != nil}
+}
+
+// field is what the managed fields say of field k of the value.
+func (o owned) field(k string) owned {
+	sub, _ := o.fields["f:"+k].(map[string]any)
+	return owned{fields: sub, known: o.known}
+}
+
+// owns reports whether metacel owns field k of the value, or cannot tell: a field it owns holds
+// what it applied, as the server stored it (a zero it sent, defaulted or allocated), where another
+// writer's change takes the field over.
+func (o owned) owns(k string) bool {
+	if !o.known {
+		return true
+	}
+	_, ok := o.fields["f:"+k]
+	return ok
+}
+
+// unknown is what the managed fields say of a value they do not cover.
+var unknown = owned{}
 
 // satisfied reports whether observed already holds every field of desired, as the API server
 // stores it; n is the schema of the value (nil: unknown), managed the fields metacel set there
@@ -128,7 +153,7 @@ func subtree(managed map[string]any, k string) map[string]any {
 //
 // Fields only observed has (defaults, status, fields of other managers, fields metacel set before
 // and no longer desires) do not matter.
-func satisfied(desired, observed any, n *node, managed map[string]any) bool {
+func satisfied(desired, observed any, n *node, own owned) bool {
 	switch d := desired.(type) {
 	case map[string]any:
 		o, ok := observed.(map[string]any)
@@ -143,21 +168,17 @@ func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 				}
 				return false
 			}
-			if n.readsZeroAsUnset(k, dv) {
+			if n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			var sub map[string]any
-			if len(managed) > 0 {
-				sub, _ = managed["f:"+k].(map[string]any)
-			}
-			if !satisfied(dv, ov, n.field(k), sub) {
+			if !satisfied(dv, ov, n.field(k), own.field(k)) {
 				return false
 			}
 		}
 		return true
 	case []any:
 		o, _ := observed.([]any)
-		return listSatisfied(d, o, n, managed)
+		return listSatisfied(d, o, n, own)
 	case nil:
 		return true // server-side apply stores nothing of a null (creationTimestamp: null, as kubectl prints it)
 	}
@@ -178,7 +199,8 @@ func satisfied(desired, observed any, n *node, managed map[string]any) bool {
 // a set, an entry without items an atomic list. With no managed fields either, a list whose
 // desired items all have distinct names matches them by name in the same order, whatever
 // observed has around them; any other list is atomic.
-func listSatisfied(d, o []any, n *node, managed map[string]any) bool {
+func listSatisfied(d, o []any, n *node, own owned) bool {
+	managed := own.fields
 	var elem *node
 	list := listUnknown
 	var keys []string
@@ -191,7 +213,7 @@ func listSatisfied(d, o []any, n *node, managed map[string]any) bool {
 	}
 	switch list {
 	case listMap:
-		return mapListSatisfied(d, o, elem, keys, defaults, managed)
+		return mapListSatisfied(d, o, elem, keys, defaults, own)
 	case listSet:
 		return setSatisfied(d, o, elem)
 	case listNamed:
@@ -254,9 +276,9 @@ func atomicSatisfied(d, o []any, elem *node, managed map[string]any) bool {
 		return false
 	}
 	for i := range d {
-		var sub map[string]any
+		sub := unknown // an atomic list's items have no managed fields of their own
 		if len(managed) > 0 {
-			sub, _ = managed["i:"+strconv.Itoa(i)].(map[string]any)
+			sub.fields, _ = managed["i:"+strconv.Itoa(i)].(map[string]any)
 		}
 		if !satisfied(d[i], o[i], elem, sub) {
 			return false
@@ -268,7 +290,8 @@ func atomicSatisfied(d, o []any, elem *node, managed map[string]any) bool {
 // mapListSatisfied matches a map list by keys. Each desired item's managed fields (for the lists
 // inside it) are found by its key ("k:{...}"), spelt as the API server spells it when that is
 // simple, else by parsing the keyed entries.
-func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, managed map[string]any) bool {
+func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, own owned) bool {
+	managed := own.fields
 	for _, item := range d {
 		di, ok := item.(map[string]any)
 		if !ok {
@@ -278,17 +301,17 @@ func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, man
 		if oi == nil {
 			return false
 		}
-		var fields map[string]any
+		item := owned{known: own.known} // an item metacel does not own: known, and none of its fields
 		if len(managed) > 0 {
 			f, found := keyPath(di, keys, defaults)
 			if _, ok := managed[f]; !found || !ok {
 				f, found = findOwned(managed, di, keys, defaults)
 			}
 			if found {
-				fields, _ = managed[f].(map[string]any)
+				item.fields, _ = managed[f].(map[string]any)
 			}
 		}
-		if !satisfied(di, oi, elem, fields) {
+		if !satisfied(di, oi, elem, item) {
 			return false
 		}
 	}
@@ -430,7 +453,7 @@ func namedSatisfied(d, o []any, elem *node) bool {
 				found = j
 			}
 		}
-		if found < 0 || !satisfied(di, o[found], elem, nil) {
+		if found < 0 || !satisfied(di, o[found], elem, unknown) {
 			return false
 		}
 		next = found + 1

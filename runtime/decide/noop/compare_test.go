@@ -46,7 +46,7 @@ func TestSatisfied(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := satisfied(tc.desired, tc.observed, tc.schema, nil); got != tc.want {
+			if got := satisfied(tc.desired, tc.observed, tc.schema, unknown); got != tc.want {
 				t.Errorf("satisfied = %v, want %v", got, tc.want)
 			}
 		})

@@ -20,8 +20,9 @@
 //   - a zero value the server drops ("", 0, false, empty) matches an absent field; in a built-in
 //     kind, a zero the server reads as unset (a field of its Go type that is no pointer and is
 //     encoded with omitempty: a Service's clusterIP "", a container's imagePullPolicy "")
-//     matches whatever the server allocated or defaulted there; fields only observed has
-//     (defaults, status, other managers' fields) do not matter.
+//     matches whatever the server allocated or defaulted there, while metacel's managed fields
+//     own the field (another writer's change takes it over, and is a change); fields only
+//     observed has (defaults, status, other managers' fields) do not matter.
 //
 // SchemaFor gives the schema: a CRD's OpenAPI schema when the caller has it, else the
 // structured-merge-diff schema client-go ships for built-in kinds. Without either, strings compare

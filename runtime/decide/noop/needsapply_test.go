@@ -78,6 +78,12 @@ func put(v any, value any, path ...any) {
 
 func list(v any, path ...any) []any { return at(v, path...).([]any) }
 
+// appContainerOwned is the path, in pod-observed.yaml, to the managed fields metacel holds of its
+// container app.
+func appContainerOwned() []any {
+	return []any{"metadata", "managedFields", 0, "fieldsV1", "f:spec", "f:containers", `k:{"name":"app"}`}
+}
+
 // rehash gives desired another desired hash, as render does for a child the policy changed.
 func rehash(desired map[string]any) {
 	put(desired, "changed", "metadata", "annotations", contract.AnnotationDesiredHash)
@@ -153,10 +159,19 @@ func TestNeedsApplyFollowsTheSchema(t *testing.T) {
 		{"a changed key of a port (containerPort and protocol) is a change", pod, func(d, o map[string]any) {
 			put(d, "UDP", container(0, "ports", 0, "protocol")...)
 		}, true},
-		{"an imagePullPolicy \"\" the server defaulted is no change", pod, func(d, o map[string]any) {
+		{"an imagePullPolicy \"\" the server defaulted (metacel owns the field) is no change", pod, func(d, o map[string]any) {
 			put(d, "", container(0, "imagePullPolicy")...)
 			put(o, "IfNotPresent", container(0, "imagePullPolicy")...)
+			put(o, map[string]any{}, append(appContainerOwned(), "f:imagePullPolicy")...)
 		}, false},
+		{"an imagePullPolicy \"\" another writer set to IfNotPresent (it owns the field) is a change", pod, func(d, o map[string]any) {
+			put(d, "", container(0, "imagePullPolicy")...)
+			put(o, "IfNotPresent", container(0, "imagePullPolicy")...)
+		}, true},
+		{"hostNetwork false another writer set to true is a change, a zero the server reads as unset though it is", pod, func(d, o map[string]any) {
+			put(d, false, "spec", "hostNetwork")
+			put(o, true, "spec", "hostNetwork")
+		}, true},
 		{"an imagePullPolicy from Always to IfNotPresent is a change", pod, func(d, o map[string]any) {
 			put(d, "IfNotPresent", container(0, "imagePullPolicy")...)
 			put(o, "Always", container(0, "imagePullPolicy")...)

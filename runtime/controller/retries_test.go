@@ -1,0 +1,198 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/render"
+)
+
+// The tests of this file hold how a failed sync is retried and reported: with backoff, once per
+// failure, never a hot loop (found by review, each failing before its fix).
+
+// A status the API server refuses for good is promised to be sent once, until it changes. The
+// conditions of a new parent get lastTransitionTime = now, which is hashed: a second later the
+// same status is a "different" object and is sent again.
+func TestAStatusRefusedForGoodIsSentOnceAsTheClockMoves(t *testing.T) {
+	h := newHarness(t, widgetStatusPolicy, widgetCRD)
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h.c.deps.Clock = clk
+	sent := statusWrites(h, apierrors.NewInvalid(schema.GroupKind{Group: "e2e.metacel.dev", Kind: "Widget"}, "w", nil))
+	h.cacheParent(t, widgetWithStatus(t, "red", nil))
+	var errs []error
+	for range 3 {
+		errs = append(errs, h.c.syncer.sync(t.Context(), "ns/w"))
+		clk.Step(2 * time.Second)
+	}
+	events := 0
+	for len(h.recorder.Events) > 0 {
+		if strings.Contains(<-h.recorder.Events, contract.ReasonStatusFailed) {
+			events++
+		}
+	}
+	t.Logf("errs %v terminal=%v", errs, isTerminal(errs[0]))
+	if len(*sent) != 1 || events != 1 {
+		t.Errorf("%d status writes, %d StatusFailed events; want 1 and 1", len(*sent), events)
+	}
+}
+
+// A transient error whose text varies (an API server in trouble answers 500s and timeouts in
+// turn): each retry's Synced message differs, so each writes the status and a Warning event, and
+// the status write's own echo (the parent's update event) queues the parent at once, past the
+// backoff the failure asked for.
+func TestARetriedFailureIsWrittenOnceWhateverItsMessage(t *testing.T) {
+	h := newHarness(t, widgetChildPolicy, widgetCRD)
+	sent := statusWrites(h, nil)
+	msgs := transientMessages
+	n := 0
+	h.react("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		n++
+		return true, nil, apierrors.NewInternalError(errors.New(msgs[n%2]))
+	})
+	w := widgetWithStatus(t, "red", nil)
+	w.SetResourceVersion("5")
+	h.cacheParent(t, w)
+	handler := h.c.parentHandler()
+	h.c.queue.Add("ns/w")
+	start := time.Now()
+	rv := 5
+	for i := range 6 {
+		before := len(*sent)
+		if !h.c.processNextWorkItem(t.Context()) {
+			t.Fatal("queue shut down")
+		}
+		if len(*sent) == before {
+			t.Logf("sync %d wrote no status; queue len %d", i, h.c.queue.Len())
+			break
+		}
+		// the status write lands: the informer delivers the parent at its new resourceVersion
+		old := w
+		w = w.DeepCopy()
+		rv++
+		w.SetResourceVersion(fmt.Sprint(rv))
+		w.Object["status"] = (*sent)[len(*sent)-1]
+		w.SetManagedFields(nil)
+		owned := map[string]any{"f:status": map[string]any{"f:conditions": map[string]any{}, "f:observedGeneration": map[string]any{}, "f:color": map[string]any{}}}
+		data, _ := json.Marshal(owned)
+		w.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{"manager": "metacel", "operation": "Apply", "subresource": "status", "fieldsType": "FieldsV1", "fieldsV1": json.RawMessage(data)}}
+		d, _ := json.Marshal(w.Object)
+		w.Object = nil
+		_ = json.Unmarshal(d, &w.Object)
+		_ = h.c.caches.parents.Whole().GetIndexer().Update(cached(t, w))
+		handler.OnUpdate(cached(t, old), cached(t, w))
+		if h.c.queue.Len() == 0 {
+			t.Logf("sync %d: parent not queued at once", i)
+			break
+		}
+	}
+	events := 0
+	for len(h.recorder.Events) > 0 {
+		<-h.recorder.Events
+		events++
+	}
+	t.Logf("%d creates, %d status writes, %d events in %v", n, len(*sent), events, time.Since(start))
+	if len(*sent) > 2 {
+		t.Errorf("%d status writes and %d Warning events for one transient failure, each re-synced at once past the backoff", len(*sent), events)
+	}
+}
+
+func TestARetriedFailureOfOneMessageIsWrittenOnce(t *testing.T) {
+	saved := transientMessages
+	transientMessages = []string{"same", "same"}
+	defer func() { transientMessages = saved }()
+	TestARetriedFailureIsWrittenOnceWhateverItsMessage(t)
+}
+
+// A related object too large to be cached is read from the API server by each sync. A 429 (or a
+// 500, a timeout) on that read is transient; it becomes a terminal EvaluationError.
+func TestATransientReadOfALargeRelatedObjectIsRetried(t *testing.T) {
+	h := newHarness(t, secretsPolicy(`  related:
+    - {id: peers, apiVersion: v1, resource: configmaps, selector: {matchLabels: {peer: "yes"}}}
+`+secretChild(`type: "${parent.data.a}"`)))
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &unstructured.Unstructured{}, 0,
+		cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	h.c.related.informers[configmapsGVR.String()] = inf
+	big := cached(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: big, namespace: ns, uid: b-1, resourceVersion: "7", labels: {peer: "yes"}}, data: {x: "y"}}`))
+	_ = inf.GetIndexer().Add(big.Omit(busyFetcher{}))
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "opaque"}}`)
+	h.cacheParent(t, parent)
+	err := h.c.syncer.sync(t.Context(), "ns/p")
+	ev := ""
+	for len(h.recorder.Events) > 0 {
+		ev += <-h.recorder.Events + "; "
+	}
+	t.Logf("err %v; terminal %v; events %s", err, isTerminal(err), ev)
+	if isTerminal(err) {
+		t.Errorf("a 429 reading a large related object is terminal (the parent waits for an input to change, and no resync is set by default)")
+	}
+}
+
+// A bookkeeping patch guarded by a stale cached resourceVersion gets 409: an ordinary optimistic-
+// concurrency conflict, retried at once by the cache's next event. Is it shown as a failure?
+func TestAStaleResourceVersionIsRetriedUnreported(t *testing.T) {
+	h := newHarness(t, recreatePolicy)
+	parent := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "opaque"}}`)
+	h.cacheParent(t, parent)
+	out, err := render.Render(t.Context(), h.c.policy, render.Input{Parent: parent})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := out.Children[0].Object.DeepCopy()
+	labels := old.GetLabels()
+	delete(labels, contract.LabelShardSlot)
+	old.SetLabels(labels)
+	old.SetUID("s-1")
+	old.SetResourceVersion("3")
+	meta := objectFrom(t, `{metadata: {`+appliedByMetacel+`}}`)
+	old.Object["metadata"].(map[string]any)["managedFields"] = meta.Object["metadata"].(map[string]any)["managedFields"]
+	h.cacheChild(t, old)
+	h.store(t, secretsGVR, old)
+	h.react("patch", "secrets", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, old.GetName(), errors.New("the object has been modified; please apply your changes to the latest version and try again"))
+	})
+	err = h.c.syncer.sync(t.Context(), "ns/p")
+	ev := ""
+	for len(h.recorder.Events) > 0 {
+		ev += <-h.recorder.Events + "; "
+	}
+	t.Logf("err %v; events %s", err, ev)
+	if ev != "" {
+		t.Errorf("a 409 from a stale cache is reported to the user as a failed sync (Warning event)")
+	}
+}
+
+var transientMessages = []string{"etcdserver: request timed out", "etcdserver: leader changed"}
+
+type busyFetcher struct{}
+
+func (busyFetcher) Fetch(context.Context, string, string) (*unstructured.Unstructured, error) {
+	return nil, apierrors.NewTooManyRequests("the server is busy", 1)
+}
+
+// Parents failing at once (an outage) are each retried after their own backoff: the first retry
+// of the 100,000th is as soon as the first's, where client-go's default limiter, whose bucket all
+// share (10 per second), put it 2 h 46 min later.
+func TestRetriesOfManyParentsAreNotSpacedByABucket(t *testing.T) {
+	limiter := retryLimiter()
+	var last time.Duration
+	for i := range 100000 {
+		last = limiter.When(fmt.Sprint("ns/p", i))
+	}
+	if last > time.Second {
+		t.Errorf("the 100,000th parent failing at once is retried after %v", last)
+	}
+}
