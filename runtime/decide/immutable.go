@@ -19,9 +19,12 @@ import (
 //   - StatefulSet: every spec field but replicas, ordinals, template, updateStrategy,
 //     revisionHistoryLimit, persistentVolumeClaimRetentionPolicy and minReadySeconds
 //     (ValidateStatefulSetUpdate);
-//   - Job: spec.selector and spec.template (pkg/apis/batch/validation, ValidateJobSpecUpdate),
-//     but for a Job suspended that never started, the template's scheduling directives
-//     (schedulingDirectives);
+//   - Job: spec.selector, spec.template (but for a Job suspended that never started, the
+//     template's scheduling directives: schedulingDirectives), completionMode, podFailurePolicy,
+//     successPolicy, backoffLimitPerIndex and managedBy (pkg/apis/batch/validation,
+//     ValidateJobSpecUpdate);
+//   - Pod: its spec but its containers' images, activeDeadlineSeconds, tolerations,
+//     terminationGracePeriodSeconds and schedulingGates (podMutable; ValidatePodUpdate);
 //   - Service: spec.clusterIP once set (pkg/apis/core/validation, ValidateServiceUpdate);
 //   - PersistentVolumeClaim: its spec but resources.requests and volumeAttributesClassName
 //     (ValidatePersistentVolumeClaimUpdate);
@@ -35,8 +38,9 @@ var builtinImmutable = map[schema.GroupKind][]string{
 	{Group: "apps", Kind: "ReplicaSet"}:                              {"spec.selector"},
 	{Group: "apps", Kind: "DaemonSet"}:                               {"spec.selector"},
 	{Group: "apps", Kind: "StatefulSet"}:                             {"spec.selector", "spec.serviceName", "spec.volumeClaimTemplates", "spec.podManagementPolicy"},
-	{Group: "batch", Kind: "Job"}:                                    {"spec.selector", "spec.template"},
+	{Group: "batch", Kind: "Job"}:                                    {"spec.selector", "spec.template", "spec.completionMode", "spec.podFailurePolicy", "spec.successPolicy", "spec.backoffLimitPerIndex", "spec.managedBy"},
 	{Kind: "Service"}:                                                {"spec.clusterIP"},
+	{Kind: "Pod"}:                                                    {"spec"},
 	{Kind: "PersistentVolumeClaim"}:                                  {"spec.accessModes", "spec.selector", "spec.storageClassName", "spec.volumeMode", "spec.dataSource", "spec.dataSourceRef"},
 	{Group: "rbac.authorization.k8s.io", Kind: "RoleBinding"}:        {"roleRef"},
 	{Group: "rbac.authorization.k8s.io", Kind: "ClusterRoleBinding"}: {"roleRef"},
@@ -111,6 +115,9 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 		if f == "spec.template" && schedulable(child.Object.GroupVersionKind().GroupKind(), obs) {
 			withoutSchedulingDirectives(only.Object)
 		}
+		if f == "spec" && child.Object.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
+			withoutPodMutable(only.Object)
+		}
 		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
 			return f
 		}
@@ -146,6 +153,28 @@ var schedulingDirectives = [][]string{
 func withoutSchedulingDirectives(obj map[string]any) {
 	for _, path := range schedulingDirectives {
 		unstructured.RemoveNestedField(obj, path...)
+	}
+}
+
+// podMutable are the fields of a Pod's spec an update may change (ValidatePodUpdate: images,
+// activeDeadlineSeconds, tolerations added, terminationGracePeriodSeconds, scheduling gates
+// removed); the rest of its spec is compared as immutable.
+var podMutable = []string{"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"}
+
+// withoutPodMutable removes from a Pod the fields of its spec an update may change, so that
+// they are not compared.
+func withoutPodMutable(obj map[string]any) {
+	spec, _ := obj["spec"].(map[string]any)
+	for _, f := range podMutable {
+		delete(spec, f)
+	}
+	for _, list := range []string{"containers", "initContainers"} {
+		items, _ := spec[list].([]any)
+		for _, c := range items {
+			if c, ok := c.(map[string]any); ok {
+				delete(c, "image")
+			}
+		}
 	}
 }
 

@@ -119,6 +119,23 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         metadata: {name: "${parent.metadata.name}-c"}
         spec: {clusterIP: "${parent.data.a}", selector: {app: x}, ports: [{port: 80}]}
 `, map[string]any{"a": "10.96.0.7"}, map[string]any{"a": "10.96.0.8"}, nil, "refuse Service", "the policy changes spec.clusterIP"},
+		{"a Pod's new env is refused", "v1", "pods", "InPlace", `        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {containers: [{name: c, image: i, env: [{name: A, value: "${parent.data.a}"}]}]}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "refuse Pod", "the policy changes spec, which the API server does not let change on an existing Pod"},
+		{"a Pod's new image is applied", "v1", "pods", "InPlace", `        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {containers: [{name: c, image: "${parent.data.a}"}]}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "update Pod", ""},
+		{"a Job's new completionMode is refused", "batch/v1", "jobs", "InPlace", `        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec:
+          completionMode: "${parent.data.a}"
+          template: {spec: {restartPolicy: Never, containers: [{name: c, image: i}]}}
+`, map[string]any{"a": "NonIndexed"}, map[string]any{"a": "Indexed"}, nil, "refuse Job", "the policy changes spec.completionMode"},
 		{"an immutable ConfigMap's new data is refused", "v1", "configmaps", "InPlace", `        apiVersion: v1
         kind: ConfigMap
         metadata: {name: "${parent.metadata.name}-c"}

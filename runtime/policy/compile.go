@@ -438,7 +438,41 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 		c.checkPlacement(ch, path, parent)
 		out = append(out, cc)
 	}
+	c.checkSameObject()
 	return out
+}
+
+// checkSameObject rejects two template children that name one object literally (group, kind,
+// namespace and name, none a ${} template): every render would give the object twice and fail.
+func (c *compiler) checkSameObject() {
+	first := map[string]string{}
+	for i, ch := range c.spec.Children {
+		key, ok := literalObject(ch.Template)
+		if !ok {
+			continue
+		}
+		path := fieldpath.Index("spec.children", i)
+		if at, seen := first[key]; seen {
+			c.errorf(path+".template.metadata.name", "names the same object as %s: each render would give it twice; give each child its own name", at)
+			continue
+		}
+		first[key] = path
+	}
+}
+
+// literalObject identifies the object a template names literally: its group, kind, namespace
+// and name, when none is a ${} template.
+func literalObject(tmpl map[string]any) (string, bool) {
+	apiVersion, _ := tmpl["apiVersion"].(string)
+	kind, _ := tmpl["kind"].(string)
+	meta, _ := tmpl["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	namespace, _ := meta["namespace"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil || kind == "" || name == "" || strings.Contains(kind+name+namespace, "${") {
+		return "", false
+	}
+	return gv.Group + "/" + kind + "/" + namespace + "/" + name, true
 }
 
 // eachEnv declares `each` with the element type of the forEach list.

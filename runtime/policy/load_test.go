@@ -72,6 +72,8 @@ func TestLoadErrors(t *testing.T) {
 			`p.yaml:10: spec.childResources[0].apiVersion: pods is served as v1, not v2`},
 		{"an id CEL's grammar reserves", strings.Replace(header+children, "- id: pod", "- id: in", 1), nil,
 			`p.yaml:13: spec.children[0].id: "in" is a word of CEL's grammar and cannot be a field name`},
+		{"an id no label value can be, which every child carries", strings.Replace(header+children, "- id: pod", "- id: pod_", 1), nil,
+			`p.yaml:13: spec.children[0].id: "pod_" cannot be the value of the label metacel.dev/child-id that every child carries`},
 		{"not a policy", "apiVersion: v1\nkind: Pod\n", nil,
 			`p.yaml:1: expected apiVersion "metacel.dev/v1alpha1" and kind "CompositePolicy"`},
 	}
@@ -152,6 +154,34 @@ func TestAliasesAreBounded(t *testing.T) {
 			_, err := Parse("p.yaml", []byte(doc))
 			if err == nil || !strings.Contains(err.Error(), "too deep or too large") {
 				t.Fatalf("got %v", err)
+			}
+		})
+	}
+}
+
+// Two template children naming one object literally fail every render ("two children are the same
+// object"): a load error at the second one's name. Names that differ, or that templates compute,
+// load.
+func TestTwoChildrenNamingOneObjectDoNotLoad(t *testing.T) {
+	child := func(id, name string) string {
+		return "    - id: " + id + "\n      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: " + name + "}}\n"
+	}
+	tests := []struct {
+		name, children, want string
+	}{
+		{"one literal name twice", child("a", "shared") + child("b", "shared"), `p.yaml:16: spec.children[1].template.metadata.name: names the same object as spec.children[0]`},
+		{"two literal names", child("a", "one") + child("b", "two"), ""},
+		{"one name computed", child("a", "shared") + child("b", `"${parent.metadata.name}"`), ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": "configmaps"}) + "  children:\n" + tc.children
+			_, err := Load("p.yaml", []byte(text), kinds.NewCatalog())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("load: %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("load: %v\nwant: %s", err, tc.want)
 			}
 		})
 	}

@@ -13,10 +13,13 @@ import (
 var (
 	// reservedMetadata are metadata fields the runtime sets, with why
 	reservedMetadata = map[string]string{
-		"ownerReferences": "metacel sets the parent's ownerReference itself (an owner of the template's choosing has the garbage collector delete the child, and metacel create it again)",
-		"uid":             "the API server assigns it",
-		"resourceVersion": "the API server assigns it (applied, it would be a precondition that fails)",
-		"managedFields":   "the API server keeps it",
+		"ownerReferences":            "metacel sets the parent's ownerReference itself (an owner of the template's choosing has the garbage collector delete the child, and metacel create it again)",
+		"uid":                        "the API server assigns it",
+		"resourceVersion":            "the API server assigns it (applied, it would be a precondition that fails)",
+		"managedFields":              "the API server keeps it",
+		"generation":                 "the API server counts it (it resets what a create sends, and the child would be applied at every sync)",
+		"deletionTimestamp":          "the API server sets it when the object is deleted",
+		"deletionGracePeriodSeconds": "the API server sets it when the object is deleted (a create's is dropped, and the child would be applied at every sync)",
 	}
 	// reservedKeys say which labels and annotations are metacel's own (package contract)
 	reservedKeys = []struct {
@@ -33,6 +36,9 @@ func (c *compiler) checkReserved(tmpl map[string]any, path string) {
 		if why, ok := reservedMetadata[f]; ok {
 			c.errorf(path+".metadata."+f, "is set by the runtime, not by a template: %s; remove it", why)
 		}
+	}
+	if ts, ok := meta["creationTimestamp"]; ok && ts != nil { // null, as kubectl prints it, stores nothing
+		c.errorf(path+".metadata.creationTimestamp", "is set by the API server when the object is created, not by a template (the child would be applied at every sync); remove it, or leave it null")
 	}
 	for _, r := range reservedKeys {
 		m, _ := meta[r.kind].(map[string]any)

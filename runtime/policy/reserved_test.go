@@ -26,6 +26,12 @@ func TestATemplateCannotSetWhatTheRuntimeOwns(t *testing.T) {
 `, `p.yaml:25: spec.children[1].template.metadata.ownerReferences: is set by the runtime, not by a template: metacel sets the parent's ownerReference itself`},
 		{"a resourceVersion", `          resourceVersion: "1"
 `, `p.yaml:25: spec.children[1].template.metadata.resourceVersion: is set by the runtime`},
+		{"a generation", `          generation: 7
+`, `p.yaml:25: spec.children[1].template.metadata.generation: is set by the runtime, not by a template: the API server counts it`},
+		{"a creationTimestamp", `          creationTimestamp: "2026-11-30T00:00:00Z"
+`, `p.yaml:25: spec.children[1].template.metadata.creationTimestamp: is set by the API server when the object is created`},
+		{"a null creationTimestamp, as kubectl prints it", `          creationTimestamp: null
+`, ""},
 		{"metacel's label", `          labels:
             metacel.dev/parent-uid: "x"
 `, `p.yaml:26: spec.children[1].template.metadata.labels["metacel.dev/parent-uid"]: "metacel.dev/parent-uid" is metacel's own`},

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/fieldpath"
 )
 
@@ -182,6 +183,12 @@ func (v *validator) related(path string, r Related, ids map[string]string) {
 
 func (v *validator) child(path string, c Child, ids map[string]string) {
 	v.id(path+".id", c.ID, ids)
+	if fieldpath.IsIdentifier(c.ID) {
+		if errs := validation.IsValidLabelValue(c.ID); len(errs) > 0 {
+			v.errorf(path+".id", "%q cannot be the value of the label %s that every child carries (%s): "+
+				"use at most 63 characters, beginning and ending with a letter or digit", c.ID, contract.LabelChildID, strings.Join(errs, "; "))
+		}
+	}
 	switch {
 	case c.Template == nil && c.Expression == "":
 		v.errorf(path, "needs a template (a YAML object) or an expression (CEL returning objects)")
