@@ -209,6 +209,7 @@ func (f *cleanup) cleanUp(ctx context.Context, kin *render.Kinship, parent *unst
 	for _, obj := range objs {
 		if f.cleansUp(ctx, kin, parent, obj) {
 			children = append(children, obj)
+			holding = firstDeleted(holding, obj) // a child that does not go (a finalizer no one removes) holds the parent up
 		}
 	}
 	for _, s := range decide.Removals(children, nil, f.policy, f.previous()) {
@@ -235,7 +236,8 @@ func firstDeleted(holding, blocker *unstructured.Unstructured) *unstructured.Uns
 
 // DeletionDeadline is how long a child may be deleting while it holds up the deletion of others
 // (children go in the reverse of the order they are applied in), those of a deleted parent or
-// those no longer desired, before the parent's Ready condition says so (DeletionBlocked).
+// those no longer desired, or the deleted parent itself, before the parent's Ready condition says
+// so (DeletionBlocked).
 const DeletionDeadline = 5 * time.Minute
 
 // holdUp handles a deleted parent whose child holding, being deleted, holds up the deletion of
@@ -260,7 +262,7 @@ func (f *cleanup) holdUp(ctx context.Context, parent, holding *unstructured.Unst
 
 // deletionBlockedMessage says which child holds up a deletion, since when, and what holds it.
 func deletionBlockedMessage(holding *unstructured.Unstructured) string {
-	msg := fmt.Sprintf("the deletion waits for %s %s, being deleted since %s (longer than %s): the children it waits for are deleted once it is gone",
+	msg := fmt.Sprintf("the deletion waits for %s %s, being deleted since %s (longer than %s): what waits for it goes once it is gone",
 		holding.GetKind(), klog.KObj(holding), holding.GetDeletionTimestamp().UTC().Format(time.RFC3339), DeletionDeadline)
 	if fin := holding.GetFinalizers(); len(fin) > 0 {
 		msg += "; its finalizers: " + strings.Join(fin, ", ")

@@ -80,9 +80,9 @@ func (f *cleanup) letGo(ctx context.Context, key string, uid types.UID) error {
 			f.left.remember(key, uid)
 			return err
 		}
-		if slices.Contains(live.GetFinalizers(), contract.Finalizer) { // children still going
+		if slices.Contains(live.GetFinalizers(), contract.Finalizer) { // children still going: their deletions re-sync it too
 			f.left.remember(key, uid)
-			f.requeueAfter(key, time.Second)
+			f.requeueAfter(key, stillGoing(f.deps.Clock.Since(live.GetDeletionTimestamp().Time)))
 		}
 		return nil
 	}
@@ -93,6 +93,13 @@ func (f *cleanup) letGo(ctx context.Context, key string, uid types.UID) error {
 	f.deps.Recorder.Eventf(live, nil, "Normal", "LeftPolicy", "Release",
 		"No longer matches the labelSelector of policy %q: metacel lets go of it; its children stay and are no longer cleaned up with it", f.policy.Name())
 	return nil
+}
+
+// stillGoing is how long a parent being deleted for age, whose children are still going, waits
+// before it is looked at again: a second at first, a quarter of its age later, at most a minute
+// (a child that never goes is not asked for every second, for ever).
+func stillGoing(age time.Duration) time.Duration {
+	return min(max(age/4, time.Second), time.Minute)
 }
 
 // letGoOfParentsOutOfSelector finds, in the API server, the parents that carry the cleanup finalizer but no

@@ -82,7 +82,10 @@ func (y *syncer) sync(ctx context.Context, key string) error {
 		return fmt.Errorf("parent %q: %w", key, err)
 	}
 	if s.parent.GetDeletionTimestamp() != nil {
-		return y.cleanup.finalize(ctx, s.parent)
+		if err := y.cleanup.finalize(ctx, s.parent); err != nil {
+			return y.reporter.fail(ctx, s.parent, err) // a child's deletion refused: the parent says why it stays
+		}
+		return nil
 	}
 	// 6. Decode its children and read its related objects, as its identity may.
 	if err := s.readInputs(ctx); err != nil {
@@ -238,7 +241,7 @@ func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *
 			return out, kids, all, last, nil // the last wave's writes stand; the next sync renders again
 		}
 		if err := y.cleanup.ensureFinalizer(ctx, parent, o, k); err != nil {
-			return nil, nil, all, nil, err
+			return nil, nil, all, nil, y.reporter.fail(ctx, parent, err) // refused (RBAC, a webhook): the parent says so
 		}
 		out, kids = o, k
 		w, err := y.writer.write(ctx, parent, decide.Writes(o, k, y.policy, y.previous.Load()))
