@@ -46,15 +46,33 @@ type childWriter struct {
 // recreated, then those no longer desired deleted or released. A child that already matches has
 // no step and costs no write. It says what it wrote: how many writes, and the children as the API
 // server returned them.
+//
+// A step that fails does not hold the other children's creates and updates (a fight over one
+// child, a quota refusing another, leaves the rest as the policy wants them), but nothing is
+// deleted or recreated after a failure: a child renamed whose new object could not be created
+// keeps its old one. The sync's error is the first failure's, joined with the others.
 func (cw *childWriter) write(ctx context.Context, parent *unstructured.Unstructured, steps []decide.Step) (written, error) {
 	var w written
+	var errs []error
 	steps, w.deferred = cw.paceBookkeeping(parent, steps)
 	for _, s := range steps {
+		if len(errs) > 0 && removes(s) {
+			continue
+		}
 		if err := cw.take(ctx, parent, s, &w); err != nil {
-			return w, err
+			errs = append(errs, err)
 		}
 	}
-	return w, nil
+	if len(errs) == 1 {
+		return w, errs[0]
+	}
+	return w, errors.Join(errs...)
+}
+
+// removes reports whether a step deletes a child: a deletion or a release of one no longer
+// desired, or a recreation.
+func removes(s decide.Step) bool {
+	return s.Action == decide.Delete || s.Action == decide.Release || s.Action == decide.Recreate
 }
 
 // take carries out one step of a sync, and adds what it wrote to w.

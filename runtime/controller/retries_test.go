@@ -196,3 +196,78 @@ func TestRetriesOfManyParentsAreNotSpacedByABucket(t *testing.T) {
 		t.Errorf("the 100,000th parent failing at once is retried after %v", last)
 	}
 }
+
+const twoChildrenPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: colors}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: a
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-a"}, data: {replicas: "3"}}
+    - id: b
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-b"}, data: {color: "${parent.spec.color}"}}
+`
+
+// "metacel stops writing that child": a fight over child a (an HPA owning a field) stopped every
+// write of child b too, whose change the user had just made.
+func TestAFightOverOneChildDoesNotHoldTheOthers(t *testing.T) {
+	h := newHarness(t, twoChildrenPolicy, widgetCRD)
+	statusWrites(h, nil)
+	w := widgetWithStatus(t, "blue", nil) // the user changed the color to blue
+	w.SetResourceVersion("5")
+	h.cacheParent(t, w)
+	out, err := render.Render(t.Context(), h.c.policy, render.Input{Parent: w})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := func(id, data string) *unstructured.Unstructured {
+		return objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`, resourceVersion: "9",
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`},
+  managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:replicas": {}, "f:color": {}}}}]}, data: `+data+`}`)
+	}
+	h.cacheChild(t, child("a", `{replicas: "7"}`)) // the HPA's value
+	h.cacheChild(t, child("b", `{color: red}`))    // the old color
+	now := h.c.deps.Clock.Now()
+	for range 6 { // metacel reverted a's replicas five times lately
+		h.c.states.wroteChild(w, &out.Children[0], true, now)
+	}
+	var patched []string
+	h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patched = append(patched, a.(clienttesting.PatchAction).GetName())
+		return true, child(strings.TrimPrefix(a.(clienttesting.PatchAction).GetName(), "w-"), `{}`), nil
+	})
+	err = h.c.syncer.sync(t.Context(), "ns/w")
+	t.Logf("err %v; children patched %v", err, patched)
+	if len(patched) == 0 {
+		t.Errorf("child b's change is not written while child a is in a fight")
+	}
+}
+
+// A child renamed whose new object cannot be created (a quota refuses it) keeps its old one: after
+// a failed step, the sync creates and updates the other children but deletes nothing.
+func TestNothingIsDeletedAfterAFailedWrite(t *testing.T) {
+	h := newHarness(t, secretsPolicy(secretChild(`type: "${parent.data.a}"`)))
+	h.cacheParent(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: p, namespace: ns, uid: p-1, resourceVersion: "2"}, data: {a: "x"}}`))
+	old := objectFrom(t, `{apiVersion: v1, kind: Secret, metadata: {name: p-old, namespace: ns, uid: s-0, resourceVersion: "3",
+  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: p, uid: p-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: copy, metacel.dev/parent-uid: p-1, metacel.dev/child-id: before}, `+appliedByMetacel+`}}`)
+	h.store(t, secretsGVR, old)
+	h.cacheChild(t, old)
+	refuse := func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "secrets"}, "p-copy", errors.New("exceeded quota: secrets"))
+	}
+	h.react("create", "secrets", refuse)
+	h.react("patch", "secrets", refuse)
+	if err := h.c.syncer.sync(t.Context(), "ns/p"); err == nil {
+		t.Fatal("the sync succeeded, with its create refused")
+	}
+	for _, w := range h.writes() {
+		if strings.HasPrefix(w, "delete") {
+			t.Errorf("%s after the new child was refused: the old one is gone", w)
+		}
+	}
+}
