@@ -36,9 +36,10 @@ func (f Finding) String() string {
 // Secret key in both data and stringData; an HPA whose scaleTargetRef names no child of the
 // policy; a workload child an HPA scales that still sets spec.replicas. And a parent CRD whose
 // status.conditions is no map list keyed by type, where the conditions metacel writes replace
-// every other controller's.
+// every other controller's. And a Job the TTL controller deletes (created again, it runs again),
+// a StatefulSet whose name leaves its Pods no room for their revision label.
 func Lint(c *Compiled) []Finding {
-	out := slices.Concat(bindingFindings(c), secretFindings(c), scaleFindings(c), conditionsFindings(c))
+	out := slices.Concat(bindingFindings(c), secretFindings(c), scaleFindings(c), conditionsFindings(c), jobFindings(c))
 	slices.SortStableFunc(out, func(a, b Finding) int { return cmp.Compare(a.Line, b.Line) })
 	return out
 }

@@ -222,3 +222,54 @@ func TestLintFindsParentConditionsMetacelWouldReplace(t *testing.T) {
 		})
 	}
 }
+
+// TestLintFindsWorkloadsThatNeverDoWhatTheySay: a Job with ttlSecondsAfterFinished is deleted once
+// finished and created again by the next sync (it runs again); a StatefulSet named with more than
+// 52 characters never gets a Pod (its revision label would exceed 63).
+func TestLintFindsWorkloadsThatNeverDoWhatTheySay(t *testing.T) {
+	head := func(gv, resource string) string {
+		return strings.Replace(testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": resource}), "apiVersion: v1\n      resource:", "apiVersion: "+gv+"\n      resource:", 1) + "  children:\n"
+	}
+	job := head("batch/v1", "jobs") + `    - id: run
+      template:
+        apiVersion: batch/v1
+        kind: Job
+        metadata: {name: "${parent.metadata.name}"}
+        spec:
+          TTL
+          template: {spec: {restartPolicy: Never, containers: [{name: c, image: busybox}]}}
+`
+	sts := head("apps/v1", "statefulsets") + `    - id: db
+      template:
+        apiVersion: apps/v1
+        kind: StatefulSet
+        metadata: {name: NAME}
+        spec:
+          selector: {matchLabels: {app: db}}
+          serviceName: db
+          template: {metadata: {labels: {app: db}}, spec: {containers: [{name: c, image: postgres}]}}
+`
+	long := strings.Repeat("a", 53)
+	tests := []struct {
+		name, policy string
+		want         []string
+	}{
+		{"a Job with a TTL", strings.Replace(job, "TTL", "ttlSecondsAfterFinished: 60", 1), []string{
+			`p.yaml:19: spec.children[0].template.spec.ttlSecondsAfterFinished: warning: the TTL controller deletes the Job once it has finished, and the next sync creates it again: it runs again after every TTL; leave ttlSecondsAfterFinished out (the Job goes with its parent)`}},
+		{"a Job without", strings.Replace(job, "TTL", "backoffLimit: 1", 1), nil},
+		{"a StatefulSet named with 53 characters", strings.Replace(sts, "NAME", long, 1), []string{
+			`p.yaml:17: spec.children[0].template.metadata.name: warning: "` + long + `" has 53 characters: its Pods' label controller-revision-hash (the name, "-" and a hash) would exceed 63, and no Pod is ever created; use at most 52`}},
+		{"a StatefulSet named with 52", strings.Replace(sts, "NAME", long[:52], 1), nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, f := range Lint(load(t, tt.policy)) {
+				got = append(got, f.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}

@@ -162,3 +162,33 @@ func (c *Compiled) replicasUnderHPA(w namedChild, targets []scaleTarget) []Findi
 	}
 	return nil
 }
+
+// maxStatefulSetName is the longest name of a StatefulSet whose Pods can be labelled with their
+// revision: controller-revision-hash is the name, "-" and a hash of up to 10 characters, and a
+// label value holds at most 63.
+const maxStatefulSetName = 52
+
+// jobFindings are the findings of Lint about workloads the API server accepts but that do not do
+// what the policy means: a Job with ttlSecondsAfterFinished, which the TTL controller deletes
+// once finished and the next sync creates again (it runs again, after every TTL); a StatefulSet
+// whose literal name is longer than maxStatefulSetName, whose Pods are never created.
+func jobFindings(c *Compiled) []Finding {
+	var out []Finding
+	for i, child := range c.Policy.Spec.Children {
+		apiVersion, _ := child.Template["apiVersion"].(string)
+		kind, _ := child.Template["kind"].(string)
+		spec, _ := child.Template["spec"].(map[string]any)
+		meta, _ := child.Template["metadata"].(map[string]any)
+		name, _ := meta["name"].(string)
+		path := fieldpath.Index("spec.children", i) + ".template"
+		switch {
+		case apiVersion == "batch/v1" && kind == "Job" && spec["ttlSecondsAfterFinished"] != nil:
+			out = append(out, c.finding(path+".spec.ttlSecondsAfterFinished", "the TTL controller deletes the Job once it has finished, "+
+				"and the next sync creates it again: it runs again after every TTL; leave ttlSecondsAfterFinished out (the Job goes with its parent)"))
+		case apiVersion == "apps/v1" && kind == "StatefulSet" && !strings.Contains(name, "${") && len(name) > maxStatefulSetName:
+			out = append(out, c.finding(path+".metadata.name", "%q has %d characters: its Pods' label controller-revision-hash (the name, \"-\" and a hash) "+
+				"would exceed 63, and no Pod is ever created; use at most %d", name, len(name), maxStatefulSetName))
+		}
+	}
+	return out
+}
