@@ -46,17 +46,41 @@ type Catalog struct {
 	crds map[schema.GroupResource]bool
 }
 
-// NewCatalog returns a catalog of the built-in Kubernetes types that client-go knows.
+// NewCatalog returns a catalog of the built-in Kubernetes types that client-go knows and the API
+// server serves (servedByDefault).
 func NewCatalog() *Catalog {
 	c := &Catalog{byGVR: map[schema.GroupVersionResource]Info{}, byGVK: map[schema.GroupVersionKind]Info{}, crds: map[schema.GroupResource]bool{}}
-	for gvk, t := range scheme.Scheme.AllKnownTypes() {
-		if gvk.Version == "__internal" || !isObject(t) {
+	known := scheme.Scheme.AllKnownTypes()
+	for gvk, t := range known {
+		if gvk.Version == "__internal" || !isObject(t) || !servedByDefault(gvk, known) {
 			continue
 		}
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
 		c.add(Info{GVR: gvr, Kind: gvk.Kind, Namespaced: !clusterScoped[gvk.Kind]})
 	}
 	return c
+}
+
+// servedByDefault reports whether the API server serves gvk, of the types client-go knows: not a
+// pre-release version (alpha, beta) of a kind its group serves as a stable version too, nor
+// anything of the group extensions, whose kinds moved to apps and networking.k8s.io. client-go
+// still knows batch/v1beta1 CronJobs, policy/v1beta1 PodDisruptionBudgets and
+// extensions/v1beta1 Ingresses, which Kubernetes removed (1.22 to 1.25), and the betas it added
+// since 1.24 are off by default: offline, a policy naming one would pass, and every sync fail.
+func servedByDefault(gvk schema.GroupVersionKind, known map[schema.GroupVersionKind]reflect.Type) bool {
+	if gvk.Group == "extensions" {
+		return false
+	}
+	if !strings.Contains(gvk.Version, "alpha") && !strings.Contains(gvk.Version, "beta") {
+		return true
+	}
+	for other := range known {
+		if other.Group == gvk.Group && other.Kind == gvk.Kind && other.Version != "__internal" &&
+			!strings.Contains(other.Version, "alpha") && !strings.Contains(other.Version, "beta") {
+			return false
+		}
+	}
+	return true
 }
 
 // isObject reports whether a Go type is a persisted object (it embeds ObjectMeta).

@@ -185,6 +185,10 @@ func (c *compiler) resource(path, apiVersion, resource string) kinds.Info {
 	if !info.Guessed {
 		return info
 	}
+	if moved, ok := movedFromExtensions[info.GVR.Resource]; ok && info.GVR.Group == "extensions" {
+		c.errorf(path+".apiVersion", "%s is no longer served (Kubernetes removed the group extensions in 1.22): use %s", apiVersion, moved)
+		return info
+	}
 	if versions := c.m.Versions(info.GVR.GroupResource()); len(versions) > 0 {
 		gv := func(v string) string { return schema.GroupVersion{Group: info.GVR.Group, Version: v}.String() }
 		served := make([]string, len(versions))
@@ -194,6 +198,12 @@ func (c *compiler) resource(path, apiVersion, resource string) kinds.Info {
 		c.errorf(path+".apiVersion", "%s is served as %s, not %s: use one of those", info.GVR.GroupResource(), strings.Join(served, ", "), apiVersion)
 	}
 	return info
+}
+
+// movedFromExtensions says where the resources of the group extensions went.
+var movedFromExtensions = map[string]string{
+	"deployments": "apps/v1", "daemonsets": "apps/v1", "replicasets": "apps/v1",
+	"ingresses": "networking.k8s.io/v1", "networkpolicies": "networking.k8s.io/v1",
 }
 
 // parent looks the parent resource up. A version the runtime installs itself (parentSchema
