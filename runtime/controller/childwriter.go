@@ -104,6 +104,10 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 		w.objects = append(w.objects, got)
 		return nil
 	}
+	if (s.Action == decide.Update || s.Action == decide.Recreate) && cw.states.admittedAlready(parent, s.Child, s.Observed) {
+		klog.FromContext(ctx).V(3).Info("Child holds what admission made of it", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind())
+		return nil // writing it again changes nothing (admitted.go)
+	}
 	w.writes++
 	if s.Action == decide.Recreate {
 		w.deletes++ // deleted, then created again
@@ -214,6 +218,7 @@ func (cw *childWriter) createOrUpdate(ctx context.Context, parent *unstructured.
 	})
 	if err == nil {
 		cw.states.wroteChild(parent, child, obs != nil || created, cw.deps.Clock.Now())
+		cw.states.rememberAdmitted(parent, child, got)
 	}
 	return got, err
 }

@@ -271,3 +271,65 @@ func TestNothingIsDeletedAfterAFailedWrite(t *testing.T) {
 		}
 	}
 }
+
+const admissionMutatedPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: colors}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm"}, data: {image: "nginx"}}
+`
+
+// A mutating webhook rewrites a field metacel sets (an image tag pinned to a digest): the stored
+// child never holds what the policy says. Each unrelated change of the child (its status, another
+// controller's label) brought a sync that re-applied it (a no-op on the server), and the fifth in
+// five minutes was reported as a DriftConflict. Once the answer to a write shows what admission
+// made of it, the child is not written again while it holds that.
+func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
+	h := newHarness(t, admissionMutatedPolicy, widgetCRD)
+	statusWrites(h, nil)
+	mutated := func(rv int) *unstructured.Unstructured {
+		c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-cm, namespace: ns, uid: c-1, resourceVersion: "`+fmt.Sprint(rv)+`",
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: cm},
+  managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:image": {}}}}]},
+  data: {image: "docker.io/library/nginx@sha256:abc"}}`)
+		return c
+	}
+	applies := 0
+	rv := 10
+	h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		applies++
+		return true, mutated(rv), nil // the webhook rewrote it back: nothing changed, same resourceVersion
+	})
+	w := widgetWithStatus(t, "red", nil)
+	w.SetResourceVersion("5")
+	h.cacheParent(t, w)
+	var last error
+	for i := range 7 {
+		rv++ // another writer touched the child (its status, a label): a new resourceVersion
+		_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, mutated(rv)))
+		last = h.c.syncer.sync(t.Context(), "ns/w")
+		t.Logf("sync %d: applies %d err %v", i, applies, last)
+	}
+	if last != nil {
+		t.Errorf("a webhook's rewrite of a field is reported after %d applies: %v", applies, last)
+	}
+	if applies != 1 {
+		t.Errorf("%d applies, want 1: the answer to the first says what admission makes of the child", applies)
+	}
+	// another writer changes the field: a change, written back
+	changed := mutated(rv + 1)
+	changed.Object["data"] = map[string]any{"image": "evil"}
+	_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, changed))
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+		t.Fatal(err)
+	}
+	if applies != 2 {
+		t.Errorf("another writer's change of the field: %d applies in all, want 2", applies)
+	}
+}
