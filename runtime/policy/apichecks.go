@@ -31,11 +31,8 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 		return
 	}
 	types, root := s.Types()
-	p := &probe{types: types, ok: true}
-	content, _ := p.value(tmpl, root)
-	if !p.ok {
-		return
-	}
+	p := &probe{types: types}
+	content, _ := p.value(tmpl, root, "")
 	probed := &unstructured.Unstructured{Object: content.(map[string]any)}
 	if info, ok := c.templateKind(tmpl); ok && !info.Namespaced {
 		probed.SetNamespace("") // checkPlacement says so, with metacel's fix
@@ -44,6 +41,9 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 	reported := map[string]bool{}
 	var located []located
 	for _, e := range errs {
+		if p.renumbered(e.Field) {
+			continue // its items moved where expression items were left out: it cannot be located
+		}
 		if l, ok := locate(tmpl, path, e); ok {
 			located = append(located, l)
 		}
@@ -65,15 +65,18 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 
 // probe builds the object that stands for a template in validation: a string field's ${} each
 // become a token (one per expression, so that two fields with one expression agree), any other
-// field given by an expression is left out (its default stands in). ok is false when a list holds
-// an expression item, whose removal would renumber the items after it.
+// field given by an expression is left out (its default stands in), and so is a list's item given
+// by an expression; the items after it then move, and the errors inside that list are not the
+// template's to locate (renumberedLists).
 type probe struct {
 	types *smdschema.Schema
-	ok    bool
+	// renumberedLists are the paths (as field.Path spells them) of the lists that lost an item
+	renumberedLists []string
 }
 
-// value returns what stands for v, a value of type tr, and whether the field keeps a value.
-func (p *probe) value(v any, tr smdschema.TypeRef) (any, bool) {
+// value returns what stands for v, a value of type tr at path, and whether the field keeps a
+// value.
+func (p *probe) value(v any, tr smdschema.TypeRef, path string) (any, bool) {
 	atom, known := p.types.Resolve(tr)
 	switch x := v.(type) {
 	case map[string]any:
@@ -86,7 +89,7 @@ func (p *probe) value(v any, tr smdschema.TypeRef) (any, bool) {
 			if f, ok := atom.FindField(k); ok {
 				ftr = f.Type
 			}
-			if val, keep := p.value(item, ftr); keep {
+			if val, keep := p.value(item, ftr, childPath(path, k)); keep {
 				out[k] = val
 			}
 		}
@@ -95,19 +98,38 @@ func (p *probe) value(v any, tr smdschema.TypeRef) (any, bool) {
 		if !known || atom.List == nil {
 			return x, true
 		}
-		out := make([]any, len(x))
+		out := make([]any, 0, len(x))
 		for i, item := range x {
-			val, keep := p.value(item, atom.List.ElementType)
+			val, keep := p.value(item, atom.List.ElementType, fmt.Sprintf("%s[%d]", path, i))
 			if !keep {
-				p.ok = false
+				p.renumberedLists = append(p.renumberedLists, path)
+				continue
 			}
-			out[i] = val
+			out = append(out, val)
 		}
 		return out, true
 	case string:
 		return p.str(x, known && atom.Scalar != nil && *atom.Scalar == smdschema.String)
 	}
 	return v, true
+}
+
+// childPath is the path of field k of the value at path, as field.Path spells it.
+func childPath(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
+}
+
+// renumbered reports whether a path lies in a list that lost an item given by an expression.
+func (p *probe) renumbered(path string) bool {
+	for _, l := range p.renumberedLists {
+		if path == l || strings.HasPrefix(path, l+"[") || strings.HasPrefix(path, l+".") {
+			return true
+		}
+	}
+	return false
 }
 
 // str stands in for a string: a token for each expression where the field takes a string, none

@@ -152,6 +152,15 @@ func TestLiteralsTheAPIServerRefusesAreErrorsAtTheirLine(t *testing.T) {
           schedule: "${parent.spec.schedule}"
           jobTemplate: {spec: {template: {spec: {restartPolicy: Never, containers: [{name: b, image: b, ports: [{containerPort: "${parent.spec.port}"}]}]}}}}
 `, nil},
+		{"an env item an expression gives leaves the rest checked", `    - id: pod
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: web}
+        spec:
+          restartPolicy: Sometimes
+          containers: [{name: app, image: nginx, env: ["${ {'name': 'OWNER', 'value': parent.metadata.name} }", {name: B, value: b}]}]
+`, []string{`p.yaml:18: spec.children[0].template.spec.restartPolicy: the API server would refuse this Pod: spec.restartPolicy: Unsupported value: "Sometimes"`}},
 		{"a container an expression gives among literal ones", `    - id: pod
       template:
         apiVersion: v1
