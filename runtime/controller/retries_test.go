@@ -333,3 +333,27 @@ func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
 		t.Errorf("another writer's change of the field: %d applies in all, want 2", applies)
 	}
 }
+
+// A parent whose status says already that its syncs fail for the reason of this one is not
+// written again, but still counts as failing in the policy's status: left unmarked, a restarted
+// runtime counted it as neither, and rewrote the policy's status over converged parents.
+func TestAFailureReportedAlreadyCountsAsFailing(t *testing.T) {
+	h := newHarness(t, widgetChildPolicy, widgetCRD)
+	sent := statusWrites(h, nil)
+	h.react("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+	})
+	w := widgetWithStatus(t, "red", map[string]any{"conditions": []any{
+		map[string]any{"type": "Synced", "status": "False", "reason": contract.ReasonApplyFailed, "message": "etcdserver: request timed out", "observedGeneration": int64(1)},
+	}})
+	h.cacheParent(t, w)
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err == nil || isTerminal(err) {
+		t.Fatalf("sync: %v, want a retried failure", err)
+	}
+	if len(*sent) != 0 {
+		t.Errorf("%d status writes, want none: the status says ApplyFailed already", len(*sent))
+	}
+	if c := h.c.Parents().Count(); c.Failing != 1 {
+		t.Errorf("counts %+v, want the parent failing", c)
+	}
+}

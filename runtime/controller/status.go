@@ -53,11 +53,12 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	case isTransient(err): // a read that failed on the way (a large object fetched, a 429)
 		retry = true
 	}
+	conds := render.FailureConditions(reason, err.Error())
 	if retry && r.reportsAlready(parent, reason) {
+		r.states.markParent(parentKey(parent), parent.GetUID(), conds) // counted as failing, as its status says
 		klog.FromContext(ctx).V(2).Info("Sync failed again", "reason", reason, "err", err)
 		return err
 	}
-	conds := render.FailureConditions(reason, err.Error())
 	_, changed, serr := r.updateStatus(ctx, parent, nil, conds)
 	if changed {
 		r.deps.Recorder.Eventf(parent, nil, "Warning", reason, "Sync", "%s", err.Error())

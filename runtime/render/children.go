@@ -51,6 +51,10 @@ func (r *run) buildChildren() ([]Child, error) {
 			if err != nil {
 				return nil, err
 			}
+			if isParent(child.Object, r.in.Parent) {
+				return nil, childError(ch.Path, "the child %s %s is the parent itself: give it another name (or put it in another namespace)",
+					child.Object.GetKind(), NamespacedName(child.Object))
+			}
 			key := child.Resource.GVR.String() + " " + child.Object.GetNamespace() + "/" + child.Object.GetName()
 			if first, dup := seen[key]; dup {
 				return nil, childError(ch.Path, "two children are the same object %s %s (also from %s): give them distinct names",
@@ -62,6 +66,13 @@ func (r *run) buildChildren() ([]Child, error) {
 		}
 	}
 	return out, nil
+}
+
+// isParent reports whether a child is the parent (the same group, kind, namespace and name): it
+// would find its name taken by the parent at every sync (ChildConflict).
+func isParent(child, parent *unstructured.Unstructured) bool {
+	return child.GetName() == parent.GetName() && child.GetNamespace() == parent.GetNamespace() &&
+		child.GroupVersionKind().GroupKind() == parent.GroupVersionKind().GroupKind()
 }
 
 // heldBefore is why the input holds the entry (Input.Hold), "" when it does not.

@@ -589,3 +589,35 @@ spec:
 		}
 	}
 }
+
+// A child of the parent's kind, namespace and name is the parent itself: every sync found its name
+// taken (ChildConflict, for ever). The render says so; in another namespace, it is a child.
+func TestAChildThatIsTheParentItselfIsInvalid(t *testing.T) {
+	text := `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: mirror}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps}
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  confinement: {childNamespaces: {names: ["*"]}}
+  children:
+    - id: copy
+      crossNamespace: true
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}", namespace: "${parent.data.to}"}}
+`
+	cs, err := policy.Load("p.yaml", []byte(text), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ to, want string }{{"ns", "the child ConfigMap ns/cm is the parent itself"}, {"other", ""}} {
+		parent := obj(t, "{apiVersion: v1, kind: ConfigMap, metadata: {name: cm, namespace: ns, uid: u-1}, data: {to: "+tc.to+"}}")
+		_, err := Render(t.Context(), cs[0], Input{Parent: parent, Mapper: kinds.NewCatalog()})
+		var re *Error
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("to %s: %v, want no error", tc.to, err)
+		case tc.want != "" && (!errors.As(err, &re) || re.Reason != contract.ReasonInvalidChild || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("to %s: %v, want InvalidChild saying %q", tc.to, err, tc.want)
+		}
+	}
+}
