@@ -2,7 +2,7 @@ package controller
 
 import (
 	"errors"
-	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +42,45 @@ func orderedWidgetChild(t *testing.T, id string) *unstructured.Unstructured {
   labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: `+id+`}, `+appliedByMetacel+`}}`)
 }
 
-// The finalizer patch refused (RBAC Forbidden, a webhook denying parent updates): is it reported?
+// deletedWidget stores and caches the widget w, deleted and held by the cleanup finalizer.
+func deletedWidget(t *testing.T, h *harness) {
+	t.Helper()
+	w := widgetWithStatus(t, "red", nil)
+	w.SetResourceVersion("5")
+	w.SetFinalizers([]string{contract.Finalizer})
+	w.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+	h.store(t, widgetsGVR, w)
+	h.cacheParent(t, w)
+}
+
+// reportedAs checks that the last status written says reason in the condition of type cond, and
+// that a Warning event says it too.
+func reportedAs(t *testing.T, h *harness, sent []map[string]any, cond, reason string) {
+	t.Helper()
+	if len(sent) == 0 {
+		t.Fatalf("no status written: the parent does not say %s", reason)
+	}
+	got := ""
+	conds, _ := sent[len(sent)-1]["conditions"].([]any)
+	for _, c := range conds {
+		if m, _ := c.(map[string]any); m["type"] == cond {
+			got, _ = m["reason"].(string)
+		}
+	}
+	if got != reason {
+		t.Errorf("%s says %q, want %q", cond, got, reason)
+	}
+	var events []string
+	for len(h.recorder.Events) > 0 {
+		events = append(events, <-h.recorder.Events)
+	}
+	if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, "Warning "+reason) }) {
+		t.Errorf("events %q, want a Warning %s", events, reason)
+	}
+}
+
+// The finalizer patch refused (RBAC Forbidden, a webhook denying parent updates) left no condition
+// and no event: the parent said nothing.
 func TestARefusedFinalizerIsReportedOnTheParent(t *testing.T) {
 	h := newHarness(t, orderedWidgetPolicy, widgetCRD)
 	sent := statusWrites(h, nil)
@@ -56,79 +94,48 @@ func TestARefusedFinalizerIsReportedOnTheParent(t *testing.T) {
 	w.SetResourceVersion("5")
 	h.store(t, widgetsGVR, w)
 	h.cacheParent(t, w)
-	err := h.c.syncer.sync(t.Context(), "ns/w")
-	events := 0
-	for len(h.recorder.Events) > 0 {
-		t.Logf("event %s", <-h.recorder.Events)
-		events++
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err == nil || isTerminal(err) {
+		t.Errorf("sync: %v, want a retried failure", err)
 	}
-	t.Logf("err %v; terminal %v; status writes %d; events %d; writes %v", err, isTerminal(err), len(*sent), events, h.writes())
-	if len(*sent) == 0 || events == 0 {
-		t.Errorf("a refused finalizer patch leaves no Synced=False and no event: the parent says nothing")
-	}
+	reportedAs(t, h, *sent, contract.ConditionSynced, contract.ReasonApplyFailed)
 }
 
-// A deleted parent whose child's deletion is Forbidden: retried, but does the parent say why it hangs?
+// A deleted parent whose child's deletion was Forbidden was retried, saying nothing of why it
+// stays.
 func TestADeletedParentWhoseChildCannotBeDeletedSaysWhy(t *testing.T) {
 	h := newHarness(t, orderedWidgetPolicy, widgetCRD)
 	sent := statusWrites(h, nil)
 	h.react("delete", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "configmaps"}, "x", errors.New("RBAC: cannot delete"))
 	})
-	w := widgetWithStatus(t, "red", nil)
-	w.SetResourceVersion("5")
-	w.SetFinalizers([]string{contract.Finalizer})
-	w.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-	h.store(t, widgetsGVR, w)
-	h.cacheParent(t, w)
+	deletedWidget(t, h)
 	for _, id := range []string{"db", "app"} {
 		c := orderedWidgetChild(t, id)
 		h.store(t, configmapsGVR, c)
 		h.cacheChild(t, c)
 	}
-	var errs []string
-	for range 3 {
-		err := h.c.syncer.sync(t.Context(), "ns/w")
-		errs = append(errs, fmt.Sprintf("%v (terminal %v)", err, isTerminal(err)))
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err == nil || isTerminal(err) {
+		t.Errorf("sync: %v, want a retried failure", err)
 	}
-	events := 0
-	for len(h.recorder.Events) > 0 {
-		t.Logf("event %s", <-h.recorder.Events)
-		events++
-	}
-	t.Logf("errs %v; status writes %d; events %d; writes %v", errs, len(*sent), events, h.writes())
-	if len(*sent) == 0 && events == 0 {
-		t.Errorf("a deleted parent stuck on a Forbidden child deletion says nothing on the parent")
-	}
+	reportedAs(t, h, *sent, contract.ConditionSynced, contract.ReasonApplyFailed)
 }
 
-// A deleted parent whose only remaining child never goes (a finalizer nobody removes): reported?
+// A deleted parent whose last child never goes (a finalizer no one removes) said nothing, and was
+// not looked at again: DeletionBlocked past the deadline.
 func TestADeletedParentHeldByItsLastChildSaysDeletionBlocked(t *testing.T) {
 	h := newHarness(t, orderedWidgetPolicy, widgetCRD)
-	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)) // an hour after the deletion
-	h.c.deps.Clock = clk
+	h.c.deps.Clock = clocktesting.NewFakeClock(time.Date(2026, 1, 1, 1, 0, 0, 0, time.UTC)) // an hour after the deletion
 	sent := statusWrites(h, nil)
-	w := widgetWithStatus(t, "red", nil)
-	w.SetResourceVersion("5")
-	w.SetFinalizers([]string{contract.Finalizer})
-	w.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-	h.store(t, widgetsGVR, w)
-	h.cacheParent(t, w)
+	deletedWidget(t, h)
 	c := orderedWidgetChild(t, "db") // the last child left: nothing waits for it
 	c.Object["metadata"].(map[string]any)["deletionTimestamp"] = "2026-01-01T00:00:01Z"
 	c.SetFinalizers([]string{"example.com/never"})
 	h.store(t, configmapsGVR, c)
 	h.cacheChild(t, c)
-	err := h.c.syncer.sync(t.Context(), "ns/w")
-	events := 0
-	for len(h.recorder.Events) > 0 {
-		t.Logf("event %s", <-h.recorder.Events)
-		events++
+	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("err %v; status writes %d; events %d; writes %v", err, len(*sent), events, h.writes())
-	if len(*sent) == 0 && events == 0 {
-		t.Errorf("a deleted parent held an hour by its last child's finalizer says nothing (no DeletionBlocked)")
-	}
+	reportedAs(t, h, *sent, contract.ConditionReady, contract.ReasonDeletionBlocked)
 }
 
 // A parent out of the policy's labelSelector, being deleted, whose cross-namespace child never
@@ -160,7 +167,6 @@ func TestAParentLetGoOfIsNotPolledEverySecond(t *testing.T) {
 			gets++
 		}
 	}
-	t.Logf("requeues %v, GETs of the parent %d, events %d", after, gets, len(h.recorder.Events))
 	if len(after) != 5 || after[4] != time.Minute {
 		t.Errorf("requeued after %v: want a minute, for a parent being deleted for days whose child does not go", after)
 	}

@@ -161,10 +161,7 @@ func TestLintFindsChildrenTheAPIServerAcceptsButThatDoNotDoWhatTheySay(t *testin
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, f := range Lint(load(t, tt.policy)) {
-				got = append(got, f.String())
-			}
+			got := findingsOf(load(t, tt.policy))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
@@ -212,10 +209,7 @@ func TestLintFindsParentConditionsMetacelWouldReplace(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var got []string
-			for _, f := range Lint(cs[0]) {
-				got = append(got, f.String())
-			}
+			got := findingsOf(cs[0])
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
@@ -263,13 +257,19 @@ func TestLintFindsWorkloadsThatNeverDoWhatTheySay(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, f := range Lint(load(t, tt.policy)) {
-				got = append(got, f.String())
-			}
+			got := findingsOf(load(t, tt.policy))
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("findings:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
 			}
 		})
 	}
+}
+
+// findingsOf is Lint's findings of c, as they print.
+func findingsOf(c *Compiled) []string {
+	var out []string
+	for _, f := range Lint(c) {
+		out = append(out, f.String())
+	}
+	return out
 }
