@@ -26,6 +26,7 @@ var fixes = []struct {
 	{pathEnds("timeZone"), constant(`name a time zone of the IANA database, e.g. "Europe/Paris" or "Etc/UTC"`)},
 	{typeIs(field.ErrorTypeDuplicate), constant("give each item its own value")},
 	{mountsAnUndeclaredVolume, constant("mount a volume that spec.volumes declares, or declare it there")},
+	{requiredOfValues, func(e *field.Error) string { return "set " + e.Field + " to one of the valid values it names, whatever it holds now" }},
 	{typeIs(field.ErrorTypeRequired), func(e *field.Error) string { return "set " + e.Field }},
 }
 
@@ -39,6 +40,12 @@ func pathEnds(name string) func(e *field.Error) bool {
 
 func mountsAnUndeclaredVolume(e *field.Error) bool {
 	return e.Type == field.ErrorTypeNotFound && strings.HasSuffix(e.Field, ".name") && strings.Contains(e.Field, "volumeMounts[")
+}
+
+// requiredOfValues is a Required error that names the valid values: the API server gives one
+// for a field set to a value it does not take there too (a Job's restartPolicy Always).
+func requiredOfValues(e *field.Error) bool {
+	return e.Type == field.ErrorTypeRequired && strings.Contains(e.Detail, "valid values")
 }
 
 func typeIs(t field.ErrorType) func(e *field.Error) bool {
