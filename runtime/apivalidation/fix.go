@@ -26,7 +26,9 @@ var fixes = []struct {
 	{pathEnds("timeZone"), constant(`name a time zone of the IANA database, e.g. "Europe/Paris" or "Etc/UTC"`)},
 	{typeIs(field.ErrorTypeDuplicate), constant("give each item its own value")},
 	{mountsAnUndeclaredVolume, constant("mount a volume that spec.volumes declares, or declare it there")},
-	{requiredOfValues, func(e *field.Error) string { return "set " + e.Field + " to one of the valid values it names, whatever it holds now" }},
+	{requiredOfValues, func(e *field.Error) string {
+		return "set " + e.Field + " to one of the valid values it names, whatever it holds now"
+	}},
 	{typeIs(field.ErrorTypeRequired), func(e *field.Error) string { return "set " + e.Field }},
 }
 

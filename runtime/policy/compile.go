@@ -437,6 +437,7 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			cc.Template = t
 			c.checkKind(ch.Template, path+".template", allowed)
 			c.checkReserved(ch.Template, path+".template")
+			c.checkBase64(ch.Template, path+".template")
 			if s, ok := c.schemaOfChild(ch.Template, allowed); ok {
 				before := len(c.errs)
 				c.checkChildSchema(ch.Template, path+".template", env, s)

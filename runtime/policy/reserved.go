@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"encoding/base64"
 	"sort"
+	"strings"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/fieldpath"
@@ -46,6 +48,34 @@ func (c *compiler) checkReserved(tmpl map[string]any, path string) {
 			if r.reserved(k) {
 				c.errorf(fieldpath.Field(path+".metadata."+r.kind, k), "%q is metacel's own (it says which policy, parent and entry a child belongs to, and that metacel manages it): remove it, or use a key of your own domain", k)
 			}
+		}
+	}
+}
+
+// base64Fields are the fields of built-in kinds whose values are base64, by kind: a value that is
+// not fails every render (the object "cannot be handled"), where the API server would say so at
+// the template's root.
+var base64Fields = map[string]struct{ field, instead string }{
+	"Secret":    {"data", "write the text under stringData (the API server encodes it), or encode it"},
+	"ConfigMap": {"binaryData", "put text under data, or encode it"},
+}
+
+// checkBase64 rejects a literal value of a Secret's data or a ConfigMap's binaryData that is no
+// base64, at its key.
+func (c *compiler) checkBase64(tmpl map[string]any, path string) {
+	kind, _ := tmpl["kind"].(string)
+	f, ok := base64Fields[kind]
+	if !ok || tmpl["apiVersion"] != "v1" {
+		return
+	}
+	values, _ := tmpl[f.field].(map[string]any)
+	for _, k := range sortedKeys(values) {
+		v, isString := values[k].(string)
+		if !isString || strings.Contains(v, "${") {
+			continue
+		}
+		if _, err := base64.StdEncoding.DecodeString(v); err != nil {
+			c.errorf(fieldpath.Field(path+"."+f.field, k), "is not base64, which a %s's %s holds: %s", kind, f.field, f.instead)
 		}
 	}
 }

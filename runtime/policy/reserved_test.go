@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/test/testpolicies"
 )
 
 func TestATemplateCannotSetWhatTheRuntimeOwns(t *testing.T) {
@@ -46,6 +47,34 @@ func TestATemplateCannotSetWhatTheRuntimeOwns(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Load("p.yaml", []byte(placementPolicy("demo.rtfm.co.ua/v1", "myapps", child(tc.metadata))), kinds.NewCatalog())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("load: %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("load: %v\nwant: %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// A Secret's data or a ConfigMap's binaryData that is no base64 failed every render, the API
+// server saying only that the object "cannot be handled": an error at the key, saying what to do.
+func TestAValueThatIsNoBase64IsAnErrorAtItsKey(t *testing.T) {
+	tests := []struct {
+		name, template, want string
+	}{
+		{"a Secret's data", `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {password: "not base64!!"}}`,
+			`spec.children[0].template.data.password: is not base64, which a Secret's data holds: write the text under stringData`},
+		{"a ConfigMap's binaryData", `{apiVersion: v1, kind: ConfigMap, metadata: {name: c}, binaryData: {blob: "%%%"}}`,
+			`spec.children[0].template.binaryData.blob: is not base64, which a ConfigMap's binaryData holds: put text under data`},
+		{"base64, with a line break", `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {a: "aGVs\nbG8="}}`, ""},
+		{"a value an expression gives", `{apiVersion: v1, kind: Secret, metadata: {name: s}, data: {a: "${parent.metadata.name}"}}`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text := strings.Replace(testpolicies.YAML("myapp-head", testpolicies.Fills{"RESOURCE": "secrets"}), "resource: secrets", "resource: secrets\n    - {apiVersion: v1, resource: configmaps}", 1) +
+				"  children:\n    - id: c\n      template: " + tc.template + "\n"
+			_, err := Load("p.yaml", []byte(text), kinds.NewCatalog())
 			switch {
 			case tc.want == "" && err != nil:
 				t.Errorf("load: %v, want none", err)
