@@ -4,6 +4,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/decide/noop"
 	"metacel.dev/metacel/runtime/render"
 )
@@ -25,8 +26,9 @@ import (
 func (s *parentStates) rememberAdmitted(parent *unstructured.Unstructured, child *render.Child, got *unstructured.Unstructured) {
 	var admitted map[string]any
 	if got != nil && got.GetResourceVersion() != "" && // an object the API server stored, not a bare answer
-		schemaOf(child).ContentNeedsApply(child.Object, got, noBookkeeping, noBookkeeping) {
+		schemaOf(child).ContentNeedsApply(child.Object, got, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation) {
 		admitted = restrictTo(got.Object, child.Object.Object)
+		admitted["metadata"] = runtime.DeepCopyJSONValue(child.Object.Object["metadata"]) // its labels and annotations, compared as the policy's
 	}
 	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
@@ -53,7 +55,7 @@ func (s *parentStates) admittedAlready(parent *unstructured.Unstructured, child 
 	if admitted == nil || obs == nil {
 		return false
 	}
-	return !schemaOf(child).ContentNeedsApply(&unstructured.Unstructured{Object: admitted}, obs, noBookkeeping, noBookkeeping)
+	return !schemaOf(child).ContentNeedsApply(&unstructured.Unstructured{Object: admitted}, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
 }
 
 // schemaOf is the no-op check's schema of a child's kind.
@@ -61,11 +63,8 @@ func schemaOf(child *render.Child) *noop.Schema {
 	return noop.SchemaFor(child.Object.GroupVersionKind(), child.Resource.Schema)
 }
 
-// noBookkeeping leaves no label or annotation out of the comparison (restrictTo keeps none).
-func noBookkeeping(string) bool { return false }
-
-// restrictTo returns of obj, a child, the fields desired sets but its metadata (bookkeeping,
-// compared apart): objects field by field, other values (lists, scalars) whole, as obj holds them.
+// restrictTo returns of obj, a child, the fields desired sets but its metadata (the caller puts the
+// policy's back): objects field by field, other values (lists, scalars) whole, as obj holds them.
 func restrictTo(obj, desired map[string]any) map[string]any {
 	out := restrictFields(obj, desired)
 	delete(out, "metadata")

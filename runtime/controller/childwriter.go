@@ -94,6 +94,9 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
+		if cw.states.admittedAlready(parent, s.Child, s.Observed) {
+			return nil // what differs is what admission made of it (admitted.go): nothing to update
+		}
 		return &syncError{reason: contract.ReasonApplyFailed, terminal: true, err: errors.New(s.Why)}
 	case decide.UpdateBookkeeping:
 		got, err := cw.patchBookkeeping(ctx, parent, s)

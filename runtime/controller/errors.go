@@ -58,6 +58,20 @@ func refusedForGood(err error) bool {
 	return errors.As(err, &se) && (se.terminal || se.reason == contract.ReasonApplyFailed && isPermanent(se.err))
 }
 
+// allRefusedForGood reports whether every failure err joins (childWriter.write goes on past a
+// failed child) is refused for good: one that may pass when retried retries the sync.
+func allRefusedForGood(err error) bool {
+	if joined, ok := err.(interface{ Unwrap() []error }); ok { // the join itself, not one it wraps
+		for _, e := range joined.Unwrap() {
+			if !allRefusedForGood(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return refusedForGood(err)
+}
+
 // isConflict reports whether err is a ChildConflict: an object someone else owns holds a child's
 // name (retried with backoff, logged quieter than other failures).
 func isConflict(err error) bool {

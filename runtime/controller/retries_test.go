@@ -281,56 +281,78 @@ spec:
     - {apiVersion: v1, resource: configmaps}
   children:
     - id: cm
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm"}, data: {image: "nginx"}}
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm", labels: {team: a}}, IMMUTABLEdata: {image: "nginx"}}
 `
 
 // A mutating webhook rewrites a field metacel sets (an image tag pinned to a digest): the stored
 // child never holds what the policy says. Each unrelated change of the child (its status, another
 // controller's label) brought a sync that re-applied it (a no-op on the server), and the fifth in
-// five minutes was reported as a DriftConflict. Once the answer to a write shows what admission
-// made of it, the child is not written again while it holds that.
+// five minutes was reported as a DriftConflict; a field the kind does not let change (an
+// immutable ConfigMap's data, a Job's template) was refused as a change of the policy's. Once the
+// answer to a write shows what admission made of it, the child is not written again while it
+// holds that; another writer's change of a field the policy sets, or of one of its labels, is.
 func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
-	h := newHarness(t, admissionMutatedPolicy, widgetCRD)
-	statusWrites(h, nil)
-	mutated := func(rv int) *unstructured.Unstructured {
-		c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-cm, namespace: ns, uid: c-1, resourceVersion: "`+fmt.Sprint(rv)+`",
+	for _, tc := range []struct {
+		name, immutable string
+		change          func(obj *unstructured.Unstructured)
+		wantApplies     int // after the other writer's change
+	}{
+		{"another writer changes the field", "", func(o *unstructured.Unstructured) { o.Object["data"] = map[string]any{"image": "evil"} }, 2},
+		{"another writer changes a label the policy sets", "", func(o *unstructured.Unstructured) {
+			_ = unstructured.SetNestedField(o.Object, "b", "metadata", "labels", "team")
+		}, 2},
+		{"an immutable ConfigMap, its data as admission made it", "immutable: true, ", func(*unstructured.Unstructured) {}, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, strings.Replace(admissionMutatedPolicy, "IMMUTABLE", tc.immutable, 1), widgetCRD)
+			statusWrites(h, nil)
+			mutated := func(rv int) *unstructured.Unstructured {
+				c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-cm, namespace: ns, uid: c-1, resourceVersion: "`+fmt.Sprint(rv)+`",
   ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
-  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: cm},
+  labels: {team: a, app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: cm},
   managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:image": {}}}}]},
   data: {image: "docker.io/library/nginx@sha256:abc"}}`)
-		return c
-	}
-	applies := 0
-	rv := 10
-	h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-		applies++
-		return true, mutated(rv), nil // the webhook rewrote it back: nothing changed, same resourceVersion
-	})
-	w := widgetWithStatus(t, "red", nil)
-	w.SetResourceVersion("5")
-	h.cacheParent(t, w)
-	var last error
-	for i := range 7 {
-		rv++ // another writer touched the child (its status, a label): a new resourceVersion
-		_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, mutated(rv)))
-		last = h.c.syncer.sync(t.Context(), "ns/w")
-		t.Logf("sync %d: applies %d err %v", i, applies, last)
-	}
-	if last != nil {
-		t.Errorf("a webhook's rewrite of a field is reported after %d applies: %v", applies, last)
-	}
-	if applies != 1 {
-		t.Errorf("%d applies, want 1: the answer to the first says what admission makes of the child", applies)
-	}
-	// another writer changes the field: a change, written back
-	changed := mutated(rv + 1)
-	changed.Object["data"] = map[string]any{"image": "evil"}
-	_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, changed))
-	if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
-		t.Fatal(err)
-	}
-	if applies != 2 {
-		t.Errorf("another writer's change of the field: %d applies in all, want 2", applies)
+				if tc.immutable != "" {
+					c.Object["immutable"] = true
+				}
+				return c
+			}
+			applies := 0
+			rv := 10
+			h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				applies++
+				return true, mutated(rv), nil // the webhook rewrote it back: nothing changed, same resourceVersion
+			})
+			h.react("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				applies++
+				return true, mutated(rv), nil
+			})
+			w := widgetWithStatus(t, "red", nil)
+			w.SetResourceVersion("5")
+			h.cacheParent(t, w)
+			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil { // created, as admission makes it
+				t.Fatal(err)
+			}
+			for range 7 {
+				rv++ // another writer touched the child (its status, a label of its own): a new resourceVersion
+				_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, mutated(rv)))
+				if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+					t.Fatalf("after %d applies: %v", applies, err)
+				}
+			}
+			if applies != 1 {
+				t.Errorf("%d applies, want 1: the answer to the first says what admission makes of the child", applies)
+			}
+			changed := mutated(rv + 1)
+			tc.change(changed)
+			_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, changed))
+			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+				t.Fatal(err)
+			}
+			if applies != tc.wantApplies {
+				t.Errorf("%d applies in all, want %d", applies, tc.wantApplies)
+			}
+		})
 	}
 }
 
@@ -338,22 +360,57 @@ func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
 // written again, but still counts as failing in the policy's status: left unmarked, a restarted
 // runtime counted it as neither, and rewrote the policy's status over converged parents.
 func TestAFailureReportedAlreadyCountsAsFailing(t *testing.T) {
-	h := newHarness(t, widgetChildPolicy, widgetCRD)
-	sent := statusWrites(h, nil)
+	for _, tc := range []struct {
+		name, said string
+		writes     int
+	}{
+		{"the same subject, another detail: not written again", "create ConfigMap ns/w-cm: Internal error occurred: etcdserver: request timed out", 0},
+		// the quota that refused another child is fixed; what fails now must be said
+		{"another subject: written", "create ConfigMap ns/w-other: exceeded quota", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t, widgetChildPolicy, widgetCRD)
+			sent := statusWrites(h, nil)
+			h.react("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
+			})
+			w := widgetWithStatus(t, "red", map[string]any{"conditions": []any{
+				map[string]any{"type": "Synced", "status": "False", "reason": contract.ReasonApplyFailed, "message": tc.said, "observedGeneration": int64(1)},
+			}})
+			h.cacheParent(t, w)
+			if err := h.c.syncer.sync(t.Context(), "ns/w"); err == nil || isTerminal(err) {
+				t.Fatalf("sync: %v, want a retried failure", err)
+			}
+			if len(*sent) != tc.writes {
+				t.Errorf("%d status writes, want %d", len(*sent), tc.writes)
+			}
+			if c := h.c.Parents().Count(); c.Failing != 1 {
+				t.Errorf("counts %+v, want the parent failing", c)
+			}
+		})
+	}
+}
+
+// A child the API server refuses for good (an immutable ConfigMap's data changed) and another whose
+// create gets a 500: the sync is retried for the second, not left for an input to change.
+func TestARefusedChildDoesNotMakeAnotherOnesPassingFailureFinal(t *testing.T) {
+	h := newHarness(t, twoChildrenPolicy, widgetCRD)
+	statusWrites(h, nil)
+	w := widgetWithStatus(t, "blue", nil)
+	w.SetResourceVersion("5")
+	h.cacheParent(t, w)
+	h.react("patch", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "ConfigMap"}, "w-a", nil)
+	})
 	h.react("create", "configmaps", func(clienttesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New("etcdserver: leader changed"))
 	})
-	w := widgetWithStatus(t, "red", map[string]any{"conditions": []any{
-		map[string]any{"type": "Synced", "status": "False", "reason": contract.ReasonApplyFailed, "message": "etcdserver: request timed out", "observedGeneration": int64(1)},
-	}})
-	h.cacheParent(t, w)
-	if err := h.c.syncer.sync(t.Context(), "ns/w"); err == nil || isTerminal(err) {
-		t.Fatalf("sync: %v, want a retried failure", err)
-	}
-	if len(*sent) != 0 {
-		t.Errorf("%d status writes, want none: the status says ApplyFailed already", len(*sent))
-	}
-	if c := h.c.Parents().Count(); c.Failing != 1 {
-		t.Errorf("counts %+v, want the parent failing", c)
+	h.cacheChild(t, objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-a, namespace: ns, uid: c-a, resourceVersion: "9",
+  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
+  labels: {app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: a}, `+appliedByMetacel+`},
+  data: {replicas: "7"}}`))
+	err := h.c.syncer.sync(t.Context(), "ns/w")
+	if err == nil || isTerminal(err) {
+		t.Errorf("sync: %v (terminal %v), want a retried failure: child b's create may pass", err, isTerminal(err))
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,14 +48,14 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 	reason, retry := contract.ReasonEvaluationError, false
 	switch {
 	case errors.As(err, &se) && se.reason != "":
-		reason, retry = se.reason, !refusedForGood(err)
+		reason, retry = se.reason, !allRefusedForGood(err)
 	case isRenderError(err):
 		reason = render.ErrorConditions(err, reason)[0].Reason
 	case isTransient(err): // a read that failed on the way (a large object fetched, a 429)
 		retry = true
 	}
 	conds := render.FailureConditions(reason, err.Error())
-	if retry && r.reportsAlready(parent, reason) {
+	if retry && r.reportsAlready(parent, reason, err.Error()) {
 		r.states.markParent(parentKey(parent), parent.GetUID(), conds) // counted as failing, as its status says
 		klog.FromContext(ctx).V(2).Info("Sync failed again", "reason", reason, "err", err)
 		return err
@@ -75,11 +76,12 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 }
 
 // reportsAlready reports whether the parent's status says already that its syncs fail for
-// reason, at its generation: a failure that is retried is not written again for another message
-// (an API server in trouble answers timeouts and leader changes in turn). The write's own echo,
-// the parent's update event, would sync it again at once, past the backoff, each time with a new
-// status and a new Warning event.
-func (r *reporter) reportsAlready(parent *unstructured.Unstructured, reason string) bool {
+// reason, at its generation, on the same subject (what the message says before its first ": ",
+// such as "create ConfigMap ns/web"): a failure that is retried is not written again for another
+// detail (an API server in trouble answers timeouts and leader changes in turn). The write's own
+// echo, the parent's update event, would sync it again at once, past the backoff, each time with a
+// new status and a new Warning event.
+func (r *reporter) reportsAlready(parent *unstructured.Unstructured, reason, message string) bool {
 	if !r.policy.Parent.HasStatus {
 		return false
 	}
@@ -90,9 +92,16 @@ func (r *reporter) reportsAlready(parent *unstructured.Unstructured, reason stri
 			continue
 		}
 		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
-		return m["status"] == "False" && m["reason"] == reason && gen == parent.GetGeneration()
+		said, _ := m["message"].(string)
+		return m["status"] == "False" && m["reason"] == reason && gen == parent.GetGeneration() && subject(said) == subject(message)
 	}
 	return false
+}
+
+// subject is what a failure's message is about: the words before its first ": ".
+func subject(message string) string {
+	before, _, _ := strings.Cut(message, ": ")
+	return before
 }
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and

@@ -116,7 +116,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 			withoutSchedulingDirectives(only.Object)
 		}
 		if f == "spec" && child.Object.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
-			withoutPodMutable(only.Object)
+			withoutPodMutable(only.Object, gated(obs))
 		}
 		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
 			return f
@@ -162,11 +162,15 @@ func withoutSchedulingDirectives(obj map[string]any) {
 var podMutable = []string{"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"}
 
 // withoutPodMutable removes from a Pod the fields of its spec an update may change, so that
-// they are not compared.
-func withoutPodMutable(obj map[string]any) {
+// they are not compared; of a Pod held by scheduling gates (gated), its node selection too.
+func withoutPodMutable(obj map[string]any, gated bool) {
 	spec, _ := obj["spec"].(map[string]any)
 	for _, f := range podMutable {
 		delete(spec, f)
+	}
+	if gated {
+		delete(spec, "nodeSelector")
+		unstructured.RemoveNestedField(spec, "affinity", "nodeAffinity")
 	}
 	for _, list := range []string{"containers", "initContainers"} {
 		items, _ := spec[list].([]any)
@@ -176,6 +180,13 @@ func withoutPodMutable(obj map[string]any) {
 			}
 		}
 	}
+}
+
+// gated reports whether the observed Pod waits on scheduling gates: until it is scheduled, its
+// node selection may change (ValidatePodUpdate).
+func gated(obs *unstructured.Unstructured) bool {
+	gates, _, _ := unstructured.NestedSlice(obs.Object, "spec", "schedulingGates")
+	return len(gates) > 0
 }
 
 // immutableMessage says that the update of a child would change a field its kind does not let

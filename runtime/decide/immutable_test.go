@@ -124,6 +124,11 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         metadata: {name: "${parent.metadata.name}-c"}
         spec: {containers: [{name: c, image: i, env: [{name: A, value: "${parent.data.a}"}]}]}
 `, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "refuse Pod", "the policy changes spec, which the API server does not let change on an existing Pod"},
+		{"a Pod held by scheduling gates takes a new nodeSelector", "v1", "pods", "InPlace", `        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {schedulingGates: [{name: example.com/queue}], nodeSelector: {zone: "${parent.data.a}"}, containers: [{name: c, image: i}]}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "update Pod", ""},
 		{"a Pod's new image is applied", "v1", "pods", "InPlace", `        apiVersion: v1
         kind: Pod
         metadata: {name: "${parent.metadata.name}-c"}

@@ -41,8 +41,8 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 	reported := map[string]bool{}
 	var located []located
 	for _, e := range errs {
-		if p.renumbered(e.Field) {
-			continue // its items moved where expression items were left out: it cannot be located
+		if p.renumbered(e.Field) || len(p.renumberedLists) > 0 && e.Type == field.ErrorTypeNotFound {
+			continue // its items moved where expression items were left out, or it names one of those: it cannot be located
 		}
 		if l, ok := locate(tmpl, path, e); ok {
 			located = append(located, l)

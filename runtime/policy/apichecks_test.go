@@ -202,3 +202,24 @@ func TestFieldStepsFollowTheAPIServersPaths(t *testing.T) {
 		}
 	}
 }
+
+// A StatefulSet whose claim template an expression gives, which a literal volumeMount names,
+// loads: the item left out of the probe is not "not found" (a false error at the mount).
+func TestAClaimTemplateAnExpressionGivesIsNoMissingVolume(t *testing.T) {
+	text := strings.Replace(builtinChildPolicy(`    - id: db
+      template:
+        apiVersion: apps/v1
+        kind: StatefulSet
+        metadata: {name: db}
+        spec:
+          selector: {matchLabels: {app: db}}
+          serviceName: db
+          template:
+            metadata: {labels: {app: db}}
+            spec: {containers: [{name: db, image: postgres, volumeMounts: [{name: data, mountPath: /data}]}]}
+          volumeClaimTemplates: ["${ {'metadata': {'name': 'data'}, 'spec': {'accessModes': ['ReadWriteOnce'], 'resources': {'requests': {'storage': '1Gi'}}}} }"]
+`), "    - {apiVersion: batch/v1, resource: cronjobs}\n", "    - {apiVersion: batch/v1, resource: cronjobs}\n    - {apiVersion: apps/v1, resource: statefulsets}\n", 1)
+	if _, err := Load("p.yaml", []byte(text), kinds.NewCatalog()); err != nil {
+		t.Errorf("load: %v, want none", err)
+	}
+}

@@ -459,7 +459,7 @@ func (c *compiler) checkSameObject() {
 	first := map[string]string{}
 	for i, ch := range c.spec.Children {
 		key, ok := literalObject(ch.Template)
-		if !ok {
+		if !ok || ch.IncludeWhen != "" || ch.ForEach != "" { // includeWhen may keep two apart (one Service or the other)
 			continue
 		}
 		path := fieldpath.Index("spec.children", i)

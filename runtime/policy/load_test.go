@@ -176,6 +176,8 @@ func TestTwoChildrenNamingOneObjectDoNotLoad(t *testing.T) {
 		{"one literal name twice", child("a", "shared") + child("b", "shared"), `p.yaml:16: spec.children[1].template.metadata.name: names the same object as spec.children[0]`},
 		{"two literal names", child("a", "one") + child("b", "two"), ""},
 		{"one name computed", child("a", "shared") + child("b", `"${parent.metadata.name}"`), ""},
+		{"one literal name twice, kept apart by includeWhen", child("a", "shared") + "      includeWhen: \"parent.metadata.name == 'x'\"\n" +
+			child("b", "shared") + "      includeWhen: \"parent.metadata.name != 'x'\"\n", ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,9 +9,11 @@ import (
 )
 
 // Dependency is a child another waits for: until it exists, or, when Ready, until it is ready.
+// Named: only a dependsOn names it (no expression reads its status).
 type Dependency struct {
 	ID    string
 	Ready bool
+	Named bool
 	// Why says what makes the dependency: "it reads children.db", "it reads children.db's
 	// status", "its dependsOn names db".
 	Why string
@@ -85,7 +87,7 @@ func (c *compiler) dependencies(ch *CompiledChild, dependsOn []string, index map
 		case !ok:
 			c.errorf(path, "no child has id %q: name one of %s", id, strings.Join(sortedIDs(index), ", "))
 		default:
-			deps[id] = Dependency{ID: id, Ready: true, Why: "its dependsOn names " + id}
+			deps[id] = Dependency{ID: id, Ready: true, Named: !deps[id].Ready, Why: "its dependsOn names " + id}
 		}
 	}
 	out := make([]Dependency, 0, len(deps))

@@ -38,7 +38,7 @@ func TestChildrenAreOrderedByWhatTheyRead(t *testing.T) {
 			[]string{"db", "app"}, map[string][]Dependency{"app": {{ID: "db", Why: "it reads children.db"}}}},
 		{"dependsOn waits for readiness", "",
 			entry("app", "      dependsOn: [secret]\n") + entry("secret", ""),
-			[]string{"secret", "app"}, map[string][]Dependency{"app": {{ID: "secret", Ready: true, Why: "its dependsOn names secret"}}}},
+			[]string{"secret", "app"}, map[string][]Dependency{"app": {{ID: "secret", Ready: true, Named: true, Why: "its dependsOn names secret"}}}},
 		{"a child reading itself waits for nothing", "",
 			entry("a", "      includeWhen: \"!has(children.a) || true\"\n"),
 			[]string{"a"}, nil},

@@ -86,7 +86,8 @@ func notCurrent(obj *unstructured.Unstructured, res *kstatus.Result) Verdict {
 	if c, ok := findCondition(obj, "Suspended"); ok && isJob(obj) && c.status == "True" {
 		v.Reason, v.Message = orDefault(c.reason, "JobSuspended"), "the Job is suspended (spec.suspend)"
 	}
-	if c, ok := findCondition(obj, "Ready"); ok && c.status == "False" && c.reason == contract.ReasonChildFailed {
+	if c, ok := findCondition(obj, "Ready"); ok && c.status == "False" && c.reason == contract.ReasonChildFailed &&
+		(c.observedGeneration == 0 || c.observedGeneration == obj.GetGeneration()) {
 		v.Failed, v.Reason, v.Message = true, c.reason, orDefault(c.message, v.Message)
 	}
 	if res.Status == kstatus.TerminatingStatus {

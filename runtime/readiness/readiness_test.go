@@ -403,6 +403,28 @@ status:
 			wantFailed: true, wantReason: "ChildFailed", wantMessage: "Job ns/migrate failed: BackoffLimitExceeded",
 		},
 		{
+			name: "a Pod that has succeeded is ready, its Ready condition False (PodCompleted)",
+			object: `apiVersion: v1
+kind: Pod
+metadata: {name: migrate}
+status:
+  phase: Succeeded
+  conditions:
+  - {type: Ready, status: "False", reason: PodCompleted}`,
+			wantReady: true, wantReason: "Current",
+		},
+		{
+			name: "a nested metacel parent whose ChildFailed is of an older generation has not failed (its spec just changed)",
+			object: `apiVersion: example.com/v1
+kind: Stack
+metadata: {name: s, generation: 2}
+status:
+  observedGeneration: 1
+  conditions:
+  - {type: Ready, status: "False", reason: ChildFailed, message: "Job ns/migrate failed", observedGeneration: 1}`,
+			wantReason: "LatestGenerationNotObserved",
+		},
+		{
 			name:       "an object being deleted is not ready",
 			object:     "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, deletionTimestamp: \"2026-11-28T00:00:00Z\"}",
 			wantReason: "Terminating",

@@ -122,6 +122,9 @@ func decidingCondition(obj *unstructured.Unstructured) (condition, string, bool)
 // condition (it reads no other): its Available or Programmed condition, when it has one, says
 // whether it is ready (a Gateway Programmed Unknown while its controller works is not).
 func conditionNotTrue(obj *unstructured.Unstructured) (Verdict, bool) {
+	if judgedByKstatus(obj) {
+		return Verdict{}, false // a Pod that has succeeded is ready, its Ready condition False (PodCompleted)
+	}
 	c, t, ok := decidingCondition(obj)
 	if !ok || c.status == "True" {
 		return Verdict{}, false
@@ -141,6 +144,17 @@ func conditionBehind(obj *unstructured.Unstructured) (Verdict, bool) {
 		Reason:  t + "ConditionBehind",
 		Message: fmt.Sprintf("its %s condition is of generation %d, and the object is at generation %d", t, c.observedGeneration, obj.GetGeneration()),
 	}, true
+}
+
+// judgedByKstatus reports whether kstatus has a rule of its own for obj's kind (the built-in
+// workloads, Pods, claims, Services, PodDisruptionBudgets, CRDs), which reads their conditions
+// as their controllers mean them.
+func judgedByKstatus(obj *unstructured.Unstructured) bool {
+	switch obj.GroupVersionKind().Group {
+	case "", "apps", "batch", "policy", "apiextensions.k8s.io":
+		return true
+	}
+	return false
 }
 
 // notObserved says that obj's controller has not observed its generation yet.

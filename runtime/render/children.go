@@ -111,7 +111,7 @@ func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) strin
 			if obs == nil || obs.GetDeletionTimestamp() != nil {
 				return fmt.Sprintf("after %s exists: %s", childName(kid.Object), dep.Why)
 			}
-			if !dep.Ready || boundByItsConsumer(kid.Object) {
+			if !dep.Ready || dep.Named && boundByItsConsumer(kid.Object) {
 				continue
 			}
 			judged := kid
@@ -126,8 +126,8 @@ func (r *run) waitsFor(ch *policy.CompiledChild, built map[string][]Child) strin
 	return ""
 }
 
-// boundByItsConsumer reports whether obj is a PersistentVolumeClaim, which an entry that waits for
-// it to be ready waits for only to exist: a claim of a WaitForFirstConsumer StorageClass (most
+// boundByItsConsumer reports whether obj is a PersistentVolumeClaim, which an entry whose
+// dependsOn names it (and that reads nothing of its status) waits for only to exist: a claim of a WaitForFirstConsumer StorageClass (most
 // clouds' default) binds only once a Pod that uses it is scheduled, so waiting for it to be bound
 // would hold that Pod for ever; and a Pod whose claim is not bound yet is not started by
 // Kubernetes. The parent's Ready still waits for the claim to be bound.

@@ -132,7 +132,7 @@ func TestAWaitCarriesDownAChain(t *testing.T) {
 // that uses it is scheduled, so waiting for it to be bound held the Pod, and the parent, for ever.
 // The parent stays not Ready while the claim is not bound.
 func TestAPodThatDependsOnItsClaimIsAppliedOnceTheClaimExists(t *testing.T) {
-	policy := strings.Replace(policyHead, "resource: configmaps", "resource: persistentvolumeclaims", 1) + `    - {apiVersion: v1, resource: pods}
+	text := strings.Replace(policyHead, "resource: configmaps", "resource: persistentvolumeclaims", 1) + `    - {apiVersion: v1, resource: pods}
   children:
     - id: data
       template: {apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data}, spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}}
@@ -146,23 +146,29 @@ func TestAPodThatDependsOnItsClaimIsAppliedOnceTheClaimExists(t *testing.T) {
           containers: [{name: app, image: busybox}]
           volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]
 `
-	cs, err := policyLoad(policy)
+	cs, err := policyLoad(text)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pending := obj(t, `{apiVersion: v1, kind: PersistentVolumeClaim, metadata: {name: data, namespace: ns, labels: {metacel.dev/child-id: data, metacel.dev/parent-uid: u-1}},
   spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 1Gi}}}, status: {phase: Pending}}`)
+	reads, err := policyLoad(strings.Replace(text, "metadata: {name: app}", `metadata: {name: app, annotations: {size: "${children.data.status.?capacity.?storage.orValue('')}"}}`, 1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
+		policy   *policy.Compiled
 		observed []*unstructured.Unstructured
 		want     string // desired | held
 	}{
-		{"before the claim exists, the Pod waits", nil, "data | pod"},
-		{"once the claim exists, pending, the Pod is applied", []*unstructured.Unstructured{pending}, "data pod | "},
+		{"before the claim exists, the Pod waits", cs, nil, "data | pod"},
+		{"once the claim exists, pending, the Pod is applied", cs, []*unstructured.Unstructured{pending}, "data pod | "},
+		{"a Pod that reads the claim's status waits for it to be bound", reads, []*unstructured.Unstructured{pending}, "data | pod"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, _, err := RenderObserved(t.Context(), cs, Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}, tc.observed)
+			out, _, err := RenderObserved(t.Context(), tc.policy, Input{Parent: obj(t, testParent), Mapper: kinds.NewCatalog()}, tc.observed)
 			if err != nil {
 				t.Fatal(err)
 			}
