@@ -17,6 +17,7 @@ var fixes = []struct {
 }{
 	{detailHas("`selector` does not match template `labels`"), constant("give spec.template.metadata.labels every label spec.selector matches")},
 	{detailHas("a valid label must be an empty string or consist of"), constant("a label value is at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit: put other text in an annotation")},
+	{copiedJobName, constant("shorten the Job's metadata.name to at most 63 characters: the API server copies it into the label job-name of its Pods")},
 	{detailHas("must be no more than"), shorten},
 	{detailHas("must not contain dots"), constant("use '-' where the name has '.'")},
 	{detailHas("RFC 1123"), constant("use lowercase letters, digits and '-' (and '.' in a subdomain), starting and ending with a letter or digit")},
@@ -42,6 +43,13 @@ func pathEnds(name string) func(e *field.Error) bool {
 
 func mountsAnUndeclaredVolume(e *field.Error) bool {
 	return e.Type == field.ErrorTypeNotFound && strings.HasSuffix(e.Field, ".name") && strings.Contains(e.Field, "volumeMounts[")
+}
+
+// copiedJobName is the error of a Job's name longer than a label value: the API server copies it
+// into its pod template's labels (job-name, batch.kubernetes.io/job-name), and says so at
+// spec.template.labels (a label the template sets is at spec.template.metadata.labels).
+func copiedJobName(e *field.Error) bool {
+	return strings.Contains(e.Detail, "must be no more than 63") && strings.HasSuffix(e.Field, "spec.template.labels")
 }
 
 // requiredOfValues is a Required error that names the valid values: the API server gives one

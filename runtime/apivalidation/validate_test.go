@@ -233,6 +233,8 @@ func TestARefusalSaysWhatTheAPIServerSaysAndTheFix(t *testing.T) {
 			`Service "web" is invalid: [spec.ports[1].port: Invalid value: 80800: must be between 1 and 65535, inclusive, spec.ports[1].targetPort: Invalid value: 80800: must be between 1 and 65535, inclusive] (fix: use a port from 1 to 65535)`},
 		{"a six-field schedule", "CronJob", `"0 3 * * *"`, `"0 0 3 * * *"`,
 			`(fix: write five fields, minute hour day-of-month month day-of-week ("0 3 * * *"), or a descriptor ("@daily", "@every 1h"), with any time zone in spec.timeZone)`},
+		{"a Job's name longer than a label value, which the API server copies into one", "Job", "name: migrate}", "name: " + strings.Repeat("j", 64) + "}",
+			`(fix: shorten the Job's metadata.name to at most 63 characters: the API server copies it into the label job-name of its Pods)`},
 		{"a Job's restartPolicy Always, which it does not take", "Job", "restartPolicy: Never", "restartPolicy: Always",
 			`(fix: set spec.template.spec.restartPolicy to one of the valid values it names, whatever it holds now)`},
 		{"an error without a known fix", "HorizontalPodAutoscaler", "maxReplicas: 10", "maxReplicas: 1",
