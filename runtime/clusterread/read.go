@@ -26,6 +26,17 @@ import (
 // identity the policy acts as (apply.Writer.Client).
 func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string) ([]*unstructured.Unstructured, error) {
 	var out []*unstructured.Unstructured
+	err := Each(ctx, client, gvr, namespace, selector, func(u *unstructured.Unstructured) error {
+		out = append(out, u)
+		return nil
+	})
+	return out, err
+}
+
+// Each calls do with each object List would return, page by page: what do does not keep is
+// not held while the next pages are read (the parents out of a policy's selector may be most of
+// a cluster's ConfigMaps).
+func Each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersionResource, namespace, selector string, do func(*unstructured.Unstructured) error) error {
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		ctx, cancel := context.WithTimeout(ctx, apply.RequestTimeout)
 		defer cancel()
@@ -36,13 +47,12 @@ func List(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersion
 		if !ok {
 			return fmt.Errorf("list %s: unexpected item %T", gvr.GroupResource(), obj)
 		}
-		out = append(out, u)
-		return nil
+		return do(u)
 	})
 	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
+		return fmt.Errorf("list %s: %w", gvr.GroupResource(), err)
 	}
-	return out, nil
+	return nil
 }
 
 // ListChildren lists the children of a policy of a resource in all namespaces (those of one

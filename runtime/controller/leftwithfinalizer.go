@@ -8,6 +8,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
@@ -119,15 +120,18 @@ func (f *cleanup) letGoOfParentsOutOfSelector(ctx context.Context) {
 		if !ok {
 			continue
 		}
-		items, err := clusterread.List(ctx, f.deps.Writer.Client(), f.policy.Parent.GVR, "", failing.String())
+		var items []*unstructured.Unstructured // those with the finalizer: most objects out of the selector have none
+		err := clusterread.Each(ctx, f.deps.Writer.Client(), f.policy.Parent.GVR, "", failing.String(), func(p *unstructured.Unstructured) error {
+			if slices.Contains(p.GetFinalizers(), contract.Finalizer) {
+				items = append(items, p)
+			}
+			return nil
+		})
 		if err != nil {
 			logger.Error(err, "Cannot look for parents that left the policy's labelSelector; will look again at the next start or resync")
 			return
 		}
 		for _, p := range items {
-			if !slices.Contains(p.GetFinalizers(), contract.Finalizer) {
-				continue
-			}
 			ctx, ours := f.share.writesFor(ctx, p.GetUID()) // with sharding, the fence judges each write
 			if !ours {
 				continue
