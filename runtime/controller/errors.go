@@ -91,7 +91,16 @@ const reasonWriteFenced = "WriteFenced"
 // isPermanent classifies an API error: a request the server rejects as invalid, or as larger
 // than it can ever store, is rejected again when sent again.
 func isPermanent(err error) bool {
-	return apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)
+	return (apierrors.IsInvalid(err) || apierrors.IsBadRequest(err) || isTooLarge(err)) && !deniedByAdmission(err)
+}
+
+// deniedByAdmission reports whether an error is a denial of admission (a ValidatingAdmissionPolicy,
+// whose denial is Invalid by default, or a webhook), not of the object's schema: the policy or the
+// webhook can change without the object changing, so the write is retried with backoff, not left
+// until an input changes. The API server words them so (k8s.io/apiserver's admission plugins).
+func deniedByAdmission(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "denied request:") || strings.Contains(msg, "denied the request")
 }
 
 // isTransient reports whether err is a request that failed on the way and may succeed when sent

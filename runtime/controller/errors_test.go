@@ -33,6 +33,10 @@ func TestWhichFailuresAreRefusedForGood(t *testing.T) {
 		{"a raw invalid error, no write's", invalid, false},
 		{"an access review's bad request", &syncError{reason: contract.ReasonAccessUnchecked, err: badReview}, false},
 		{"wrapped further", fmt.Errorf("sync: %w", applyError("create", secret, invalid)), true},
+		// the admission policy can be fixed without the object changing: retried with backoff
+		{"a write a ValidatingAdmissionPolicy denied (Invalid, its default)", applyError("create", secret, apierrors.NewInvalid(schema.GroupKind{Kind: "Secret"}, "s",
+			field.ErrorList{field.Invalid(field.NewPath(""), nil, "ValidatingAdmissionPolicy 'no-secrets' with binding 'all' denied request: secrets are not allowed")})), false},
+		{"a write a webhook denied (400)", applyError("create", secret, apierrors.NewBadRequest(`admission webhook "check.example.com" denied the request: no`)), false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
