@@ -42,7 +42,7 @@ func Each(ctx context.Context, client dynamic.Interface, gvr schema.GroupVersion
 		defer cancel()
 		return client.Resource(gvr).Namespace(namespace).List(ctx, opts)
 	})
-	err := p.EachListItem(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error {
+	err := p.EachListItemWithAlloc(ctx, metav1.ListOptions{LabelSelector: selector}, func(obj runtime.Object) error { // an item kept holds no page
 		u, ok := obj.(*unstructured.Unstructured)
 		if !ok {
 			return fmt.Errorf("list %s: unexpected item %T", gvr.GroupResource(), obj)

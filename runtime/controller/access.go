@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -64,8 +66,8 @@ func (a *access) mayReadParentAndChildren(ctx context.Context, parent *unstructu
 	}
 	reads := []identity.Read{{Verb: "get", Resource: a.policy.Parent.GVR, Namespace: parent.GetNamespace(), Name: parent.GetName()}}
 	seen := map[identity.Read]bool{}
-	for _, objs := range observed {
-		for _, obj := range objs {
+	for _, id := range slices.Sorted(maps.Keys(observed)) { // in one order: the first refusal is the same at every retry
+		for _, obj := range observed[id] {
 			res, ok := resourceOf(a.policy.ChildResources, obj)
 			if !ok {
 				continue

@@ -28,7 +28,9 @@ func (s *parentStates) rememberAdmitted(parent *unstructured.Unstructured, child
 	if got != nil && got.GetResourceVersion() != "" && // an object the API server stored, not a bare answer
 		schemaOf(child).ContentNeedsApply(child.Object, got, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation) {
 		admitted = restrictTo(got.Object, child.Object.Object)
-		admitted["metadata"] = runtime.DeepCopyJSONValue(child.Object.Object["metadata"]) // its labels and annotations, compared as the policy's
+		gotMeta, _ := got.Object["metadata"].(map[string]any)
+		wantMeta, _ := child.Object.Object["metadata"].(map[string]any)
+		admitted["metadata"] = restrictFields(gotMeta, wantMeta) // the policy's labels and annotations, as admission left them
 	}
 	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()

@@ -302,6 +302,7 @@ func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
 			_ = unstructured.SetNestedField(o.Object, "b", "metadata", "labels", "team")
 		}, 2},
 		{"an immutable ConfigMap, its data as admission made it", "immutable: true, ", func(*unstructured.Unstructured) {}, 1},
+		{"admission rewrote a label the policy sets too", "", func(*unstructured.Unstructured) {}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, strings.Replace(admissionMutatedPolicy, "IMMUTABLE", tc.immutable, 1), widgetCRD)
@@ -314,6 +315,9 @@ func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
   data: {image: "docker.io/library/nginx@sha256:abc"}}`)
 				if tc.immutable != "" {
 					c.Object["immutable"] = true
+				}
+				if strings.HasPrefix(tc.name, "admission rewrote a label") {
+					_ = unstructured.SetNestedField(c.Object, "A", "metadata", "labels", "team") // as the webhook leaves it
 				}
 				return c
 			}
@@ -412,5 +416,30 @@ func TestARefusedChildDoesNotMakeAnotherOnesPassingFailureFinal(t *testing.T) {
 	err := h.c.syncer.sync(t.Context(), "ns/w")
 	if err == nil || isTerminal(err) {
 		t.Errorf("sync: %v (terminal %v), want a retried failure: child b's create may pass", err, isTerminal(err))
+	}
+}
+
+// What a failure is about, the words before the first ": " of each line of its message: a
+// retried failure whose subjects are those the status says already is not written again.
+func TestTheSubjectsOfAFailure(t *testing.T) {
+	tests := []struct {
+		name, said, now string
+		same            bool
+	}{
+		{"another detail of one subject", "create ConfigMap ns/a: etcdserver: request timed out", "create ConfigMap ns/a: etcdserver: leader changed", true},
+		{"another subject", "create ConfigMap ns/a: exceeded quota", "create ConfigMap ns/b: exceeded quota", false},
+		// the failures of several children, joined: a new one is news
+		{"a second child's failure joins", "create ConfigMap ns/a: timed out", "create ConfigMap ns/a: leader changed\ncreate Secret ns/b: exceeded quota", false},
+		{"the same children, in another order", "create Secret ns/b: x\ncreate ConfigMap ns/a: y", "create ConfigMap ns/a: z\ncreate Secret ns/b: w", true},
+		// a count that moves is no subject of its own
+		{"a child that keeps disappearing, counted again", fightError(&render.Child{Object: objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns}}`)}, nil, 5).Error(),
+			fightError(&render.Child{Object: objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: ns}}`)}, nil, 6).Error(), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := subjects(tc.said) == subjects(tc.now); got != tc.same {
+				t.Errorf("the same subjects: %v, want %v (%q, %q)", got, tc.same, subjects(tc.said), subjects(tc.now))
+			}
+		})
 	}
 }

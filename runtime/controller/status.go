@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,8 +77,8 @@ func (r *reporter) fail(ctx context.Context, parent *unstructured.Unstructured, 
 }
 
 // reportsAlready reports whether the parent's status says already that its syncs fail for
-// reason, at its generation, on the same subject (what the message says before its first ": ",
-// such as "create ConfigMap ns/web"): a failure that is retried is not written again for another
+// reason, at its generation, on the same subjects (what each line of the message says before its
+// first ": ", such as "create ConfigMap ns/web"): a failure that is retried is not written again for another
 // detail (an API server in trouble answers timeouts and leader changes in turn). The write's own
 // echo, the parent's update event, would sync it again at once, past the backoff, each time with a
 // new status and a new Warning event.
@@ -93,15 +94,21 @@ func (r *reporter) reportsAlready(parent *unstructured.Unstructured, reason, mes
 		}
 		gen, _, _ := unstructured.NestedInt64(m, "observedGeneration")
 		said, _ := m["message"].(string)
-		return m["status"] == "False" && m["reason"] == reason && gen == parent.GetGeneration() && subject(said) == subject(message)
+		return m["status"] == "False" && m["reason"] == reason && gen == parent.GetGeneration() && subjects(said) == subjects(message)
 	}
 	return false
 }
 
-// subject is what a failure's message is about: the words before its first ": ".
-func subject(message string) string {
-	before, _, _ := strings.Cut(message, ": ")
-	return before
+// subjects is what a failure's message is about: the words before the first ": " of each of its
+// lines (the failures of several children, joined), sorted.
+func subjects(message string) string {
+	var out []string
+	for line := range strings.Lines(message) {
+		before, _, _ := strings.Cut(strings.TrimSuffix(line, "\n"), ": ")
+		out = append(out, before)
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), "\n")
 }
 
 // updateStatus writes the parent's status when it differs from what metacel wrote before, and

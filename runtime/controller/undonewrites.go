@@ -96,7 +96,7 @@ func fightError(child *render.Child, obs *unstructured.Unstructured, undone int)
 	name := child.Object.GetKind() + " " + klog.KObj(child.Object).String()
 	if obs == nil {
 		return &syncError{reason: contract.ReasonChildKeepsDisappearing, err: fmt.Errorf(
-			"%s was deleted %d times within %s after metacel wrote it: metacel backs off; find what deletes it (the garbage collector deletes an object whose ownerReferences name an owner that does not exist; check admission and other controllers)",
+			"%s keeps disappearing: it was deleted %d times within %s after metacel wrote it: metacel backs off; find what deletes it (the garbage collector deletes an object whose ownerReferences name an owner that does not exist; check admission and other controllers)",
 			name, undone, fightWindow)}
 	}
 	return &syncError{reason: contract.ReasonDriftConflict, err: fmt.Errorf(

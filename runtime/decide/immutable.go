@@ -116,7 +116,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 			withoutSchedulingDirectives(only.Object)
 		}
 		if f == "spec" && child.Object.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
-			withoutPodMutable(only.Object, gated(obs))
+			withoutPodMutable(only.Object, obs)
 		}
 		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
 			return f
@@ -162,15 +162,21 @@ func withoutSchedulingDirectives(obj map[string]any) {
 var podMutable = []string{"activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"}
 
 // withoutPodMutable removes from a Pod the fields of its spec an update may change, so that
-// they are not compared; of a Pod held by scheduling gates (gated), its node selection too.
-func withoutPodMutable(obj map[string]any, gated bool) {
+// they are not compared; of a Pod held by scheduling gates (obs, as it is), what it may add to
+// its node selection: nodeSelector keys (none changed or removed), a node affinity it has none of.
+func withoutPodMutable(obj map[string]any, obs *unstructured.Unstructured) {
 	spec, _ := obj["spec"].(map[string]any)
 	for _, f := range podMutable {
 		delete(spec, f)
 	}
-	if gated {
-		delete(spec, "nodeSelector")
-		unstructured.RemoveNestedField(spec, "affinity", "nodeAffinity")
+	if gated(obs) {
+		held, _, _ := unstructured.NestedStringMap(obs.Object, "spec", "nodeSelector")
+		if wanted, _, _ := unstructured.NestedStringMap(obj, "spec", "nodeSelector"); addsOnly(held, wanted) {
+			delete(spec, "nodeSelector")
+		}
+		if _, has, _ := unstructured.NestedFieldNoCopy(obs.Object, "spec", "affinity", "nodeAffinity"); !has {
+			unstructured.RemoveNestedField(spec, "affinity", "nodeAffinity")
+		}
 	}
 	for _, list := range []string{"containers", "initContainers"} {
 		items, _ := spec[list].([]any)
@@ -180,6 +186,16 @@ func withoutPodMutable(obj map[string]any, gated bool) {
 			}
 		}
 	}
+}
+
+// addsOnly reports whether wanted holds every key of held, with its value.
+func addsOnly(held, wanted map[string]string) bool {
+	for k, v := range held {
+		if w, ok := wanted[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
 }
 
 // gated reports whether the observed Pod waits on scheduling gates: until it is scheduled, its

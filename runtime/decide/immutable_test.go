@@ -124,11 +124,16 @@ func TestAnUpdateOfAnImmutableFieldIsRefused(t *testing.T) {
         metadata: {name: "${parent.metadata.name}-c"}
         spec: {containers: [{name: c, image: i, env: [{name: A, value: "${parent.data.a}"}]}]}
 `, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "refuse Pod", "the policy changes spec, which the API server does not let change on an existing Pod"},
-		{"a Pod held by scheduling gates takes a new nodeSelector", "v1", "pods", "InPlace", `        apiVersion: v1
+		{"a Pod held by scheduling gates takes a nodeSelector key added", "v1", "pods", "InPlace", `        apiVersion: v1
+        kind: Pod
+        metadata: {name: "${parent.metadata.name}-c"}
+        spec: {schedulingGates: [{name: example.com/queue}], nodeSelector: "${parent.data.a == 'x' ? {'zone': 'a'} : {'zone': 'a', 'rack': '1'}}", containers: [{name: c, image: i}]}
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "update Pod", ""},
+		{"a Pod held by scheduling gates refuses a nodeSelector value changed", "v1", "pods", "InPlace", `        apiVersion: v1
         kind: Pod
         metadata: {name: "${parent.metadata.name}-c"}
         spec: {schedulingGates: [{name: example.com/queue}], nodeSelector: {zone: "${parent.data.a}"}, containers: [{name: c, image: i}]}
-`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "update Pod", ""},
+`, map[string]any{"a": "x"}, map[string]any{"a": "y"}, nil, "refuse Pod", "the policy changes spec"},
 		{"a Pod's new image is applied", "v1", "pods", "InPlace", `        apiVersion: v1
         kind: Pod
         metadata: {name: "${parent.metadata.name}-c"}

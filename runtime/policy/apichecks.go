@@ -41,8 +41,8 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 	reported := map[string]bool{}
 	var located []located
 	for _, e := range errs {
-		if p.renumbered(e.Field) || len(p.renumberedLists) > 0 && e.Type == field.ErrorTypeNotFound {
-			continue // its items moved where expression items were left out, or it names one of those: it cannot be located
+		if p.renumbered(e.Field) || e.Type == field.ErrorTypeNotFound && p.lostVolumes() {
+			continue // its items moved where expression items were left out, or it names a volume one of those gave
 		}
 		if l, ok := locate(tmpl, path, e); ok {
 			located = append(located, l)
@@ -120,6 +120,14 @@ func childPath(path, k string) string {
 		return k
 	}
 	return path + "." + k
+}
+
+// lostVolumes reports whether a list of volumes (a pod's, a StatefulSet's claim templates) lost
+// an item given by an expression: a mount may name it.
+func (p *probe) lostVolumes() bool {
+	return slices.ContainsFunc(p.renumberedLists, func(l string) bool {
+		return strings.HasSuffix(l, "volumes") || strings.HasSuffix(l, "volumeClaimTemplates")
+	})
 }
 
 // renumbered reports whether a path lies in a list that lost an item given by an expression.

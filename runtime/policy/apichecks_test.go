@@ -161,6 +161,15 @@ func TestLiteralsTheAPIServerRefusesAreErrorsAtTheirLine(t *testing.T) {
           restartPolicy: Sometimes
           containers: [{name: app, image: nginx, env: ["${ {'name': 'OWNER', 'value': parent.metadata.name} }", {name: B, value: b}]}]
 `, []string{`p.yaml:18: spec.children[0].template.spec.restartPolicy: the API server would refuse this Pod: spec.restartPolicy: Unsupported value: "Sometimes"`}},
+		{"a mount of a volume no one declares, beside an env item an expression gives", `    - id: pod
+      template:
+        apiVersion: v1
+        kind: Pod
+        metadata: {name: web}
+        spec:
+          volumes: [{name: data, emptyDir: {}}]
+          containers: [{name: app, image: nginx, env: ["${ {'name': 'A', 'value': 'a'} }"], volumeMounts: [{name: typo, mountPath: /data}]}]
+`, []string{`p.yaml:19: spec.children[0].template.spec.containers[0].volumeMounts[0].name: the API server would refuse this Pod`}},
 		{"a container an expression gives among literal ones", `    - id: pod
       template:
         apiVersion: v1

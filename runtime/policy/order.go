@@ -87,7 +87,7 @@ func (c *compiler) dependencies(ch *CompiledChild, dependsOn []string, index map
 		case !ok:
 			c.errorf(path, "no child has id %q: name one of %s", id, strings.Join(sortedIDs(index), ", "))
 		default:
-			deps[id] = Dependency{ID: id, Ready: true, Named: !deps[id].Ready, Why: "its dependsOn names " + id}
+			deps[id] = Dependency{ID: id, Ready: true, Named: !refs.Children[id], Why: "its dependsOn names " + id}
 		}
 	}
 	out := make([]Dependency, 0, len(deps))

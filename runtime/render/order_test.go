@@ -156,6 +156,10 @@ func TestAPodThatDependsOnItsClaimIsAppliedOnceTheClaimExists(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	twice, err := policyLoad(strings.Replace(text, "dependsOn: [data]", "dependsOn: [data, data]", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		policy   *policy.Compiled
@@ -165,6 +169,7 @@ func TestAPodThatDependsOnItsClaimIsAppliedOnceTheClaimExists(t *testing.T) {
 		{"before the claim exists, the Pod waits", cs, nil, "data | pod"},
 		{"once the claim exists, pending, the Pod is applied", cs, []*unstructured.Unstructured{pending}, "data pod | "},
 		{"a Pod that reads the claim's status waits for it to be bound", reads, []*unstructured.Unstructured{pending}, "data | pod"},
+		{"a dependsOn that names the claim twice", twice, []*unstructured.Unstructured{pending}, "data pod | "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
