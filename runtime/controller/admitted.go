@@ -32,32 +32,39 @@ func (s *parentStates) rememberAdmitted(parent *unstructured.Unstructured, child
 		wantMeta, _ := child.Object.Object["metadata"].(map[string]any)
 		admitted["metadata"] = restrictFields(gotMeta, wantMeta) // the policy's labels and annotations, as admission left them
 	}
-	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if p := s.byKey[key]; p != nil {
-		if st := p.writes.get(id); st != nil && st.written == h {
-			st.admitted = admitted
-		}
+	if st := s.lastWriteLocked(parent, child); st != nil {
+		st.admitted = admitted
 	}
 }
 
 // admittedAlready reports whether obs holds what admission made of the child metacel wrote last,
 // with the same content: writing it again would change nothing.
 func (s *parentStates) admittedAlready(parent *unstructured.Unstructured, child *render.Child, obs *unstructured.Unstructured) bool {
-	key, id, h := parentKey(parent), render.Identity(child.Object), contentSumOf(child.Object)
 	s.mu.Lock()
 	var admitted map[string]any
-	if p := s.byKey[key]; p != nil {
-		if st := p.writes.get(id); st != nil && st.written == h {
-			admitted = st.admitted
-		}
+	if st := s.lastWriteLocked(parent, child); st != nil {
+		admitted = st.admitted
 	}
 	s.mu.Unlock()
 	if admitted == nil || obs == nil {
 		return false
 	}
 	return !schemaOf(child).ContentNeedsApply(&unstructured.Unstructured{Object: admitted}, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
+}
+
+// lastWriteLocked is what metacel last wrote of the child, when it wrote what the child is now
+// (its content hash); nil otherwise. Under s.mu.
+func (s *parentStates) lastWriteLocked(parent *unstructured.Unstructured, child *render.Child) *childWrites {
+	p := s.byKey[parentKey(parent)]
+	if p == nil {
+		return nil
+	}
+	if st := p.writes.get(render.Identity(child.Object)); st != nil && st.written == contentSumOf(child.Object) {
+		return st
+	}
+	return nil
 }
 
 // schemaOf is the no-op check's schema of a child's kind.

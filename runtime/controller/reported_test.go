@@ -22,19 +22,12 @@ import (
 // is held up, says so on its status, and that nothing polls it hot (found by review, each
 // failing before its fix).
 
-const orderedWidgetPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: colors}
-spec:
-  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
-    - id: db
+// orderedWidgetPolicy makes ConfigMaps db and app of a Widget, app after db (it reads it).
+var orderedWidgetPolicy = colorsPolicy(`    - id: db
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-db"}}
     - id: app
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-app"}, data: {db: "${children.db.metadata.name}"}}
-`
+`)
 
 func orderedWidgetChild(t *testing.T, id string) *unstructured.Unstructured {
 	return objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-`+id+`, namespace: ns, uid: c-`+id+`, resourceVersion: "3",

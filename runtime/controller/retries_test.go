@@ -197,7 +197,16 @@ func TestRetriesOfManyParentsAreNotSpacedByABucket(t *testing.T) {
 	}
 }
 
-const twoChildrenPolicy = `apiVersion: metacel.dev/v1alpha1
+// twoChildrenPolicy makes ConfigMaps a and b of a Widget, b of its color.
+var twoChildrenPolicy = colorsPolicy(`    - id: a
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-a"}, data: {replicas: "3"}}
+    - id: b
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-b"}, data: {color: "${parent.spec.color}"}}
+`)
+
+// colorsPolicy is policy "colors": Widgets make ConfigMaps, by the given child entries.
+func colorsPolicy(children string) string {
+	return `apiVersion: metacel.dev/v1alpha1
 kind: CompositePolicy
 metadata: {name: colors}
 spec:
@@ -205,11 +214,8 @@ spec:
   childResources:
     - {apiVersion: v1, resource: configmaps}
   children:
-    - id: a
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-a"}, data: {replicas: "3"}}
-    - id: b
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-b"}, data: {color: "${parent.spec.color}"}}
-`
+` + children
+}
 
 // "metacel stops writing that child": a fight over child a (an HPA owning a field) stopped every
 // write of child b too, whose change the user had just made.
@@ -272,17 +278,10 @@ func TestNothingIsDeletedAfterAFailedWrite(t *testing.T) {
 	}
 }
 
-const admissionMutatedPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: colors}
-spec:
-  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
-    - id: cm
+// admissionMutatedPolicy makes a ConfigMap of an image (immutable where IMMUTABLE says so).
+var admissionMutatedPolicy = colorsPolicy(`    - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm", labels: {team: a}}, IMMUTABLEdata: {image: "nginx"}}
-`
+`)
 
 // A mutating webhook rewrites a field metacel sets (an image tag pinned to a digest): the stored
 // child never holds what the policy says. Each unrelated change of the child (its status, another

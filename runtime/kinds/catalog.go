@@ -51,8 +51,14 @@ type Catalog struct {
 func NewCatalog() *Catalog {
 	c := &Catalog{byGVR: map[schema.GroupVersionResource]Info{}, byGVK: map[schema.GroupVersionKind]Info{}, crds: map[schema.GroupResource]bool{}}
 	known := scheme.Scheme.AllKnownTypes()
+	stable := map[schema.GroupKind]bool{}
+	for gvk := range known {
+		if gvk.Version != "__internal" && !prerelease(gvk.Version) {
+			stable[gvk.GroupKind()] = true
+		}
+	}
 	for gvk, t := range known {
-		if gvk.Version == "__internal" || !isObject(t) || !servedByDefault(gvk, known) {
+		if gvk.Version == "__internal" || !isObject(t) || !servedByDefault(gvk, stable) {
 			continue
 		}
 		gvr, _ := meta.UnsafeGuessKindToResource(gvk)
@@ -67,20 +73,14 @@ func NewCatalog() *Catalog {
 // still knows batch/v1beta1 CronJobs, policy/v1beta1 PodDisruptionBudgets and
 // extensions/v1beta1 Ingresses, which Kubernetes removed (1.22 to 1.25), and the betas it added
 // since 1.24 are off by default: offline, a policy naming one would pass, and every sync fail.
-func servedByDefault(gvk schema.GroupVersionKind, known map[schema.GroupVersionKind]reflect.Type) bool {
-	if gvk.Group == "extensions" {
-		return false
-	}
-	if !strings.Contains(gvk.Version, "alpha") && !strings.Contains(gvk.Version, "beta") {
-		return true
-	}
-	for other := range known {
-		if other.Group == gvk.Group && other.Kind == gvk.Kind && other.Version != "__internal" &&
-			!strings.Contains(other.Version, "alpha") && !strings.Contains(other.Version, "beta") {
-			return false
-		}
-	}
-	return true
+// stable holds the group and kinds client-go knows at a stable version.
+func servedByDefault(gvk schema.GroupVersionKind, stable map[schema.GroupKind]bool) bool {
+	return gvk.Group != "extensions" && (!prerelease(gvk.Version) || !stable[gvk.GroupKind()])
+}
+
+// prerelease reports whether a version is an alpha or a beta.
+func prerelease(version string) bool {
+	return strings.Contains(version, "alpha") || strings.Contains(version, "beta")
 }
 
 // isObject reports whether a Go type is a persisted object (it embeds ObjectMeta).
