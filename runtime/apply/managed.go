@@ -26,6 +26,14 @@ func ManagedBy(obj *unstructured.Unstructured, manager string) map[string]any {
 	return tree
 }
 
+// UpdatedBy returns the fields a manager wrote on obj otherwise than by applying it: its create
+// (POST), which also holds the fields the API server defaulted, and its patches; nil when it has
+// no such entry. Read in place, as ManagedBy.
+func UpdatedBy(obj *unstructured.Unstructured, manager string) map[string]any {
+	tree, _ := managedByOp(obj, manager, metav1.ManagedFieldsOperationUpdate)
+	return tree
+}
+
 // managedByOp returns the fields a manager set on obj by one operation, and whether it has an
 // entry for it.
 func managedByOp(obj *unstructured.Unstructured, manager string, op metav1.ManagedFieldsOperationType) (map[string]any, bool) {

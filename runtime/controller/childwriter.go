@@ -94,9 +94,6 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 	case decide.Conflict:
 		return conflictError(parent, s.Child, cw.policy)
 	case decide.Refuse: // the API server would refuse the update: no request
-		if cw.states.admittedAlready(parent, s.Child, s.Observed) {
-			return nil // what differs is what admission made of it (admitted.go): nothing to update
-		}
 		return &syncError{reason: contract.ReasonApplyFailed, terminal: true, err: errors.New(s.Why)}
 	case decide.UpdateBookkeeping:
 		got, err := cw.patchBookkeeping(ctx, parent, s)
@@ -106,10 +103,6 @@ func (cw *childWriter) take(ctx context.Context, parent *unstructured.Unstructur
 		w.writes++
 		w.objects = append(w.objects, got)
 		return nil
-	}
-	if (s.Action == decide.Update || s.Action == decide.Recreate) && cw.states.admittedAlready(parent, s.Child, s.Observed) {
-		klog.FromContext(ctx).V(3).Info("Child holds what admission made of it", "child", klog.KObj(s.Observed), "kind", s.Observed.GetKind())
-		return nil // writing it again changes nothing (admitted.go)
 	}
 	w.writes++
 	if s.Action == decide.Recreate {
@@ -221,7 +214,6 @@ func (cw *childWriter) createOrUpdate(ctx context.Context, parent *unstructured.
 	})
 	if err == nil {
 		cw.states.wroteChild(parent, child, obs != nil || created, cw.deps.Clock.Now())
-		cw.states.rememberAdmitted(parent, child, got)
 	}
 	return got, err
 }

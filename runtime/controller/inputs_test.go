@@ -38,11 +38,14 @@ func TestASyncOfTheInputsOfTheLastOneIsSkipped(t *testing.T) {
 	h.cacheChild(t, created)
 	h.react("patch", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, created, nil })
 
-	drifted := func(rv string) {
+	drifted := func(rv string) { // another writer's change: the field is that writer's now
 		t.Helper()
 		child := created.DeepCopy()
 		child.Object["type"] = "drifted"
 		child.SetResourceVersion(rv)
+		child.SetManagedFields([]metav1.ManagedFieldsEntry{{Manager: "metacel", Operation: metav1.ManagedFieldsOperationApply,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:metadata": {}}`)}, {Manager: "kubectl-edit", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:type": {}}`)}})
 		h.cacheChild(t, child)
 	}
 	steps := []struct {

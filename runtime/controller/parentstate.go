@@ -98,9 +98,6 @@ type childWrites struct {
 	// deleted: metacel itself deleted the child it wrote last, to recreate it (Recreate): the
 	// create that follows re-does nobody else's undoing
 	deleted bool
-	// admitted is what admission made of the fields metacel wrote, when they differ from what it
-	// sent (admitted.go); nil otherwise
-	admitted map[string]any
 }
 
 // parentMark is the conditions of a parent's last sync that Parents.Count counts.

@@ -9,6 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clienttesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/contract"
 )
 
 // A Recreate child that the API server removes at once is created anew in the same sync (one
@@ -92,6 +94,9 @@ func TestAChildCreatedBeforeTheCacheSawItIsWrittenOnlyWhenItDiffers(t *testing.T
 				existing.SetUID("s-1")
 				existing.SetResourceVersion("3")
 				existing.Object["type"] = tt.existingType
+				if tt.existingType != "new" { // created by a sync of another content, which its hash says
+					existing.SetAnnotations(map[string]string{contract.AnnotationContentHash: "hash-of-" + tt.existingType})
+				}
 				existing.Object["metadata"].(map[string]any)["managedFields"] = []any{map[string]any{
 					"manager": "metacel", "operation": "Update", "fieldsType": "FieldsV1", "fieldsV1": map[string]any{"f:type": map[string]any{}}}}
 				h.react("get", "secrets", func(clienttesting.Action) (bool, runtime.Object, error) { return true, existing, nil })

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -278,82 +279,131 @@ func TestNothingIsDeletedAfterAFailedWrite(t *testing.T) {
 	}
 }
 
-// admissionMutatedPolicy makes a ConfigMap of an image (immutable where IMMUTABLE says so).
-var admissionMutatedPolicy = colorsPolicy(`    - id: cm
+// admissionMutatedPolicy makes a ConfigMap of an image (immutable where IMMUTABLE says so,
+// recreated where STRATEGY says so).
+const admissionMutatedPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: colors}
+spec:
+  parentResource: {apiVersion: e2e.metacel.dev/v1, resource: widgets}
+  childResources:
+    - {apiVersion: v1, resource: configmaps STRATEGY}
+  children:
+    - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-cm", labels: {team: a}}, IMMUTABLEdata: {image: "nginx"}}
-`)
+`
+
+// admittedChild is the desired child as the API server stores it once a mutating webhook pinned
+// its image to a digest and upper-cased its team label, in metacel's own write (op: a create,
+// Update, or an Apply): metacel's managed fields own what it sent, whatever admission made of it.
+func admittedChild(t *testing.T, desired *unstructured.Unstructured, op string, rv int) *unstructured.Unstructured {
+	t.Helper()
+	c := desired.DeepCopy()
+	c.SetUID("c-1")
+	c.SetResourceVersion(fmt.Sprint(rv))
+	_ = unstructured.SetNestedField(c.Object, "docker.io/library/nginx@sha256:abc", "data", "image")
+	_ = unstructured.SetNestedField(c.Object, "A", "metadata", "labels", "team")
+	labels, annotations := map[string]any{}, map[string]any{}
+	for k := range c.GetLabels() {
+		labels["f:"+k] = map[string]any{}
+	}
+	for k := range c.GetAnnotations() {
+		annotations["f:"+k] = map[string]any{}
+	}
+	fields := map[string]any{"f:data": map[string]any{"f:image": map[string]any{}},
+		"f:metadata": map[string]any{"f:labels": labels, "f:annotations": annotations}}
+	if _, ok := c.Object["immutable"]; ok {
+		fields["f:immutable"] = map[string]any{}
+	}
+	c.Object["metadata"].(map[string]any)["managedFields"] = []any{
+		map[string]any{"manager": "metacel", "operation": op, "fieldsType": "FieldsV1", "fieldsV1": fields},
+	}
+	return c
+}
+
+// takeOver is obj after another writer's update of one of the fields metacel set (path, to
+// value): the field is that writer's now.
+func takeOver(obj *unstructured.Unstructured, value string, path ...string) {
+	_ = unstructured.SetNestedField(obj.Object, value, path...)
+	entry := obj.Object["metadata"].(map[string]any)["managedFields"].([]any)[0].(map[string]any)
+	fields := entry["fieldsV1"].(map[string]any)
+	for _, k := range path[:len(path)-1] {
+		fields = fields["f:"+k].(map[string]any)
+	}
+	delete(fields, "f:"+path[len(path)-1])
+}
 
 // A mutating webhook rewrites a field metacel sets (an image tag pinned to a digest): the stored
 // child never holds what the policy says. Each unrelated change of the child (its status, another
 // controller's label) brought a sync that re-applied it (a no-op on the server), and the fifth in
 // five minutes was reported as a DriftConflict; a field the kind does not let change (an
-// immutable ConfigMap's data, a Job's template) was refused as a change of the policy's. Once the
-// answer to a write shows what admission made of it, the child is not written again while it
-// holds that; another writer's change of a field the policy sets, or of one of its labels, is.
+// immutable ConfigMap's data) was refused as a change of the policy's. Then the answer to a
+// write was remembered, by the process: a restarted runtime applied each such child once, and
+// recreated a Recreate one. The child itself says it: it carries the content hash of what the
+// policy wants, and metacel's managed fields still own the fields admission rewrote; another
+// writer's change of one takes the field over, and is reverted.
 func TestAFieldAdmissionRewritesIsNoFight(t *testing.T) {
 	for _, tc := range []struct {
-		name, immutable string
-		change          func(obj *unstructured.Unstructured)
-		wantApplies     int // after the other writer's change
+		name, immutable, strategy string
+		restart                   bool                                 // the child is there before the first sync, applied by an earlier process
+		change                    func(obj *unstructured.Unstructured) // another writer's, after the child settled
+		wantWrites                []string
 	}{
-		{"another writer changes the field", "", func(o *unstructured.Unstructured) { o.Object["data"] = map[string]any{"image": "evil"} }, 2},
-		{"another writer changes a label the policy sets", "", func(o *unstructured.Unstructured) {
-			_ = unstructured.SetNestedField(o.Object, "b", "metadata", "labels", "team")
-		}, 2},
-		{"an immutable ConfigMap, its data as admission made it", "immutable: true, ", func(*unstructured.Unstructured) {}, 1},
-		{"admission rewrote a label the policy sets too", "", func(*unstructured.Unstructured) {}, 1},
+		{name: "created, then touched by others", wantWrites: []string{"create configmaps"}},
+		{name: "after a restart", restart: true},
+		{name: "after a restart, an immutable ConfigMap", immutable: "immutable: true, ", restart: true},
+		{name: "after a restart, a Recreate child", strategy: ", updateStrategy: {method: Recreate}", restart: true},
+		{name: "another writer changes the field", restart: true, wantWrites: []string{"patch configmaps"},
+			change: func(o *unstructured.Unstructured) { takeOver(o, "evil", "data", "image") }},
+		{name: "another writer changes a label the policy sets", restart: true, wantWrites: []string{"patch configmaps"},
+			change: func(o *unstructured.Unstructured) { takeOver(o, "b", "metadata", "labels", "team") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newHarness(t, strings.Replace(admissionMutatedPolicy, "IMMUTABLE", tc.immutable, 1), widgetCRD)
+			policyText := strings.NewReplacer("IMMUTABLE", tc.immutable, "STRATEGY", tc.strategy).Replace(admissionMutatedPolicy)
+			h := newHarness(t, policyText, widgetCRD)
 			statusWrites(h, nil)
-			mutated := func(rv int) *unstructured.Unstructured {
-				c := objectFrom(t, `{apiVersion: v1, kind: ConfigMap, metadata: {name: w-cm, namespace: ns, uid: c-1, resourceVersion: "`+fmt.Sprint(rv)+`",
-  ownerReferences: [{apiVersion: e2e.metacel.dev/v1, kind: Widget, name: w, uid: w-1, controller: true}],
-  labels: {team: a, app.kubernetes.io/managed-by: metacel, metacel.dev/policy: colors, metacel.dev/parent-uid: w-1, metacel.dev/child-id: cm},
-  managedFields: [{manager: metacel, operation: Apply, fieldsType: FieldsV1, fieldsV1: {"f:data": {"f:image": {}}}}]},
-  data: {image: "docker.io/library/nginx@sha256:abc"}}`)
-				if tc.immutable != "" {
-					c.Object["immutable"] = true
-				}
-				if strings.HasPrefix(tc.name, "admission rewrote a label") {
-					_ = unstructured.SetNestedField(c.Object, "A", "metadata", "labels", "team") // as the webhook leaves it
-				}
-				return c
-			}
-			applies := 0
-			rv := 10
-			h.react("patch", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				applies++
-				return true, mutated(rv), nil // the webhook rewrote it back: nothing changed, same resourceVersion
-			})
-			h.react("create", "configmaps", func(a clienttesting.Action) (bool, runtime.Object, error) {
-				applies++
-				return true, mutated(rv), nil
-			})
 			w := widgetWithStatus(t, "red", nil)
 			w.SetResourceVersion("5")
 			h.cacheParent(t, w)
-			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil { // created, as admission makes it
-				t.Fatal(err)
+			out, err := render.Render(t.Context(), h.c.policy, render.Input{Parent: w})
+			if err != nil || len(out.Children) != 1 {
+				t.Fatalf("render: %v", err)
 			}
+			desired := out.Children[0].Object
+			rv := 10
+			op := "Update" // created (POST)
+			if tc.restart {
+				op = "Apply"
+				h.cacheChild(t, admittedChild(t, desired, op, rv))
+			}
+			answer := func(clienttesting.Action) (bool, runtime.Object, error) {
+				return true, admittedChild(t, desired, op, rv), nil // admission rewrites it again
+			}
+			h.react("create", "configmaps", answer)
+			h.react("patch", "configmaps", answer)
 			for range 7 {
-				rv++ // another writer touched the child (its status, a label of its own): a new resourceVersion
-				_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, mutated(rv)))
 				if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
-					t.Fatalf("after %d applies: %v", applies, err)
+					t.Fatalf("writes %q: %v", h.writes(), err)
+				}
+				rv++ // another writer touched the child (its status, a label of its own): a new resourceVersion
+				_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, admittedChild(t, desired, op, rv)))
+			}
+			if tc.change != nil {
+				changed := admittedChild(t, desired, op, rv+1)
+				tc.change(changed)
+				_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, changed))
+				if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
+					t.Fatal(err)
 				}
 			}
-			if applies != 1 {
-				t.Errorf("%d applies, want 1: the answer to the first says what admission makes of the child", applies)
+			var writes []string
+			for _, w := range h.writes() {
+				if strings.Contains(w, "configmaps") {
+					writes = append(writes, w)
+				}
 			}
-			changed := mutated(rv + 1)
-			tc.change(changed)
-			_ = h.c.caches.children[configmapsGVR.String()].Whole().GetIndexer().Update(cached(t, changed))
-			if err := h.c.syncer.sync(t.Context(), "ns/w"); err != nil {
-				t.Fatal(err)
-			}
-			if applies != tc.wantApplies {
-				t.Errorf("%d applies in all, want %d", applies, tc.wantApplies)
+			if !slices.Equal(writes, tc.wantWrites) {
+				t.Errorf("writes of the child %q, want %q", writes, tc.wantWrites)
 			}
 		})
 	}

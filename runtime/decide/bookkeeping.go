@@ -94,7 +94,9 @@ func (b *Bookkeeping) String() string {
 
 // contentHeld reports whether an observed child holds the content the policy wants: it carries
 // the content hash of the desired child (or, written by a runtime before the content hash, holds
-// it: render's LegacyHeld), and every field the policy sets has its value (drift is a change).
+// it: render's LegacyHeld), and every field the policy sets has its value (drift is a change),
+// or the value admission gave it when metacel wrote this content (a mutating webhook's rewrite,
+// read from the child's managed fields: package noop), which writing it again would not change.
 // Bookkeeping is not compared.
 func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 	want, _ := metaStrings(child.Object, "annotations")[contract.AnnotationContentHash].(string)
@@ -102,15 +104,16 @@ func contentHeld(child *render.Child, obs *unstructured.Unstructured) bool {
 	if got != want && (got != "" || !child.LegacyHeld) {
 		return false
 	}
-	return !contentNeedsApply(child, child.Object, obs)
+	return !contentNeedsApply(child, child.Object, obs, true)
 }
 
 // contentNeedsApply is the no-op check (package noop) of what the policy computes: whether
 // applying desired, the child or some of its fields, would change obs, as the schema of the
-// child's resource compares them; metacel's bookkeeping is not compared.
-func contentNeedsApply(child *render.Child, desired, obs *unstructured.Unstructured) bool {
+// child's resource compares them; metacel's bookkeeping is not compared. writtenAsDesired says
+// that obs is what metacel's last write of desired's content became (noop.Schema.ContentNeedsApply).
+func contentNeedsApply(child *render.Child, desired, obs *unstructured.Unstructured, writtenAsDesired bool) bool {
 	return noop.SchemaFor(child.Resource.GVK(), child.Resource.Schema).
-		ContentNeedsApply(desired, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation)
+		ContentNeedsApply(desired, obs, contract.IsBookkeepingLabel, contract.IsBookkeepingAnnotation, writtenAsDesired)
 }
 
 // bookkeepingOf is the patch that brings an observed child's bookkeeping to the desired child's,

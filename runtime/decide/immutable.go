@@ -118,7 +118,7 @@ func immutableChange(child *render.Child, obs *unstructured.Unstructured) string
 		if f == "spec" && child.Object.GroupVersionKind().GroupKind() == (schema.GroupKind{Kind: "Pod"}) {
 			withoutPodMutable(only.Object, obs)
 		}
-		if contentNeedsApply(child, only, obs) { // only has no metadata: all of it is content
+		if contentNeedsApply(child, only, obs, false) { // only has no metadata: all of it is content
 			return f
 		}
 	}

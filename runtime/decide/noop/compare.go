@@ -31,12 +31,22 @@ func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 // that bookkeepingLabel and bookkeepingAnnotation say are metacel's own, and ownerReferences,
 // which metacel writes for itself, are not compared (package decide compares them apart, and
 // brings them up to date with a patch of metadata, never by writing the child again).
-func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured, bookkeepingLabel, bookkeepingAnnotation func(string) bool) bool {
+//
+// writtenAsDesired says that metacel's last write of observed was of desired's very content
+// (the caller reads it from the object: its content hash). A value that then differs from
+// desired while metacel's managed fields still own it (a scalar, or a list owned whole) is what
+// admission made of that write: a mutating webhook or admission policy rewrote it in metacel's
+// own request (an image tag pinned to a digest), since any other writer's change of the value
+// takes the field over. It matches: applying desired again would be rewritten the same way.
+func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured, bookkeepingLabel, bookkeepingAnnotation func(string) bool, writtenAsDesired bool) bool {
 	root := unknownRoot()
 	if s != nil {
 		root = s.root
 	}
 	own := ownedBy(observed)
+	if writtenAsDesired {
+		own = writtenBy(observed)
+	}
 	for k, dv := range desired.Object {
 		ov, ok := observed.Object[k]
 		sub := own.field(k)
@@ -50,7 +60,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 			if !isZero(dv) {
 				return true
 			}
-		case !satisfied(dv, ov, root.field(k), sub):
+		case !satisfied(dv, ov, root.field(k), sub) && !own.admitted(k, dv):
 			return true
 		}
 	}
@@ -66,11 +76,11 @@ func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkee
 		case "ownerReferences":
 			continue
 		case "labels":
-			if !stringsSatisfied(dv, o[k], bookkeepingLabel) {
+			if !stringsSatisfied(dv, o[k], bookkeepingLabel, own.field(k)) {
 				return false
 			}
 		case "annotations":
-			if !stringsSatisfied(dv, o[k], bookkeepingAnnotation) {
+			if !stringsSatisfied(dv, o[k], bookkeepingAnnotation, own.field(k)) {
 				return false
 			}
 		default:
@@ -78,7 +88,7 @@ func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkee
 			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) {
+			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv) {
 				return false
 			}
 		}
@@ -87,7 +97,7 @@ func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkee
 }
 
 // stringsSatisfied matches a map of strings (labels, annotations) but for the keys skip says.
-func stringsSatisfied(desired, observed any, skip func(string) bool) bool {
+func stringsSatisfied(desired, observed any, skip func(string) bool, own owned) bool {
 	d, _ := desired.(map[string]any)
 	o, _ := observed.(map[string]any)
 	for k, dv := range d {
@@ -98,7 +108,7 @@ func stringsSatisfied(desired, observed any, skip func(string) bool) bool {
 		if !ok && isZero(dv) {
 			continue
 		}
-		if !ok || !sameScalar(dv, ov, nil) {
+		if !ok || !sameScalar(dv, ov, nil) && !own.admitted(k, dv) {
 			return false
 		}
 	}
@@ -108,9 +118,12 @@ func stringsSatisfied(desired, observed any, skip func(string) bool) bool {
 // owned is what metacel's managed fields say of a value: fields, the managed fields of it (nil:
 // none), and known, whether they tell which of its fields metacel owns (false: no managed fields
 // to read, as for an object written by hand, or inside an atomic list, whose items have none).
+// admits says that metacel's last write was of the desired content (ContentNeedsApply's
+// writtenAsDesired): a value it still owns is then as that write left it.
 type owned struct {
 	fields map[string]any
 	known  bool
+	admits bool
 }
 
 // ownedBy is what metacel's managed fields say of an object.
@@ -119,10 +132,21 @@ func ownedBy(obj *unstructured.Unstructured) owned {
 	return owned{fields: fields, known: fields != nil}
 }
 
+// writtenBy is ownedBy for an object whose last write by metacel was of the desired content: the
+// fields it applied, or, for an object it created and has not applied since, the fields of its
+// create (the API server's defaults among them, which desired does not set).
+func writtenBy(obj *unstructured.Unstructured) owned {
+	fields := apply.ManagedBy(obj, apply.FieldManager)
+	if fields == nil {
+		fields = apply.UpdatedBy(obj, apply.FieldManager)
+	}
+	return owned{fields: fields, known: fields != nil, admits: true}
+}
+
 // field is what the managed fields say of field k of the value.
 func (o owned) field(k string) owned {
 	sub, _ := o.fields["f:"+k].(map[string]any)
-	return owned{fields: sub, known: o.known}
+	return owned{fields: sub, known: o.known, admits: o.admits}
 }
 
 // owns reports whether metacel owns field k of the value, or cannot tell: a field it owns holds
@@ -134,6 +158,22 @@ func (o owned) owns(k string) bool {
 	}
 	_, ok := o.fields["f:"+k]
 	return ok
+}
+
+// admitted reports whether field k, desired as dv, holds whatever its value what admission made
+// of metacel's last write of the desired content: that write was of the desired content
+// (admits), and metacel owns the field whole: a scalar, or a list owned as one value, with no
+// entries of its own (an object's fields are each judged alone). Another writer's change of the
+// value would have taken the field over.
+func (o owned) admitted(k string, dv any) bool {
+	if !o.admits || !o.known {
+		return false
+	}
+	if _, isObject := dv.(map[string]any); isObject {
+		return false
+	}
+	sub, ok := o.fields["f:"+k].(map[string]any)
+	return ok && len(sub) == 0
 }
 
 // unknown is what the managed fields say of a value they do not cover.
@@ -171,7 +211,7 @@ func satisfied(desired, observed any, n *node, own owned) bool {
 			if n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !satisfied(dv, ov, n.field(k), own.field(k)) {
+			if !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv) {
 				return false
 			}
 		}
@@ -301,7 +341,7 @@ func mapListSatisfied(d, o []any, elem *node, keys []string, defaults []any, own
 		if oi == nil {
 			return false
 		}
-		item := owned{known: own.known} // an item metacel does not own: known, and none of its fields
+		item := owned{known: own.known, admits: own.admits} // an item metacel does not own: known, and none of its fields
 		if len(managed) > 0 {
 			f, found := keyPath(di, keys, defaults)
 			if _, ok := managed[f]; !found || !ok {

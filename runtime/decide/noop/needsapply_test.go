@@ -418,3 +418,63 @@ func TestACRDSchemaNoLongerUsedIsForgotten(t *testing.T) {
 		t.Error("the cache keeps alive a CRD nobody uses")
 	}
 }
+
+// A mutating webhook or admission policy may rewrite a field in metacel's own write (an image
+// pinned to a digest, a label upper-cased): metacel's managed fields own what it sent, whatever
+// admission stored. When that write was of the desired content (writtenAsDesired: the caller
+// read the content hash), a value metacel owns whole matches whatever it holds; one another
+// writer took over, or one the policy changed since, does not.
+func TestContentNeedsApplyLeavesWhatAdmissionMadeOfItsWrite(t *testing.T) {
+	app := func(path ...any) []any { return append([]any{"spec", "containers", 0}, path...) }
+	appOwned := func(path ...any) []any { return append(appContainerOwned(), path...) }
+	pinned := func(_, o map[string]any) { put(o, "busybox@sha256:abc", app("image")...) }
+	tests := []struct {
+		name             string
+		edit             func(desired, observed map[string]any)
+		writtenAsDesired bool
+		changed          bool
+	}{
+		{"admission pinned the image in metacel's write of this content: no change", pinned, true, false},
+		{"the same image, the policy's content changed since: a change", pinned, false, true},
+		{"another writer took the image over: a change", func(d, o map[string]any) {
+			pinned(d, o)
+			delete(at(o, appOwned()...).(map[string]any), "f:image")
+		}, true, true},
+		{"admission rewrote a CPU limit, a scalar in an object: no change", func(_, o map[string]any) {
+			put(o, "2", app("resources", "limits", "cpu")...)
+		}, true, false},
+		{"admission rewrote the args, a list metacel owns whole: no change", func(_, o map[string]any) {
+			put(o, []any{"--port", "9090"}, app("args")...)
+		}, true, false},
+		{"admission rewrote an env value, in an item metacel owns: no change", func(_, o map[string]any) {
+			put(o, "2.0", app("env", 0, "value")...)
+		}, true, false},
+		{"an env item another writer took over, its value changed: a change", func(_, o map[string]any) {
+			put(o, "2.0", app("env", 0, "value")...)
+			delete(at(o, appOwned("f:env")...).(map[string]any), `k:{"name":"VERSION"}`)
+		}, true, true},
+		{"admission rewrote a label metacel sets: no change", func(d, o map[string]any) {
+			put(d, "a", "metadata", "labels", "team")
+			put(o, "A", "metadata", "labels", "team")
+			put(o, map[string]any{}, "metadata", "managedFields", 0, "fieldsV1", "f:metadata", "f:labels", "f:team")
+		}, true, false},
+		{"a label another writer changed: a change", func(d, o map[string]any) {
+			put(d, "a", "metadata", "labels", "team")
+			put(o, "A", "metadata", "labels", "team")
+		}, true, true},
+		{"a field admission removed is no value to leave: a change", func(_, o map[string]any) {
+			delete(at(o, app()...).(map[string]any), "image")
+		}, true, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			desired, observed := readObject(t, "pod-desired.yaml"), readObject(t, "pod-observed.yaml")
+			tc.edit(desired.Object, observed.Object)
+			s := SchemaFor(desired.GroupVersionKind(), nil)
+			bookkeeping := func(string) bool { return false }
+			if got := s.ContentNeedsApply(desired, observed, bookkeeping, bookkeeping, tc.writtenAsDesired); got != tc.changed {
+				t.Errorf("ContentNeedsApply = %v, want %v", got, tc.changed)
+			}
+		})
+	}
+}
