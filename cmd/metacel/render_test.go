@@ -84,6 +84,10 @@ func TestRenderErrors(t *testing.T) {
 		{"a parent of another resource is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/memcached.yaml"},
 			`want exactly one object of policy "myapp"'s parent resource myapps.demo.rtfm.co.ua, found 0`},
+		// its resource guessed from the kind lowercased is the parent's: it passed as a parent the API server refuses
+		{"a parent kind in the wrong case is refused",
+			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", input("myapp-lowercase-kind.yaml"), "--crd", repo + "/crds/myapp.yaml"},
+			`kind: demo.rtfm.co.ua/v1 myapps holds objects of kind "MyApp", not "myapp": write kind: MyApp`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

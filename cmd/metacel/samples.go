@@ -117,6 +117,10 @@ func (v validation) checkSample(ctx context.Context, out, errOut io.Writer, file
 			file, what, s.policy.Name())
 		return true
 	}
+	if why := kinds.WrongKind(s.policy.Parent, s.obj.GetKind()); why != "" {
+		fmt.Fprintf(errOut, "%s:%d: kind: %s\n", file, lineOf(s.node, "kind"), why)
+		return false
+	}
 	// at another version: admitted at it and converted, as the API server takes a create at it
 	parent, err := preview.ParentOf(ctx, []*unstructured.Unstructured{s.obj}, s.policy, v.mapper, file)
 	if err == nil {

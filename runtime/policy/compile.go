@@ -510,6 +510,10 @@ func (c *compiler) checkKind(tmpl map[string]any, path string, allowed map[schem
 		c.errorf(path+".apiVersion", "%q is not a valid apiVersion", apiVersion)
 		return
 	}
+	if why := kinds.Misnamed(c.m, gv.WithKind(kind)); why != "" {
+		c.errorf(path+".kind", "%s", why)
+		return
+	}
 	info := kinds.LookupKind(c.m, gv.WithKind(kind))
 	if _, ok := allowed[info.GVR]; !ok {
 		c.errorf(path+".kind", "%s %s (resource %q) is not listed in spec.childResources: add {apiVersion: %s, resource: %s}",

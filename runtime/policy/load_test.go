@@ -64,6 +64,12 @@ func TestLoadErrors(t *testing.T) {
 			`p.yaml:19: spec.children[0].includeWhen: "parent.metadata.labels.all(a, `},
 		{"child kind not allowed", strings.Replace(header+children, "kind: Pod", "kind: Service", 1), nil,
 			`p.yaml:16: spec.children[0].template.kind: v1 Service (resource "services") is not listed in spec.childResources`},
+		// the resource guessed from the kind lowercased exists: the policy passed, and every write was refused
+		{"a child kind in the wrong case", strings.Replace(header+children, "kind: Pod", "kind: POD", 1), nil,
+			`p.yaml:16: spec.children[0].template.kind: v1 pods holds objects of kind "Pod", not "POD": write kind: Pod`},
+		// the fix said to list a resource no CRD can define in a group of Kubernetes' own
+		{"a misspelt kind of a Kubernetes group", strings.Replace(header+children, "kind: Pod", "kind: Podd", 1), nil,
+			`p.yaml:16: spec.children[0].template.kind: the Kubernetes group "core" has no kind "Podd" (did you mean "Pod"?)`},
 		{"template expression in a ConfigMap keeps the file's lines", configMap(header + children + "      readyWhen: \"child.oops(\"\n"), nil,
 			`p.yaml:25: spec.children[0].readyWhen: compile "child.oops(": Syntax error`},
 		{"parent version the CRD does not serve", strings.Replace(header, "demo.rtfm.co.ua/v1\n", "demo.rtfm.co.ua/v2\n", 1), myappCRD,

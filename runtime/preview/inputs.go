@@ -56,6 +56,9 @@ func ParentOf(ctx context.Context, objs []*unstructured.Unstructured, c *policy.
 			continue
 		}
 		if kinds.LookupKind(m, obj.GroupVersionKind()).GVR == c.Parent.GVR {
+			if why := kinds.WrongKind(c.Parent, obj.GetKind()); why != "" {
+				return nil, fmt.Errorf("%s: %s %q: kind: %s", from, obj.GetKind(), obj.GetName(), why)
+			}
 			parents = append(parents, obj)
 		} else {
 			others = append(others, obj.GetAPIVersion()+" "+obj.GetKind())

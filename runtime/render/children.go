@@ -266,6 +266,9 @@ func (r *run) allowed(ch *policy.CompiledChild, gvk schema.GroupVersionKind) (po
 	if res, ok := r.c.ChildResourceOfKind(gvk); ok {
 		return res, nil
 	}
+	if why := kinds.Misnamed(r.in.Mapper, gvk); why != "" {
+		return policy.ChildResourceInfo{}, childError(ch.Path+".kind", "%s", why)
+	}
 	info := kinds.LookupKind(r.in.Mapper, gvk)
 	res, ok := r.c.ChildResources[info.GVR]
 	if !ok {

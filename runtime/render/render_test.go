@@ -185,6 +185,10 @@ func TestRenderErrors(t *testing.T) {
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'Secret', 'metadata': {'name': 'x'}}"
 `, contract.ReasonInvalidChild, `v1 Secret (resource "secrets") is not listed in spec.childResources`},
+		{"a kind in the wrong case", `  children:
+    - id: cm
+      expression: "{'apiVersion': 'v1', 'kind': 'Configmap', 'metadata': {'name': 'x'}}"
+`, contract.ReasonInvalidChild, `spec.children[0].kind: v1 configmaps holds objects of kind "ConfigMap", not "Configmap": write kind: ConfigMap`},
 		{"an expression's object cannot name its owner", `  children:
     - id: cm
       expression: "{'apiVersion': 'v1', 'kind': 'ConfigMap', 'metadata': {'name': 'x', 'ownerReferences': [{'apiVersion': 'v1', 'kind': 'ConfigMap', 'name': 'o', 'uid': 'u'}]}}"
