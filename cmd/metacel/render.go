@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/preview"
@@ -16,12 +17,13 @@ import (
 type renderOptions struct {
 	policyFile, policyName, parentFile string
 	related, observed, crds            []string
+	policyNamespace                    string
 }
 
 func newRenderCommand() *cobra.Command {
 	o := &renderOptions{}
 	cmd := &cobra.Command{
-		Use:   "render --policy F --parent F [--related F]... [--observed F]... [--crd F]...",
+		Use:   "render --policy F --parent F [--related F]... [--observed F]... [--crd F|DIR]... [--policy-name N] [--policy-namespace NS]",
 		Short: "Print the children and status a policy computes for a parent, with no cluster",
 		Long: `Render prints the desired children of the parent as a YAML stream in a stable order,
 then the parent with its computed status as the last document: exactly what the runtime would
@@ -51,7 +53,8 @@ invalid.`,
 	f.StringVar(&o.parentFile, "parent", "", "file holding the parent object")
 	f.StringArrayVar(&o.related, "related", nil, "file of related objects (repeatable)")
 	f.StringArrayVar(&o.observed, "observed", nil, "file of observed children, e.g. with their status (repeatable)")
-	f.StringArrayVar(&o.crds, "crd", nil, "CRD file that types the parent and resolves kinds (repeatable)")
+	f.StringArrayVar(&o.crds, "crd", nil, "CRD file, or a directory of them, that types the parent and resolves kinds (repeatable)")
+	f.StringVar(&o.policyNamespace, "policy-namespace", contract.DefaultPolicyNamespace, `the runtime's policy namespace, where no child may be placed ("" for none)`)
 	_ = cmd.MarkFlagRequired("policy")
 	_ = cmd.MarkFlagRequired("parent")
 	return cmd
@@ -70,7 +73,7 @@ func (o *renderOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	in := preview.Input{Policy: c, Mapper: cat}
+	in := preview.Input{Policy: c, Mapper: cat, ReservedNamespace: o.policyNamespace}
 	if in.Parent, err = preview.ParentOf(ctx, parents, c, cat, o.parentFile); err != nil {
 		return err
 	}

@@ -84,6 +84,10 @@ func TestRenderErrors(t *testing.T) {
 		{"a parent of another resource is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/memcached.yaml"},
 			`want exactly one object of policy "myapp"'s parent resource myapps.demo.rtfm.co.ua, found 0`},
+		// the runtime refuses a child there (NamespaceNotAllowed): render said it applied and was Ready
+		{"a child in the runtime's policy namespace is refused",
+			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", input("myapp-in-policy-namespace.yaml")},
+			`NamespaceNotAllowed: spec.children[0]: child "pod": Pod metacel-system/system-pod is in namespace "metacel-system"`},
 		// its resource guessed from the kind lowercased is the parent's: it passed as a parent the API server refuses
 		{"a parent kind in the wrong case is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", input("myapp-lowercase-kind.yaml"), "--crd", repo + "/crds/myapp.yaml"},

@@ -2,6 +2,12 @@ package contract
 
 import "strings"
 
+// DefaultPolicyNamespace is the policy namespace where metacel is installed as the docs install
+// it (`metacel run --policy-namespace`, outside a Pod): its ConfigMaps hold the policies, and no
+// policy may place a child in it. The offline commands (render, test, plan, tree) judge children
+// against it unless told another.
+const DefaultPolicyNamespace = "metacel-system"
+
 // The keys on the ConfigMaps that hold policies, in the policy namespace.
 const (
 	// LabelPolicyConfigMap "true" marks a ConfigMap that holds policies: the runtime reads those

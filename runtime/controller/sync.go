@@ -220,13 +220,11 @@ func (s *parentSync) heldUp(conds []render.Condition, holding *unstructured.Unst
 	return conds, false
 }
 
-// renderAndWrite renders the parent and writes what differs, in waves: while a child entry waits
-// for a child the last wave created or changed (render.Output.Held), it renders again with the
-// children as the writes left them and writes what follows, in the same sync (a Deployment that
-// reads its Secret's name, created right after the Secret). A wave that deleted, waits for a
-// Recreate, wrote nothing or failed ends it, and so does the depth of the policy's order. It
-// returns the last render, the writes of every wave together and those of the last wave alone;
-// out is nil when the render failed (err is then the failure reported).
+// renderAndWrite renders the parent and writes what differs, in waves, as long as
+// decide.RenderAgain says (a Deployment that reads its Secret's name, created right after the
+// Secret, in the same sync). A wave that failed or waits for a Recreate ends it. It returns the
+// last render, the writes of every wave together and those of the last wave alone; out is nil when
+// the render failed (err is then the failure reported).
 func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *render.Output, kids *render.ObservedChildren, all written, last []*unstructured.Unstructured, err error) {
 	y, parent := s.y, s.parent
 	objs := allObjects(s.observed)
@@ -247,42 +245,12 @@ func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *
 		w, err := y.writer.write(ctx, parent, decide.Writes(o, k, y.policy, y.previous.Load()))
 		all.add(w)
 		last = w.objects
-		if err != nil || len(o.Held) == 0 || w.writes == 0 || w.deletes > 0 || len(w.recreating) > 0 ||
-			wave >= len(y.policy.Children) || !allOwnedBy(parent, w.objects) {
+		if err != nil || len(w.recreating) > 0 ||
+			!decide.RenderAgain(y.policy, parent, o, wave, decide.Wave{Written: w.objects, Writes: w.writes, Deletes: w.deletes}) {
 			return out, kids, all, last, err
 		}
-		objs = objectsAfter(objs, w.objects)
+		objs = decide.ObjectsAfter(objs, w.objects)
 	}
-}
-
-// allOwnedBy reports whether every object carries the parent's controller reference: a child
-// without one (cross-namespace, cluster-scoped, Orphan) is known as the parent's by the record the
-// sync writes after its writes, so a render before that would not take it as a child.
-func allOwnedBy(parent *unstructured.Unstructured, objs []*unstructured.Unstructured) bool {
-	for _, o := range objs {
-		ref := metav1.GetControllerOfNoCopy(o)
-		if ref == nil || ref.UID != parent.GetUID() {
-			return false
-		}
-	}
-	return true
-}
-
-// objectsAfter is objs with each object written in place of the one of its identity, or added.
-func objectsAfter(objs, written []*unstructured.Unstructured) []*unstructured.Unstructured {
-	at := make(map[string]int, len(objs))
-	out := slices.Clone(objs)
-	for i, o := range out {
-		at[render.Identity(o)] = i
-	}
-	for _, o := range written {
-		if i, ok := at[render.Identity(o)]; ok {
-			out[i] = o
-		} else {
-			out = append(out, o)
-		}
-	}
-	return out
 }
 
 // left is what a sync's writes left: the children written, as the API server returned them, and

@@ -14,6 +14,7 @@ import (
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
 )
@@ -23,8 +24,11 @@ type File struct {
 	Path       string
 	Policy     string // the policy file, relative to Path's directory
 	PolicyName string // which policy of that file, when it holds several
-	CRDs       []string
-	Tests      []*Test
+	// PolicyNamespace is the runtime's policy namespace, where no child may be placed
+	// (contract.DefaultPolicyNamespace unless the file says another; "" for none)
+	PolicyNamespace string
+	CRDs            []string
+	Tests           []*Test
 
 	root *yaml.Node // the document, rewritten by Update
 }
@@ -92,7 +96,7 @@ func load(path string) (*File, error) {
 		return nil, &policy.FieldError{File: path, Line: 1, Msg: fmt.Sprintf("invalid YAML: %v", err)}
 	}
 	d := &decoder{file: path, dir: filepath.Dir(path)}
-	f := &File{Path: path, root: &doc}
+	f := &File{Path: path, PolicyNamespace: contract.DefaultPolicyNamespace, root: &doc}
 	if len(doc.Content) == 0 {
 		d.errorf(&doc, "", "empty test file: give policy, crds and tests")
 		return nil, d.errs.Err()
@@ -246,8 +250,9 @@ func (d *decoder) source(n *yaml.Node, path string, out *Objects) {
 
 func (d *decoder) topLevel(f *File, n *yaml.Node) {
 	d.fields(n, "", map[string]func(*yaml.Node, string){
-		"policy":     func(v *yaml.Node, p string) { f.Policy = d.resolve(d.str(v, p)) },
-		"policyName": func(v *yaml.Node, p string) { f.PolicyName = d.str(v, p) },
+		"policy":          func(v *yaml.Node, p string) { f.Policy = d.resolve(d.str(v, p)) },
+		"policyName":      func(v *yaml.Node, p string) { f.PolicyName = d.str(v, p) },
+		"policyNamespace": func(v *yaml.Node, p string) { f.PolicyNamespace = d.str(v, p) },
 		"crds": func(v *yaml.Node, p string) {
 			for _, c := range d.strs(v, p) {
 				f.CRDs = append(f.CRDs, d.resolve(c))

@@ -25,7 +25,7 @@ func TestLoadReportsMistakesWithLineAndPath(t *testing.T) {
 	}{
 		{"an unknown field names the known ones",
 			"policy: p.yaml\ntest: []\n",
-			"t.yaml:2: test: unknown field \"test\": use one of crds, policy, policyName, tests"},
+			"t.yaml:2: test: unknown field \"test\": use one of crds, policy, policyName, policyNamespace, tests"},
 		{"a missing field is required",
 			"policy: p.yaml\ntests:\n  - name: a\n    steps: [{expect: {changes: []}}]\n",
 			"t.yaml:3: tests[0]: parent is required: give the parent's file (relative to this one), or the object inline"},

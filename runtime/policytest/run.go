@@ -184,7 +184,8 @@ type outcome struct {
 // sync runs one offline sync of the world's parent, with the observed children as the runtime's
 // caches keep them, or whole.
 func (e *env) sync(ctx context.Context, w *world, whole bool) *outcome {
-	res, err := preview.Run(ctx, preview.Input{Policy: e.policy, Parent: w.parent, Related: w.related, Observed: w.observed, Mapper: e.mapper, Whole: whole})
+	res, err := preview.Run(ctx, preview.Input{Policy: e.policy, Parent: w.parent, Related: w.related, Observed: w.observed, Mapper: e.mapper,
+		ReservedNamespace: e.file.PolicyNamespace, Whole: whole})
 	o := &outcome{res: res, err: err, children: []any{}, changes: []string{}}
 	if err != nil {
 		o.errText = preview.ErrorText(err)

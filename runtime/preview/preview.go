@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -60,9 +61,10 @@ type Result struct {
 }
 
 // Run admits the parent, reads its related objects, renders it with its observed children,
-// decides what the sync writes (package decide, as the runtime does), computes the status with
-// the children as those writes leave them (decide.Written: what the API server would return) and
-// checks it, and lists the changes to observed objects. A parent the API
+// decides what the sync writes (package decide, as the runtime does), in as many waves as the
+// runtime's sync (decide.RenderAgain), computes the status with the children as those writes
+// leave them (decide.Written: what the API server would return) and checks it, and lists the
+// changes to observed objects. A parent the API
 // server would refuse is an *InvalidError; a status the CRD cannot store is a policy.ErrorList
 // naming the policy's status field; a failed render is a *render.Error, as the parent's Synced
 // condition would report it, and the Result then holds only the parent with the status the
@@ -80,30 +82,59 @@ func Run(ctx context.Context, in Input) (*Result, error) {
 	}
 	rin := render.Input{Parent: parent, Mapper: in.Mapper, Budget: expr.NewBudget(), ReservedNamespace: in.ReservedNamespace, CheckRecord: in.CheckRecord}
 	rin.Related, rin.Namespaces, err = related(ctx, c, parent, in.Related, in.Mapper, rin.Budget)
-	var out *render.Output
-	var kids *render.ObservedChildren
+	if err != nil {
+		return failed(parent, res, err)
+	}
 	observed := in.Observed
 	if !in.Whole {
 		observed = c.Kept(observed)
 	}
-	if err == nil {
-		out, kids, err = render.RenderObserved(ctx, c, rin, observed)
-	}
+	out, kids, last, err := waves(ctx, c, in.Previous, rin, observed, res)
 	if err != nil {
 		return failed(parent, res, err)
 	}
-	res.Output, res.Observed = out, kids
-	steps, notes := withoutHandWritten(decide.Writes(out, kids, c, in.Previous))
-	if err := decide.Refusal(steps); err != nil {
-		return failed(parent, res, err)
-	}
-	res.Steps, res.Changes, res.Notes = steps, changesOf(steps), append(res.Notes, notes...)
+	res.Changes = changesOf(res.Steps)
 	res.Notes = append(res.Notes, ignored(res.Changes, kids.Foreign)...)
-	after, _ := decide.AfterWrites(ctx, c, rin, out, kids.ByID, decide.Written(steps))
+	after, _ := decide.AfterWrites(ctx, c, rin, out, kids.ByID, last)
 	if res.Parent, err = withStatus(ctx, c, schema, parent, after); err != nil {
 		return nil, err
 	}
 	return res, nil
+}
+
+// waves renders and decides a sync's writes in waves, as the runtime's sync does
+// (decide.RenderAgain), each rendering with the children as the last left them. It adds the
+// steps of every wave to res, with their notes, and the last render (Output, Observed), and returns it, its observed
+// children and the children its wave wrote. A failed render of a later wave ends the waves, as in
+// the runtime: what the waves before it wrote stands.
+func waves(ctx context.Context, c *policy.Compiled, previous *policy.Compiled, rin render.Input, observed []*unstructured.Unstructured, res *Result) (out *render.Output, kids *render.ObservedChildren, last []*unstructured.Unstructured, err error) {
+	for wave := 0; ; wave++ {
+		o, k, err := render.RenderObserved(ctx, c, rin, observed)
+		if err != nil {
+			if wave == 0 {
+				return nil, nil, nil, err
+			}
+			return out, kids, last, nil
+		}
+		out, kids = o, k
+		res.Output, res.Observed = o, k // a refused step still shows what was rendered
+		steps, notes := withoutHandWritten(decide.Writes(o, k, c, previous))
+		if err := decide.Refusal(steps); err != nil {
+			return nil, nil, nil, err
+		}
+		res.Steps = append(res.Steps, steps...)
+		for _, n := range notes {
+			if !slices.Contains(res.Notes, n) {
+				res.Notes = append(res.Notes, n)
+			}
+		}
+		w := decide.WaveOf(steps)
+		last = w.Written
+		if !decide.RenderAgain(c, rin.Parent, o, wave, w) {
+			return out, kids, last, nil
+		}
+		observed = decide.ObjectsAfter(observed, w.Written)
+	}
 }
 
 // failed is the result of a failed render: the parent with the status the runtime writes then.
