@@ -1,9 +1,6 @@
 package crdinstall
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -38,7 +35,8 @@ type Decision struct {
 }
 
 // Desired returns crd as the runtime applies it for the named policy: labelled as installed by it,
-// and annotated with the hash of the whole.
+// and annotated with the hash of the whole (hashes.go): of its declaration, and of the webhook's
+// client config when it names one.
 func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*unstructured.Unstructured, error) {
 	c := crd.DeepCopy()
 	if c.Labels == nil {
@@ -52,23 +50,12 @@ func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*uns
 	u := &unstructured.Unstructured{Object: obj}
 	unstructured.RemoveNestedField(u.Object, "metadata", "creationTimestamp")
 	unstructured.RemoveNestedField(u.Object, "status")
-	hash, err := hashOf(u.Object)
+	hash, err := hashOfCRD(u.Object)
 	if err != nil {
 		return nil, err
 	}
 	u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: hash})
 	return u, nil
-}
-
-// hashOf is the hash of an object's JSON (encoding/json sorts map keys: the same object, the same
-// hash).
-func hashOf(obj map[string]any) (string, error) {
-	data, err := json.Marshal(obj)
-	if err != nil {
-		return "", fmt.Errorf("hash the CRD: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:8]), nil
 }
 
 // Decide says what to do with the CRD the policy declares (desired, from Desired) given the one of

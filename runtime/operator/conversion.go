@@ -13,12 +13,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/metadata"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"metacel.dev/metacel/runtime/contract"
 
 	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/conversionwebhook"
+	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/servingcert"
 	"metacel.dev/metacel/runtime/source"
@@ -37,19 +45,36 @@ type Webhook struct {
 }
 
 // conversionServer is the runtime's conversion webhook: the converters of the parents of the CRDs
-// it installs, by group and kind, served over HTTPS with a certificate the runtime keeps. A
-// converter is registered when its CRD is installed or found up to date, so that parents convert
-// from the moment the API server may ask, and stays while the runtime runs: the CRD, which is
-// never deleted, goes on naming this webhook. Every replica serves: a conversion is a pure
-// function of the object.
+// it installs, by group and kind, served over HTTPS with a certificate the runtime keeps. Every
+// replica serves: a conversion is a pure function of the object.
+//
+// A CRD's parents convert with the converter of the declaration the CRD in the cluster holds, never
+// of one the runtime has not written (a version of the policy whose change was refused): the
+// converter of the declaration a policy's source offers (offer) serves once the CRD's hash
+// annotation says it holds that declaration (crdDeclares, from a watch of the CRDs), or once the
+// leader has found the CRD up to date or written it (serve). Until then the converter that served
+// goes on serving; a converter stays while the runtime runs, as the CRD, which is never deleted,
+// goes on naming this webhook.
 type conversionServer struct {
 	config     Webhook
 	certs      *servingcert.Keeper
 	metrics    *conversionwebhook.Metrics
 	mu         sync.RWMutex
 	converters map[schema.GroupKind]policyConverter
+	// offered is, by CRD name, the converter the policy sources declare last, and its declaration
+	offered map[string]offeredConverter
+	// declared is, by CRD name, the hash annotation of the CRD in the cluster
+	declared map[string]string
 	// failed is each policy's last conversion that failed, reported in its status for a while
 	failed map[string]conversionFailure
+}
+
+// offeredConverter is the converter of a policy's parents that a source declares, and the hash of
+// the declaration of its CRD (crdinstall.DeclarationHash).
+type offeredConverter struct {
+	policy      string
+	converter   *conversion.Converter
+	declaration string
 }
 
 // policyConverter is a policy's converter, which records the conversions that fail.
@@ -100,7 +125,8 @@ func newConversionServer(config *Webhook, certs *servingcert.Keeper, metrics *co
 		return nil
 	}
 	return &conversionServer{config: *config, certs: certs, metrics: metrics,
-		converters: map[schema.GroupKind]policyConverter{}, failed: map[string]conversionFailure{}}
+		converters: map[schema.GroupKind]policyConverter{}, failed: map[string]conversionFailure{},
+		offered: map[string]offeredConverter{}, declared: map[string]string{}}
 }
 
 // run serves the webhook and keeps its certificate until ctx ends.
@@ -133,51 +159,92 @@ var errNoWebhook = errors.New("the parent declares several versions (parentSchem
 	"the runtime's conversion webhook, and this runtime serves none: run it with --webhook-bind-address and --webhook-service " +
 	"(or --webhook-url), as the shipped Deployment and Helm chart do")
 
-// configure registers the converter of a policy's parent versions and has its CRD name the webhook
-// with the current CA bundle; a CRD of one version needs neither.
-func (s *conversionServer) configure(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) error {
+// prepare has a policy's CRD name the webhook with the current CA bundle and returns the converter
+// of its parent versions, which serves once the CRD holds them (serve); a CRD of one version needs
+// neither (nil).
+func (s *conversionServer) prepare(ctx context.Context, doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (*conversion.Converter, error) {
 	if crd.Spec.Conversion == nil || crd.Spec.Conversion.Strategy != apiextensionsv1.WebhookConverter {
-		return nil
+		return nil, nil
 	}
 	if s == nil {
-		return errNoWebhook
+		return nil, errNoWebhook
 	}
-	if err := s.register(ctx, doc); err != nil {
-		return err
+	converter, err := converterOf(doc)
+	if err != nil {
+		return nil, err
 	}
 	select {
 	case <-s.certs.Ready():
 	case <-ctx.Done():
-		return fmt.Errorf("wait for the conversion webhook's certificate: %w", ctx.Err())
+		return nil, fmt.Errorf("wait for the conversion webhook's certificate: %w", ctx.Err())
 	}
 	cc := s.config.ClientConfig.DeepCopy()
 	cc.CABundle = s.certs.CABundle()
 	crd.Spec.Conversion.Webhook.ClientConfig = cc
-	return nil
+	return converter, nil
 }
 
-// register compiles and registers the converter of a policy's parent versions.
-func (s *conversionServer) register(ctx context.Context, doc *policy.Document) error {
+// converterOf compiles the converter of a policy's parent versions; nil when it declares one.
+func converterOf(doc *policy.Document) (*conversion.Converter, error) {
 	compiled, err := policy.CompileConversion(doc)
 	if err != nil || compiled == nil {
-		return err
+		return nil, err
 	}
-	converter, err := conversion.New(compiled)
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.converters[converter.GroupKind()] = policyConverter{policy: doc.Policy.Metadata.Name, converter: converter, server: s}
-	s.mu.Unlock()
-	klog.FromContext(ctx).V(4).Info("Converting parents", "policy", doc.Policy.Metadata.Name, "kind", converter.GroupKind(), "versions", converter.Versions())
-	return nil
+	return conversion.New(compiled)
 }
 
-// registerFromSources registers the converters of the policies the sources hold, on every replica:
-// the leader registers them as it installs their CRDs (configure), but the API server sends its
-// conversions to any replica, standbys included, which install nothing. A snapshot's policy that
-// does not compile is left to the policy set to report.
-func (s *conversionServer) registerFromSources(ctx context.Context, snapshots <-chan source.Snapshot) {
+// serve has the converter convert the parents of its kind, for the named policy, and returns what
+// puts back the converter that served before; a nil converter changes nothing.
+func (s *conversionServer) serve(ctx context.Context, policy string, converter *conversion.Converter) (undo func()) {
+	if s == nil || converter == nil {
+		return func() {}
+	}
+	gk := converter.GroupKind()
+	s.mu.Lock()
+	before, had := s.converters[gk]
+	s.converters[gk] = policyConverter{policy: policy, converter: converter, server: s}
+	s.mu.Unlock()
+	klog.FromContext(ctx).V(4).Info("Converting parents", "policy", policy, "kind", gk, "versions", converter.Versions())
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if had {
+			s.converters[gk] = before
+		} else {
+			delete(s.converters, gk)
+		}
+	}
+}
+
+// offer records the converter a policy's source declares for the parents of a CRD, and serves it
+// when the CRD in the cluster holds its declaration.
+func (s *conversionServer) offer(ctx context.Context, crd string, o offeredConverter) {
+	s.mu.Lock()
+	s.offered[crd] = o
+	hash, known := s.declared[crd]
+	s.mu.Unlock()
+	if known && crdinstall.HoldsDeclaration(hash, o.declaration) {
+		s.serve(ctx, o.policy, o.converter)
+	}
+}
+
+// crdDeclares records the hash annotation of a CRD in the cluster, and serves the converter a
+// source offers for it when the CRD holds its declaration.
+func (s *conversionServer) crdDeclares(ctx context.Context, crd, hash string) {
+	s.mu.Lock()
+	s.declared[crd] = hash
+	o, offered := s.offered[crd]
+	s.mu.Unlock()
+	if offered && crdinstall.HoldsDeclaration(hash, o.declaration) {
+		s.serve(ctx, o.policy, o.converter)
+	}
+}
+
+// offerFromSources offers the converters of the policies the sources hold, on every replica: the
+// leader serves them as it installs their CRDs, but the API server sends its conversions to any
+// replica, standbys included, which install nothing. A snapshot's policy that does not compile is
+// left to the policy set to report.
+func (s *conversionServer) offerFromSources(ctx context.Context, snapshots <-chan source.Snapshot) {
 	for {
 		select {
 		case <-ctx.Done():
@@ -185,19 +252,48 @@ func (s *conversionServer) registerFromSources(ctx context.Context, snapshots <-
 		case snap := <-snapshots:
 			for _, u := range snap.Units {
 				for _, p := range parentCRDsOf(u) {
-					if err := s.register(ctx, p.doc); err != nil {
-						klog.FromContext(ctx).V(2).Info("No converter for the policy's parent versions", "policy", p.doc.Policy.Metadata.Name, "err", err)
-					}
+					s.offerPolicy(ctx, p)
 				}
 			}
 		}
 	}
 }
 
+// offerPolicy offers the converter of a policy that installs its CRD.
+func (s *conversionServer) offerPolicy(ctx context.Context, p parentCRD) {
+	name := p.doc.Policy.Metadata.Name
+	converter, err := converterOf(p.doc)
+	if err == nil && converter != nil {
+		var declaration string
+		if declaration, err = crdinstall.DeclarationHash(p.crd, name); err == nil {
+			s.offer(ctx, p.crd.Name, offeredConverter{policy: name, converter: converter, declaration: declaration})
+		}
+	}
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("No converter for the policy's parent versions", "policy", name, "err", err)
+	}
+}
+
+// watchDeclarations tells s the hash annotation of each CRD the runtime installed, as the cluster
+// holds it, until ctx ends: their metadata, watched.
+func (s *conversionServer) watchDeclarations(ctx context.Context, client metadata.Interface) {
+	inf := metadatainformer.NewFilteredMetadataInformer(client, crdGVR, "", 0, cache.Indexers{}, func(o *metav1.ListOptions) {
+		o.LabelSelector = contract.LabelInstalledBy
+	}).Informer()
+	declares := func(obj any) {
+		if m, err := meta.Accessor(obj); err == nil {
+			s.crdDeclares(ctx, m.GetName(), m.GetAnnotations()[contract.AnnotationParentSchemaHash])
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: declares, UpdateFunc: func(_, obj any) { declares(obj) }})
+	inf.RunWithContext(ctx)
+}
+
 // startConversionWebhook starts serving the conversion webhook with o.Webhook, with a certificate
 // kept in a Secret of the runtime's namespace (written without the fence: every replica serves,
 // the leader or not), and the converters of the policies its own read of the policy sources finds;
-// nil without o.Webhook. A failure of the server ends the run (errs).
+// nil without o.Webhook. The CRDs' hash annotations are watched, so that each converter serves
+// once its CRD holds its declaration. A failure of the server ends the run (errs).
 func startConversionWebhook(ctx context.Context, o Options, c *clients, reg prometheus.Registerer, errs chan<- error) (*conversionServer, error) {
 	if o.Webhook == nil {
 		return nil, nil
@@ -214,8 +310,13 @@ func startConversionWebhook(ctx context.Context, o Options, c *clients, reg prom
 			errs <- err
 		}
 	}()
+	metadataClient, err := metadata.NewForConfig(o.Config)
+	if err != nil {
+		return nil, fmt.Errorf("conversion webhook client: %w", err)
+	}
 	snapshots, _ := startSources(ctx, o, c, errs)
-	go s.registerFromSources(ctx, snapshots)
+	go s.offerFromSources(ctx, snapshots)
+	go s.watchDeclarations(ctx, metadataClient)
 	return s, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/clusterread"
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
@@ -167,7 +168,8 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	if owner, why := in.owner(claimants, existing); owner != "" && owner != name {
 		return false, fmt.Errorf("the CRD %q belongs to policy %q, %s: one parent resource has one policy; remove parentSchema.install from one of them", crd.Name, owner, why)
 	}
-	if err := in.conversion.configure(ctx, doc, crd); err != nil {
+	converter, err := in.conversion.prepare(ctx, doc, crd)
+	if err != nil {
 		return false, err
 	}
 	desired, err := crdinstall.Desired(crd, name)
@@ -177,6 +179,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	decision := crdinstall.Decide(existing, desired, in.runs)
 	switch decision.Action {
 	case crdinstall.Leave:
+		in.conversion.serve(ctx, name, converter)
 		return false, in.migrateIfNeeded(ctx, doc, existing)
 	case crdinstall.Refuse:
 		return false, errors.New(decision.Why)
@@ -187,16 +190,28 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 			}
 		}
 	}
-
-	w, err := in.writer(name, doc.Policy.Spec.ServiceAccountName)
-	if err != nil {
+	if err := in.apply(ctx, doc, desired, converter, decision.Action); err != nil {
 		return false, err
-	}
-	if _, err := w.Apply(ctx, crdGVR, desired, nil); err != nil {
-		return false, fmt.Errorf("%s the CRD %q: %w", strings.ToLower(string(decision.Action)), crd.Name, err)
 	}
 	klog.FromContext(ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
 	return true, nil
+}
+
+// apply writes the CRD a policy declares, as the policy's identity, with the converter of its
+// declaration serving from just before: the API server may convert its parents as soon as it holds
+// it. When the write fails, the converter that served before serves again, since the CRD in the
+// cluster is the one it converts.
+func (in *crdInstaller) apply(ctx context.Context, doc *policy.Document, desired *unstructured.Unstructured, converter *conversion.Converter, action crdinstall.Action) error {
+	w, err := in.writer(doc.Policy.Metadata.Name, doc.Policy.Spec.ServiceAccountName)
+	if err != nil {
+		return err
+	}
+	undo := in.conversion.serve(ctx, doc.Policy.Metadata.Name, converter)
+	if _, err := w.Apply(ctx, crdGVR, desired, nil); err != nil {
+		undo()
+		return fmt.Errorf("%s the CRD %q: %w", strings.ToLower(string(action)), desired.GetName(), err)
+	}
+	return nil
 }
 
 // owner says which of the claimants of a CRD (the policies that install it, in load order) may

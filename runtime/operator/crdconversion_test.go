@@ -1,0 +1,205 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"metacel.dev/metacel/runtime/apply"
+	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/crdinstall"
+	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/servingcert"
+)
+
+// versionedCache is the policy of package conversion's tests: Cache at v1, the policy's version,
+// and v1alpha1, with replacements (old, new, ...) made in its text.
+func versionedCache(t *testing.T, replacements ...string) *policy.Document {
+	t.Helper()
+	data, err := os.ReadFile("../conversion/testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for i := 0; i < len(replacements); i += 2 {
+		if !strings.Contains(text, replacements[i]) {
+			t.Fatalf("cache.yaml holds no %q", replacements[i])
+		}
+		text = strings.Replace(text, replacements[i], replacements[i+1], 1)
+	}
+	docs, err := policy.Parse("cache.yaml", []byte(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs[0]
+}
+
+// renamedImage is versionedCache with the hub's spec.template.image renamed to ref: a change that
+// breaks every stored parent.
+func renamedImage(t *testing.T) *policy.Document {
+	return versionedCache(t,
+		"          image: {type: string, required: true}\n          pullPolicy", "          ref: {type: string, required: true}\n          pullPolicy",
+		"              image: ${parent.spec.image}", "              ref: ${parent.spec.image}",
+		"            image: ${parent.spec.template.image}\n          keep", "            image: ${parent.spec.template.ref}\n          keep",
+		"          image: ${parent.spec.template.image}\n", "          image: ${parent.spec.template.ref}\n")
+}
+
+// parentCRDOf is the CRD a policy declares.
+func parentCRDOf(t *testing.T, doc *policy.Document) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd, err := policy.ParentCRD(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
+// cacheAt is a stored Cache at apiVersion versions.example.com/<version>.
+func cacheAt(version string, spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "versions.example.com/" + version, "kind": "Cache",
+		"metadata": map[string]any{"name": "c", "namespace": "ns"}, "spec": spec}}
+}
+
+// cachesAt is the resource of Caches at a version.
+func cachesAt(version string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "versions.example.com", Version: version, Resource: "caches"}
+}
+
+// testWebhook is a conversion webhook whose certificate is ready, on a fake cluster.
+func testWebhook(t *testing.T) *conversionServer {
+	t.Helper()
+	keeper := servingcert.New(kubefake.NewClientset(), servingcert.Options{Namespace: "metacel-system", SecretName: "metacel-webhook-tls",
+		DNSNames: []string{"metacel-webhook.metacel-system.svc"}})
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	go func() { _ = keeper.Run(ctx) }()
+	select {
+	case <-keeper.Ready():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the webhook's certificate is not ready")
+	}
+	return newConversionServer(&Webhook{ClientConfig: apiextensionsv1.WebhookClientConfig{
+		Service: &apiextensionsv1.ServiceReference{Namespace: "metacel-system", Name: "metacel-webhook"}}}, keeper, nil)
+}
+
+// installedBy is the CRD the runtime installed for doc, with the webhook's client config, storing
+// parents at v1, and the converter of its declaration.
+func installedBy(t *testing.T, webhook *conversionServer, doc *policy.Document) *unstructured.Unstructured {
+	t.Helper()
+	crd := parentCRDOf(t, doc)
+	if _, err := webhook.prepare(t.Context(), doc, crd); err != nil {
+		t.Fatal(err)
+	}
+	u, err := crdinstall.Desired(crd, doc.Policy.Metadata.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = unstructured.SetNestedStringSlice(u.Object, []string{"v1"}, "status", "storedVersions")
+	return u
+}
+
+// cacheCluster is a fake cluster holding objs, where Caches list at v1 and v1alpha1, whose CRD
+// patches return what was sent; patched counts them.
+func cacheCluster(objs ...runtime.Object) (*dynamicfake.FakeDynamicClient, *int) {
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		crdGVR: "CustomResourceDefinitionList", cachesAt("v1"): "CacheList", cachesAt("v1alpha1"): "CacheList"}, objs...)
+	patched := new(int)
+	client.PrependReactor("patch", crdGVR.Resource, func(a k8stesting.Action) (bool, runtime.Object, error) {
+		*patched++
+		obj := &unstructured.Unstructured{}
+		err := json.Unmarshal(a.(k8stesting.PatchAction).GetPatch(), &obj.Object)
+		return true, obj, err
+	})
+	return client, patched
+}
+
+// installerOn is the CRD installer of a running policy on client, with webhook.
+func installerOn(client *dynamicfake.FakeDynamicClient, webhook *conversionServer) *crdInstaller {
+	writer := apply.NewWriter(client)
+	return &crdInstaller{client: client, runtime: writer, runs: func(string) bool { return true }, conversion: webhook,
+		writer: func(string, string) (*apply.Writer, error) { return writer, nil }}
+}
+
+// convertsStored reports how the webhook converts a stored v1 Cache to v1alpha1.
+func convertsStored(t *testing.T, webhook *conversionServer) error {
+	t.Helper()
+	c, ok := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"})
+	if !ok {
+		t.Fatal("the webhook has no converter of Caches")
+	}
+	stored := cacheAt("v1", map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
+	_, err := c.Convert(t.Context(), stored, "versions.example.com/v1alpha1")
+	return err
+}
+
+// A new version of the policy renamed the hub's template.image to template.ref, a change the
+// installer refuses: "the CRD is left as it is and the running version keeps serving". The
+// webhook still converted with the refused version's templates, so that every read of the old
+// CRD's parents at v1alpha1 failed (template.ref is not there). The converter that serves is the
+// one of the declaration the CRD holds, on the leader that refused and on every other replica.
+func TestARefusedVersionDoesNotReplaceTheRunningConverter(t *testing.T) {
+	tests := []struct {
+		name string
+		// offerRefused has webhook meet the refused version, on a cluster holding crd
+		offerRefused func(t *testing.T, webhook *conversionServer, crd *unstructured.Unstructured)
+	}{
+		{name: "the leader, whose install is refused", offerRefused: func(t *testing.T, webhook *conversionServer, crd *unstructured.Unstructured) {
+			stored := cacheAt("v1", map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
+			client, patched := cacheCluster(crd, stored)
+			refused := renamedImage(t)
+			_, err := installerOn(client, webhook).installParentCRD(t.Context(), refused, parentCRDOf(t, refused), []string{"cache"})
+			if err == nil || *patched > 0 {
+				t.Fatalf("installParentCRD() = %v, %d patches: want the breaking change refused", err, *patched)
+			}
+		}},
+		{name: "a replica that reads the sources", offerRefused: func(t *testing.T, webhook *conversionServer, crd *unstructured.Unstructured) {
+			refused := renamedImage(t)
+			webhook.offerPolicy(t.Context(), parentCRD{doc: refused, crd: parentCRDOf(t, refused)})
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			webhook := testWebhook(t)
+			running := versionedCache(t)
+			crd := installedBy(t, webhook, running)
+			webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
+			webhook.crdDeclares(t.Context(), crd.GetName(), crd.GetAnnotations()[contract.AnnotationParentSchemaHash])
+			if err := convertsStored(t, webhook); err != nil {
+				t.Fatalf("before the refused version: %v", err)
+			}
+			tt.offerRefused(t, webhook, crd)
+			if err := convertsStored(t, webhook); err != nil {
+				t.Errorf("after the refused version, a stored parent of the CRD in the cluster does not convert: %v", err)
+			}
+		})
+	}
+}
+
+// Once the CRD holds the new declaration (the leader wrote it), every replica converts with it.
+func TestTheNewConverterServesOnceTheCRDHoldsIt(t *testing.T) {
+	webhook := testWebhook(t)
+	running, renamed := versionedCache(t), renamedImage(t)
+	webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
+	old := installedBy(t, webhook, running)
+	webhook.crdDeclares(t.Context(), old.GetName(), old.GetAnnotations()[contract.AnnotationParentSchemaHash])
+	webhook.offerPolicy(t.Context(), parentCRD{doc: renamed, crd: parentCRDOf(t, renamed)})
+	if err := convertsStored(t, webhook); err != nil {
+		t.Fatalf("before the CRD changes: %v", err)
+	}
+	written := installedBy(t, webhook, renamed)
+	webhook.crdDeclares(t.Context(), written.GetName(), written.GetAnnotations()[contract.AnnotationParentSchemaHash])
+	if err := convertsStored(t, webhook); err == nil {
+		t.Errorf("a v1 Cache with template.image converts with the running version's templates, after the CRD holds the renamed field")
+	}
+}
