@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/contract"
 )
@@ -63,5 +64,41 @@ func TestTheHashOfACRDWithoutWebhookIsTheHashOfTheWhole(t *testing.T) {
 	whole.SetAnnotations(nil)
 	if want, _ := hashOf(whole.Object); hash != want {
 		t.Errorf("the hash of a CRD without webhook is %q, want the hash of the whole %q", hash, want)
+	}
+}
+
+// An update that changes only the webhook's client config changes nothing a stored parent holds:
+// the installer lists no parents for it, through a webhook that may be the broken one.
+func TestSameDeclaration(t *testing.T) {
+	v1 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}})
+	v2 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "replicas": {Type: "integer"}})
+	earlier := func(crd *apiextensionsv1.CustomResourceDefinition) *unstructured.Unstructured {
+		u := desired(t, crd, "website")
+		u.SetAnnotations(nil)
+		whole, err := hashOf(u.Object)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: whole})
+		return u
+	}
+	tests := []struct {
+		name     string
+		existing *unstructured.Unstructured
+		desired  *apiextensionsv1.CustomResourceDefinition
+		want     bool
+	}{
+		{name: "another CA bundle", existing: desired(t, withWebhook(v1, "old CA"), "website"), desired: withWebhook(v1, "new CA"), want: true},
+		{name: "another declaration", existing: desired(t, withWebhook(v1, "CA"), "website"), desired: withWebhook(v2, "CA"), want: false},
+		{name: "an earlier runtime's hash of the same CRD", existing: earlier(withWebhook(v1, "CA")), desired: withWebhook(v1, "CA"), want: true},
+		{name: "an earlier runtime's hash, another CA bundle", existing: earlier(withWebhook(v1, "old CA")), desired: withWebhook(v1, "new CA"), want: false},
+		{name: "no hash", existing: &unstructured.Unstructured{Object: map[string]any{}}, desired: v1, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := SameDeclaration(tt.existing, desired(t, tt.desired, "website")); got != tt.want {
+				t.Errorf("SameDeclaration() = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

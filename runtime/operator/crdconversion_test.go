@@ -3,12 +3,14 @@ package operator
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -201,5 +203,46 @@ func TestTheNewConverterServesOnceTheCRDHoldsIt(t *testing.T) {
 	webhook.crdDeclares(t.Context(), written.GetName(), written.GetAnnotations()[contract.AnnotationParentSchemaHash])
 	if err := convertsStored(t, webhook); err == nil {
 		t.Errorf("a v1 Cache with template.image converts with the running version's templates, after the CRD holds the renamed field")
+	}
+}
+
+// The CRD named the webhook with a CA bundle or address the runtime no longer has (its Secret was
+// made again, the Service renamed): the API server fails every read that needs conversion. The
+// runtime's repair, writing the CRD with the current ones, listed the parents at every served
+// version first, through that broken webhook: the list failed and the repair was refused for
+// ever. A change of the webhook's client config alone lists nothing.
+func TestABrokenWebhookDoesNotBlockItsOwnRepair(t *testing.T) {
+	tests := []struct {
+		name  string
+		stale func(cc *apiextensionsv1.WebhookClientConfig)
+	}{
+		{name: "a stale CA bundle", stale: func(cc *apiextensionsv1.WebhookClientConfig) { cc.CABundle = []byte("-----OLD CA-----") }},
+		{name: "a stale webhook address", stale: func(cc *apiextensionsv1.WebhookClientConfig) { cc.Service.Name = "old-webhook" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			webhook := testWebhook(t)
+			doc := versionedCache(t)
+			crd := parentCRDOf(t, doc)
+			if _, err := webhook.prepare(t.Context(), doc, crd); err != nil {
+				t.Fatal(err)
+			}
+			tt.stale(crd.Spec.Conversion.Webhook.ClientConfig)
+			existing, err := crdinstall.Desired(crd, "cache")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedStringSlice(existing.Object, []string{"v1"}, "status", "storedVersions")
+			client, patched := cacheCluster(existing)
+			// what the API server answers a read that needs the webhook the CRD names
+			client.PrependReactor("list", "caches", func(a k8stesting.Action) (bool, runtime.Object, error) {
+				return true, nil, apierrors.NewInternalError(errors.New(`conversion webhook for versions.example.com/v1, Kind=Cache failed: ` +
+					`Post "https://metacel-webhook.metacel-system.svc:443/convert": tls: failed to verify certificate: x509: certificate signed by unknown authority`))
+			})
+			wrote, err := installerOn(client, webhook).installParentCRD(t.Context(), doc, parentCRDOf(t, doc), []string{"cache"})
+			if !wrote || err != nil || *patched != 1 {
+				t.Errorf("installParentCRD() = %v, %v (%d patches): want the CRD written with the runtime's webhook", wrote, err, *patched)
+			}
+		})
 	}
 }

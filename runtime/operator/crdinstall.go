@@ -184,7 +184,9 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	case crdinstall.Refuse:
 		return false, errors.New(decision.Why)
 	case crdinstall.Update:
-		if doc.Policy.Metadata.Annotations[contract.AnnotationAllowBreakingSchemaChange] != "true" {
+		// a change of the webhook's address or CA bundle alone changes nothing a parent holds, and
+		// the parents are not listed through the webhook it repairs, which may be what is broken
+		if doc.Policy.Metadata.Annotations[contract.AnnotationAllowBreakingSchemaChange] != "true" && !crdinstall.SameDeclaration(existing, desired) {
 			if err := in.checkStoredParents(ctx, existing, crd); err != nil {
 				return false, err
 			}
