@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/crdinstall"
@@ -173,7 +174,8 @@ func convertPart(ctx context.Context, obj *unstructured.Unstructured, part strin
 }
 
 // restoreKept puts back into out the fields of version to that an earlier conversion from to
-// kept in an annotation of obj, and drops the annotation.
+// kept in an annotation of obj, and drops the annotation. Whole numbers come back as int64, as the
+// API server decodes them (apimachinery's json), not as encoding/json's float64.
 func restoreKept(out, obj *unstructured.Unstructured, to string) error {
 	key := contract.AnnotationKeptPrefix + to
 	raw, ok := obj.GetAnnotations()[key]
@@ -181,7 +183,7 @@ func restoreKept(out, obj *unstructured.Unstructured, to string) error {
 		return nil
 	}
 	var kept map[string]any
-	if err := json.Unmarshal([]byte(raw), &kept); err != nil {
+	if err := utiljson.Unmarshal([]byte(raw), &kept); err != nil {
 		return fmt.Errorf("the annotation %s does not hold the fields a conversion kept: %w", key, err)
 	}
 	for path, v := range kept {

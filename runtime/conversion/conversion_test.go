@@ -2,6 +2,7 @@ package conversion
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
@@ -194,4 +195,22 @@ func cacheConverter(t *testing.T, pairs ...string) *Converter {
 		t.Fatal(err)
 	}
 	return cv
+}
+
+// A kept integer came back as a float64: the annotation was decoded with encoding/json. `metacel
+// validate`'s round trip then failed on every parent with a kept integer, and one above 2^53 came
+// back another number, which the integer field refused.
+func TestAKeptIntegerComesBackTheSameInteger(t *testing.T) {
+	cv := cacheConverter(t,
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      seed: integer\n",
+		"keep: [spec.template.pullPolicy]", "keep: [spec.template.pullPolicy, spec.seed]")
+	for _, seed := range []int64{3, 1<<53 + 1} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			hub := object("versions.example.com/v1", map[string]any{"replicas": int64(3), "seed": seed, "template": map[string]any{"image": "redis:7"}}, nil)
+			if err := cv.RoundTrip(t.Context(), hub); err != nil {
+				t.Errorf("RoundTrip: %v", err)
+			}
+		})
+	}
 }
