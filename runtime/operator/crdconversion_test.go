@@ -47,6 +47,22 @@ func versionedCache(t *testing.T, replacements ...string) *policy.Document {
 	return docs[0]
 }
 
+// singleVersionCache is versionedCache with its one version, v1.
+func singleVersionCache(t *testing.T) *policy.Document {
+	t.Helper()
+	data, err := os.ReadFile("../conversion/testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	versions, children := strings.Index(text, "    versions:\n"), strings.Index(text, "  childResources:")
+	docs, err := policy.Parse("cache.yaml", []byte(text[:versions]+text[children:]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return docs[0]
+}
+
 // renamedImage is versionedCache with the hub's spec.template.image renamed to ref: a change that
 // breaks every stored parent.
 func renamedImage(t *testing.T) *policy.Document {
@@ -242,6 +258,42 @@ func TestABrokenWebhookDoesNotBlockItsOwnRepair(t *testing.T) {
 			wrote, err := installerOn(client, webhook).installParentCRD(t.Context(), doc, parentCRDOf(t, doc), []string{"cache"})
 			if !wrote || err != nil || *patched != 1 {
 				t.Errorf("installParentCRD() = %v, %v (%d patches): want the CRD written with the runtime's webhook", wrote, err, *patched)
+			}
+		})
+	}
+}
+
+// A CRD of one version, v1, gets a new version v1alpha1 whose size is at most one character. The
+// installer applied it without converting the stored parents to v1alpha1 ("not served before"):
+// a parent with 10 replicas does not convert, and every list at v1alpha1 failed on it. A stored
+// parent that does not convert to a new version refuses the change, naming it.
+func TestANewVersionAStoredParentDoesNotConvertToIsRefused(t *testing.T) {
+	tests := []struct {
+		name     string
+		replicas int64
+		refused  string // "": applied
+	}{
+		{name: "every parent converts", replicas: 3},
+		{name: "a parent does not convert", replicas: 10, refused: `would break 1 stored parent(s), so the CRD "caches.versions.example.com" is left as it is and the running version keeps serving: ` +
+			`ns/c: does not convert to versions.example.com/v1alpha1: convert Cache "ns/c" from v1 to v1alpha1: the result is not a valid v1alpha1 Cache: spec.size: Too long`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			webhook := testWebhook(t)
+			single := singleVersionCache(t)
+			existing, err := crdinstall.Desired(parentCRDOf(t, single), "cache")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = unstructured.SetNestedStringSlice(existing.Object, []string{"v1"}, "status", "storedVersions")
+			client, patched := cacheCluster(existing, cacheAt("v1", map[string]any{"replicas": tt.replicas, "template": map[string]any{"image": "redis:7"}}))
+			narrow := versionedCache(t, "size: {type: string, pattern: '^[0-9]+$', required: true}", "size: {type: string, pattern: '^[0-9]+$', maxLength: 1, required: true}")
+			wrote, err := installerOn(client, webhook).installParentCRD(t.Context(), narrow, parentCRDOf(t, narrow), []string{"cache"})
+			switch {
+			case tt.refused == "" && (!wrote || err != nil):
+				t.Errorf("installParentCRD() = %v, %v: want the CRD applied", wrote, err)
+			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || *patched > 0):
+				t.Errorf("installParentCRD() = %v, %v (%d patches): want it refused with %q", wrote, err, *patched, tt.refused)
 			}
 		})
 	}

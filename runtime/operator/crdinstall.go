@@ -187,7 +187,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 		// a change of the webhook's address or CA bundle alone changes nothing a parent holds, and
 		// the parents are not listed through the webhook it repairs, which may be what is broken
 		if doc.Policy.Metadata.Annotations[contract.AnnotationAllowBreakingSchemaChange] != "true" && !crdinstall.SameDeclaration(existing, desired) {
-			if err := in.checkStoredParents(ctx, existing, crd); err != nil {
+			if err := in.checkStoredParents(ctx, existing, crd, converter); err != nil {
 				return false, err
 			}
 		}
@@ -252,15 +252,17 @@ func (in *crdInstaller) observedCRD(ctx context.Context, name string) (*unstruct
 
 // checkStoredParents refuses a new CRD that a stored parent would not survive, naming them: at
 // each version both CRDs serve, the parents as the API server serves them there against the new
-// schema of that version; and a version parents are still stored at that the new CRD would no
-// longer serve.
-func (in *crdInstaller) checkStoredParents(ctx context.Context, existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition) error {
+// schema of that version; at each version only the new CRD serves, the parents converted to it
+// with the new declaration's converter; and a version parents are still stored at that the new
+// CRD would no longer serve.
+func (in *crdInstaller) checkStoredParents(ctx context.Context, existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition, converter *conversion.Converter) error {
 	if dropped := crdinstall.StoredVersionsDropped(existing, crd); len(dropped) > 0 {
 		return errors.New(crdinstall.DroppedVersionsMessage(crd.Name, dropped))
 	}
+	var listed []map[string]any // the parents at the first version both CRDs serve
 	for _, v := range crd.Spec.Versions {
 		if !servesVersion(existing, v.Name) {
-			continue // not served before: its parents are converted, as validate checks offline
+			continue // not served before: checkNewVersions
 		}
 		gvr := schema.GroupVersionResource{Group: crd.Spec.Group, Version: v.Name, Resource: crd.Spec.Names.Plural}
 		parents, err := in.listParents(ctx, gvr)
@@ -274,8 +276,55 @@ func (in *crdInstaller) checkStoredParents(ctx context.Context, existing *unstru
 		if total > 0 {
 			return errors.New(crdinstall.BreakingMessage(crd.Name, breaks, total))
 		}
+		if listed == nil {
+			listed = parents
+		}
+	}
+	return checkNewVersions(ctx, existing, crd, converter, listed)
+}
+
+// checkNewVersions refuses a new CRD with a version the existing one does not serve that a stored
+// parent does not convert to, naming them: once the CRD is applied, every list at that version
+// would fail on them. parents are the stored parents at a version both serve.
+func checkNewVersions(ctx context.Context, existing *unstructured.Unstructured, crd *apiextensionsv1.CustomResourceDefinition, converter *conversion.Converter, parents []map[string]any) error {
+	if converter == nil {
+		return nil // one version: the API server only changes the apiVersion
+	}
+	for _, v := range crd.Spec.Versions {
+		if !v.Served || servesVersion(existing, v.Name) {
+			continue
+		}
+		to := schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}.String()
+		if breaks, total := conversionBreaks(ctx, converter, parents, to); total > 0 {
+			return errors.New(crdinstall.BreakingMessage(crd.Name, breaks, total))
+		}
 	}
 	return nil
+}
+
+// conversionBreaks converts each parent to toAPIVersion and returns the first maxNamedBreaks that
+// do not convert, and how many do not.
+func conversionBreaks(ctx context.Context, converter *conversion.Converter, parents []map[string]any, toAPIVersion string) ([]crdinstall.Break, int) {
+	var out []crdinstall.Break
+	n := 0
+	for _, p := range parents {
+		obj := &unstructured.Unstructured{Object: p}
+		if _, err := converter.Convert(ctx, obj, toAPIVersion); err != nil {
+			n++
+			if len(out) < maxNamedBreaks {
+				out = append(out, crdinstall.Break{Parent: parentName(obj), Problems: []string{"does not convert to " + toAPIVersion + ": " + err.Error()}})
+			}
+		}
+	}
+	return out, n
+}
+
+// parentName is namespace/name of a parent, or its name when cluster-scoped.
+func parentName(obj *unstructured.Unstructured) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
 }
 
 // servesVersion reports whether the existing CRD serves a version.
