@@ -9,10 +9,12 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/crdinstall"
@@ -196,12 +198,15 @@ func restoreKept(out, obj *unstructured.Unstructured, to string) error {
 }
 
 // keep keeps in an annotation of out the fields of obj, at version from, that the conversion does
-// not carry.
+// not carry. Annotations the API server would refuse (all of them over 256 KiB) fail the
+// conversion, naming the fields kept.
 func keep(out, obj *unstructured.Unstructured, from string, paths []string) error {
 	kept := map[string]any{}
+	var names []string
 	for _, path := range paths {
 		if v, ok, _ := unstructured.NestedFieldCopy(obj.Object, strings.Split(path, ".")...); ok {
 			kept[path] = v
+			names = append(names, path)
 		}
 	}
 	if len(kept) == 0 {
@@ -211,7 +216,12 @@ func keep(out, obj *unstructured.Unstructured, from string, paths []string) erro
 	if err != nil {
 		return fmt.Errorf("keep %v: %w", paths, err)
 	}
-	setAnnotations(out, func(a map[string]string) { a[contract.AnnotationKeptPrefix+from] = string(raw) })
+	key := contract.AnnotationKeptPrefix + from
+	setAnnotations(out, func(a map[string]string) { a[key] = string(raw) })
+	if errs := apimachineryvalidation.ValidateAnnotations(out.GetAnnotations(), field.NewPath("metadata", "annotations")); len(errs) > 0 {
+		return fmt.Errorf("keep %s in the annotation %s (%d bytes), which the API server would refuse: %w; keep fewer or smaller fields, or declare them at %s",
+			strings.Join(names, ", "), key, len(raw), errs.ToAggregate(), out.GetAPIVersion())
+	}
 	return nil
 }
 

@@ -214,3 +214,31 @@ func TestAKeptIntegerComesBackTheSameInteger(t *testing.T) {
 		})
 	}
 }
+
+// A kept field of 300,000 characters made an annotation over the API server's 256 KiB limit for
+// all annotations, and the conversion returned it as a success: the API server then refused the
+// object. The conversion fails, naming the field kept.
+func TestAKeptFieldTooLargeForAnAnnotationFailsTheConversion(t *testing.T) {
+	cv := cacheConverter(t,
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n",
+		"          pullPolicy: {type: string, enum: [Always, IfNotPresent, Never]}\n      notes: {type: string, maxLength: 400000}\n",
+		"keep: [spec.template.pullPolicy]", "keep: [spec.template.pullPolicy, spec.notes]")
+	tests := []struct {
+		name  string
+		notes string
+		want  string // "": converts
+	}{
+		{name: "a small kept field", notes: "x"},
+		{name: "a kept field over the limit", notes: strings.Repeat("x", 300000),
+			want: `convert Cache "ns/c" from v1 to v1alpha1: keep spec.notes in the annotation metacel.dev/kept-v1 (300017 bytes), which the API server would refuse: metadata.annotations: Too long: may not be more than 262144 bytes`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hub := object("versions.example.com/v1", map[string]any{"replicas": int64(3), "notes": tt.notes, "template": map[string]any{"image": "redis:7"}}, nil)
+			_, err := cv.Convert(t.Context(), hub, "versions.example.com/v1alpha1")
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("Convert() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
