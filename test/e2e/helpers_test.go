@@ -264,7 +264,7 @@ func (rt *metacel) reconciles(policy string) float64 {
 }
 
 // renders returns how many times a policy's CEL has been evaluated for a parent (renders).
-func (rt *metacel) renders(policy string) uint64 { //nolint:unparam // any policy's; the tests so far read the widget's
+func (rt *metacel) renders(policy string) uint64 {
 	return uint64(rt.sum("metacel_cel_eval_duration_seconds", "policy", policy, func(m *dto.Metric) float64 { return float64(m.GetHistogram().GetSampleCount()) }))
 }
 

@@ -1,0 +1,156 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"metacel.dev/metacel/runtime/operator"
+)
+
+var (
+	mutatingPoliciesGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicies"}
+	mutatingBindingsGVR = schema.GroupVersionResource{Group: "admissionregistration.k8s.io", Version: "v1", Resource: "mutatingadmissionpolicybindings"}
+)
+
+// pinnedImage is what the admission policy of these tests makes of the image "nginx".
+const pinnedImage = "nginx@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+// pinImages has a MutatingAdmissionPolicy pin the image "nginx" of ConfigMaps in ns to a digest,
+// as an image-pinning webhook does, and waits until the API server applies it.
+func pinImages(t *testing.T, ns string) {
+	t.Helper()
+	name := "pin-" + ns
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"matchConstraints": map[string]any{
+				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}},
+				"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"},
+					"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"configmaps"}}},
+			},
+			"matchConditions":    []any{map[string]any{"name": "tagged", "expression": "has(object.data) && 'image' in object.data && object.data.image == 'nginx'"}},
+			"failurePolicy":      "Fail",
+			"reinvocationPolicy": "Never",
+			"mutations": []any{map[string]any{"patchType": "ApplyConfiguration",
+				"applyConfiguration": map[string]any{"expression": `Object{data: {"image": "` + pinnedImage + `"}}`}}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"policyName": name},
+	}}
+	for _, o := range []struct {
+		gvr schema.GroupVersionResource
+		obj *unstructured.Unstructured
+	}{{mutatingPoliciesGVR, policy}, {mutatingBindingsGVR, binding}} {
+		if _, err := cluster.dynamic.Resource(o.gvr).Create(t.Context(), o.obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(o.gvr).Delete(t.Context(), name, metav1.DeleteOptions{})
+		})
+	}
+	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Data: map[string]string{"image": "nginx"}}
+	eventually(t, time.Minute, "the admission policy pins images", func() error {
+		got, err := cluster.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if got.Data["image"] != pinnedImage {
+			return fmt.Errorf("image %q", got.Data["image"])
+		}
+		return nil
+	})
+}
+
+// A mutating admission policy rewrites a field metacel sets in its own write (an image pinned to
+// a digest): the child never holds what the policy says. The runtime does not fight it, and a
+// runtime started again, with no memory of its writes, does not either: before, it applied the
+// ConfigMap once more, and refused the immutable one as a change of the policy's (Synced=False).
+func TestAFieldAdmissionRewritesIsNoFightAfterARestart(t *testing.T) {
+	ns := newNamespace(t, "admitted")
+	pinImages(t, ns)
+	dir := writePolicy(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: admitted}
+spec:
+  parentResource:
+    apiVersion: e2e.metacel.dev/v1
+    resource: widgets
+    labelSelector: {matchLabels: {e2e.metacel.dev/test: `+ns+`}}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: app
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-app"}, data: {image: nginx}}
+    - id: frozen
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-frozen"}, immutable: true, data: {image: nginx}}
+`)
+	opts := operator.Options{PolicyDirs: []string{dir}, PolicyNamespace: newNamespace(t, "policies")}
+	first := startRuntimeWith(t, opts)
+	w := widget(ns, "w")
+	w.SetLabels(map[string]string{"e2e.metacel.dev/test": ns})
+	create(t, widgetsGVR, w)
+	waitFor(t, widgetsGVR, ns, "w", wait, hasCondition("Ready", "True", "", ""))
+	uids := map[string]types.UID{}
+	for _, name := range []string{"w-app", "w-frozen"} {
+		cm := waitFor(t, configMapsGVR, ns, name, wait, func(o *unstructured.Unstructured) error {
+			if got := str(o, "data", "image"); got != pinnedImage {
+				return fmt.Errorf("image %q, want the admission policy's", got)
+			}
+			return nil
+		})
+		uids[name] = cm.GetUID()
+	}
+	settled(t, 3*time.Second, 2*time.Minute, quiet(first, ns))
+	first.stop()
+
+	// another writer touches the children (a label of its own): their new resourceVersions make
+	// the next runtime render and decide, not trust the memo of the first
+	for name := range uids {
+		patch := []byte(`{"metadata":{"labels":{"touched":"yes"}}}`)
+		if _, err := cluster.kube.CoreV1().ConfigMaps(ns).Patch(t.Context(), name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "toucher"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	second := startRuntimeWith(t, opts)
+	stillQuiet := quiet(second, ns)
+	eventually(t, wait, "the restarted runtime synced the widget", func() error {
+		if err := stillQuiet(); err != nil {
+			t.Fatalf("the restarted runtime writes: %v", err)
+		}
+		if got := second.renders("admitted"); got < 1 {
+			return fmt.Errorf("%d renders", got)
+		}
+		return nil
+	})
+	if err := stillQuiet(); err != nil {
+		t.Errorf("the restarted runtime writes: %v", err)
+	}
+	got, err := get(t, widgetsGVR, ns, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hasCondition("Synced", "True", "", "")(got); err != nil {
+		t.Errorf("after the restart: %v", err)
+	}
+	for name, uid := range uids {
+		cm, err := get(t, configMapsGVR, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cm.GetUID() != uid {
+			t.Errorf("%s was replaced", name)
+		}
+	}
+}
