@@ -69,6 +69,9 @@ func (o *renderOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
+	if err := preview.CheckParentDefined(c, cat); err != nil {
+		return err
+	}
 	parents, err := manifest.ReadFile(o.parentFile)
 	if err != nil {
 		return err

@@ -84,6 +84,10 @@ func TestRenderErrors(t *testing.T) {
 		{"a parent of another resource is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/memcached.yaml"},
 			`want exactly one object of policy "myapp"'s parent resource myapps.demo.rtfm.co.ua, found 0`},
+		// the parent was rendered unchecked, though a CRD file was given to check it
+		{"a CRD file that does not define the parent is an error",
+			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/myapp.yaml", "--crd", repo + "/crds/memcached.yaml"},
+			`spec.parentResource: myapps.demo.rtfm.co.ua is defined by none of the CRD files given (they define memcacheds.cache.example.com)`},
 		// the runtime refuses a child there (NamespaceNotAllowed): render said it applied and was Ready
 		{"a child in the runtime's policy namespace is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", input("myapp-in-policy-namespace.yaml")},

@@ -12,6 +12,7 @@ import (
 
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
+	"metacel.dev/metacel/runtime/preview"
 	"metacel.dev/metacel/runtime/source"
 )
 
@@ -109,7 +110,7 @@ func clusterMapper(cluster *clusterFlags) (kinds.Mapper, error) {
 // files prints one line per valid policy and every error; it returns the valid policies, and
 // reports whether all passed.
 func (v validation) files(out, errOut io.Writer, files []string) (valid []*policy.Compiled, ok bool) {
-	cat, withCRDs := v.cat, v.withCRDs
+	cat := v.cat
 	ok = true
 	names := map[string]string{}
 	defer func() {
@@ -137,10 +138,8 @@ func (v validation) files(out, errOut io.Writer, files []string) (valid []*polic
 				continue
 			}
 			names[c.Name()] = file
-			if withCRDs && !definesParent(cat, c) {
-				fmt.Fprintf(errOut, "%s:%d: spec.parentResource: %s is defined by none of the --crd files (they define %s): "+
-					"pass the parent's CRD with --crd, so that the fields the policy reads are checked, or validate without --crd\n",
-					file, c.Source.LineOf("spec.parentResource"), c.Parent.GVR.GroupResource(), crdNames(cat))
+			if err := preview.CheckParentDefined(c, cat); err != nil {
+				fmt.Fprintln(errOut, err)
 				ok = false
 				continue
 			}
@@ -156,12 +155,6 @@ func (v validation) files(out, errOut io.Writer, files []string) (valid []*polic
 		}
 	}
 	return valid, ok
-}
-
-// definesParent reports whether the policy's parent is known: built in, defined by a CRD of cat,
-// or typed by a schema the policy declares.
-func definesParent(cat *kinds.Catalog, c *policy.Compiled) bool {
-	return cat.DefinedByCRD(c.Parent.GVR.GroupResource()) || !c.Parent.Guessed || c.Parent.Schema != nil
 }
 
 // clusterDefines reports whether the cluster (of the cluster flags) serves a custom resource.
@@ -205,15 +198,6 @@ func uncheckedChildren(c *policy.Compiled) string {
 	}
 	slices.Sort(unknown)
 	return fmt.Sprintf("; children of %s unchecked: pass their CRD with --crd", strings.Join(unknown, ", "))
-}
-
-// crdNames lists the custom resources the --crd files define.
-func crdNames(cat *kinds.Catalog) string {
-	var names []string
-	for _, gr := range cat.CRDs() {
-		names = append(names, gr.String())
-	}
-	return strings.Join(names, ", ")
 }
 
 func readFile(path string) ([]byte, error) {

@@ -55,7 +55,7 @@ func TestValidateSaysWhatItChecked(t *testing.T) {
 		{"without a CRD the parent is untyped, and says so", []string{good}, true,
 			`(parent demo.rtfm.co.ua/v1 myapps, untyped: pass --crd to check parent fields; 1 child entry)`},
 		{"a CRD that does not define the parent is an error", []string{good, "--crd", crd("memcached")}, false,
-			good + `:6: spec.parentResource: myapps.demo.rtfm.co.ua is defined by none of the --crd files (they define memcacheds.cache.example.com)`},
+			good + `:6: spec.parentResource: myapps.demo.rtfm.co.ua is defined by none of the CRD files given (they define memcacheds.cache.example.com)`},
 		{"a directory of CRDs defines every seed parent", []string{filepath.Join(repo, "policies"), "--crd", filepath.Join(repo, "crds")}, true,
 			"children of loadbalancers.elbv2.services.k8s.aws unchecked: pass their CRD with --crd"},
 		{"-o graph prints the children in the order they are applied, with what each waits for",

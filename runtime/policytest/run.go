@@ -84,6 +84,9 @@ func newEnv(f *File) (*env, error) {
 		return nil, fmt.Errorf("%s: crds: %w", f.Path, err)
 	}
 	c, err := preview.LoadPolicy(f.Policy, f.PolicyName, cat)
+	if err == nil {
+		err = preview.CheckParentDefined(c, cat)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: policy: %w", f.Path, err)
 	}

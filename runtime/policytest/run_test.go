@@ -1,6 +1,7 @@
 package policytest
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -78,5 +79,27 @@ func TestAStepThatFailsPassesOnlyIfItExpectsTheError(t *testing.T) {
 		if !r.Passed && !strings.Contains(strings.Join(r.Messages, "\n"), "the step failed: ") {
 			t.Errorf("%s: the message does not say the step failed:\n%s", r.Name, strings.Join(r.Messages, "\n"))
 		}
+	}
+}
+
+// A test file whose CRD files do not define the policy's parent ran its parents unchecked: the
+// file says they are checked (the wrong CRD file given, say).
+func TestCRDFilesThatDoNotDefineTheParentAreAnError(t *testing.T) {
+	abs := func(p string) string {
+		a, err := filepath.Abs(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	file := filepath.Join(t.TempDir(), "t.yaml")
+	text := "policy: " + abs("testdata/gadget-policy.yaml") + "\ncrds: [" + abs("../../crds/memcached.yaml") + "]\n" +
+		"tests:\n  - name: any\n    parent: {apiVersion: example.com/v1, kind: Gadget, metadata: {name: g}}\n    steps: [{name: sync, expect: {children: []}}]\n"
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := runFile(t.Context(), file, Options{})
+	if want := "spec.parentResource: gadgets.example.com is defined by none of the CRD files given"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("runFile: %v, want an error saying %q", err, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
@@ -37,7 +38,29 @@ func LoadPolicy(file, name string, m kinds.Mapper) (*policy.Compiled, error) {
 	case len(matched) == 0:
 		return nil, fmt.Errorf("%s: no policy found", file)
 	}
+	if name != "" {
+		return nil, fmt.Errorf("%s holds %d policies named %q: give each policy of a file its own name", file, len(matched), name)
+	}
 	return nil, fmt.Errorf("%s holds %d policies: choose one by its name (render --policy-name, a test file's policyName)", file, len(matched))
+}
+
+// CheckParentDefined fails when CRD files were given (cat holds CRDs) and none defines the
+// policy's parent, which is neither built in nor declared by the policy's parentSchema: the
+// parent and the fields the policy reads would go unchecked, though the files say they are, as
+// when the wrong CRD file is given.
+func CheckParentDefined(c *policy.Compiled, cat *kinds.Catalog) error {
+	given := cat.CRDs()
+	gr := c.Parent.GVR.GroupResource()
+	if len(given) == 0 || cat.DefinedByCRD(gr) || !c.Parent.Guessed || c.Parent.Schema != nil {
+		return nil
+	}
+	names := make([]string, len(given))
+	for i, d := range given {
+		names[i] = d.String()
+	}
+	return &policy.FieldError{File: c.Source.File, Line: c.Source.LineOf("spec.parentResource"), Path: "spec.parentResource",
+		Msg: fmt.Sprintf("%s is defined by none of the CRD files given (they define %s): give the parent's CRD too, so that the parent and the fields the policy reads are checked, or none",
+			gr, strings.Join(names, ", "))}
 }
 
 // ParentOf finds the parent among objs: the one object of the policy's parent resource (a sample
