@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,7 +130,11 @@ func (v validation) checkSample(ctx context.Context, out, errOut io.Writer, file
 	var invalid *preview.InvalidError
 	switch {
 	case errors.As(err, &invalid):
-		for _, p := range invalid.Problems() {
+		problems := invalid.Problems()                                        // a new slice
+		slices.SortStableFunc(problems, func(a, b preview.FieldProblem) int { // in the file's order
+			return cmp.Compare(lineOf(s.node, a.Path), lineOf(s.node, b.Path))
+		})
+		for _, p := range problems {
 			fmt.Fprintf(errOut, "%s:%d: %s: %s (the API server would refuse %s, a parent of policy %q, %s)\n",
 				file, lineOf(s.node, p.Path), p.Path, p.Msg, what, s.policy.Name(), against)
 		}

@@ -76,7 +76,9 @@ func Documents(data []byte) ([]*yaml.Node, error) {
 	}
 }
 
-// Heads reads the head of every document of a YAML or JSON stream, skipping empty ones.
+// Heads reads the head of every document of a YAML or JSON stream, skipping empty ones: only
+// the fields of a head are decoded, so that a mistake elsewhere in an object (a duplicate key in
+// its spec) leaves it what it is, for the reader of the object to report.
 func Heads(data []byte) ([]Head, error) {
 	docs, err := Documents(data)
 	if err != nil {
@@ -91,12 +93,18 @@ func Heads(data []byte) ([]Head, error) {
 			continue
 		}
 		var h Head
+		doc := map[string]any{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			h.Keys = append(h.Keys, n.Content[i].Value)
-		}
-		var doc map[string]any
-		if err := n.Decode(&doc); err != nil {
-			return nil, err
+			key := n.Content[i].Value
+			h.Keys = append(h.Keys, key)
+			switch key {
+			case "apiVersion", "kind", "metadata", "data":
+				var v any
+				if err := n.Content[i+1].Decode(&v); err != nil {
+					return nil, err
+				}
+				doc[key] = v
+			}
 		}
 		meta, _ := doc["metadata"].(map[string]any)
 		h.APIVersion, h.Kind = str(doc["apiVersion"]), str(doc["kind"])

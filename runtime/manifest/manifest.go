@@ -37,6 +37,10 @@ func read(data []byte) ([]*unstructured.Unstructured, error) {
 		return nil, err
 	}
 	for _, d := range docs {
+		if se := duplicateKey(d.text); se != nil {
+			se.Shift(d.line-1, 0)
+			return nil, se
+		}
 		js, err := yaml.YAMLToJSON(d.text)
 		if err != nil {
 			if se := LocateSyntaxError(d.text, err, parseYAML); se != nil {

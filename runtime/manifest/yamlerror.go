@@ -37,6 +37,7 @@ const (
 	indentationProblem
 	listItemExpected // a line at the indentation of a list's items that is not an item
 	keyExpected      // a list item where a mapping expects a key
+	duplicate        // a key a mapping holds twice (Problem: the key; other: its first line)
 )
 
 // level is an indentation the block structure allows at some point: that of an open mapping's
@@ -59,6 +60,8 @@ func (e *SyntaxError) Error() string {
 // Message says what is wrong and how to fix it, naming lines (but not the file).
 func (e *SyntaxError) Message() string {
 	switch e.kind {
+	case duplicate:
+		return fmt.Sprintf("duplicate key %q (first at line %d): keep one", e.Problem, e.other)
 	case tabIndent:
 		return fmt.Sprintf("a tab at line %d column %d: YAML indents with spaces only", e.Line, e.Column)
 	case indentationProblem:
