@@ -11,7 +11,9 @@ import (
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/manifest"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
+	"metacel.dev/metacel/runtime/render"
 )
 
 type renderOptions struct {
@@ -88,18 +90,23 @@ func (o *renderOptions) run(ctx context.Context, stdout, stderr io.Writer) error
 	}
 	res, err := preview.Run(ctx, in)
 	if err != nil {
-		return previewError(o.parentFile, err)
+		return previewError(c, o.parentFile, err)
 	}
 	printNotes(stderr, res)
 	return printOutput(stdout, res)
 }
 
 // previewError prefixes a parent the API server would refuse with its file, and a render failure
-// with the reason the parent's Synced condition would show.
-func previewError(parentFile string, err error) error {
+// with the reason the parent's Synced condition would show, after the file and line of the
+// policy's field that failed, when it names one.
+func previewError(c *policy.Compiled, parentFile string, err error) error {
 	var invalid *preview.InvalidError
 	if errors.As(err, &invalid) {
 		return fmt.Errorf("%s: %w", parentFile, err)
+	}
+	var re *render.Error
+	if errors.As(err, &re) && re.Path != "" && c.Source != nil {
+		return fmt.Errorf("%s:%d: %s", c.Source.File, c.Source.LineOf(re.Path), preview.ErrorText(err))
 	}
 	return errors.New(preview.ErrorText(err))
 }

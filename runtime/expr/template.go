@@ -216,7 +216,7 @@ func (n mapNode) eval(ctx context.Context, act Activation, b *Budget) (any, bool
 	for i, k := range n.keys {
 		v, ok, err := n.vals[i].eval(ctx, act, b)
 		if err != nil {
-			return nil, false, err
+			return nil, false, atStep(k, err)
 		}
 		if ok {
 			out[k] = v
@@ -229,10 +229,10 @@ type listNode []tnode
 
 func (n listNode) eval(ctx context.Context, act Activation, b *Budget) (any, bool, error) {
 	out := make([]any, 0, len(n))
-	for _, item := range n {
+	for i, item := range n {
 		v, ok, err := item.eval(ctx, act, b)
 		if err != nil {
-			return nil, false, err
+			return nil, false, atStep(i, err)
 		}
 		if ok {
 			out = append(out, v)
@@ -347,4 +347,40 @@ func stringEnd(s string, i int) (int, error) {
 		}
 	}
 	return 0, errUnterminated
+}
+
+// FieldError is a template's evaluation error, at the field of the template whose value failed
+// (a map key or a list index, from the template's root): a message can name the field, and a
+// policy's source its line, not only the template.
+type FieldError struct {
+	// steps lead from the failing field up to the root: a key (string) or an index (int)
+	steps []any
+	Err   error
+}
+
+func (e *FieldError) Error() string { return e.Err.Error() }
+
+func (e *FieldError) Unwrap() error { return e.Err }
+
+// Path is the failing field's path below the template at base (fieldpath's notation).
+func (e *FieldError) Path(base string) string {
+	for i := len(e.steps) - 1; i >= 0; i-- {
+		switch s := e.steps[i].(type) {
+		case string:
+			base = fieldpath.Field(base, s)
+		case int:
+			base = fieldpath.Index(base, s)
+		}
+	}
+	return base
+}
+
+// atStep is err of the value at a key or index of its parent value.
+func atStep(step any, err error) error {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		fe.steps = append(fe.steps, step)
+		return fe
+	}
+	return &FieldError{steps: []any{step}, Err: err}
 }

@@ -53,7 +53,7 @@ func TestAnExpressionThatWouldBuildGigabytesFailsTheSync(t *testing.T) {
 		{"replace in the status (issue 9)", `  status:
     r: "${size(string(parent.spec.s).replace(\"a\", string(parent.spec.s)))}"
 `, map[string]any{"s": strings.Repeat("a", 30_000)},
-			"spec.status", `evaluate "size(string(parent.spec.s).replace(\"a\", string(parent.spec.s)))": replace() would cost 90006000, ` +
+			"spec.status.r", `evaluate "size(string(parent.spec.s).replace(\"a\", string(parent.spec.s)))": replace() would cost 90006000, ` +
 				`more than the 10000000 left of the cost budget of 10000000 per sync`},
 		{"a variable that refers to one list 5,000 times", `  variables:
     - {name: all, expression: "parent.spec.items.map(x, parent.spec.items)"}
@@ -122,7 +122,7 @@ func TestRelatedExpressionsSpendTheSyncBudget(t *testing.T) {
 	in.Budget = budget
 	_, err = Render(t.Context(), c, in)
 	var re *Error
-	if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != "spec.status" ||
+	if !errors.As(err, &re) || re.Reason != contract.ReasonEvaluationError || re.Path != "spec.status.found" ||
 		!strings.Contains(err.Error(), "of the cost budget of 10000000 per sync") {
 		t.Fatalf("got %v, want the status to run out of the sync's budget", err)
 	}

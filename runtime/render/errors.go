@@ -1,9 +1,11 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 
 	"metacel.dev/metacel/runtime/contract"
+	"metacel.dev/metacel/runtime/expr"
 )
 
 // Error is a render failure: its Reason becomes the reason of the parent's Synced condition and
@@ -25,6 +27,10 @@ func (e *Error) Error() string {
 func (e *Error) Unwrap() error { return e.Err }
 
 func evalError(path string, err error) *Error {
+	var fe *expr.FieldError
+	if errors.As(err, &fe) {
+		path = fe.Path(path) // the field of the template that failed
+	}
 	return &Error{Reason: contract.ReasonEvaluationError, Path: path, Err: err}
 }
 

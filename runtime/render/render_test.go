@@ -176,7 +176,7 @@ func TestRenderErrors(t *testing.T) {
 		{"missing field names the expression", `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.spec.missing}"}}
-`, contract.ReasonEvaluationError, `spec.children[0].template: evaluate "parent.spec.missing": no such key: missing`},
+`, contract.ReasonEvaluationError, `spec.children[0].template.metadata.name: evaluate "parent.spec.missing": no such key: missing`},
 		{"another namespace needs crossNamespace", `  children:
     - id: cm
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x, namespace: other}}
