@@ -84,6 +84,10 @@ func TestRenderErrors(t *testing.T) {
 		{"a parent of another resource is refused",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/memcached.yaml"},
 			`want exactly one object of policy "myapp"'s parent resource myapps.demo.rtfm.co.ua, found 0`},
+		// it named the template only, with no file or line
+		{"an evaluation error names the file, line and field of the expression",
+			[]string{"render", "--policy", input("lamp-rooms-policy.yaml"), "--parent", input("lamp-without-rooms.yaml")},
+			input("lamp-rooms-policy.yaml") + `:26: EvaluationError: spec.children[0].template.data.color: evaluate "parent.spec.rooms[0]": no such key: rooms`},
 		// the parent was rendered unchecked, though a CRD file was given to check it
 		{"a CRD file that does not define the parent is an error",
 			[]string{"render", "--policy", repo + "/policies/myapp.yaml", "--parent", repo + "/samples/myapp.yaml", "--crd", repo + "/crds/memcached.yaml"},
