@@ -54,6 +54,27 @@ func (l *Ledger) ChildResources(ctx context.Context, policy string) ([]schema.Gr
 	return parseResources(lease.Annotations[contract.AnnotationChildResources]), nil
 }
 
+// FirstRecorded returns when a policy's entry was created: when the policy's controller first
+// started in the cluster (it records the policy's child resources before it syncs anything);
+// ok is false when the policy has none: it never ran. The policy set ranks two policies that claim
+// one parent resource by it: read from the API server, every replica and every restart rank them
+// alike.
+func (l *Ledger) FirstRecorded(ctx context.Context, policy string) (since time.Time, ok bool, err error) {
+	if l == nil {
+		return time.Time{}, false, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+	defer cancel()
+	lease, err := apistore.Get(ctx, l.client.CoordinationV1().Leases(l.namespace), LeaseName(policy))
+	if err != nil {
+		return time.Time{}, false, fmt.Errorf("read the ledger of policy %q: %w", policy, err)
+	}
+	if lease == nil {
+		return time.Time{}, false, nil
+	}
+	return lease.CreationTimestamp.Time, true, nil
+}
+
 // RecordChildResources sets the child resources recorded for a policy.
 func (l *Ledger) RecordChildResources(ctx context.Context, policy string, gvrs []schema.GroupVersionResource) error {
 	if l == nil {

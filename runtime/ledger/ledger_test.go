@@ -67,3 +67,22 @@ func TestTheLedgerWritesWithTheRuntimesOwnFieldManager(t *testing.T) {
 		t.Errorf("wrote the Lease (create, update) with field managers %v, want %v, not the children's metacel", managers, want)
 	}
 }
+
+// The policy set ranks two policies that claim one parent resource by when each first ran: a
+// policy whose controller has recorded its child resources has run, one with no entry never has.
+func TestTheLedgerSaysWhenAPolicyFirstRan(t *testing.T) {
+	l := New(fake.NewClientset(), "metacel-system")
+	if _, ok, err := l.FirstRecorded(t.Context(), "p"); ok || err != nil {
+		t.Fatalf("a policy never recorded: ran %v (err %v), want false", ok, err)
+	}
+	if err := l.RecordChildResources(t.Context(), "p", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := l.FirstRecorded(t.Context(), "p"); !ok || err != nil {
+		t.Errorf("a policy recorded: ran %v (err %v), want true", ok, err)
+	}
+	var off *Ledger
+	if _, ok, err := off.FirstRecorded(t.Context(), "p"); ok || err != nil {
+		t.Error("a ledger that is off knows of no policy that ran")
+	}
+}

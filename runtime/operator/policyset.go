@@ -65,7 +65,6 @@ type policySet struct {
 
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
-	seq       int                      // order of first loads: the earlier policy wins a conflict
 
 	mu      sync.Mutex
 	running map[string]*running // by policy name
@@ -81,7 +80,6 @@ type unitState struct {
 	good []*policy.Compiled // the last version that loaded, kept when a new one fails
 	// goodHash is the hash of the unit's version that good holds
 	goodHash string
-	loaded   int // sequence of the first successful load
 	// waiting is true when a policy of the unit waits for a resource the cluster does not serve
 	waiting bool
 	// failed is true when the unit's latest version did not load
@@ -212,9 +210,10 @@ func (s *policySet) update(snap source.Snapshot, sources int) {
 func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.Compiled) bool) {
 	defer s.warmInformers()() // until the controllers hold their own
 	s.loadUnits(retry)
-	s.mu.Lock() // resolveConflicts reads the running controllers, which a rollout's end swaps
+	ranks := s.claimRanks() // off the lock: it reads the API server
+	s.mu.Lock()             // resolveConflicts reads the running controllers, which a rollout's end swaps
 	defer s.mu.Unlock()
-	desired := s.resolveConflicts()
+	desired := s.resolveConflicts(ranks)
 	for name, r := range s.running {
 		if _, ok := desired[name]; !ok {
 			s.removeLocked(name, r)
@@ -290,7 +289,7 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 		}
 	}
 	claims := &crdClaims{}
-	for _, st := range inLoadOrder(s.units) {
+	for _, st := range byUnitName(s.units) {
 		claims.units = append(claims.units, st.unit)
 	}
 	for _, st := range changed {
@@ -298,23 +297,14 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 	}
 }
 
-// inLoadOrder sorts units in the order they first loaded, those that never did last, by name:
-// the earlier wins a conflict.
-func inLoadOrder(units map[string]*unitState) []*unitState {
+// byUnitName sorts units by name: an order every replica, and a restarted runtime, sees alike,
+// whatever order the sources listed them in.
+func byUnitName(units map[string]*unitState) []*unitState {
 	out := make([]*unitState, 0, len(units))
 	for _, st := range units {
 		out = append(out, st)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if (a.loaded == 0) != (b.loaded == 0) {
-			return b.loaded == 0
-		}
-		if a.loaded != b.loaded {
-			return a.loaded < b.loaded
-		}
-		return a.unit.Name < b.unit.Name
-	})
+	sort.Slice(out, func(i, j int) bool { return out[i].unit.Name < out[j].unit.Name })
 	return out
 }
 
@@ -345,10 +335,6 @@ func (s *policySet) load(st *unitState, claims *crdClaims) {
 	}
 	if st.waiting && st.good != nil && st.goodHash != st.hash {
 		return // a new version waits: the last good one runs until the cluster serves its resources
-	}
-	if st.good == nil {
-		s.seq++
-		st.loaded = s.seq
 	}
 	// the same version waits when the cluster stopped serving a resource (its CRD was deleted):
 	// it stops, and starts again when the resource is back
@@ -484,33 +470,180 @@ type desiredPolicy struct {
 }
 
 // resolveConflicts picks the policies to run: two policies with one name, or claiming one parent
-// resource (in any of its versions: the objects are the same), cannot both run; the one loaded
-// first wins and the other is reported. Called with s.mu held.
-func (s *policySet) resolveConflicts() map[string]desiredPolicy {
-	units := inLoadOrder(s.units)
+// resource (in any of its versions: the objects are the same), cannot both run; the first in
+// claim order (inClaimOrder, by ranks) wins and the other is reported. Called with s.mu held.
+func (s *policySet) resolveConflicts(ranks map[claimKey]claimRank) map[string]desiredPolicy {
 	desired := map[string]desiredPolicy{}
 	parents := map[schema.GroupResource]desiredPolicy{}
-	for _, st := range units {
-		conflicts := map[string]bool{}
-		for _, p := range st.good {
-			if missingResources(p) != nil {
-				continue
-			}
-			if first, dup := desired[p.Name()]; dup {
-				s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which was loaded first", p.Name(), first.unit.unit.Name), conflicts)
-				continue
-			}
-			if first, dup := parents[p.Parent.GVR.GroupResource()]; dup {
-				s.reject(st, p, fmt.Sprintf("policy %q claims parent resource %s, which policy %q (%s) already claims: one policy per parent resource",
-					p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name), conflicts)
-				continue
-			}
-			d := desiredPolicy{policy: p, unit: st}
-			desired[p.Name()], parents[p.Parent.GVR.GroupResource()] = d, d
+	conflicts := map[*unitState]map[string]bool{}
+	for _, st := range s.units {
+		conflicts[st] = map[string]bool{}
+	}
+	for _, c := range inClaimOrder(s.claims(), ranks) {
+		st, p := c.unit, c.policy
+		if first, dup := desired[p.Name()]; dup {
+			s.reject(st, p, fmt.Sprintf("policy %q is also defined in %s, which runs it: one definition per policy", p.Name(), first.unit.unit.Name), conflicts[st])
+			continue
 		}
-		st.conflicts = conflicts
+		if first, dup := parents[p.Parent.GVR.GroupResource()]; dup {
+			s.reject(st, p, fmt.Sprintf("policy %q claims parent resource %s, which policy %q (%s) already claims: one policy per parent resource",
+				p.Name(), p.Parent.GVR.GroupResource(), first.policy.Name(), first.unit.unit.Name), conflicts[st])
+			continue
+		}
+		d := desiredPolicy{policy: p, unit: st}
+		desired[p.Name()], parents[p.Parent.GVR.GroupResource()] = d, d
+	}
+	for st, c := range conflicts {
+		st.conflicts = c
 	}
 	return desired
+}
+
+// A claim is a policy of a unit that may run (it loaded, and the cluster serves its resources):
+// it claims its name and its parent resource. Of the claims on one name or one parent resource,
+// one runs. Which one is decided from what the API server holds, never from the order this
+// process happened to load them in (a counter in memory, a map's order): every replica decides
+// alike, and so does the runtime after a restart or a leader change, so the policy rejected once
+// never takes the parents over from the one that runs. In order (claimRank, inClaimOrder):
+//
+//  1. the claim from the unit that the policy's rollout record names as its stable version's
+//     (written whenever a version starts: it runs, or ran last, from there) before one from
+//     elsewhere: of two keys that define one policy, the one that runs keeps it;
+//  2. a policy that has run in the cluster (its ledger Lease exists: its controller creates it
+//     when it starts, package ledger) before one that never has: the policy rejected never ran;
+//  3. of two that have, the one whose Lease is older: it ran first;
+//  4. the unit's name (configmap/<namespace>/<name>/<key>, or the file's path), then the
+//     policy's place in it: the same on every replica.
+//
+// The rollout record and the ledger are the runtime's own objects, already read and written for
+// each policy; a Lease's creationTimestamp is set by the API server, and neither is rewritten
+// when the policy's ConfigMap is (kubectl replace, a Helm upgrade), which its own
+// creationTimestamp would be. A claim whose rank cannot be read ranks first if it runs, so that a
+// failed read never moves the parents.
+type claim struct {
+	policy *policy.Compiled
+	unit   *unitState
+	place  int // in the unit
+}
+
+// claimKey names a claim: its unit and its policy.
+type claimKey struct{ unit, policy string }
+
+func (c claim) key() claimKey { return claimKey{c.unit.unit.Name, c.policy.Name()} }
+
+// claimRank is what the API server says of a claim (claim's rules 1 to 3).
+type claimRank struct {
+	// recordedHere: the policy's rollout record names the claim's unit
+	recordedHere bool
+	// ran: the policy has run in the cluster, first at since
+	ran   bool
+	since time.Time
+}
+
+// claims are the claims of every unit, by unit name and place.
+func (s *policySet) claims() []claim {
+	var out []claim
+	for _, st := range byUnitName(s.units) {
+		for i, p := range st.good {
+			if missingResources(p) == nil {
+				out = append(out, claim{policy: p, unit: st, place: i})
+			}
+		}
+	}
+	return out
+}
+
+// inClaimOrder sorts claims by rank (claim's rules), the first winning a conflict.
+func inClaimOrder(claims []claim, ranks map[claimKey]claimRank) []claim {
+	out := slices.Clone(claims)
+	slices.SortStableFunc(out, func(a, b claim) int {
+		ra, rb := ranks[a.key()], ranks[b.key()]
+		switch {
+		case ra.recordedHere != rb.recordedHere:
+			return boolFirst(ra.recordedHere)
+		case ra.ran != rb.ran:
+			return boolFirst(ra.ran)
+		case !ra.since.Equal(rb.since):
+			return ra.since.Compare(rb.since)
+		case a.unit.unit.Name != b.unit.unit.Name:
+			return strings.Compare(a.unit.unit.Name, b.unit.unit.Name)
+		}
+		return a.place - b.place
+	})
+	return out
+}
+
+// boolFirst orders true before false: -1 for true.
+func boolFirst(b bool) int {
+	if b {
+		return -1
+	}
+	return 1
+}
+
+// claimRanks reads from the API server the ranks of the claims in a conflict (one name, or one
+// parent resource, claimed more than once); the others need none.
+func (s *policySet) claimRanks() map[claimKey]claimRank {
+	out := map[claimKey]claimRank{}
+	stable := map[string]string{} // the unit of each policy's rollout record
+	firstRan := map[string]claimRank{}
+	for _, c := range conflicting(s.claims()) {
+		name := c.policy.Name()
+		if _, read := firstRan[name]; !read {
+			unit, rank, err := s.readClaimRank(name)
+			if err != nil {
+				klog.FromContext(s.ctx).Error(err, "Cannot read which of two conflicting policies runs; the running one keeps running", "policy", name)
+			}
+			stable[name], firstRan[name] = unit, rank
+		}
+		rank := firstRan[name]
+		rank.recordedHere = stable[name] == c.unit.unit.Name
+		out[c.key()] = rank
+	}
+	return out
+}
+
+// readClaimRank reads the unit a policy's rollout record names and when its ledger says it first
+// ran; when either cannot be read, the policy ranks as its running version says (the unit it runs
+// from, first of all that ran), and the error is returned.
+func (s *policySet) readClaimRank(name string) (unit string, rank claimRank, err error) {
+	rec, recErr := s.rollouts.records.Get(s.ctx, name)
+	since, ran, ledgerErr := s.deps.Ledger.FirstRecorded(s.ctx, name)
+	if err := errors.Join(recErr, ledgerErr); err != nil {
+		unit = s.unitRunning(name)
+		return unit, claimRank{ran: unit != ""}, err
+	}
+	if rec != nil {
+		unit = rec.StableUnit
+	}
+	return unit, claimRank{ran: ran, since: since}, nil
+}
+
+// unitRunning is the unit the policy of that name runs from; "" when it does not run.
+func (s *policySet) unitRunning(name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.running[name]; r != nil {
+		return r.unit
+	}
+	return ""
+}
+
+// conflicting are the claims that share their policy's name or parent resource with another.
+func conflicting(claims []claim) []claim {
+	byName := map[string]int{}
+	byParent := map[schema.GroupResource]int{}
+	for _, c := range claims {
+		byName[c.policy.Name()]++
+		byParent[c.policy.Parent.GVR.GroupResource()]++
+	}
+	var out []claim
+	for _, c := range claims {
+		if byName[c.policy.Name()] > 1 || byParent[c.policy.Parent.GVR.GroupResource()] > 1 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // reject reports a policy that loses a conflict, once while the conflict lasts: reported holds

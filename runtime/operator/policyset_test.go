@@ -35,59 +35,13 @@ spec:
 `
 }
 
-func TestConflictingPoliciesTheFirstLoadedWins(t *testing.T) {
-	tests := []struct {
-		name          string
-		first, second string
-		want          []string // the policies that run
-		rejected      string
-	}{
-		{"two policies for one parent resource", policyText("a", "namespaces"), policyText("b", "namespaces"), []string{"a"}, "b"},
-		{"two policies with one name", policyText("a", "namespaces"), policyText("a", "nodes"), []string{"a"}, "a"},
-		{"no conflict", policyText("a", "namespaces"), policyText("b", "nodes"), []string{"a", "b"}, ""},
-		{"two policies for one parent resource in two versions", policyTextAt("a", "autoscaling/v1", "horizontalpodautoscalers"),
-			policyTextAt("b", "autoscaling/v2", "horizontalpodautoscalers"), []string{"a"}, "b"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			reg := prometheus.NewRegistry()
-			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, reg)
-			// the second source's unit sorts first by name, but was loaded later
-			s.snapshots["dir"] = []source.Unit{{Name: "z-first.yaml", Data: []byte(tc.first)}}
-			s.loadUnits(nil)
-			s.snapshots["configmaps"] = []source.Unit{{Name: "a-second.yaml", Data: []byte(tc.second)}}
-			s.loadUnits(nil)
-			desired := s.resolveConflicts()
-			var got []string
-			for _, d := range sortedDesired(desired) {
-				got = append(got, d.policy.Name()+"@"+d.unit.unit.Name)
-			}
-			var want []string
-			for _, n := range tc.want {
-				unit := "z-first.yaml"
-				if n == "b" {
-					unit = "a-second.yaml"
-				}
-				want = append(want, n+"@"+unit)
-			}
-			if strings.Join(got, ",") != strings.Join(want, ",") {
-				t.Errorf("running %v, want %v", got, want)
-			}
-			errors := testutil.ToFloat64(s.metrics.loadErrors.WithLabelValues(tc.rejected))
-			if tc.rejected != "" && errors != 1 {
-				t.Errorf("metacel_policy_load_errors_total{policy=%q} = %v, want 1", tc.rejected, errors)
-			}
-		})
-	}
-}
-
 func TestBrokenVersionKeepsTheLastGood(t *testing.T) {
 	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
 	s.snapshots["dir"] = []source.Unit{{Name: "p.yaml", Data: []byte(policyText("a", "namespaces"))}}
 	s.loadUnits(nil)
 	s.snapshots["dir"] = []source.Unit{{Name: "p.yaml", Data: []byte(policyText("a", "namespaces") + "  bogus: 1\n")}}
 	s.loadUnits(nil)
-	desired := s.resolveConflicts()
+	desired := s.resolveConflicts(s.claimRanks())
 	if _, ok := desired["a"]; !ok || len(desired) != 1 {
 		t.Fatalf("the last good version must stay desired, got %v", desired)
 	}
@@ -96,7 +50,7 @@ func TestBrokenVersionKeepsTheLastGood(t *testing.T) {
 	}
 	s.snapshots["dir"] = nil
 	s.loadUnits(nil)
-	if desired := s.resolveConflicts(); len(desired) != 0 {
+	if desired := s.resolveConflicts(s.claimRanks()); len(desired) != 0 {
 		t.Errorf("a removed unit's policies must go, got %v", desired)
 	}
 }
@@ -178,7 +132,7 @@ func TestAConflictIsReportedOnceWhileItLasts(t *testing.T) {
 	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("a", "nodes")), ConfigMap: cm}}
 	for range 3 { // rescans
 		s.loadUnits(nil)
-		s.resolveConflicts()
+		s.resolveConflicts(s.claimRanks())
 	}
 	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], "PolicyConflict") {
 		t.Errorf("events %q, want one PolicyConflict", got)
@@ -189,10 +143,10 @@ func TestAConflictIsReportedOnceWhileItLasts(t *testing.T) {
 	// the conflict ends, then begins again: that is news
 	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("b", "nodes")), ConfigMap: cm}}
 	s.loadUnits(nil)
-	s.resolveConflicts()
+	s.resolveConflicts(s.claimRanks())
 	s.snapshots["configmaps"] = []source.Unit{{Name: "b.yaml", Data: []byte(policyText("a", "nodes")), ConfigMap: cm}}
 	s.loadUnits(nil)
-	s.resolveConflicts()
+	s.resolveConflicts(s.claimRanks())
 	if got := drain(rec); len(got) != 1 {
 		t.Errorf("events after the conflict came back: %q, want one", got)
 	}
@@ -334,8 +288,8 @@ func TestTwoKeysOfAConfigMapThatDefineOnePolicySayOneState(t *testing.T) {
 		t.Run("running from "+runs, func(t *testing.T) {
 			s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
 			cm := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "metacel-system", Name: "cm"}
-			for i, name := range []string{"cm/a.yaml", "cm/b.yaml"} {
-				s.units[name] = &unitState{unit: source.Unit{Name: name, ConfigMap: cm}, good: web, loaded: i + 1}
+			for _, name := range []string{"cm/a.yaml", "cm/b.yaml"} {
+				s.units[name] = &unitState{unit: source.Unit{Name: name, ConfigMap: cm}, good: web}
 			}
 			s.running["web"] = &running{policy: web[0], unit: runs, synced: synced, generation: 1}
 			for range 20 {

@@ -49,11 +49,11 @@ func (s *policySet) publishStatus() {
 
 // statusesByConfigMap is the state of each policy of each policy ConfigMap, by ConfigMap and
 // policy name. Two keys of one ConfigMap that define one policy say one state: the running
-// one's, else the one loaded first's (the other's conflict is an event on the ConfigMap), never
+// one's, else the first by unit name's (the other's conflict is an event on the ConfigMap), never
 // each in turn.
 func (s *policySet) statusesByConfigMap(counts map[string]controller.Counts) map[[2]string]policystatus.Status {
 	out := map[[2]string]policystatus.Status{}
-	for _, st := range inLoadOrder(s.units) {
+	for _, st := range byUnitName(s.units) {
 		if st.unit.ConfigMap == nil {
 			continue
 		}
