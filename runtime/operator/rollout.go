@@ -121,6 +121,9 @@ func (d *rolloutDriver) runRolloutLocked(p *policy.Compiled, st *unitState, old 
 			return true
 		}
 	}
+	if old != nil && old.rolledBack != "" && v == old.version {
+		d.withdrawRolledBackLocked(old, st) // then as any load of the running version
+	}
 	if p.Rollout == nil {
 		return false
 	}
@@ -442,6 +445,16 @@ func (d *rolloutDriver) abortRolloutLocked(stable *running) {
 	ro.target.stop()
 	stable.ctrl.TakeAll(d.ctx, ro.target.policy)
 	klog.FromContext(d.ctx).Info("Policy rollout replaced by a newer version", "policy", stable.policy.Name(), "version", policystatus.ShortVersion(ro.target.version))
+}
+
+// withdrawRolledBackLocked forgets the version that failed to roll out once the policy's source
+// holds the stable version again (the user reverted it): the policy is Running, not RolledBack, its
+// record says Stable, and the failed version, applied again, rolls out anew.
+func (d *rolloutDriver) withdrawRolledBackLocked(stable *running, st *unitState) {
+	klog.FromContext(d.ctx).Info("Policy reverted to its stable version; the version rolled back may roll out again", "policy", stable.policy.Name(), "version", policystatus.ShortVersion(stable.rolledBack))
+	stable.rolledBack, stable.message = "", ""
+	stable.unit = st.unit.Name
+	d.recordStableLocked(stable)
 }
 
 // recordStableLocked records r as its policy's stable version.

@@ -6,8 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/kubernetes/fake"
 	testingclock "k8s.io/utils/clock/testing"
 
+	"metacel.dev/metacel/runtime/policystatus"
 	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -17,23 +19,57 @@ import (
 // moved to it were synced by no version, and the rollout waited for ever.
 func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T) {
 	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
-	target := rollout.Version(ro.target.policy)
-	eventually(t, 10*time.Second, "rolled back past the health deadline", func() error {
-		if clock.HasWaiters() {
-			clock.Step(rolloutTick) // the driver's tick: past the deadline after 60
-		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if stable.rolledBack != target || stable.rollout != nil {
-			return fmt.Errorf("rolled back %q, rollout under way %v", stable.rolledBack, stable.rollout != nil)
-		}
-		return nil
-	})
+	waitRolledBack(t, s, clock, stable, rollout.Version(ro.target.policy))
 	if !strings.Contains(stable.message, "did not sync by the health deadline") {
 		t.Errorf("message %q, want it to say the new version did not sync", stable.message)
 	}
 	if s.running["a"] != stable {
 		t.Error("the stable version must keep running")
+	}
+}
+
+// A version rolled back stayed RolledBack for good: reverting the ConfigMap to the stable
+// version's text left the policy RolledBack (the alert MetacelPolicyRolledBack kept firing) and its
+// rollout record RolledBack, and applying the failed version again after the revert did nothing,
+// where the runbook says the rollout starts anew. Now the revert makes it Running with a Stable
+// record, and the failed version applied again rolls out.
+func TestRevertingARolledBackPolicyClearsItAndReapplyingRollsOutAnew(t *testing.T) {
+	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
+	s.mu.Lock()
+	s.rollouts.records = rollout.NewStore(fake.NewClientset(), "metacel-system")
+	s.mu.Unlock()
+	failed := ro.target.source
+	waitRolledBack(t, s, clock, stable, rollout.Version(ro.target.policy))
+	apply := func(text []byte) {
+		s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: text}}}, 1)
+	}
+	steps := []struct {
+		name        string
+		text        []byte
+		wantState   policystatus.State
+		wantRecord  rollout.Phase
+		wantRollout bool
+	}{
+		{"the failed version again, with no revert: not tried again", failed, policystatus.RolledBack, rollout.RolledBack, false},
+		{"reverted to the stable version: Running", stable.source, policystatus.Running, rollout.Stable, false},
+		{"the failed version applied again: it rolls out anew", failed, policystatus.RollingOut, rollout.RollingOut, true},
+	}
+	for _, step := range steps {
+		t.Run(step.name, func(t *testing.T) {
+			apply(step.text)
+			if got := s.statusOf(s.units["a.yaml"], "a", s.localCounts()["a"]); got.State != step.wantState {
+				t.Errorf("state %s (%s), want %s", got.State, got.LastError, step.wantState)
+			}
+			rec, err := s.rollouts.records.Get(t.Context(), "a")
+			if err != nil || rec == nil || rec.Phase != step.wantRecord {
+				t.Errorf("rollout record %+v (%v), want phase %s", rec, err, step.wantRecord)
+			}
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if r := s.running["a"]; r != stable || (r.rollout != nil) != step.wantRollout {
+				t.Errorf("the stable version runs: %v; a rollout under way: %v, want %v", r == stable, r.rollout != nil, step.wantRollout)
+			}
+		})
 	}
 }
 
@@ -55,6 +91,22 @@ func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
 	if rolledBack != "" {
 		t.Errorf("rolled back as soon as the new version started (%s)", message)
 	}
+}
+
+// waitRolledBack steps the rollout driver's clock until the stable version has rolled target back.
+func waitRolledBack(t *testing.T, s *policySet, clock *testingclock.FakeClock, stable *running, target string) {
+	t.Helper()
+	eventually(t, 10*time.Second, "rolled back past the health deadline", func() error {
+		if clock.HasWaiters() {
+			clock.Step(rolloutTick) // the driver's tick: past the deadline after 60
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if stable.rolledBack != target || stable.rollout != nil {
+			return fmt.Errorf("rolled back %q, rollout under way %v", stable.rolledBack, stable.rollout != nil)
+		}
+		return nil
+	})
 }
 
 // rollingOutToAnUnsyncableVersion is a policy set whose policy "a" rolls out from a version that

@@ -26,7 +26,8 @@ const (
 	// version the others.
 	RollingOut Phase = "RollingOut"
 	// RolledBack: the target version failed; the stable version serves every parent, and the
-	// target is not tried again until the policy changes again.
+	// target is not tried again until the policy changes again (to the stable version, which
+	// records Stable, or to another).
 	RolledBack Phase = "RolledBack"
 )
 
