@@ -309,6 +309,11 @@ func byUnitName(units map[string]*unitState) []*unitState {
 }
 
 func (s *policySet) load(st *unitState, claims *crdClaims) {
+	if err := s.checkCompilesWithItsCRDs(st.unit); err != nil {
+		st.failed, st.crds = true, crdsNamed(st.unit)
+		s.reportFailure(st, err) // the CRDs stay as the last good version installed them
+		return
+	}
 	if s.installParentCRDsOf(st, claims) {
 		return
 	}
@@ -369,6 +374,51 @@ func (s *policySet) installParentCRDsOf(st *unitState, claims *crdClaims) bool {
 		logger.Info("Policy waits for the CRD it installed", "crds", res.written)
 	})
 	return true
+}
+
+// checkCompilesWithItsCRDs compiles a unit whose policies install their parents' CRDs against
+// those CRDs as it would install them, before any is written: a version that does not load (a CEL
+// error, say) installs nothing, so the last good version never runs against a CRD of a version
+// that never loaded. The CRDs the cluster serves now are not asked: their schema may be the one
+// the unit changes. Only compile errors count; whether the cluster serves the other resources is
+// the load's to say.
+func (s *policySet) checkCompilesWithItsCRDs(u source.Unit) error {
+	crds := parentCRDsOf(u)
+	if s.installer == nil || len(crds) == 0 {
+		return nil
+	}
+	declared := asDeclared{kinds.NewCatalog()}
+	for _, p := range crds {
+		declared.AddCRD(p.crd)
+	}
+	_, err := policy.Load(u.Name, u.Data, kinds.Chain{declared, s.mapper})
+	return err
+}
+
+// asDeclared is a Mapper that knows only the CRDs added to it (as a unit declares them), and
+// leaves every other resource to the mappers after it in a kinds.Chain.
+type asDeclared struct{ *kinds.Catalog }
+
+func (m asDeclared) ForResource(gvr schema.GroupVersionResource) (kinds.Info, bool) {
+	if !m.DefinedByCRD(gvr.GroupResource()) {
+		return kinds.Info{}, false
+	}
+	return m.Catalog.ForResource(gvr)
+}
+
+func (m asDeclared) ForKind(gvk schema.GroupVersionKind) (kinds.Info, bool) {
+	info, ok := m.Catalog.ForKind(gvk)
+	if !ok || !m.DefinedByCRD(info.GVR.GroupResource()) {
+		return kinds.Info{}, false
+	}
+	return info, true
+}
+
+func (m asDeclared) Versions(gr schema.GroupResource) []string {
+	if !m.DefinedByCRD(gr) {
+		return nil
+	}
+	return m.Catalog.Versions(gr)
 }
 
 // compile loads a unit's policies with what the cluster says of their resources.
