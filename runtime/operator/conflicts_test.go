@@ -3,6 +3,7 @@ package operator
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -153,5 +154,37 @@ func TestAConflictWhoseRankCannotBeReadKeepsTheRunningPolicy(t *testing.T) {
 	})
 	if got := winners(s); strings.Join(got, ",") != "web@z.yaml" {
 		t.Errorf("running %v, want web@z.yaml, the running one", got)
+	}
+}
+
+// A unit whose two policies are both rejected (a ConfigMap copied under a new name before the old
+// one is deleted): each one's status named whichever conflict of the unit a map gave first, often
+// the other policy's, and changed from one publication to the next, so the ConfigMap's status was
+// rewritten up to once a second. Each policy now says its own conflict, the same every time.
+func TestEachRejectedPolicySaysItsOwnConflict(t *testing.T) {
+	const oldUnit, newUnit = "configmap/ns/old/p.yaml", "configmap/ns/old-copy/p.yaml"
+	s := clusterSet(t, stableRecord(t, "a", oldUnit), stableRecord(t, "b", oldUnit))
+	two := []byte(policyText("a", "namespaces") + "---\n" + policyText("b", "nodes"))
+	cmOld := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "ns", Name: "old"}
+	cmNew := &corev1.ObjectReference{Kind: "ConfigMap", Namespace: "ns", Name: "old-copy"}
+	got := winners(s, map[string][]source.Unit{"configmaps": {
+		{Name: oldUnit, Data: two, ConfigMap: cmOld}, {Name: newUnit, Data: two, ConfigMap: cmNew},
+	}})
+	if want := []string{"a@" + oldUnit, "b@" + oldUnit}; !slices.Equal(got, want) {
+		t.Fatalf("running %v, want %v", got, want)
+	}
+	for _, name := range []string{"a", "b"} {
+		said := map[string]bool{}
+		for range 50 {
+			said[s.statusesByConfigMap(nil)[[2]string{"old-copy", name}].LastError] = true
+		}
+		for msg := range said {
+			if !strings.HasPrefix(msg, fmt.Sprintf("policy %q is also defined in %s", name, oldUnit)) {
+				t.Errorf("policy %s's status says %q, not its own conflict", name, msg)
+			}
+		}
+		if len(said) != 1 {
+			t.Errorf("policy %s's status changes from one publication to the next: %d messages", name, len(said))
+		}
 	}
 }

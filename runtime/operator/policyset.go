@@ -90,8 +90,9 @@ type unitState struct {
 	// reported is the last load problem reported (reason and message): the same problem found
 	// again (a retry, a rescan) is not reported again
 	reported string
-	// conflicts are the conflicts reported for the unit's policies, kept while they last
-	conflicts map[string]bool
+	// conflicts are the conflicts reported for the unit's policies, by policy name, kept while
+	// they last
+	conflicts map[string]string
 	// recordRejected says why a policy's rollout record was not used (rolloutrecord.go), shown
 	// in its status until a new version of the unit loads
 	recordRejected string
@@ -525,9 +526,9 @@ type desiredPolicy struct {
 func (s *policySet) resolveConflicts(ranks map[claimKey]claimRank) map[string]desiredPolicy {
 	desired := map[string]desiredPolicy{}
 	parents := map[schema.GroupResource]desiredPolicy{}
-	conflicts := map[*unitState]map[string]bool{}
+	conflicts := map[*unitState]map[string]string{}
 	for _, st := range s.units {
-		conflicts[st] = map[string]bool{}
+		conflicts[st] = map[string]string{}
 	}
 	for _, c := range inClaimOrder(s.claims(), ranks) {
 		st, p := c.unit, c.policy
@@ -697,13 +698,14 @@ func conflicting(claims []claim) []claim {
 }
 
 // reject reports a policy that loses a conflict, once while the conflict lasts: reported holds
-// the unit's conflicts reported so far in this round, st.conflicts those of the round before.
-func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, reported map[string]bool) {
+// the unit's conflicts reported so far in this round, st.conflicts those of the round before,
+// each by policy name.
+func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, reported map[string]string) {
 	if r := s.running[p.Name()]; r != nil && r.unit == st.unit.Name {
 		return // it is the running one; the conflict is reported on the other side
 	}
-	reported[msg] = true
-	if st.conflicts[msg] {
+	reported[p.Name()] = msg
+	if st.conflicts[p.Name()] == msg {
 		return // reported when the conflict began
 	}
 	klog.FromContext(s.ctx).Error(nil, "Policy rejected", "source", st.unit.Name, "policy", p.Name(), "reason", msg)

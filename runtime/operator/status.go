@@ -134,7 +134,7 @@ func (s *policySet) statusOf(st *unitState, name string, counts controller.Count
 	case st.waiting:
 		out.State, out.LastError = policystatus.Waiting, problem
 	case r == nil:
-		out.State, out.LastError = policystatus.Invalid, conflictOf(st)
+		out.State, out.LastError = policystatus.Invalid, conflictOf(st, name)
 	case r.rollout != nil:
 		out.State = policystatus.RollingOut
 		out.Step, out.Steps = r.rollout.progress.Record.Step+1, len(r.rollout.plan.Steps)
@@ -155,9 +155,9 @@ func (s *policySet) statusOf(st *unitState, name string, counts controller.Count
 	return out
 }
 
-// conflictOf is the conflict that keeps a unit's policy from running.
-func conflictOf(st *unitState) string {
-	for msg := range st.conflicts {
+// conflictOf is the conflict that keeps a unit's policy of that name from running.
+func conflictOf(st *unitState, name string) string {
+	if msg, ok := st.conflicts[name]; ok {
 		return msg
 	}
 	return "not running"
