@@ -210,7 +210,7 @@ func (s *policySet) update(snap source.Snapshot, sources int) {
 // controllers; restart, when not nil, picks running policies to restart even when unchanged.
 func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.Compiled) bool) {
 	defer s.warmInformers()() // until the controllers hold their own
-	s.loadUnits(retry)
+	edited := s.loadUnits(retry)
 	ranks := s.claimRanks() // off the lock: it reads the API server
 	s.mu.Lock()             // resolveConflicts reads the running controllers, which a rollout's end swaps
 	defer s.mu.Unlock()
@@ -221,7 +221,10 @@ func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.
 		}
 	}
 	for _, d := range sortedDesired(desired) {
-		s.runLocked(d.policy, d.unit, restart != nil && restart(d.policy))
+		kept := s.runLocked(d.policy, d.unit, restart != nil && restart(d.policy))
+		if kept && edited[d.unit] {
+			s.metrics.sameVersion(d.policy.Name()) // its unit's text changed, not the policy
+		}
 	}
 }
 
@@ -266,8 +269,10 @@ func (s *policySet) warmInformers() (release func()) {
 // loadUnits compiles every new or changed unit, and those retry picks, off to the side; a unit
 // that fails keeps its last good policies, and the failure is reported. Which policy installs a
 // CRD that several install is settled among all the units the sources hold, before any loads.
-func (s *policySet) loadUnits(retry func(*unitState) bool) {
+// It returns the units whose text changed.
+func (s *policySet) loadUnits(retry func(*unitState) bool) (edited map[*unitState]bool) {
 	present := map[string]bool{}
+	edited = map[*unitState]bool{}
 	var changed []*unitState
 	for _, units := range s.snapshots {
 		for _, u := range units {
@@ -280,6 +285,7 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 			if st.hash == u.Hash() && (retry == nil || !retry(st)) {
 				continue
 			}
+			edited[st] = st.hash != u.Hash()
 			st.unit, st.hash = u, u.Hash()
 			changed = append(changed, st)
 		}
@@ -296,6 +302,7 @@ func (s *policySet) loadUnits(retry func(*unitState) bool) {
 	for _, st := range changed {
 		s.load(st, claims)
 	}
+	return edited
 }
 
 // byUnitName sorts units by name: an order every replica, and a restarted runtime, sees alike,
@@ -726,25 +733,26 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 // restart asks for it). A policy that rolls out its new versions step by step is started as its
 // rollout record says (the rollout driver, rollout.go). The new controller takes its informers
 // before the old one lets go of them, so shared informers keep running (no re-list); the new one
-// then re-syncs its parents (every parent is an event to it).
-func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) {
+// then re-syncs its parents (every parent is an event to it). It reports whether the running
+// version was kept as it was: the policy did not change.
+func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) (kept bool) {
 	old := s.running[p.Name()]
 	if old == nil {
 		s.startOverRemovedLocked(p, st)
-		return
+		return false
 	}
 	old = s.rollouts.catchUpLocked(p.Name(), old) // a follower: the rollout under way may have ended
 	if s.rollouts.runRolloutLocked(p, st, old, restart) {
-		return
+		return false
 	}
 	if sameCompiled(old.policy, p) && !restart {
 		old.unit = st.unit.Name
-		s.metrics.sameVersion(p.Name())
-		return
+		return true
 	}
 	if r := s.startLocked(p, st.unit, old, nil); r != nil {
 		s.rollouts.recordStableLocked(r)
 	}
+	return false
 }
 
 // startOverRemovedLocked starts a policy that does not run: new, or loaded again while the
