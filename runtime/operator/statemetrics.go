@@ -13,6 +13,8 @@ type stateMetrics struct {
 	state            *prometheus.GaugeVec
 	ready, notSynced *prometheus.GaugeVec
 	published        map[string]policystatus.State
+	// counted are the policies whose parents by condition were set last (setCounts)
+	counted map[string]controller.Counts
 }
 
 func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
@@ -35,24 +37,30 @@ func newStateMetrics(reg prometheus.Registerer) *stateMetrics {
 	return m
 }
 
-// setCounts sets the parents by condition of the policies counted.
+// setCounts sets the parents by condition of the policies counted (those that run here), and
+// removes them for the others: a policy stopped, though still in its unit (it waits for a CRD),
+// syncs no parent, and its last counts would keep MetacelParentsNotSynced firing.
 func (m *stateMetrics) setCounts(counts map[string]controller.Counts) {
+	for name := range m.counted {
+		if _, ok := counts[name]; !ok {
+			m.ready.DeleteLabelValues(name)
+			m.notSynced.DeleteLabelValues(name)
+		}
+	}
 	for name, c := range counts {
 		m.ready.WithLabelValues(name).Set(float64(c.Ready))
 		m.notSynced.WithLabelValues(name).Set(float64(c.Failing))
 	}
+	m.counted = counts
 }
 
 // setStates makes metacel_policy_state say states: the state of every policy of a unit, and
-// nothing of a policy no longer there.
+// nothing of a policy no longer there (whose parents by condition setCounts has removed: it is
+// counted no more).
 func (m *stateMetrics) setStates(states map[string]policystatus.State) {
 	for name, was := range m.published {
 		if now, ok := states[name]; !ok || now != was {
 			m.state.DeleteLabelValues(name, string(was))
-		}
-		if _, ok := states[name]; !ok {
-			m.ready.DeleteLabelValues(name)
-			m.notSynced.DeleteLabelValues(name)
 		}
 	}
 	for name, st := range states {

@@ -42,18 +42,41 @@ func TestPolicyStateMetricsFollowTheStates(t *testing.T) {
 	}
 }
 
+// The parents by condition follow the counts of the policies that run here, tick by tick
+// (publishStatus: the counts, then the states). A policy that stopped but stays in its unit
+// (state Waiting: its CRD was deleted) kept its last counts, and MetacelParentsNotSynced kept
+// firing for parents no controller syncs; now its series go, as a removed policy's do.
 func TestParentsByConditionFollowTheCounts(t *testing.T) {
-	m := newStateMetrics(prometheus.NewRegistry())
-	m.setCounts(map[string]controller.Counts{"a": {Parents: 10, Ready: 7, Failing: 2}})
-	if got := testutil.ToFloat64(m.ready.WithLabelValues("a")); got != 7 {
-		t.Errorf("ready = %v, want 7", got)
-	}
-	if got := testutil.ToFloat64(m.notSynced.WithLabelValues("a")); got != 2 {
-		t.Errorf("not synced = %v, want 2", got)
-	}
-	m.setStates(map[string]policystatus.State{"a": policystatus.Running})
-	m.setStates(map[string]policystatus.State{})
-	if n := testutil.CollectAndCount(m.ready) + testutil.CollectAndCount(m.notSynced); n != 0 {
-		t.Errorf("%d series left of a policy gone", n)
+	running := map[string]controller.Counts{"a": {Parents: 10, Ready: 7, Failing: 2}}
+	for _, tc := range []struct {
+		name                  string
+		counts                map[string]controller.Counts
+		states                map[string]policystatus.State
+		wantReady, wantFailed float64
+		wantSeries            int
+	}{
+		{"running", running, map[string]policystatus.State{"a": policystatus.Running}, 7, 2, 2},
+		{"stopped, waiting in its unit", map[string]controller.Counts{}, map[string]policystatus.State{"a": policystatus.Waiting}, 0, 0, 0},
+		{"removed", map[string]controller.Counts{}, map[string]policystatus.State{}, 0, 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := newStateMetrics(prometheus.NewRegistry())
+			m.setCounts(running) // the tick before: it ran
+			m.setStates(map[string]policystatus.State{"a": policystatus.Running})
+			m.setCounts(tc.counts)
+			m.setStates(tc.states)
+			if n := testutil.CollectAndCount(m.ready) + testutil.CollectAndCount(m.notSynced); n != tc.wantSeries {
+				t.Errorf("%d series of parents by condition, want %d", n, tc.wantSeries)
+			}
+			if tc.wantSeries == 0 {
+				return
+			}
+			if got := testutil.ToFloat64(m.ready.WithLabelValues("a")); got != tc.wantReady {
+				t.Errorf("ready = %v, want %v", got, tc.wantReady)
+			}
+			if got := testutil.ToFloat64(m.notSynced.WithLabelValues("a")); got != tc.wantFailed {
+				t.Errorf("not synced = %v, want %v", got, tc.wantFailed)
+			}
+		})
 	}
 }
