@@ -116,7 +116,7 @@ func parentCRDsOf(u source.Unit) []parentCRD {
 // order: of those, one may write it (crdInstaller.owner). They are gathered from every unit the
 // sources hold, on first use, so that a policy loading now knows of those that load after it.
 type crdClaims struct {
-	units  []source.Unit // in load order
+	units  []source.Unit // sorted by name
 	byName map[string][]string
 }
 
@@ -216,9 +216,9 @@ func (in *crdInstaller) apply(ctx context.Context, doc *policy.Document, desired
 	return nil
 }
 
-// owner says which of the claimants of a CRD (the policies that install it, in load order) may
-// write it, and why: the one that runs; else the one the CRD's installed-by label names; else the
-// first loaded; none when there are no claimants. Every claimant comes to the same answer from
+// owner says which of the claimants of a CRD (the policies that install it, their units sorted by
+// name) may write it, and why: the one that runs; else the one the CRD's installed-by label names;
+// else the first; none when there are no claimants. Every claimant comes to the same answer from
 // what the API server holds, before any of them writes: a restart, where none runs yet, leaves
 // the CRD to the policy that installed it, and the others never apply it.
 func (in *crdInstaller) owner(claimants []string, existing *unstructured.Unstructured) (owner, why string) {
@@ -235,7 +235,7 @@ func (in *crdInstaller) owner(claimants []string, existing *unstructured.Unstruc
 			return by, "which installed it (its label " + contract.LabelInstalledBy + ")"
 		}
 	}
-	return claimants[0], "which was loaded first"
+	return claimants[0], "whose unit's name sorts first"
 }
 
 // observedCRD reads a CRD from the API server; nil when there is none.

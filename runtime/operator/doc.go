@@ -6,7 +6,8 @@
 // The policy set (policyset.go) is driven by one goroutine: each source snapshot, and each CRD
 // change, reconciles it. A new or changed unit is compiled off to the side; a unit that fails
 // keeps its last good policies. Conflicts (one name, or one parent resource, claimed twice) go to
-// the policy loaded first. A policy whose resources are not served yet waits for a CRD change. A
+// the policy that ran first, as the cluster says, the same in every process (its rollout record's
+// unit, the age of its ledger Lease; else the unit whose name sorts first: inClaimOrder). A policy whose resources are not served yet waits for a CRD change. A
 // new unit's informers start before it compiles (warmInformers), so that they list meanwhile. A
 // changed policy's new controller acquires its informers before the old one is stopped, so that
 // informers shared between them never stop and re-list; the old one keeps syncing until the new
@@ -20,9 +21,9 @@
 // (rolloutDriver, rollout.go) moves the shares step by step, or back, as package rollout decides
 // from the moved parents' health; the rollout record in the API server lets a restarted runtime go
 // on where it was. A policy that installs its parent's CRD (spec.parentSchema.install) has it
-// installed by the CRD installer (crdInstaller, crdinstall.go) before it compiles; of the policies
-// that install one CRD, one writes it, decided from the CRD's installed-by label and the load
-// order before any writes, so that a restart hands it to no other. Every second the
+// installed by the CRD installer (crdInstaller, crdinstall.go) once the unit compiles against the
+// CRD it would install; of the policies that install one CRD, one writes it, decided from the
+// CRD's installed-by label and the units' names before any writes, so that a restart hands it to no other. Every second the
 // policy set tells package policystatus each policy's state, which the leader writes as labels of
 // the policy's ConfigMap (status.go). When the runtime stops, each controller's memory of its
 // converged parents is saved as a memo (package memo), and a controller starting recalls it: a

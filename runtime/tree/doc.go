@@ -7,7 +7,7 @@
 // A child may itself be the parent of a running policy (a Team's App, which a policy of Apps
 // syncs): the tree shows that child's own tree beneath it, a given number of levels down (at
 // most MaxDepth), each found as `metacel tree` finds a parent's policy: the policy of the policy
-// namespace that claims the child's resource (the first in the runtime's load order) and whose
+// namespace that claims the child's resource (of two, the first of the units by name) and whose
 // label selector selects it. A parent already shown above is not shown again, so a cycle of kinds
 // ends. A nested tree is the nested policy's own offline sync, never the outer policy's.
 //

@@ -25,7 +25,8 @@ const MaxDepth = 8
 // that are parents themselves. It reads the policy namespace once per tree.
 type nesting struct {
 	// policies holds, by parent resource, the name of the policy that runs for it: of two, the
-	// first in the runtime's load order (the runtime rejects the other).
+	// first of the units in name order, the runtime's last tie-break (the policy status of one the
+	// runtime rejected says PolicyConflict).
 	policies map[schema.GroupResource]string
 	// running caches the running policies found, by name; a nil value with its error in failed.
 	running map[string]*clusterread.Running
