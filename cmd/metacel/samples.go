@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -189,7 +188,7 @@ func namespacedName(obj *unstructured.Unstructured) string {
 
 // documentNodes returns the mapping node of each YAML document of a file that is one.
 func documentNodes(file string) ([]*yaml.Node, error) {
-	data, err := os.ReadFile(file)
+	data, err := manifest.ReadInput(file)
 	if err != nil {
 		return nil, err
 	}

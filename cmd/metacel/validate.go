@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 
@@ -11,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/preview"
 	"metacel.dev/metacel/runtime/source"
@@ -201,7 +201,7 @@ func uncheckedChildren(c *policy.Compiled) string {
 }
 
 func readFile(path string) ([]byte, error) {
-	data, err := os.ReadFile(path)
+	data, err := manifest.ReadInput(path)
 	if err != nil {
 		return nil, fmt.Errorf("read policy: %w", err)
 	}

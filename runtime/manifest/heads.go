@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -46,7 +45,7 @@ func (h Head) String() string {
 // policy from a CRD, a sample or a test file without decoding them. A file that is not YAML is an
 // error.
 func ReadHeads(file string) ([]Head, error) {
-	data, err := os.ReadFile(file)
+	data, err := ReadInput(file)
 	if err != nil {
 		return nil, err
 	}

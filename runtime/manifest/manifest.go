@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -13,7 +12,7 @@ import (
 
 // ReadFile reads every object of a file.
 func ReadFile(file string) ([]*unstructured.Unstructured, error) {
-	data, err := os.ReadFile(file)
+	data, err := ReadInput(file)
 	if err != nil {
 		return nil, err
 	}

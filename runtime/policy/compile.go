@@ -3,7 +3,6 @@ package policy
 import (
 	"errors"
 	"fmt"
-	"os"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +18,7 @@ import (
 	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/readiness"
 )
 
@@ -28,7 +28,7 @@ func LoadFiles(files []string, m kinds.Mapper) ([]*Compiled, error) {
 	var out []*Compiled
 	var errs ErrorList
 	for _, f := range files {
-		data, err := os.ReadFile(f)
+		data, err := manifest.ReadInput(f)
 		if err != nil {
 			errs = append(errs, &FieldError{File: f, Msg: err.Error()})
 			continue

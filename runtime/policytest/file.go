@@ -3,7 +3,6 @@ package policytest
 import (
 	"fmt"
 	"maps"
-	"os"
 	pathpkg "path"
 	"path/filepath"
 	"slices"
@@ -87,7 +86,7 @@ type Expect struct {
 // load reads and checks a test file; every problem is a *policy.FieldError with its line and field
 // path, together in a policy.ErrorList.
 func load(path string) (*File, error) {
-	data, err := os.ReadFile(path)
+	data, err := manifest.ReadInput(path)
 	if err != nil {
 		return nil, err
 	}

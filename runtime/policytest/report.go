@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"metacel.dev/metacel/runtime/manifest"
@@ -79,7 +78,7 @@ func testFiles(path string, notes io.Writer) (tests, policies []string, err erro
 // parsePolicies parses the policies of a file (policy.Parse: its YAML and fields, not its
 // expressions, which its tests compile), for its errors at their lines.
 func parsePolicies(file string) error {
-	data, err := os.ReadFile(file)
+	data, err := manifest.ReadInput(file)
 	if err != nil {
 		return err
 	}

@@ -3,20 +3,20 @@ package preview
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/conversion"
 	"metacel.dev/metacel/runtime/kinds"
+	"metacel.dev/metacel/runtime/manifest"
 	"metacel.dev/metacel/runtime/policy"
 )
 
 // LoadPolicy loads the policy of a file (a CompositePolicy, or a ConfigMap holding policies): the
 // one it holds, or the one named name.
 func LoadPolicy(file, name string, m kinds.Mapper) (*policy.Compiled, error) {
-	data, err := os.ReadFile(file)
+	data, err := manifest.ReadInput(file)
 	if err != nil {
 		return nil, err
 	}
