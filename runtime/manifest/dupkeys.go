@@ -23,6 +23,9 @@ func duplicateIn(n *yaml.Node) *SyntaxError {
 		first := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
+			if k.Tag == "!!merge" { // <<: may merge several maps, each its own key
+				continue
+			}
 			if line, seen := first[k.Value]; seen && k.Kind == yaml.ScalarNode {
 				return &SyntaxError{Line: k.Line, Column: k.Column, Problem: k.Value, kind: duplicate, other: line}
 			}

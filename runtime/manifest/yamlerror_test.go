@@ -149,3 +149,27 @@ func FuzzLocateSyntaxError(f *testing.F) {
 		_, _ = read(data)
 	})
 }
+
+// A key a mapping holds twice is an error at its second line; a merge key (<<) may repeat, each
+// merging its own map, as sigs.k8s.io/yaml reads it.
+func TestADuplicateKeyIsAnErrorButNotARepeatedMerge(t *testing.T) {
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"a key twice", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  a: \"1\"\n  a: \"2\"\n",
+			`6:3: invalid YAML: duplicate key "a" (first at line 5): keep one`},
+		{"two merges", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndefs:\n  a: &a {x: \"1\"}\n  b: &b {y: \"2\"}\ndata:\n  <<: *a\n  <<: *b\n", ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := read([]byte(tc.doc))
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("read: %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
