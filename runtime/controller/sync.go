@@ -222,7 +222,7 @@ func (s *parentSync) heldUp(conds []render.Condition, holding *unstructured.Unst
 
 // renderAndWrite renders the parent and writes what differs, in waves, as long as
 // decide.RenderAgain says (a Deployment that reads its Secret's name, created right after the
-// Secret, in the same sync). A wave that failed or waits for a Recreate ends it. It returns the
+// Secret, in the same sync). It returns the
 // last render, the writes of every wave together and those of the last wave alone; out is nil when
 // the render failed (err is then the failure reported).
 func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *render.Output, kids *render.ObservedChildren, all written, last []*unstructured.Unstructured, err error) {
@@ -245,8 +245,8 @@ func (s *parentSync) renderAndWrite(ctx context.Context, in render.Input) (out *
 		w, err := y.writer.write(ctx, parent, decide.Writes(o, k, y.policy, y.previous.Load()))
 		all.add(w)
 		last = w.objects
-		if err != nil || len(w.recreating) > 0 ||
-			!decide.RenderAgain(y.policy, parent, o, wave, decide.Wave{Written: w.objects, Writes: w.writes, Deletes: w.deletes}) {
+		stop := err != nil || len(w.recreating) > 0 // a step failed, or waits for a child to go
+		if !decide.RenderAgain(y.policy, parent, o, wave, decide.Wave{Written: w.objects, Writes: w.writes, Deletes: w.deletes, Stop: stop}) {
 			return out, kids, all, last, err
 		}
 		objs = decide.ObjectsAfter(objs, w.objects)

@@ -24,6 +24,9 @@ type Wave struct {
 	// Writes counts the children created, applied, recreated or whose bookkeeping was patched;
 	// Deletes those deleted or released, a Recreate's deletion included.
 	Writes, Deletes int
+	// Stop: a step failed (a conflict, a refusal) or waits for a child being deleted (Await):
+	// the sync ends with this wave, and the event that settles it brings the next
+	Stop bool
 }
 
 // WaveOf is what a wave's steps do offline: every step carried out, each child as the API server
@@ -39,6 +42,8 @@ func WaveOf(steps []Step) Wave {
 			w.Deletes++
 		case Delete, Release:
 			w.Deletes++
+		case Await, Conflict, Refuse:
+			w.Stop = true
 		}
 	}
 	return w
@@ -46,13 +51,13 @@ func WaveOf(steps []Step) Wave {
 
 // RenderAgain reports whether the sync of parent renders again after wave number wave (from 0),
 // whose render gave out: a child entry waited for a child (out.Held) and the wave wrote, but
-// deleted nothing (a deletion, a Recreate under way: the next sync, which its event brings, goes
-// on), the policy's order is not exhausted (a wave per child entry at most), and every child
+// deleted nothing and did not stop (a deletion, a Recreate under way, a step that failed or
+// waits: the next sync, which its event brings, goes on), the policy's order is not exhausted (a wave per child entry at most), and every child
 // written carries the parent's controller reference (one without, cross-namespace, cluster-scoped
 // or orphaned, is known as the parent's only by the record the sync writes after its writes, so a
 // render before that would not take it as a child).
 func RenderAgain(c *policy.Compiled, parent *unstructured.Unstructured, out *render.Output, wave int, w Wave) bool {
-	return len(out.Held) > 0 && w.Writes > 0 && w.Deletes == 0 && wave < len(c.Children) && allOwnedBy(parent, w.Written)
+	return len(out.Held) > 0 && w.Writes > 0 && w.Deletes == 0 && !w.Stop && wave < len(c.Children) && allOwnedBy(parent, w.Written)
 }
 
 // allOwnedBy reports whether every object carries the parent's controller reference.

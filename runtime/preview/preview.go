@@ -122,7 +122,7 @@ func waves(ctx context.Context, c *policy.Compiled, previous *policy.Compiled, r
 		if err := decide.Refusal(steps); err != nil {
 			return nil, nil, nil, err
 		}
-		res.Steps = append(res.Steps, steps...)
+		res.Steps = appendNew(res.Steps, steps)
 		for _, n := range notes {
 			if !slices.Contains(res.Notes, n) {
 				res.Notes = append(res.Notes, n)
@@ -135,6 +135,30 @@ func waves(ctx context.Context, c *policy.Compiled, previous *policy.Compiled, r
 		}
 		observed = decide.ObjectsAfter(observed, w.Written)
 	}
+}
+
+// appendNew appends to steps those of a later wave that are news: every write, and the other
+// steps (a deletion that waits for another, say) the waves before did not list already.
+func appendNew(steps, later []decide.Step) []decide.Step {
+	listed := map[string]bool{}
+	for _, s := range steps {
+		listed[stepKey(s)] = true
+	}
+	for _, s := range later {
+		if !listed[stepKey(s)] {
+			steps = append(steps, s)
+		}
+	}
+	return steps
+}
+
+// stepKey names a step by its action and its object's identity.
+func stepKey(s decide.Step) string {
+	obj := s.Observed
+	if s.Child != nil {
+		obj = s.Child.Object
+	}
+	return fmt.Sprint(s.Action) + " " + render.Identity(obj)
 }
 
 // failed is the result of a failed render: the parent with the status the runtime writes then.

@@ -1,6 +1,8 @@
 package preview
 
 import (
+	"fmt"
+	"slices"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,5 +63,67 @@ func TestAPreviewWritesInWavesAsTheRuntimesSync(t *testing.T) {
 		if m := c.(map[string]any); m["type"] == "Ready" && m["status"] != "True" {
 			t.Errorf("Ready %v: %v, want True: both children exist", m["status"], m["message"])
 		}
+	}
+}
+
+// stoppingPolicy is chainPolicy with a first child, x, whose step may stop the sync's waves.
+const stoppingPolicy = `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: chain}
+spec:
+  parentResource: {apiVersion: v1, resource: configmaps, labelSelector: {matchLabels: {chain: "yes"}}}
+  childResources:
+    - {apiVersion: v1, resource: configmaps}
+  children:
+    - id: x
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-x"}}
+    - id: a
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-a"}}
+    - id: b
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-b"}, data: {from: "${children.a.metadata.name}"}}
+`
+
+// A wave with a step that fails (a conflict: another parent's object holds x's name) or waits
+// (x being deleted, created anew once it is gone) ends the runtime's sync: the offline sync
+// went on, created b, and listed the conflict once per wave.
+func TestAPreviewStopsItsWavesWhereTheRuntimeDoes(t *testing.T) {
+	x := func(meta map[string]any) *unstructured.Unstructured {
+		meta["name"], meta["namespace"] = "p-x", "ns"
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}}
+	}
+	tests := []struct {
+		name     string
+		observed *unstructured.Unstructured
+		want     []string
+	}{
+		{"another parent's object holds x's name", x(map[string]any{"uid": "fx",
+			"labels": map[string]any{"metacel.dev/parent-uid": "other", "metacel.dev/child-id": "x", "metacel.dev/policy-name": "chain"}}),
+			[]string{"conflict p-x", "create p-a"}},
+		{"x is being deleted", x(map[string]any{"uid": "xu", "deletionTimestamp": "2026-01-01T00:00:00Z", "finalizers": []any{"f"},
+			"labels":          map[string]any{"metacel.dev/parent-uid": "pu", "metacel.dev/child-id": "x", "metacel.dev/policy-name": "chain"},
+			"ownerReferences": []any{map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "pu", "controller": true}}}),
+			[]string{"await p-x", "create p-a"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cat := kinds.NewCatalog()
+			cs, err := policy.Load("p.yaml", []byte(stoppingPolicy), cat)
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+				"metadata": map[string]any{"name": "p", "namespace": "ns", "uid": "pu", "labels": map[string]any{"chain": "yes"}}}}
+			res, err := Run(t.Context(), Input{Policy: cs[0], Parent: parent, Mapper: cat, Observed: []*unstructured.Unstructured{tc.observed}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, s := range res.Steps {
+				got = append(got, fmt.Sprintf("%v %s", s.Action, s.Child.Object.GetName()))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("steps %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
