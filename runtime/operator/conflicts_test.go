@@ -21,6 +21,7 @@ import (
 	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/ledger"
+	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/rollout"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -186,5 +187,64 @@ func TestEachRejectedPolicySaysItsOwnConflict(t *testing.T) {
 		if len(said) != 1 {
 			t.Errorf("policy %s's status changes from one publication to the next: %d messages", name, len(said))
 		}
+	}
+}
+
+// stoppedRecord is the rollout record of a policy that left the running policies, from unit.
+func stoppedRecord(t *testing.T, policy, unit string) runtime.Object {
+	t.Helper()
+	body, err := json.Marshal(rollout.Record{Phase: rollout.Stable, Stable: "v", StableUnit: unit, Stopped: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: rollout.ConfigMapName(policy), Namespace: recordsNS},
+		Data: map[string]string{"record.json": string(body)}}
+}
+
+// web ran first, was removed, and web2 replaced it for the same parent resource. Someone applies
+// web's old ConfigMap again (a GitOps sync of an old branch): web's older Lease made it win, in
+// the running process and after a restart, and it took every parent over from web2. The policy
+// that runs keeps running, and one whose record says it stopped ranks after one that runs.
+func TestAPolicyThatComesBackDoesNotTakeTheParentsOver(t *testing.T) {
+	t0 := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	const zUnit, aUnit = "configmap/ns/z-web/p.yaml", "configmap/ns/a-web2/p.yaml"
+	z := source.Unit{Name: zUnit, Data: []byte(policyText("web", "namespaces"))}
+	a := source.Unit{Name: aUnit, Data: []byte(policyText("web2", "namespaces"))}
+	tests := []struct {
+		name     string
+		webGone  runtime.Object // web's record
+		runsWeb2 bool           // this process runs web2
+	}{
+		{"web2 runs in this process, web's removal was not seen (the runtime was down)", stableRecord(t, "web", zUnit), true},
+		{"after a restart, web's record says it stopped", stoppedRecord(t, "web", zUnit), false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := clusterSet(t, ranLease("web", t0), tc.webGone, ranLease("web2", t0.Add(30*24*time.Hour)), stableRecord(t, "web2", aUnit))
+			if tc.runsWeb2 {
+				s.running["web2"] = &running{unit: aUnit}
+			}
+			got := winners(s, map[string][]source.Unit{"configmaps": {a, z}})
+			if want := []string{"web2@" + aUnit}; !slices.Equal(got, want) {
+				t.Errorf("running %v, want %v", got, want)
+			}
+		})
+	}
+}
+
+// A policy that leaves the running ones says so in its rollout record, which a restarted runtime
+// ranks it by.
+func TestAStoppedPolicysRecordSaysItStopped(t *testing.T) {
+	client := fake.NewClientset()
+	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog(), Ledger: ledger.New(client, recordsNS)}, func() {}, 1, nil, prometheus.NewRegistry())
+	s.rollouts.records = rollout.NewStore(client, recordsNS)
+	cs, err := policy.Load("web.yaml", []byte(policyText("web", "namespaces")), kinds.NewCatalog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.rollouts.recordStoppedLocked(&running{policy: cs[0], unit: "configmap/ns/z-web/p.yaml", version: "v"})
+	rec, err := rollout.NewStore(client, recordsNS).Get(t.Context(), "web")
+	if err != nil || rec == nil || !rec.Stopped || rec.StableUnit != "configmap/ns/z-web/p.yaml" {
+		t.Errorf("record %+v, %v; want it stopped, from its unit", rec, err)
 	}
 }

@@ -564,13 +564,18 @@ func (s *policySet) resolveConflicts(ranks map[claimKey]claimRank) map[string]de
 // alike, and so does the runtime after a restart or a leader change, so the policy rejected once
 // never takes the parents over from the one that runs. In order (claimRank, inClaimOrder):
 //
-//  1. the claim from the unit that the policy's rollout record names as its stable version's
+//  0. the claim this process runs, from its unit: the one that runs keeps running;
+//  1. a policy whose rollout record does not say it stopped (rollout.Record.Stopped, written
+//     when a policy leaves the running ones) before one whose does: a policy that comes back
+//     (its old ConfigMap applied again) does not take the parents from the one that replaced it,
+//     though its Lease is older;
+//  2. the claim from the unit that the policy's rollout record names as its stable version's
 //     (written whenever a version starts: it runs, or ran last, from there) before one from
 //     elsewhere: of two keys that define one policy, the one that runs keeps it;
-//  2. a policy that has run in the cluster (its ledger Lease exists: its controller creates it
+//  3. a policy that has run in the cluster (its ledger Lease exists: its controller creates it
 //     when it starts, package ledger) before one that never has: the policy rejected never ran;
-//  3. of two that have, the one whose Lease is older: it ran first;
-//  4. the unit's name (configmap/<namespace>/<name>/<key>, or the file's path), then the
+//  4. of two that have, the one whose Lease is older: it ran first;
+//  5. the unit's name (configmap/<namespace>/<name>/<key>, or the file's path), then the
 //     policy's place in it: the same on every replica.
 //
 // The rollout record and the ledger are the runtime's own objects, already read and written for
@@ -589,8 +594,12 @@ type claimKey struct{ unit, policy string }
 
 func (c claim) key() claimKey { return claimKey{c.unit.unit.Name, c.policy.Name()} }
 
-// claimRank is what the API server says of a claim (claim's rules 1 to 3).
+// claimRank is what this process and the API server say of a claim (claim's rules 0 to 4).
 type claimRank struct {
+	// runsHere: the policy runs, in this process, from the claim's unit
+	runsHere bool
+	// stopped: the policy's rollout record says it left the running policies
+	stopped bool
 	// recordedHere: the policy's rollout record names the claim's unit
 	recordedHere bool
 	// ran: the policy has run in the cluster, first at since
@@ -617,6 +626,10 @@ func inClaimOrder(claims []claim, ranks map[claimKey]claimRank) []claim {
 	slices.SortStableFunc(out, func(a, b claim) int {
 		ra, rb := ranks[a.key()], ranks[b.key()]
 		switch {
+		case ra.runsHere != rb.runsHere:
+			return boolFirst(ra.runsHere)
+		case ra.stopped != rb.stopped:
+			return boolFirst(!ra.stopped)
 		case ra.recordedHere != rb.recordedHere:
 			return boolFirst(ra.recordedHere)
 		case ra.ran != rb.ran:
@@ -656,6 +669,7 @@ func (s *policySet) claimRanks() map[claimKey]claimRank {
 		}
 		rank := firstRan[name]
 		rank.recordedHere = stable[name] == c.unit.unit.Name
+		rank.runsHere = s.unitRunning(name) == c.unit.unit.Name
 		out[c.key()] = rank
 	}
 	return out
@@ -674,7 +688,7 @@ func (s *policySet) readClaimRank(name string) (unit string, rank claimRank, err
 	if rec != nil {
 		unit = rec.StableUnit
 	}
-	return unit, claimRank{ran: ran, since: since}, nil
+	return unit, claimRank{ran: ran, since: since, stopped: rec != nil && rec.Stopped}, nil
 }
 
 // unitRunning is the unit the policy of that name runs from; "" when it does not run.
@@ -866,6 +880,7 @@ const recreateGrace = 40 * time.Second
 func (s *policySet) removeLocked(name string, r *running) {
 	delete(s.running, name)
 	s.metrics.removed(name)
+	s.rollouts.recordStoppedLocked(r) // it claims its parent resource no more
 	if r.rollout != nil || !r.isSynced() {
 		s.stopRemoved(name, r)
 		return

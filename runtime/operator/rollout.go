@@ -463,6 +463,12 @@ func (d *rolloutDriver) recordStableLocked(r *running) {
 	d.putRecordLocked(r.policy.Name(), r.configMap, rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit, StableSource: string(r.source)})
 }
 
+// recordStoppedLocked records that r's policy no longer runs (rollout.Record.Stopped).
+func (d *rolloutDriver) recordStoppedLocked(r *running) {
+	d.putRecordLocked(r.policy.Name(), r.configMap, rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit,
+		StableSource: string(r.source), Stopped: true})
+}
+
 // putRecordLocked writes a policy's record, once the versions it names are listed as loaded on
 // the ConfigMap the policy loads from (ref), which a restarted runtime checks the record against
 // (rolloutrecord.go); with sharding, only the replica that drives the rollouts does, as a write
