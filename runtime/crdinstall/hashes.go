@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -66,37 +65,39 @@ func DeclarationOfHash(hash string) string {
 
 // SameDeclaration reports whether the CRD in the cluster (existing) was made from the declaration
 // desired (from Desired) was, their webhook's client config aside: a change between them (a new CA
-// bundle, a new webhook address) changes nothing a stored parent holds. A CRD an earlier runtime
-// annotated with one hash of the whole is the same when that hash is desired's whole.
+// bundle, a new webhook address) changes nothing a stored parent holds. It is HoldsDeclaration of
+// the existing CRD's hash annotation: the leader and every replica tell it alike.
 func SameDeclaration(existing, desired *unstructured.Unstructured) bool {
-	hash := existing.GetAnnotations()[contract.AnnotationParentSchemaHash]
-	if hash == "" {
-		return false
-	}
-	if !strings.Contains(hash, ".") {
-		legacy := desired.DeepCopy()
-		legacy.SetAnnotations(nil)
-		whole, err := hashOf(legacy.Object)
-		return err == nil && whole == hash
-	}
-	return DeclarationOf(existing) == DeclarationOf(desired)
+	return HoldsDeclaration(existing.GetAnnotations()[contract.AnnotationParentSchemaHash], desired)
 }
 
 // HoldsDeclaration reports whether a CRD annotated with hash (contract.AnnotationParentSchemaHash)
-// holds the declaration whose hash is declaration. A CRD an earlier runtime annotated, with one
-// hash of the whole, does not tell its declaration apart: it is taken to hold any, as that runtime
-// took it, until the runtime writes it again.
-func HoldsDeclaration(hash, declaration string) bool {
-	d, _, found := strings.Cut(hash, ".")
-	return !found || d == declaration
+// holds the declaration desired (from Desired, with the webhook's client config the runtime
+// writes) was made from. A CRD an earlier runtime annotated with one hash of the whole holds the
+// declaration whose whole, with that client config, has that hash: what that runtime wrote for it.
+// Every replica tells that from what all of them read alike, the policy sources and the CA bundle
+// of the Secret they share, and again after a restart, with no write to wait for: a standby
+// converts from its start, and a refused version, which is never written, never converts. The
+// leader writes the CRD again with the hash of its declaration (Decide: an Update, which lists no
+// parents when SameDeclaration), after which no CA bundle is needed to tell. A CRD whose whole was
+// written with another client config (an address or CA bundle since replaced) holds none until it
+// is written again.
+func HoldsDeclaration(hash string, desired *unstructured.Unstructured) bool {
+	switch {
+	case hash == "":
+		return false
+	case !strings.Contains(hash, "."):
+		whole, err := earlierHashOf(desired)
+		return err == nil && whole == hash
+	}
+	return DeclarationOfHash(hash) == DeclarationOf(desired)
 }
 
-// DeclarationHash is the hash of the declaration of crd as Desired applies it for the named
-// policy, its webhook's client config aside: what HoldsDeclaration compares.
-func DeclarationHash(crd *apiextensionsv1.CustomResourceDefinition, policy string) (string, error) {
-	u, err := Desired(crd, policy)
-	if err != nil {
-		return "", err
-	}
-	return DeclarationOf(u), nil
+// earlierHashOf is the hash an earlier runtime annotated desired's CRD with: of the whole, without
+// annotations. It is the hash of a CRD of one version the runtime writes now too, which names no
+// webhook.
+func earlierHashOf(desired *unstructured.Unstructured) (string, error) {
+	whole := desired.DeepCopy()
+	whole.SetAnnotations(nil)
+	return hashOf(whole.Object)
 }

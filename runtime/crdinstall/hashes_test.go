@@ -18,38 +18,48 @@ func withWebhook(crd *apiextensionsv1.CustomResourceDefinition, caBundle string)
 	return c
 }
 
+// earlierHash is the hash annotation an earlier runtime wrote on crd: one hash of the whole.
+func earlierHash(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) string {
+	t.Helper()
+	u := desired(t, crd, "website")
+	u.SetAnnotations(nil)
+	whole, err := hashOf(u.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return whole
+}
+
 // A replica that serves the conversion webhook knows which converter a CRD's parents need from
 // the CRD's hash annotation: its declaration's part, which a new CA bundle does not change. A CRD
-// an earlier runtime annotated with one hash of the whole is taken to hold any declaration, as
-// that runtime took it.
+// an earlier runtime annotated with one hash of the whole holds the one declaration whose whole
+// has that hash: a refused version's converter never serves for it.
 func TestTheHashTellsTheDeclarationApartFromTheWebhook(t *testing.T) {
 	v1 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}})
 	v2 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "replicas": {Type: "integer"}})
-	declaration := func(crd *apiextensionsv1.CustomResourceDefinition) string {
-		d, err := DeclarationHash(crd, "website")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	}
 	hash := func(crd *apiextensionsv1.CustomResourceDefinition) string {
 		return desired(t, crd, "website").GetAnnotations()[contract.AnnotationParentSchemaHash]
 	}
 	tests := []struct {
-		name        string
-		hash        string
-		declaration string
-		want        bool
+		name    string
+		hash    string
+		desired *apiextensionsv1.CustomResourceDefinition
+		want    bool
 	}{
-		{name: "the CRD of the declaration", hash: hash(withWebhook(v1, "CA")), declaration: declaration(withWebhook(v1, "")), want: true},
-		{name: "the CRD of the declaration, with another CA bundle", hash: hash(withWebhook(v1, "new CA")), declaration: declaration(withWebhook(v1, "old CA")), want: true},
-		{name: "the CRD of another declaration", hash: hash(withWebhook(v1, "CA")), declaration: declaration(withWebhook(v2, "CA")), want: false},
-		{name: "a CRD an earlier runtime annotated", hash: "0123456789abcdef", declaration: declaration(v2), want: true},
+		{name: "the CRD of the declaration", hash: hash(withWebhook(v1, "CA")), desired: withWebhook(v1, "CA"), want: true},
+		{name: "the CRD of the declaration, with another CA bundle", hash: hash(withWebhook(v1, "old CA")), desired: withWebhook(v1, "new CA"), want: true},
+		{name: "the CRD of another declaration", hash: hash(withWebhook(v1, "CA")), desired: withWebhook(v2, "CA"), want: false},
+		{name: "the CRD of one version", hash: hash(v1), desired: v1, want: true},
+		{name: "no hash", hash: "", desired: withWebhook(v1, "CA"), want: false},
+		{name: "an earlier runtime's CRD of the declaration", hash: earlierHash(t, withWebhook(v1, "CA")), desired: withWebhook(v1, "CA"), want: true},
+		{name: "an earlier runtime's CRD of another declaration", hash: earlierHash(t, withWebhook(v1, "CA")), desired: withWebhook(v2, "CA"), want: false},
+		{name: "an earlier runtime's CRD, another CA bundle", hash: earlierHash(t, withWebhook(v1, "old CA")), desired: withWebhook(v1, "new CA"), want: false},
+		{name: "an earlier runtime's CRD of a declaration unknown", hash: "0123456789abcdef", desired: withWebhook(v2, "CA"), want: false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := HoldsDeclaration(tt.hash, tt.declaration); got != tt.want {
-				t.Errorf("HoldsDeclaration(%q, %q) = %v, want %v", tt.hash, tt.declaration, got, tt.want)
+			if got := HoldsDeclaration(tt.hash, desired(t, tt.desired, "website")); got != tt.want {
+				t.Errorf("HoldsDeclaration(%q) = %v, want %v", tt.hash, got, tt.want)
 			}
 		})
 	}
@@ -74,12 +84,7 @@ func TestSameDeclaration(t *testing.T) {
 	v2 := websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}, "replicas": {Type: "integer"}})
 	earlier := func(crd *apiextensionsv1.CustomResourceDefinition) *unstructured.Unstructured {
 		u := desired(t, crd, "website")
-		u.SetAnnotations(nil)
-		whole, err := hashOf(u.Object)
-		if err != nil {
-			t.Fatal(err)
-		}
-		u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: whole})
+		u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: earlierHash(t, crd)})
 		return u
 	}
 	tests := []struct {

@@ -69,12 +69,13 @@ type conversionServer struct {
 	failed map[string]conversionFailure
 }
 
-// offeredConverter is the converter of a policy's parents that a source declares, and the hash of
-// the declaration of its CRD (crdinstall.DeclarationHash).
+// offeredConverter is the converter of a policy's parents that a source declares, and its CRD as
+// the runtime would write it (crdinstall.Desired, with the webhook's client config), which the
+// CRD's hash annotation is compared with (crdinstall.HoldsDeclaration).
 type offeredConverter struct {
-	policy      string
-	converter   *conversion.Converter
-	declaration string
+	policy    string
+	converter *conversion.Converter
+	desired   *unstructured.Unstructured
 }
 
 // policyConverter is a policy's converter, which records the conversions that fail.
@@ -223,7 +224,7 @@ func (s *conversionServer) offer(ctx context.Context, crd string, o offeredConve
 	s.offered[crd] = o
 	hash, known := s.declared[crd]
 	s.mu.Unlock()
-	if known && crdinstall.HoldsDeclaration(hash, o.declaration) {
+	if known && crdinstall.HoldsDeclaration(hash, o.desired) {
 		s.serve(ctx, o.policy, o.converter)
 	}
 }
@@ -235,7 +236,7 @@ func (s *conversionServer) crdDeclares(ctx context.Context, crd, hash string) {
 	s.declared[crd] = hash
 	o, offered := s.offered[crd]
 	s.mu.Unlock()
-	if offered && crdinstall.HoldsDeclaration(hash, o.declaration) {
+	if offered && crdinstall.HoldsDeclaration(hash, o.desired) {
 		s.serve(ctx, o.policy, o.converter)
 	}
 }
@@ -259,14 +260,17 @@ func (s *conversionServer) offerFromSources(ctx context.Context, snapshots <-cha
 	}
 }
 
-// offerPolicy offers the converter of a policy that installs its CRD.
+// offerPolicy offers the converter of a policy that installs its CRD, with the CRD as the leader
+// writes it: the webhook's client config and the CA bundle included, which a CRD an earlier runtime
+// annotated is told by (crdinstall.HoldsDeclaration).
 func (s *conversionServer) offerPolicy(ctx context.Context, p parentCRD) {
 	name := p.doc.Policy.Metadata.Name
-	converter, err := converterOf(p.doc)
+	crd := p.crd.DeepCopy()
+	converter, err := s.prepare(ctx, p.doc, crd)
 	if err == nil && converter != nil {
-		var declaration string
-		if declaration, err = crdinstall.DeclarationHash(p.crd, name); err == nil {
-			s.offer(ctx, p.crd.Name, offeredConverter{policy: name, converter: converter, declaration: declaration})
+		var desired *unstructured.Unstructured
+		if desired, err = crdinstall.Desired(crd, name); err == nil {
+			s.offer(ctx, crd.Name, offeredConverter{policy: name, converter: converter, desired: desired})
 		}
 	}
 	if err != nil {

@@ -2,6 +2,8 @@ package operator
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"os"
@@ -294,6 +296,58 @@ func TestANewVersionAStoredParentDoesNotConvertToIsRefused(t *testing.T) {
 				t.Errorf("installParentCRD() = %v, %v: want the CRD applied", wrote, err)
 			case tt.refused != "" && (err == nil || !strings.Contains(err.Error(), tt.refused) || *patched > 0):
 				t.Errorf("installParentCRD() = %v, %v (%d patches): want it refused with %q", wrote, err, *patched, tt.refused)
+			}
+		})
+	}
+}
+
+// earlierRuntimesHash is the hash annotation the runtime before the hash of the declaration wrote
+// on doc's CRD: one hash of the whole CRD, with the webhook's client config, without annotations.
+func earlierRuntimesHash(t *testing.T, webhook *conversionServer, doc *policy.Document) string {
+	t.Helper()
+	whole := installedBy(t, webhook, doc)
+	whole.SetAnnotations(nil)
+	unstructured.RemoveNestedField(whole.Object, "status")
+	data, err := json.Marshal(whole.Object)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// On a cluster upgraded from a runtime that annotated its CRDs with one hash of the whole, a CRD was
+// taken to hold any declaration: every replica served the converter its sources offered, a refused
+// version's too (never written, so the CRD kept the earlier hash), and the stored parents no longer
+// converted ("no such key: ref"). Such a CRD holds the one declaration whose whole has its hash.
+func TestACRDAnEarlierRuntimeWroteHoldsOneDeclaration(t *testing.T) {
+	tests := []struct {
+		name string
+		// hash is the CRD's hash annotation, which an earlier runtime wrote
+		hash func(t *testing.T, webhook *conversionServer) string
+		// running is whether the running version converts before the refused one is offered
+		running bool
+	}{
+		{name: "the running version's CRD", running: true, hash: func(t *testing.T, webhook *conversionServer) string {
+			return earlierRuntimesHash(t, webhook, versionedCache(t))
+		}},
+		{name: "a CRD of another declaration", hash: func(*testing.T, *conversionServer) string { return "0123456789abcdef" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			webhook := testWebhook(t)
+			running, refused := versionedCache(t), renamedImage(t)
+			webhook.crdDeclares(t.Context(), parentCRDOf(t, running).Name, tt.hash(t, webhook))
+			webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
+			if _, served := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"}); served != tt.running {
+				t.Fatalf("the running version's converter serves: %v, want %v", served, tt.running)
+			}
+			webhook.offerPolicy(t.Context(), parentCRD{doc: refused, crd: parentCRDOf(t, refused)})
+			if _, served := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"}); !served {
+				return // the API server answers that no conversion is known, and converts nothing wrong
+			}
+			if err := convertsStored(t, webhook); err != nil {
+				t.Errorf("a stored v1 Cache of the CRD the cluster holds does not convert: %v", err)
 			}
 		})
 	}
