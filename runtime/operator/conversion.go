@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -49,20 +50,21 @@ type Webhook struct {
 // replica serves: a conversion is a pure function of the object.
 //
 // A CRD's parents convert with the converter of the declaration the CRD in the cluster holds, never
-// of one the runtime has not written (a version of the policy whose change was refused): the
-// converter of the declaration a policy's source offers (offer) serves once the CRD's hash
-// annotation says it holds that declaration (crdDeclares, from a watch of the CRDs), or once the
-// leader has found the CRD up to date or written it (serve). Until then the converter that served
-// goes on serving; a converter stays while the runtime runs, as the CRD, which is never deleted,
-// goes on naming this webhook.
+// of one the runtime has not written (a version of the policy whose change was refused). The
+// sources offer a converter per policy that installs the CRD (offer); the one whose declaration the
+// CRD's hash annotation says it holds serves (crdDeclares, from a watch of the CRDs), as does the
+// one the leader finds up to date or writes (serve). Until then the converter that served goes on
+// serving; a converter stays while the runtime runs, as the CRD, which is never deleted, goes on
+// naming this webhook.
 type conversionServer struct {
 	config     Webhook
 	certs      *servingcert.Keeper
 	metrics    *conversionwebhook.Metrics
 	mu         sync.RWMutex
 	converters map[schema.GroupKind]policyConverter
-	// offered is, by CRD name, the converter the policy sources declare last, and its declaration
-	offered map[string]offeredConverter
+	// offered is, by CRD name then policy, the converter each policy that installs the CRD declares
+	// last in the sources: of those, the one whose declaration the CRD holds serves
+	offered map[string]map[string]offeredConverter
 	// declared is, by CRD name, the hash annotation of the CRD in the cluster
 	declared map[string]string
 	// failed is each policy's last conversion that failed, reported in its status for a while
@@ -127,7 +129,7 @@ func newConversionServer(config *Webhook, certs *servingcert.Keeper, metrics *co
 	}
 	return &conversionServer{config: *config, certs: certs, metrics: metrics,
 		converters: map[schema.GroupKind]policyConverter{}, failed: map[string]conversionFailure{},
-		offered: map[string]offeredConverter{}, declared: map[string]string{}}
+		offered: map[string]map[string]offeredConverter{}, declared: map[string]string{}}
 }
 
 // run serves the webhook and keeps its certificate until ctx ends.
@@ -217,11 +219,15 @@ func (s *conversionServer) serve(ctx context.Context, policy string, converter *
 	}
 }
 
-// offer records the converter a policy's source declares for the parents of a CRD, and serves it
-// when the CRD in the cluster holds its declaration.
+// offer records the converter a policy's source declares for the parents of a CRD, beside those of
+// the other policies that install it, and serves it when the CRD in the cluster holds its
+// declaration.
 func (s *conversionServer) offer(ctx context.Context, crd string, o offeredConverter) {
 	s.mu.Lock()
-	s.offered[crd] = o
+	if s.offered[crd] == nil {
+		s.offered[crd] = map[string]offeredConverter{}
+	}
+	s.offered[crd][o.policy] = o
 	hash, known := s.declared[crd]
 	s.mu.Unlock()
 	if known && crdinstall.HoldsDeclaration(hash, o.desired) {
@@ -229,15 +235,20 @@ func (s *conversionServer) offer(ctx context.Context, crd string, o offeredConve
 	}
 }
 
-// crdDeclares records the hash annotation of a CRD in the cluster, and serves the converter a
-// source offers for it when the CRD holds its declaration.
+// crdDeclares records the hash annotation of a CRD in the cluster, and serves the converter of the
+// policy whose declaration it holds, of those the sources offer for it. At most one holds it: a
+// declaration names its policy (the installed-by label), so whichever offer came last, or the
+// CRD's event first, the same one serves.
 func (s *conversionServer) crdDeclares(ctx context.Context, crd, hash string) {
 	s.mu.Lock()
 	s.declared[crd] = hash
-	o, offered := s.offered[crd]
+	offers := maps.Clone(s.offered[crd])
 	s.mu.Unlock()
-	if offered && crdinstall.HoldsDeclaration(hash, o.desired) {
-		s.serve(ctx, o.policy, o.converter)
+	for _, o := range offers {
+		if crdinstall.HoldsDeclaration(hash, o.desired) {
+			s.serve(ctx, o.policy, o.converter)
+			return
+		}
 	}
 }
 

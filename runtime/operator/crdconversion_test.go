@@ -352,3 +352,45 @@ func TestACRDAnEarlierRuntimeWroteHoldsOneDeclaration(t *testing.T) {
 		})
 	}
 }
+
+// Two policies install one CRD; the cluster's is the first's. The webhook kept one offer per CRD,
+// the last a source gave: a replica whose sources' snapshot came before its watch of the CRDs kept
+// the second policy's, whose declaration the CRD does not hold, and converted none of its parents.
+// Each policy's offer is kept, and the one whose declaration the CRD holds serves, whatever came
+// first.
+func TestOfThePoliciesThatInstallOneCRDTheOneItHoldsConverts(t *testing.T) {
+	tests := []struct {
+		name string
+		// arrive has webhook meet the sources' offers and the CRD's hash, in some order
+		arrive func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string)
+	}{
+		{name: "the offers, then the CRD", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string) {
+			for _, o := range offers {
+				webhook.offerPolicy(ctx, o)
+			}
+			webhook.crdDeclares(ctx, crd, hash)
+		}},
+		{name: "the CRD, then the offers", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string) {
+			webhook.crdDeclares(ctx, crd, hash)
+			for _, o := range offers {
+				webhook.offerPolicy(ctx, o)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			webhook := testWebhook(t)
+			installer, other := versionedCache(t), versionedCache(t, "name: cache\n", "name: cache-copy\n")
+			crd := installedBy(t, webhook, installer)
+			offers := []parentCRD{{doc: installer, crd: parentCRDOf(t, installer)}, {doc: other, crd: parentCRDOf(t, other)}}
+			tt.arrive(t.Context(), webhook, offers, crd.GetName(), crd.GetAnnotations()[contract.AnnotationParentSchemaHash])
+			c, served := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"})
+			if !served {
+				t.Fatal("no converter of Caches, though the CRD holds policy cache's declaration, which the sources offer")
+			}
+			if p := c.(policyConverter).policy; p != "cache" {
+				t.Errorf("Caches convert with policy %q, want cache, whose declaration the CRD holds", p)
+			}
+		})
+	}
+}
