@@ -1,0 +1,178 @@
+package gitops
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
+
+	"metacel.dev/metacel/runtime/manifest"
+)
+
+// The tests of this file hold deploy/ to what a GitOps tool (or an administrator) renders from
+// it: a kustomize overlay of the base, the Helm chart with the values users set.
+
+// kustomize builds an overlay of deploy/ whose kustomization.yaml is kustomization (its
+// resources: [base] added), as `kubectl kustomize` does.
+func kustomize(t *testing.T, kustomization map[string]any) []*unstructured.Unstructured {
+	t.Helper()
+	base, err := filepath.Abs(filepath.Join(root, "deploy"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	overlay := t.TempDir()
+	rel, err := filepath.Rel(overlay, base) // kustomize takes no absolute path
+	if err != nil {
+		t.Fatal(err)
+	}
+	kustomization["resources"] = []any{rel}
+	data, err := yaml.Marshal(kustomization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	m, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), overlay)
+	if err != nil {
+		t.Fatalf("kustomize build: %v", err)
+	}
+	var out []*unstructured.Unstructured
+	for _, r := range m.Resources() {
+		obj, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, &unstructured.Unstructured{Object: obj})
+	}
+	return out
+}
+
+// find returns the object of kind and name in objs, or fails.
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s among the %d objects rendered", kind, name, len(objs))
+	return nil
+}
+
+// namespaceLabels are a Namespace's labels as the API server keeps them: with
+// kubernetes.io/metadata.name, which it sets.
+func namespaceLabels(ns *unstructured.Unstructured) labels.Set {
+	out := labels.Set{"kubernetes.io/metadata.name": ns.GetName()}
+	for k, v := range ns.GetLabels() {
+		out[k] = v
+	}
+	return out
+}
+
+// bindingSelects reports whether the ValidatingAdmissionPolicyBinding metacel-policy-authors
+// of objs applies to a namespace of these labels.
+func bindingSelects(t *testing.T, objs []*unstructured.Unstructured, nsLabels labels.Set) bool {
+	t.Helper()
+	binding := find(t, objs, "ValidatingAdmissionPolicyBinding", "metacel-policy-authors")
+	matchLabels, _, err := unstructured.NestedStringMap(binding.Object, "spec", "matchResources", "namespaceSelector", "matchLabels")
+	if err != nil || len(matchLabels) == 0 {
+		t.Fatalf("the binding's namespaceSelector has no matchLabels (%v): it would guard every namespace or none", err)
+	}
+	return labels.SelectorFromSet(matchLabels).Matches(nsLabels)
+}
+
+// An overlay that installs metacel into a namespace of its own (namespace: other) keeps the
+// guard on who may write policies: the admission policy's binding selects the namespace the
+// overlay renders, not metacel-system.
+func TestAnOverlaysNamespaceKeepsThePolicyAuthorsGuard(t *testing.T) {
+	for _, ns := range []string{"", "other"} {
+		kustomization := map[string]any{}
+		want := "metacel-system"
+		if ns != "" {
+			kustomization["namespace"], want = ns, ns
+		}
+		objs := kustomize(t, kustomization)
+		namespace := find(t, objs, "Namespace", want)
+		if !bindingSelects(t, objs, namespaceLabels(namespace)) {
+			t.Errorf("namespace %q: the binding metacel-policy-authors does not select the policy namespace %s (labels %v): anyone who may write ConfigMaps there may write policies",
+				ns, want, namespaceLabels(namespace))
+		}
+		if want != "metacel-system" && bindingSelects(t, objs, labels.Set{"kubernetes.io/metadata.name": "metacel-system"}) {
+			t.Errorf("namespace %q: the binding still selects metacel-system", ns)
+		}
+	}
+}
+
+// helmBinary is helm: $METACEL_HELM (`make e2e` sets it), the one `make e2e` builds into the
+// cache, or helm on the PATH. Without one the test is skipped.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	if h := os.Getenv("METACEL_HELM"); h != "" {
+		return h
+	}
+	cache := os.Getenv("METACEL_CACHE")
+	if cache == "" {
+		if home, err := os.UserHomeDir(); err == nil {
+			cache = filepath.Join(home, ".cache", "metacel")
+		}
+	}
+	if cache != "" {
+		if found, _ := filepath.Glob(filepath.Join(cache, "tools", "helm-*", "helm")); len(found) > 0 {
+			return found[len(found)-1]
+		}
+	}
+	if h, err := exec.LookPath("helm"); err == nil {
+		return h
+	}
+	t.Skip("no helm: set METACEL_HELM, or run `make e2e` once, which builds it")
+	return ""
+}
+
+// helmTemplate renders the chart into namespace with args (--set ...), and returns the objects,
+// or the error and helm's output.
+func helmTemplate(t *testing.T, namespace string, args ...string) ([]*unstructured.Unstructured, string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), helmBinary(t), append([]string{"template", "metacel", filepath.Join(root, "deploy", "helm", "metacel"), "--namespace", namespace}, args...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, stderr.String(), err
+	}
+	file := filepath.Join(t.TempDir(), "chart.yaml")
+	if err := os.WriteFile(file, out, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	objs, err := manifest.ReadFile(file)
+	if err != nil {
+		t.Fatalf("helm template printed what is not YAML objects: %v\n%s", err, out)
+	}
+	return objs, string(out), nil
+}
+
+// mustHelmTemplate is helmTemplate that fails the test if helm fails.
+func mustHelmTemplate(t *testing.T, namespace string, args ...string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, out, err := helmTemplate(t, namespace, args...)
+	if err != nil {
+		t.Fatalf("helm template %v: %v\n%s", args, err, out)
+	}
+	return objs
+}
+
+// The chart's binding selects the release namespace (helm does not own the Namespace, so it
+// selects it by name).
+func TestTheChartGuardsItsReleaseNamespace(t *testing.T) {
+	objs := mustHelmTemplate(t, "other")
+	if !bindingSelects(t, objs, labels.Set{"kubernetes.io/metadata.name": "other"}) || bindingSelects(t, objs, labels.Set{"kubernetes.io/metadata.name": "metacel-system"}) {
+		t.Errorf("the chart installed in other: the binding metacel-policy-authors does not select other alone")
+	}
+}
