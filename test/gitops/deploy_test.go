@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"metacel.dev/metacel/runtime/manifest"
+	"metacel.dev/metacel/test/mdblocks"
 )
 
 // The tests of this file hold deploy/ to what a GitOps tool (or an administrator) renders from
@@ -174,5 +177,67 @@ func TestTheChartGuardsItsReleaseNamespace(t *testing.T) {
 	objs := mustHelmTemplate(t, "other")
 	if !bindingSelects(t, objs, labels.Set{"kubernetes.io/metadata.name": "other"}) || bindingSelects(t, objs, labels.Set{"kubernetes.io/metadata.name": "metacel-system"}) {
 		t.Errorf("the chart installed in other: the binding metacel-policy-authors does not select other alone")
+	}
+}
+
+// The upgrade command of docs/operating.md (`upgrade.sh`) runs helm as the caller's Kubernetes
+// user with every group the API server gives them, plus metacel:policy-authors: impersonation
+// replaces the caller's groups, and an upgrade with the group alone (or as $USER, the Unix login)
+// loses the rights that let the caller upgrade. It runs with a kubectl that answers `auth whoami`
+// as the API server would and a helm that prints its arguments.
+func TestTheDocumentedUpgradeImpersonatesTheCallerWithTheirGroups(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join(root, "docs", "operating.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, err := mdblocks.Parse(string(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, err := mdblocks.Named(blocks, "upgrade.sh")
+	if err != nil {
+		t.Fatalf("docs/operating.md: %v", err)
+	}
+	bin := t.TempDir()
+	fakes := map[string]string{
+		// the jsonpath of the username, or of the groups one a line
+		"kubectl": `case "$*" in
+auth\ whoami*username*) printf 'alice@example.com' ;;
+auth\ whoami*groups*) printf 'system:masters\nplatform team\nsystem:authenticated\n' ;;
+*) echo "unexpected kubectl $*" >&2; exit 1 ;;
+esac`,
+		"helm": `for a in "$@"; do printf '%s\n' "$a"; done`,
+	}
+	for name, script := range fakes {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/usr/bin/env bash\n"+script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(t.Context(), "bash", "-euo", "pipefail", "-c", block.Text)
+	cmd.Env = append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "USER=unix-login")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the block failed: %v\n%s", err, out)
+	}
+	args := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
+	var user string
+	var groups []string
+	for i := 0; i+1 < len(args); i++ {
+		switch args[i] {
+		case "--kube-as-user":
+			user = args[i+1]
+		case "--kube-as-group":
+			groups = append(groups, args[i+1])
+		}
+	}
+	if len(args) < 2 || args[0] != "upgrade" {
+		t.Errorf("not a helm upgrade: %q", args)
+	}
+	if user != "alice@example.com" {
+		t.Errorf("helm impersonates the user %q, want the caller's Kubernetes user alice@example.com", user)
+	}
+	want := []string{"system:masters", "platform team", "system:authenticated", "metacel:policy-authors"}
+	if !slices.Equal(groups, want) {
+		t.Errorf("helm impersonates the groups %q, want the caller's and the policy authors' %q", groups, want)
 	}
 }
