@@ -26,7 +26,10 @@ func TestDeployedRBAC(t *testing.T) {
 
 	t.Run("the role is not wider than needed", func(t *testing.T) {
 		for _, denied := range [][]string{
-			{"get", "secrets", "-A"}, {"list", "nodes"}, {"delete", "myapps.demo.rtfm.co.ua", "-A"},
+			{"get", "secrets", "-A"}, {"list", "nodes"},
+			// of its own namespace's Secrets, only its certificate's (Helm's release Secrets are there)
+			{"get", "secrets", "-n", "metacel-system"}, {"list", "secrets", "-n", "metacel-system"},
+			{"watch", "secrets", "-n", "metacel-system"}, {"update", "secrets/sh.helm.release.v1.metacel.v1", "-n", "metacel-system"}, {"delete", "myapps.demo.rtfm.co.ua", "-A"},
 			{"create", "myapps.demo.rtfm.co.ua", "-A"}, {"update", "deployments.apps", "-A"},
 			{"update", "configmaps", "-A"}, {"create", "pods", "--subresource=exec", "-A"},
 			{"patch", "myapps.demo.rtfm.co.ua", "--subresource=scale", "-A"},

@@ -2,6 +2,7 @@ package gitops
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,10 +115,9 @@ func TestAnOverlaysNamespaceKeepsThePolicyAuthorsGuard(t *testing.T) {
 	}
 }
 
-// helmBinary is helm: $METACEL_HELM (`make e2e` sets it), the one `make e2e` builds into the
-// cache, or helm on the PATH. Without one the test is skipped.
-func helmBinary(t *testing.T) string {
-	t.Helper()
+// findHelm is helm: $METACEL_HELM (`make e2e` sets it), the one `make e2e` builds into the
+// cache, or helm on the PATH; "" if there is none.
+func findHelm() string {
 	if h := os.Getenv("METACEL_HELM"); h != "" {
 		return h
 	}
@@ -135,8 +135,17 @@ func helmBinary(t *testing.T) string {
 	if h, err := exec.LookPath("helm"); err == nil {
 		return h
 	}
-	t.Skip("no helm: set METACEL_HELM, or run `make e2e` once, which builds it")
 	return ""
+}
+
+// helmBinary is findHelm's helm; without one the test is skipped.
+func helmBinary(t *testing.T) string {
+	t.Helper()
+	h := findHelm()
+	if h == "" {
+		t.Skip("no helm: set METACEL_HELM, or run `make e2e` once, which builds it")
+	}
+	return h
 }
 
 // helmTemplate renders the chart into namespace with args (--set ...), and returns the objects,
@@ -239,5 +248,69 @@ esac`,
 	want := []string{"system:masters", "platform team", "system:authenticated", "metacel:policy-authors"}
 	if !slices.Equal(groups, want) {
 		t.Errorf("helm impersonates the groups %q, want the caller's and the policy authors' %q", groups, want)
+	}
+}
+
+// rbacRule is a rule of a Role.
+type rbacRule struct {
+	APIGroups     []string `json:"apiGroups"`
+	Resources     []string `json:"resources"`
+	Verbs         []string `json:"verbs"`
+	ResourceNames []string `json:"resourceNames"`
+}
+
+// allows reports whether a rule lets verb act on the core resource of this name ("" for a
+// request that names none: a list or watch without a metadata.name field selector, a create).
+func (r rbacRule) allows(verb, resource, name string) bool {
+	in := func(list []string, v string) bool { return slices.Contains(list, v) || slices.Contains(list, "*") }
+	return in(r.APIGroups, "") && in(r.Resources, resource) && in(r.Verbs, verb) &&
+		(len(r.ResourceNames) == 0 || name != "" && slices.Contains(r.ResourceNames, name))
+}
+
+// roleRules reads the rules of the Role metacel in objs.
+func roleRules(t *testing.T, objs []*unstructured.Unstructured) []rbacRule {
+	t.Helper()
+	data, err := json.Marshal(find(t, objs, "Role", "metacel").Object["rules"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules []rbacRule
+	if err := json.Unmarshal(data, &rules); err != nil {
+		t.Fatal(err)
+	}
+	return rules
+}
+
+// The runtime's Role lets it read and update its own Secret, metacel-webhook-tls (by name, or
+// listed and watched with a metadata.name field selector, which RBAC checks as the name), and
+// create it; no other Secret of its namespace, such as Helm's release Secrets.
+func TestTheRuntimeReadsNoSecretButItsOwn(t *testing.T) {
+	renders := map[string][]*unstructured.Unstructured{"deploy/": kustomize(t, map[string]any{})}
+	if findHelm() != "" {
+		renders["the chart"] = mustHelmTemplate(t, "metacel-system")
+	}
+	for where, objs := range renders {
+		rules := roleRules(t, objs)
+		allowed := func(verb, name string) bool {
+			return slices.ContainsFunc(rules, func(r rbacRule) bool { return r.allows(verb, "secrets", name) })
+		}
+		for _, verb := range []string{"get", "list", "watch", "update"} {
+			if !allowed(verb, "metacel-webhook-tls") {
+				t.Errorf("%s: the runtime may not %s its Secret metacel-webhook-tls", where, verb)
+			}
+			for _, name := range []string{"", "sh.helm.release.v1.metacel.v1"} {
+				if allowed(verb, name) {
+					t.Errorf("%s: the runtime may %s the Secrets of its namespace (name %q), not only metacel-webhook-tls", where, verb, name)
+				}
+			}
+		}
+		if !allowed("create", "") {
+			t.Errorf("%s: the runtime may not create its Secret", where)
+		}
+		for _, verb := range []string{"patch", "delete", "deletecollection"} {
+			if allowed(verb, "metacel-webhook-tls") {
+				t.Errorf("%s: the runtime may %s its Secret", where, verb)
+			}
+		}
 	}
 }
