@@ -152,7 +152,17 @@ func helmBinary(t *testing.T) string {
 // or the error and helm's output.
 func helmTemplate(t *testing.T, namespace string, args ...string) ([]*unstructured.Unstructured, string, error) {
 	t.Helper()
-	cmd := exec.CommandContext(t.Context(), helmBinary(t), append([]string{"template", "metacel", filepath.Join(root, "deploy", "helm", "metacel"), "--namespace", namespace}, args...)...)
+	chart := filepath.Join(root, "deploy", "helm", "metacel")
+	// read the chart's files here too: go test's cache then knows the result depends on them
+	if err := filepath.WalkDir(chart, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			_, err = os.ReadFile(path)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(t.Context(), helmBinary(t), append([]string{"template", "metacel", chart, "--namespace", namespace}, args...)...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -312,5 +322,26 @@ func TestTheRuntimeReadsNoSecretButItsOwn(t *testing.T) {
 				t.Errorf("%s: the runtime may %s its Secret", where, verb)
 			}
 		}
+	}
+}
+
+// deployment returns the Deployment metacel of objs.
+func deployment(t *testing.T, objs []*unstructured.Unstructured) *unstructured.Unstructured {
+	t.Helper()
+	return find(t, objs, "Deployment", "metacel")
+}
+
+// Without leader election a rolling update's surge Pod would reconcile beside the old one, both
+// writing every child: the chart's Deployment is then Recreate; with it, a rolling update.
+func TestTheChartRecreatesARuntimeWithoutLeaderElection(t *testing.T) {
+	strategy := func(args ...string) string {
+		s, _, _ := unstructured.NestedString(deployment(t, mustHelmTemplate(t, "metacel-system", args...)).Object, "spec", "strategy", "type")
+		return s
+	}
+	if got := strategy("--set", "leaderElection.enabled=false", "--set", "replicas=1"); got != "Recreate" {
+		t.Errorf("without leader election: strategy %q, want Recreate", got)
+	}
+	if got := strategy(); got == "Recreate" {
+		t.Errorf("with leader election: strategy %q, want a rolling update", got)
 	}
 }
