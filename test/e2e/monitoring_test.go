@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"metacel.dev/metacel/runtime/operator"
 	"metacel.dev/metacel/runtime/parentcrd"
@@ -93,13 +95,19 @@ func TestHelmMonitoringMatchesKustomize(t *testing.T) {
 	if helm == "" {
 		t.Skip("METACEL_HELM is not set: run through `make e2e`, which builds helm")
 	}
-	out, err := exec.CommandContext(t.Context(), helm, "template", "metacel", filepath.Join(repo, "deploy", "helm", "metacel"), "--namespace", "metacel-system",
-		"--set", "monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true",
-		"--show-only", "templates/monitoring.yaml").CombinedOutput()
-	if err != nil {
-		t.Fatalf("helm template: %v\n%s", err, out)
+	// the chart refuses both monitors at once (each series would be scraped twice): render each
+	chart := map[string]*unstructured.Unstructured{}
+	for _, values := range []string{
+		"monitoring.serviceMonitor.enabled=true,monitoring.prometheusRule.enabled=true,monitoring.dashboard.enabled=true",
+		"monitoring.podMonitor.enabled=true",
+	} {
+		out, err := exec.CommandContext(t.Context(), helm, "template", "metacel", filepath.Join(repo, "deploy", "helm", "metacel"), "--namespace", "metacel-system",
+			"--set", values, "--show-only", "templates/monitoring.yaml").CombinedOutput()
+		if err != nil {
+			t.Fatalf("helm template: %v\n%s", err, out)
+		}
+		maps.Copy(chart, byKindAndName(readObjects(t, writeTemp(t, "chart.yaml", out))))
 	}
-	chart := byKindAndName(readObjects(t, writeTemp(t, "chart.yaml", out)))
 	kustomized, err := kubectlCmd(t.Context(), "kustomize", filepath.Join(repo, "deploy", "monitoring"))
 	if err != nil {
 		t.Fatalf("kubectl kustomize: %v\n%s", err, kustomized)

@@ -345,3 +345,16 @@ func TestTheChartRecreatesARuntimeWithoutLeaderElection(t *testing.T) {
 		t.Errorf("with leader election: strategy %q, want a rolling update", got)
 	}
 }
+
+// A ServiceMonitor and a PodMonitor both would scrape every Pod twice as job="metacel",
+// doubling every sum of the dashboard and the alerts (and masking MetacelShardSlotsUnowned):
+// the chart refuses both, and renders either.
+func TestTheChartRefusesBothMonitors(t *testing.T) {
+	_, out, err := helmTemplate(t, "metacel-system", "--set", "monitoring.serviceMonitor.enabled=true,monitoring.podMonitor.enabled=true")
+	if err == nil || !strings.Contains(out, "enable one of them") {
+		t.Errorf("both monitors rendered (%v):\n%.300s", err, out)
+	}
+	for kind, value := range map[string]string{"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor"} {
+		find(t, mustHelmTemplate(t, "metacel-system", "--set", "monitoring."+value+".enabled=true"), kind, "metacel")
+	}
+}
