@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -357,4 +358,70 @@ func TestTheChartRefusesBothMonitors(t *testing.T) {
 	for kind, value := range map[string]string{"ServiceMonitor": "serviceMonitor", "PodMonitor": "podMonitor"} {
 		find(t, mustHelmTemplate(t, "metacel-system", "--set", "monitoring."+value+".enabled=true"), kind, "metacel")
 	}
+}
+
+// The chart's Pod values reach the Deployment: nodeSelector, tolerations, affinity,
+// imagePullSecrets, podAnnotations and extraArgs (after the chart's own flags).
+func TestTheChartRendersThePodValues(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte(`
+nodeSelector: {kubernetes.io/os: linux}
+tolerations: [{key: dedicated, operator: Equal, value: platform, effect: NoSchedule}]
+affinity:
+  nodeAffinity:
+    requiredDuringSchedulingIgnoredDuringExecution:
+      nodeSelectorTerms: [{matchExpressions: [{key: pool, operator: In, values: [system]}]}]
+imagePullSecrets: [{name: pull}]
+podAnnotations: {example.com/team: platform}
+extraArgs: [--bookkeeping-patches-per-second=50, -v=2]
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := deployment(t, mustHelmTemplate(t, "metacel-system", "-f", values)).Object
+	for _, c := range []struct {
+		path []string
+		want any
+	}{
+		{[]string{"spec", "template", "spec", "nodeSelector"}, map[string]any{"kubernetes.io/os": "linux"}},
+		{[]string{"spec", "template", "spec", "tolerations"}, []any{map[string]any{"key": "dedicated", "operator": "Equal", "value": "platform", "effect": "NoSchedule"}}},
+		{[]string{"spec", "template", "spec", "affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms"},
+			[]any{map[string]any{"matchExpressions": []any{map[string]any{"key": "pool", "operator": "In", "values": []any{"system"}}}}}},
+		{[]string{"spec", "template", "spec", "imagePullSecrets"}, []any{map[string]any{"name": "pull"}}},
+		{[]string{"spec", "template", "metadata", "annotations"}, map[string]any{"example.com/team": "platform"}},
+	} {
+		got, _, _ := unstructured.NestedFieldNoCopy(d, c.path...)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: got %v, want %v", strings.Join(c.path, "."), got, c.want)
+		}
+	}
+	containers, _, _ := unstructured.NestedSlice(d, "spec", "template", "spec", "containers")
+	if len(containers) == 0 {
+		t.Fatal("no container")
+	}
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	if n := len(args); n < 2 || args[n-2] != "--bookkeeping-patches-per-second=50" || args[n-1] != "-v=2" {
+		t.Errorf("the container's args %q do not end with extraArgs", args)
+	}
+}
+
+// Values of the wrong type or form are refused when the chart renders, not by the runtime when
+// it starts: values.schema.json. A duration without its unit (the runtime exits "missing unit in
+// duration") is the usual one.
+func TestTheChartRefusesMistypedValues(t *testing.T) {
+	for _, set := range []string{
+		"leaderElection.leaseDuration=30", "leaderElection.renewDeadline=ten", "replicas=two",
+		"nodeSelector=linux", "extraArgs=-v=2", "workers=0",
+	} {
+		if _, out, err := helmTemplate(t, "metacel-system", "--set", set); err == nil {
+			t.Errorf("--set %s rendered", set)
+		} else if !strings.Contains(out, "schema") {
+			t.Errorf("--set %s: refused, but not by the values' schema: %s", set, out)
+		}
+	}
+	if _, out, err := helmTemplate(t, "metacel-system", "--set-string", "leaderElection.leaseDuration=30"); err == nil {
+		t.Errorf("leaderElection.leaseDuration \"30\" (no unit) rendered")
+	} else if !strings.Contains(out, "leaseDuration") {
+		t.Errorf("leaderElection.leaseDuration \"30\": %s", out)
+	}
+	mustHelmTemplate(t, "metacel-system", "--set", "leaderElection.leaseDuration=1m30s,leaderElection.renewDeadline=45s,leaderElection.retryPeriod=500ms")
 }
