@@ -13,7 +13,9 @@ import (
 const (
 	// ArgoCDScriptFile is the Lua health check of metacel parents.
 	ArgoCDScriptFile = "deploy/argocd/health.lua"
-	// ArgoCDConfigMapFile is the argocd-cm patch holding it.
+	// ArgoCDPolicyScriptFile is the Lua health check of policy ConfigMaps.
+	ArgoCDPolicyScriptFile = "deploy/argocd/policy-health.lua"
+	// ArgoCDConfigMapFile is the argocd-cm patch holding both.
 	ArgoCDConfigMapFile = "deploy/argocd/argocd-cm.yaml"
 	// FluxFile holds the Flux Kustomizations that apply policies then parents, with the
 	// healthCheckExprs of metacel parents.
@@ -25,6 +27,12 @@ const (
 // ReadArgoCDScript reads the Lua health check under root, the repository's root.
 func ReadArgoCDScript(root string) (string, error) {
 	data, err := os.ReadFile(filepath.Join(root, ArgoCDScriptFile))
+	return string(data), err
+}
+
+// ReadArgoCDPolicyScript reads the Lua health check of policy ConfigMaps under root.
+func ReadArgoCDPolicyScript(root string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(root, ArgoCDPolicyScriptFile))
 	return string(data), err
 }
 

@@ -145,10 +145,22 @@ func metacelExprs(t *testing.T) HealthCheckExprs {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(exprs) != 1 || exprs[0].APIVersion != "example.com/v1" || exprs[0].Kind != "" {
-		t.Fatalf("%s: want one healthCheckExprs entry for every kind of example.com, got %+v", FluxFile, exprs)
+	return oneExprs(t, exprs, "example.com/v1", "")
+}
+
+// oneExprs returns the one entry of exprs for apiVersion and kind ("": every kind).
+func oneExprs(t *testing.T, exprs []HealthCheckExprs, apiVersion, kind string) HealthCheckExprs {
+	t.Helper()
+	var found []HealthCheckExprs
+	for _, e := range exprs {
+		if e.APIVersion == apiVersion && e.Kind == kind {
+			found = append(found, e)
+		}
 	}
-	return exprs[0]
+	if len(found) != 1 {
+		t.Fatalf("%s: want one healthCheckExprs entry for apiVersion %s kind %q, got %+v", FluxFile, apiVersion, kind, exprs)
+	}
+	return found[0]
 }
 
 func TestArgoCDJudgesAParentByItsConditions(t *testing.T) {
@@ -265,6 +277,13 @@ func TestTheArgoCDConfigMapHoldsTheScript(t *testing.T) {
 	}
 	if err := yaml.Unmarshal([]byte(cm.Data["resource.customizations"]), &customizations); err != nil {
 		t.Fatalf("resource.customizations: %v", err)
+	}
+	policyScript, err := ReadArgoCDPolicyScript(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cm.Data["resource.customizations.health.ConfigMap"] != policyScript {
+		t.Errorf("the resource.customizations.health.ConfigMap of %s differs from %s", ArgoCDConfigMapFile, ArgoCDPolicyScriptFile)
 	}
 	entry, ok := customizations["example.com/*"]
 	if !ok || len(customizations) != 1 {
