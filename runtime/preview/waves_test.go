@@ -3,6 +3,7 @@ package preview
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -67,21 +68,10 @@ func TestAPreviewWritesInWavesAsTheRuntimesSync(t *testing.T) {
 }
 
 // stoppingPolicy is chainPolicy with a first child, x, whose step may stop the sync's waves.
-const stoppingPolicy = `apiVersion: metacel.dev/v1alpha1
-kind: CompositePolicy
-metadata: {name: chain}
-spec:
-  parentResource: {apiVersion: v1, resource: configmaps, labelSelector: {matchLabels: {chain: "yes"}}}
-  childResources:
-    - {apiVersion: v1, resource: configmaps}
-  children:
+var stoppingPolicy = strings.Replace(chainPolicy, "  children:\n", `  children:
     - id: x
       template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-x"}}
-    - id: a
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-a"}}
-    - id: b
-      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: "${parent.metadata.name}-b"}, data: {from: "${children.a.metadata.name}"}}
-`
+`, 1)
 
 // A wave with a step that fails (a conflict: another parent's object holds x's name) or waits
 // (x being deleted, created anew once it is gone) ends the runtime's sync: the offline sync
