@@ -566,7 +566,7 @@ func (s *policySet) resolveConflicts(ranks map[claimKey]claimRank) map[string]de
 //
 //  0. the claim this process runs, from its unit: the one that runs keeps running;
 //  1. a policy whose rollout record does not say it stopped (rollout.Record.Stopped, written
-//     when a policy leaves the running ones) before one whose does: a policy that comes back
+//     when a running policy is removed from every source) before one whose does: a policy that comes back
 //     (its old ConfigMap applied again) does not take the parents from the one that replaced it,
 //     though its Lease is older;
 //  2. the claim from the unit that the policy's rollout record names as its stable version's
@@ -812,6 +812,7 @@ func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *runni
 		r.generation = old.generation + 1
 	}
 	s.running[p.Name()] = r
+	s.rollouts.recordRunsLocked(r)
 	s.metrics.loaded(p.Name(), unit.Name, r.generation)
 	verb := "loaded"
 	if r.generation > 1 {
@@ -880,7 +881,9 @@ const recreateGrace = 40 * time.Second
 func (s *policySet) removeLocked(name string, r *running) {
 	delete(s.running, name)
 	s.metrics.removed(name)
-	s.rollouts.recordStoppedLocked(r) // it claims its parent resource no more
+	if !s.definedLocked(name) {
+		s.rollouts.recordStoppedLocked(r) // gone from every source: it claims its parent resource no more
+	}
 	if r.rollout != nil || !r.isSynced() {
 		s.stopRemoved(name, r)
 		return
@@ -896,6 +899,19 @@ func (s *policySet) removeLocked(name string, r *running) {
 		delete(s.removing, name)
 		s.stopRemoved(name, r)
 	}()
+}
+
+// definedLocked reports whether a unit still defines the policy of that name (one that stops
+// while it waits for its resources, say, keeps its claim). Called with s.mu held.
+func (s *policySet) definedLocked(name string) bool {
+	for _, st := range s.units {
+		for _, p := range st.good {
+			if p.Name() == name {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func (s *policySet) stopRemoved(name string, r *running) {

@@ -464,9 +464,32 @@ func (d *rolloutDriver) recordStableLocked(r *running) {
 }
 
 // recordStoppedLocked records that r's policy no longer runs (rollout.Record.Stopped).
+// The record is kept as it was but for that (a rollout rolled back stays rolled back); a policy
+// with no record gets one of its running version.
 func (d *rolloutDriver) recordStoppedLocked(r *running) {
-	d.putRecordLocked(r.policy.Name(), r.configMap, rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit,
-		StableSource: string(r.source), Stopped: true})
+	name := r.policy.Name()
+	rec, err := d.records.Get(d.ctx, name)
+	if err != nil {
+		klog.FromContext(d.ctx).Error(err, "Cannot read the rollout record; it does not say the policy stopped", "policy", name)
+		return
+	}
+	if rec == nil {
+		rec = &rollout.Record{Phase: rollout.Stable, Stable: r.version, StableUnit: r.unit, StableSource: string(r.source)}
+	}
+	rec.Stopped = true
+	d.putRecordLocked(name, r.configMap, *rec)
+}
+
+// recordRunsLocked clears the Stopped of the record of r's policy, which runs again: one whose
+// record its start does not write anew (it starts rolled back, say) would rank as stopped.
+func (d *rolloutDriver) recordRunsLocked(r *running) {
+	name := r.policy.Name()
+	rec, err := d.records.Get(d.ctx, name)
+	if err != nil || rec == nil || !rec.Stopped {
+		return // a record that cannot be read is written by the next change of the policy's state
+	}
+	rec.Stopped = false
+	d.putRecordLocked(name, r.configMap, *rec)
 }
 
 // putRecordLocked writes a policy's record, once the versions it names are listed as loaded on

@@ -47,8 +47,8 @@ type Record struct {
 	StepStarted time.Time `json:"stepStarted,omitzero"`
 	// Message says why a rollout failed.
 	Message string `json:"message,omitempty"`
-	// Stopped: the policy left the running policies (removed from its sources, or waiting for its
-	// resources), so that it holds no claim to its parent resource until it runs again: of two
+	// Stopped: the policy left the running policies, removed from every source, so that it holds
+	// no claim to its parent resource until it runs again: of two
 	// policies for one parent resource, one that comes back does not take the parents over from
 	// the one that runs (package operator's conflicts). Its next start writes the record anew.
 	Stopped bool `json:"stopped,omitempty"`
