@@ -66,9 +66,21 @@ func DeclarationOfHash(hash string) string {
 // SameDeclaration reports whether the CRD in the cluster (existing) was made from the declaration
 // desired (from Desired) was, their webhook's client config aside: a change between them (a new CA
 // bundle, a new webhook address) changes nothing a stored parent holds. It is HoldsDeclaration of
-// the existing CRD's hash annotation: the leader and every replica tell it alike.
+// the existing CRD's hash annotation, but that a CRD an earlier runtime annotated with a hash of
+// its whole is judged with the client config it holds, which may be stale (the Secret made anew,
+// the Service renamed): the leader, which reads the whole CRD, repairs it without listing its
+// parents through the webhook it names.
 func SameDeclaration(existing, desired *unstructured.Unstructured) bool {
-	return HoldsDeclaration(existing.GetAnnotations()[contract.AnnotationParentSchemaHash], desired)
+	hash := existing.GetAnnotations()[contract.AnnotationParentSchemaHash]
+	if hash == "" || strings.Contains(hash, ".") {
+		return HoldsDeclaration(hash, desired)
+	}
+	withTheirs := desired.DeepCopy()
+	if cc, found, _ := unstructured.NestedFieldCopy(existing.Object, clientConfigPath...); found {
+		_ = unstructured.SetNestedField(withTheirs.Object, cc, clientConfigPath...)
+	}
+	whole, err := earlierHashOf(withTheirs)
+	return err == nil && whole == hash
 }
 
 // HoldsDeclaration reports whether a CRD annotated with hash (contract.AnnotationParentSchemaHash)

@@ -96,7 +96,9 @@ func TestSameDeclaration(t *testing.T) {
 		{name: "another CA bundle", existing: desired(t, withWebhook(v1, "old CA"), "website"), desired: withWebhook(v1, "new CA"), want: true},
 		{name: "another declaration", existing: desired(t, withWebhook(v1, "CA"), "website"), desired: withWebhook(v2, "CA"), want: false},
 		{name: "an earlier runtime's hash of the same CRD", existing: earlier(withWebhook(v1, "CA")), desired: withWebhook(v1, "CA"), want: true},
-		{name: "an earlier runtime's hash, another CA bundle", existing: earlier(withWebhook(v1, "old CA")), desired: withWebhook(v1, "new CA"), want: false},
+		// judged with the client config it names: a stale one is repaired without a list through it
+		{name: "an earlier runtime's hash, another CA bundle", existing: earlier(withWebhook(v1, "old CA")), desired: withWebhook(v1, "new CA"), want: true},
+		{name: "an earlier runtime's hash of another declaration", existing: earlier(withWebhook(v1, "old CA")), desired: withWebhook(v2, "new CA"), want: false},
 		{name: "no hash", existing: &unstructured.Unstructured{Object: map[string]any{}}, desired: v1, want: false},
 	}
 	for _, tt := range tests {
