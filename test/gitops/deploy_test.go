@@ -424,4 +424,10 @@ func TestTheChartRefusesMistypedValues(t *testing.T) {
 		t.Errorf("leaderElection.leaseDuration \"30\": %s", out)
 	}
 	mustHelmTemplate(t, "metacel-system", "--set", "leaderElection.leaseDuration=1m30s,leaderElection.renewDeadline=45s,leaderElection.retryPeriod=500ms")
+	// values that rendered before the schema: a numeric image tag, a fractional QPS (--set gives it as a string)
+	for set, want := range map[string]string{"image.tag=123456789": `:123456789"`, "kubeAPIQPS=50.5": "--kube-api-qps=50.5"} {
+		if _, out, err := helmTemplate(t, "metacel-system", "--set", set); err != nil || !strings.Contains(out, want) {
+			t.Errorf("--set %s: %v; the output does not hold %s", set, err, want)
+		}
+	}
 }
