@@ -163,6 +163,11 @@ func Run(ctx context.Context, o Options) error {
 		}
 	})
 	r := &reconciler{o: o, clients: clients, fence: fence, reg: reg, recorder: recorder, markReady: markReady, errs: errs, webhook: webhook}
+	if o.Sharding != nil {
+		if r.shardClient, err = kubernetes.NewForConfig(o.Config); err != nil {
+			return fmt.Errorf("shard client: %w", err)
+		}
+	}
 	if o.LeaderElection == nil {
 		return r.run(ctx)
 	}
@@ -190,6 +195,8 @@ type reconciler struct {
 	errs      chan error
 	// webhook converts the parents of the CRDs of several versions the runtime installs
 	webhook *conversionServer
+	// shardClient, with sharding, writes the replica's Lease and the slot table, outside the fence
+	shardClient kubernetes.Interface
 }
 
 func (r *reconciler) run(ctx context.Context) error {
@@ -233,9 +240,13 @@ func (r *reconciler) run(ctx context.Context) error {
 	set.rollouts.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
 	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
-		if err := startSharding(ctx, *o.Sharding, o.Config, r.fence, set, r.reg); err != nil {
+		stopSharding, err := startSharding(ctx, *o.Sharding, r.shardClient, r.fence, set, r.reg)
+		if err != nil {
 			return err
 		}
+		// deferred before the controllers' stop, so run after it: the coordinator gives the
+		// slots back once no controller syncs them, before the process exits
+		defer stopSharding()
 	}
 	set.status = policystatus.NewReporter(r.clients.kube, o.PolicyNamespace)
 	go set.status.Run(ctx)

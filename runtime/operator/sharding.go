@@ -80,17 +80,19 @@ func replicaAgent(cfg *rest.Config, identity string) *rest.Config {
 // startSharding probes whether the API server selects shards, and starts this replica's
 // coordinator: the slots it gives go to every controller of set, and the fence in front of the
 // set's clients opens with its renewals and checks each parent's slot with it. The coordinator
-// writes with cfg, outside the fence (its Lease is what opens it).
-func startSharding(ctx context.Context, sh Sharding, cfg *rest.Config, fence *writeFence, set *policySet, reg prometheus.Registerer) error {
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("shard client: %w", err)
-	}
+// writes with kube, outside the fence (its Lease is what opens it).
+//
+// It returns stop, which stops the coordinator and waits, up to leaveTimeout, until it has
+// given the slots back and deleted its Lease, so that the others take them at once: the process
+// exits as soon as the run returns. Called once the controllers have stopped, stop waits for no
+// sync.
+func startSharding(ctx context.Context, sh Sharding, kube kubernetes.Interface, fence *writeFence, set *policySet, reg prometheus.Registerer) (stop func(), err error) {
 	serverSide, err := compact.ProbeShardSupport(ctx, kube, sh.Namespace)
 	if err != nil {
-		return fmt.Errorf("ask the API server whether it selects shards: %w", err)
+		return nil, fmt.Errorf("ask the API server whether it selects shards: %w", err)
 	}
-	klog.FromContext(ctx).Info("Sharding the parents with the other replicas", "identity", sh.Identity, "serverSideShardSelectors", serverSide)
+	logger := klog.FromContext(ctx)
+	logger.Info("Sharding the parents with the other replicas", "identity", sh.Identity, "serverSideShardSelectors", serverSide)
 	set.shards = &shards{serverSide: serverSide, identity: sh.Identity, metrics: newShardMetrics(reg, sh.Identity)}
 	coord := shard.New(kube, shard.Options{
 		Namespace: sh.Namespace, Identity: sh.Identity,
@@ -99,13 +101,30 @@ func startSharding(ctx context.Context, sh Sharding, cfg *rest.Config, fence *wr
 	}, set.setSlots)
 	fence.setSlots(coord.Allows)
 	set.shards.reports, set.shards.allows = coord.Reports, coord.Allows
+	ctx, cancel := context.WithCancel(ctx)
+	left := make(chan struct{})
 	go func() {
+		defer close(left)
 		if err := coord.Run(ctx); err != nil && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Shard coordinator stopped")
+			logger.Error(err, "Shard coordinator stopped")
 		}
 	}()
-	return nil
+	return func() {
+		cancel()
+		timeout := time.NewTimer(leaveTimeout)
+		defer timeout.Stop()
+		select {
+		case <-left:
+		case <-timeout.C:
+			logger.Info("The shard coordinator has not left yet; this replica's slots move once its Lease expires", "waited", leaveTimeout)
+		}
+	}, nil
 }
+
+// leaveTimeout bounds how long a replica that stops waits for its coordinator to give its slots
+// back: each of its requests is bounded by 10 s, and the others take the slots once its Lease
+// expires anyway.
+const leaveTimeout = 30 * time.Second
 
 // setSlots makes every controller sync the parents of slots, and returns once none syncs those
 // of the slots given up (the coordinator then writes them free).
