@@ -136,10 +136,13 @@ func (s *policySet) setSlots(ctx context.Context, slots hashslot.Set) {
 	s.mu.Lock()
 	var ctrls []*controller.Controller
 	for _, r := range s.running {
-		ctrls = append(ctrls, r.ctrl)
+		ctrls = append(ctrls, r.syncing()...)
 		if r.rollout != nil {
-			ctrls = append(ctrls, r.rollout.target.ctrl)
+			ctrls = append(ctrls, r.rollout.target.syncing()...)
 		}
+	}
+	for _, r := range s.removing {
+		ctrls = append(ctrls, r.syncing()...)
 	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
@@ -147,6 +150,22 @@ func (s *policySet) setSlots(ctx context.Context, slots hashslot.Set) {
 		wg.Go(func() { c.FollowSlots(ctx, s.shards.held) })
 	}
 	wg.Wait()
+}
+
+// syncing returns the controllers that may sync r's parents now: r's, and those of the versions
+// it replaces that go on syncing until it has synced its caches (its predecessors). The caller
+// holds the policy set's lock, under which a predecessor is given; a predecessor taken meanwhile
+// is stopped, and follows no more slots.
+func (r *running) syncing() []*controller.Controller {
+	var out []*controller.Controller
+	for p := r; p != nil; {
+		out = append(out, p.ctrl)
+		p.mu.Lock()
+		next := p.predecessor
+		p.mu.Unlock()
+		p = next
+	}
+	return out
 }
 
 // report is what this replica tells the others at each renewal: the counts of the parents it
