@@ -99,10 +99,21 @@ func casConfigMaps(client *fake.Clientset) {
 
 // start starts a replica whose clock is skew apart from the others'.
 func (r *replicas) start(ctx context.Context, identity string, skew time.Duration) *Coordinator {
-	clk := testingclock.NewFakeClock(r.now().Add(skew))
+	clk := r.newClock(skew)
 	o := Options{Namespace: testNS, Identity: identity, LeaseDuration: 15 * time.Second,
 		RenewDeadline: 10 * time.Second, RenewInterval: 2 * time.Second, Clock: clk}
 	c := New(r.client, o, func(_ context.Context, s hashslot.Set) { r.held(identity, s) })
+	r.add(ctx, identity, c, clk)
+	return c
+}
+
+// newClock is a replica's clock, skew apart from the others'.
+func (r *replicas) newClock(skew time.Duration) *testingclock.FakeClock {
+	return testingclock.NewFakeClock(r.now().Add(skew))
+}
+
+// add starts c's informers and holder, and steps it with the others on clk.
+func (r *replicas) add(ctx context.Context, identity string, c *Coordinator, clk *testingclock.FakeClock) {
 	if err := c.watch(ctx); err != nil {
 		r.t.Fatal(err)
 	}
@@ -110,7 +121,6 @@ func (r *replicas) start(ctx context.Context, identity string, skew time.Duratio
 	r.mu.Lock()
 	r.all[identity], r.clocks[identity] = c, clk
 	r.mu.Unlock()
-	return c
 }
 
 // now is the time of the replicas that are not set apart.

@@ -25,9 +25,10 @@
 // Every write a replica makes for a parent passes Allows (the operator's write fence asks it for
 // the slot a request carries, hashslot.WithSlot): the slot is held and not being given up, and the last
 // successful renewal was sent less than RenewDeadline ago, by the monotonic clock. A replica
-// renews on its own goroutine, and checks that deadline before each renewal: once passed (it was
-// paused, or the API server unreachable), it stops every slot before it renews, and takes them
-// again only through the table read anew (lease.go). Others take its slots no sooner than
+// renews on its own goroutine, and checks that deadline before each renewal and once it is
+// answered: once passed (it was paused, or the API server unreachable or slow), it stops every
+// slot before the renewal counts, and takes them again only through the table read anew
+// (lease.go). Others take its slots no sooner than
 // LeaseDuration after they last saw its Lease change, which it sent before: so no slot is written
 // by two replicas at once, whatever pauses, skews or disappears. (A write sent before the
 // deadline can still arrive late: LeaseDuration - RenewDeadline is its margin, as for leader

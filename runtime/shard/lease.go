@@ -23,11 +23,12 @@ import (
 // (contract.AnnotationShardSlots), and a slot is said there before it is synced (claim) and until its syncs
 // have stopped, so that the Leases tell who holds what when the table cannot.
 //
-// The deadline is checked before each renewal: a replica whose last successful renewal was sent
-// RenewDeadline ago or more (it was paused, or the API server unreachable) may have had its slots
-// taken meanwhile, so it stops syncing all of them before it renews, and takes them again only
-// through the table, read anew (claim's compare-and-swap refuses a table read before the others
-// wrote it). Until it renews, Allows refuses every slot.
+// The deadline is checked before each renewal, and again once it is answered: a replica whose
+// last successful renewal was sent RenewDeadline ago or more (it was paused, or the API server
+// unreachable or slow to answer) may have had its slots taken meanwhile, so it stops syncing all
+// of them (before it renews, or before the renewal answered late counts), and takes them again
+// only through the table, read anew (claim's compare-and-swap refuses a table read before the
+// others wrote it). Until it renews, Allows refuses every slot.
 
 // LeaseName is the name of a replica's Lease.
 func LeaseName(identity string) string {
@@ -70,6 +71,12 @@ func (c *Coordinator) renew(ctx context.Context, adding hashslot.Set) error {
 	}
 	c.lease = lease
 	c.peers.see(lease)
+	if c.lapsed() {
+		// answered after the deadline of the renewal before it: the others may have taken the
+		// slots meanwhile (the API server may have committed it late), so this renewal opens
+		// none of them; they are taken again through the table read anew
+		c.stopAll(ctx)
+	}
 	c.mu.Lock()
 	c.renewed = sent
 	c.mu.Unlock()
