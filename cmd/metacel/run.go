@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
@@ -88,8 +89,8 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.StringVar(&o.shards, "shards", "off", "off: one replica reconciles (with --leader-elect, the others stand by); auto: the replicas share the parents, each syncing about 1/N of them (exclusive with --leader-elect)")
 	f.StringVar(&o.sharding.Identity, "shard-identity", "", "this replica's name among the sharded replicas (default: hostname and a random suffix)")
 	f.DurationVar(&o.sharding.LeaseDuration, "shard-lease-duration", sh.LeaseDuration, "how long after a replica stops renewing its Lease the others take its parents")
-	f.DurationVar(&o.sharding.RenewDeadline, "shard-renew-deadline", sh.RenewDeadline, "how long a replica goes on syncing without renewing its Lease (less than --shard-lease-duration)")
-	f.DurationVar(&o.sharding.RenewInterval, "shard-renew-interval", sh.RenewInterval, "how often a replica renews its Lease")
+	f.DurationVar(&o.sharding.RenewDeadline, "shard-renew-deadline", sh.RenewDeadline, "how long a replica goes on syncing without renewing its Lease (at most 90% of --shard-lease-duration)")
+	f.DurationVar(&o.sharding.RenewInterval, "shard-renew-interval", sh.RenewInterval, "how often a replica renews its Lease (less than --shard-renew-deadline)")
 	o.webhook.add(f)
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text (klog) or json (one object per line)")
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
@@ -97,6 +98,26 @@ Deployments set it to the container's memory limit) unless $GOMEMLIMIT is set.`,
 	f.AddGoFlag(klogFlags.Lookup("v"))
 	o.verbosity = klogFlags.Lookup("v").Value
 	return cmd
+}
+
+// checkShardTimings refuses the shard Lease timings a replica cannot work with: the Lease
+// advertises its duration in whole seconds, and the others count with that; a replica writes
+// for at most 90 % of it after a renewal (the write fence), so a renew deadline beyond that
+// would have it sync slots it may not write, and a duration under a second would refuse every
+// write; it renews every interval, more often than its deadline.
+func checkShardTimings(sh operator.Sharding) error {
+	advertised := sh.LeaseDuration.Truncate(time.Second)
+	switch {
+	case advertised < time.Second:
+		return fmt.Errorf("--shard-lease-duration (%s) must be at least 1s: a Lease says its duration in whole seconds", sh.LeaseDuration)
+	case sh.RenewDeadline > advertised-advertised/10:
+		return fmt.Errorf("--shard-renew-deadline (%s) must be at most 90%% of --shard-lease-duration in whole seconds (%s)", sh.RenewDeadline, advertised-advertised/10)
+	case sh.RenewInterval <= 0:
+		return fmt.Errorf("--shard-renew-interval (%s) must be more than 0", sh.RenewInterval)
+	case sh.RenewInterval >= sh.RenewDeadline:
+		return fmt.Errorf("--shard-renew-interval (%s) must be less than --shard-renew-deadline (%s)", sh.RenewInterval, sh.RenewDeadline)
+	}
+	return nil
 }
 
 func (o *runOptions) run(ctx context.Context) error {
@@ -119,8 +140,11 @@ func (o *runOptions) run(ctx context.Context) error {
 		return errors.New("--shards=auto and --leader-elect exclude each other: sharded replicas all reconcile, each its share")
 	case o.shards == "auto" && o.policyNamespace == "":
 		return errors.New("--shards=auto needs --policy-namespace: the replicas' Leases and slot table live there")
-	case o.shards == "auto" && o.sharding.RenewDeadline >= o.sharding.LeaseDuration:
-		return fmt.Errorf("--shard-renew-deadline (%s) must be less than --shard-lease-duration (%s)", o.sharding.RenewDeadline, o.sharding.LeaseDuration)
+	}
+	if o.shards == "auto" {
+		if err := checkShardTimings(o.sharding); err != nil {
+			return err
+		}
 	}
 	cfg, err := o.cluster.restConfig("metacel/" + version)
 	if err != nil {

@@ -57,3 +57,58 @@ func TestRunRefusesWithoutANamespaceForItsRecords(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesShardTimingsThatCannotWork: a sharded replica refuses, before it reaches the
+// cluster, Lease timings under which it would refuse every write (a Lease under a second,
+// advertised as 0 s), sync slots it may no longer write (a renew deadline past 90 % of the
+// Lease), or never renew in time (an interval of 0, or not under the deadline).
+func TestRunRefusesShardTimingsThatCannotWork(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // "" when the flags are accepted (the run then fails on the kubeconfig)
+	}{
+		{name: "the defaults"},
+		{
+			name: "a Lease of a second",
+			args: []string{"--shard-lease-duration=1s", "--shard-renew-deadline=900ms", "--shard-renew-interval=300ms"},
+		},
+		{
+			name:    "a Lease under a second",
+			args:    []string{"--shard-lease-duration=900ms", "--shard-renew-deadline=600ms", "--shard-renew-interval=200ms"},
+			wantErr: "--shard-lease-duration (900ms) must be at least 1s",
+		},
+		{
+			name:    "a renew deadline past 90% of the Lease's whole seconds",
+			args:    []string{"--shard-lease-duration=10.5s", "--shard-renew-deadline=9500ms"},
+			wantErr: "--shard-renew-deadline (9.5s) must be at most 90% of --shard-lease-duration in whole seconds (9s)",
+		},
+		{
+			name:    "a renew deadline of the Lease's duration",
+			args:    []string{"--shard-lease-duration=10s", "--shard-renew-deadline=10s"},
+			wantErr: "--shard-renew-deadline (10s) must be at most 90%",
+		},
+		{
+			name:    "a renew interval of 0",
+			args:    []string{"--shard-renew-interval=0s"},
+			wantErr: "--shard-renew-interval (0s) must be more than 0",
+		},
+		{
+			name:    "a renew interval of the deadline",
+			args:    []string{"--shard-renew-deadline=5s", "--shard-renew-interval=5s"},
+			wantErr: "--shard-renew-interval (5s) must be less than --shard-renew-deadline (5s)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run", "--policy-namespace=metacel-system", "--shards=auto", "--kubeconfig", "/nonexistent/kubeconfig"}, tt.args...)
+			_, _, err := runCLI(t, args...)
+			switch {
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+			case tt.wantErr == "" && (err == nil || !strings.Contains(err.Error(), "kubeconfig")):
+				t.Fatalf("got %v, want the flags accepted and the missing kubeconfig refused", err)
+			}
+		})
+	}
+}
