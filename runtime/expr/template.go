@@ -384,3 +384,32 @@ func atStep(step any, err error) error {
 	}
 	return &FieldError{steps: []any{step}, Err: err}
 }
+
+// Sources are the expressions of the template, in the order of its fields (sorted keys, list
+// order), each as written.
+func (t *Template) Sources() []string {
+	var out []string
+	var walk func(n tnode)
+	walk = func(n tnode) {
+		switch n := n.(type) {
+		case exprNode:
+			out = append(out, n.p.Source)
+		case interpNode:
+			for _, p := range n {
+				if p.prg != nil {
+					out = append(out, p.prg.Source)
+				}
+			}
+		case mapNode:
+			for _, v := range n.vals {
+				walk(v)
+			}
+		case listNode:
+			for _, v := range n {
+				walk(v)
+			}
+		}
+	}
+	walk(t.root)
+	return out
+}

@@ -127,12 +127,28 @@ func (c *conversionCompiler) conversionPart(env *expr.Env, tmpl any, path, part 
 		c.fail(at, err)
 		return nil
 	}
+	if part == "status" {
+		c.checkStatusGuarded(env, t, at)
+	}
 	if m, ok := tmpl.(map[string]any); ok && part == "spec" {
 		to.CheckTemplate(map[string]any{"spec": m}, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
 	} else if ok {
 		to.CheckStatusTemplate(m, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
 	}
 	return t
+}
+
+// checkStatusGuarded refuses a status template that reads the parent's status without a guard:
+// a parent has none when it is created (its status is written after), so its conversion, on a
+// create or a read at the other version, would fail ("no such key: status") for every new parent.
+func (c *conversionCompiler) checkStatusGuarded(env *expr.Env, t *expr.Template, at string) {
+	for _, src := range t.Sources() {
+		if env.SelectsUnguarded(src, "parent", "status") {
+			c.errorf(at, "%q reads parent.status, which a new parent does not have until its status is written: "+
+				"every conversion of one would fail; read it optionally, e.g. \"${parent.?status.?phase}\" (a field left out when absent), "+
+				"or guard it with has(parent.status)", src)
+		}
+	}
 }
 
 // checkLossless checks that a conversion carries every field of the version it reads: read by

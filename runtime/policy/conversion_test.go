@@ -62,3 +62,38 @@ func TestAConversionIsTypedAndLosesNothing(t *testing.T) {
 		t.Errorf("the example does not load: %v", err)
 	}
 }
+
+// A status conversion that reads the parent's status without a guard loaded, and failed for every
+// parent without one: every new parent, whose status is written after it is created ("no such
+// key: status" on each create or read at the other version).
+func TestAStatusConversionMustNotFailOnANewParent(t *testing.T) {
+	data, err := os.ReadFile("../conversion/testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	withStatus := func(read string) string {
+		s := strings.Replace(string(data), "    versions:\n", "    status:\n      phase: string\n    versions:\n", 1)
+		s = strings.Replace(s, "          image: {type: string, required: true}\n        toHub:\n",
+			"          image: {type: string, required: true}\n        status:\n          state: string\n        toHub:\n          status:\n            phase: "+read+"\n", 1)
+		return strings.Replace(s, "          keep: [spec.template.pullPolicy]\n",
+			"          status:\n            state: ${parent.?status.?phase}\n          keep: [spec.template.pullPolicy]\n", 1)
+	}
+	tests := []struct {
+		name, read, want string
+	}{
+		{"read plainly", "${parent.status.state}", `spec.parentSchema.versions[0].toHub.status: "parent.status.state" reads parent.status, which a new parent does not have`},
+		{"read optionally", "${parent.?status.?state}", ""},
+		{"guarded by has()", `"${has(parent.status) && has(parent.status.state) ? parent.status.state : ''}"`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load("cache.yaml", []byte(withStatus(tc.read)), kinds.NewCatalog())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("Load() error = %v, want none", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("Load() error = %v\nwant it to say %q", err, tc.want)
+			}
+		})
+	}
+}
