@@ -322,15 +322,24 @@ func admittedChild(t *testing.T, desired *unstructured.Unstructured, op string, 
 }
 
 // takeOver is obj after another writer's update of one of the fields metacel set (path, to
-// value): the field is that writer's now.
+// value): the field is that writer's now, and metacel's entry keeps no object left empty by it,
+// as the API server's managed fields keep none.
 func takeOver(obj *unstructured.Unstructured, value string, path ...string) {
 	_ = unstructured.SetNestedField(obj.Object, value, path...)
 	entry := obj.Object["metadata"].(map[string]any)["managedFields"].([]any)[0].(map[string]any)
-	fields := entry["fieldsV1"].(map[string]any)
-	for _, k := range path[:len(path)-1] {
-		fields = fields["f:"+k].(map[string]any)
+	var drop func(fields map[string]any, path []string)
+	drop = func(fields map[string]any, path []string) {
+		k := "f:" + path[0]
+		if len(path) > 1 {
+			sub := fields[k].(map[string]any)
+			drop(sub, path[1:])
+			if len(sub) > 0 {
+				return
+			}
+		}
+		delete(fields, k)
 	}
-	delete(fields, "f:"+path[len(path)-1])
+	drop(entry["fieldsV1"].(map[string]any), path)
 }
 
 // A mutating webhook rewrites a field metacel sets (an image tag pinned to a digest): the stored

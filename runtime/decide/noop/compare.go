@@ -60,7 +60,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 			if !isZero(dv) {
 				return true
 			}
-		case !satisfied(dv, ov, root.field(k), sub) && !own.admitted(k, dv):
+		case !satisfied(dv, ov, root.field(k), sub) && !own.admitted(k):
 			return true
 		}
 	}
@@ -88,7 +88,7 @@ func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkee
 			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv) {
+			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k) {
 				return false
 			}
 		}
@@ -108,7 +108,7 @@ func stringsSatisfied(desired, observed any, skip func(string) bool, own owned) 
 		if !ok && isZero(dv) {
 			continue
 		}
-		if !ok || !sameScalar(dv, ov, nil) && !own.admitted(k, dv) {
+		if !ok || !sameScalar(dv, ov, nil) && !own.admitted(k) {
 			return false
 		}
 	}
@@ -160,16 +160,15 @@ func (o owned) owns(k string) bool {
 	return ok
 }
 
-// admitted reports whether field k, desired as dv, holds whatever its value what admission made
-// of metacel's last write of the desired content: that write was of the desired content
-// (admits), and metacel owns the field whole: a scalar, or a list owned as one value, with no
-// entries of its own (an object's fields are each judged alone). Another writer's change of the
-// value would have taken the field over.
-func (o owned) admitted(k string, dv any) bool {
+// admitted reports whether field k holds, whatever its value, what admission made of metacel's
+// last write of the desired content: that write was of the desired content (admits), and metacel
+// owns the field whole: a scalar, or a list or an object owned as one value (atomic, as a
+// container's env valueFrom.secretKeyRef), with no entries of its own; the fields of an object
+// owned field by field are each judged alone, and the managed fields keep no empty entry of one
+// whose fields others took over. Another writer's change of the value would have taken the field
+// over.
+func (o owned) admitted(k string) bool {
 	if !o.admits || !o.known {
-		return false
-	}
-	if _, isObject := dv.(map[string]any); isObject {
 		return false
 	}
 	sub, ok := o.fields["f:"+k].(map[string]any)
@@ -211,7 +210,7 @@ func satisfied(desired, observed any, n *node, own owned) bool {
 			if n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv) {
+			if !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k) {
 				return false
 			}
 		}

@@ -449,6 +449,18 @@ func TestContentNeedsApplyLeavesWhatAdmissionMadeOfItsWrite(t *testing.T) {
 		{"admission rewrote an env value, in an item metacel owns: no change", func(_, o map[string]any) {
 			put(o, "2.0", app("env", 0, "value")...)
 		}, true, false},
+		{"admission rewrote a secretKeyRef, an object metacel owns whole: no change", func(d, o map[string]any) {
+			ref := func(name string) map[string]any {
+				return map[string]any{"secretKeyRef": map[string]any{"name": name, "key": "count"}}
+			}
+			delete(at(d, app("env", 1)...).(map[string]any), "value")
+			delete(at(o, app("env", 1)...).(map[string]any), "value")
+			put(d, ref("counts"), app("env", 1, "valueFrom")...)
+			put(o, ref("counts-pinned"), app("env", 1, "valueFrom")...)
+			owned := at(o, appOwned("f:env", `k:{"name":"COUNT"}`)...).(map[string]any)
+			delete(owned, "f:value")
+			owned["f:valueFrom"] = map[string]any{"f:secretKeyRef": map[string]any{}}
+		}, true, false},
 		{"an env item another writer took over, its value changed: a change", func(_, o map[string]any) {
 			put(o, "2.0", app("env", 0, "value")...)
 			delete(at(o, appOwned("f:env")...).(map[string]any), `k:{"name":"VERSION"}`)
