@@ -6,9 +6,10 @@
 // The policy set (policyset.go) is driven by one goroutine: each source snapshot, and each CRD
 // change, reconciles it. A new or changed unit is compiled off to the side; a unit that fails
 // keeps its last good policies. Conflicts (one name, or one parent resource, claimed twice) go to
-// the policy that ran first, as the cluster says, the same in every process (its rollout record's
-// unit, the age of its ledger Lease; else the unit whose name sorts first: inClaimOrder). A policy whose resources are not served yet waits for a CRD change. A
-// new unit's informers start before it compiles (warmInformers), so that they list meanwhile. A
+// the policy that runs, else as the cluster says, the same in every process (conflicts.go: its
+// rollout record, the age of its ledger Lease, else the unit whose name sorts first). A policy
+// whose resources are not served yet waits for a CRD change. A new unit's informers start before
+// it compiles (warmInformers), so that they list meanwhile. A
 // changed policy's new controller acquires its informers before the old one is stopped, so that
 // informers shared between them never stop and re-list; the old one keeps syncing until the new
 // one's caches have synced, and stops before the new one's workers start (no gap, no overlap).
