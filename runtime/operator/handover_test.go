@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
@@ -71,14 +72,18 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 // lists it never syncs.
 const unsyncable = "secrets"
 
-// handOverSet is a policy set on a fake cluster of namespaces and ConfigMaps, where listing the
-// resource unsyncable fails.
-func handOverSet(t *testing.T) *policySet {
+// handOverSet is a policy set on a fake cluster of namespaces and ConfigMaps (objects), where
+// listing the resource unsyncable fails.
+func handOverSet(t *testing.T, objects ...runtime.Object) *policySet {
 	t.Helper()
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
 		{Version: "v1", Resource: "namespaces"}: "NamespaceList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
 		{Version: "v1", Resource: unsyncable}: "SecretList",
-	})
+	}, objects...)
 	client.PrependReactor("list", unsyncable, func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("forbidden, say")
 	})

@@ -2,7 +2,6 @@ package operator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -17,16 +16,11 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
-	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 
-	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/controller"
 	"metacel.dev/metacel/runtime/hashslot"
-	"metacel.dev/metacel/runtime/informers"
-	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/shard"
 	"metacel.dev/metacel/runtime/source"
 )
@@ -155,28 +149,11 @@ func TestAnOldVersionThatStillSyncsFollowsTheSlots(t *testing.T) {
 	}
 }
 
-// shardedSet is a sharded policy set on a fake cluster of objects (namespaces, ConfigMaps),
-// where listing the resource unsyncable fails; it holds no slot.
+// shardedSet is a sharded policy set on a fake cluster of objects (handOverSet's); it holds no
+// slot.
 func shardedSet(t *testing.T, objects ...runtime.Object) *policySet {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(scheme, map[schema.GroupVersionResource]string{
-		{Version: "v1", Resource: "namespaces"}: "NamespaceList", {Version: "v1", Resource: "configmaps"}: "ConfigMapList",
-		{Version: "v1", Resource: unsyncable}: "SecretList",
-	}, objects...)
-	client.PrependReactor("list", unsyncable, func(k8stesting.Action) (bool, runtime.Object, error) {
-		return true, nil, errors.New("forbidden, say")
-	})
-	reg := prometheus.NewRegistry()
-	deps := controller.Deps{
-		Mapper: kinds.NewCatalog(), Pool: informers.NewPool(t.Context(), client, nil),
-		Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
-	}
-	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
-	t.Cleanup(s.stopAll)
+	s := handOverSet(t, objects...)
 	s.shards = &shards{identity: "me", metrics: newShardMetrics(prometheus.NewRegistry(), "me"),
 		reports: func() map[string]string { return nil }, allows: func(int) bool { return true }}
 	return s
