@@ -301,7 +301,7 @@ func admittedChild(t *testing.T, desired *unstructured.Unstructured, op string, 
 	c := desired.DeepCopy()
 	c.SetUID("c-1")
 	c.SetResourceVersion(fmt.Sprint(rv))
-	_ = unstructured.SetNestedField(c.Object, "docker.io/library/nginx@sha256:abc", "data", "image")
+	_ = unstructured.SetNestedField(c.Object, "nginx@sha256:abc", "data", "image")
 	_ = unstructured.SetNestedField(c.Object, "A", "metadata", "labels", "team")
 	labels, annotations := map[string]any{}, map[string]any{}
 	for k := range c.GetLabels() {
