@@ -60,7 +60,7 @@ func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured,
 			if !isZero(dv) {
 				return true
 			}
-		case !satisfied(dv, ov, root.field(k), sub) && !own.admitted(k):
+		case !satisfied(dv, ov, root.field(k), sub) && !own.admitted(k, dv, root.field(k)):
 			return true
 		}
 	}
@@ -88,7 +88,7 @@ func contentMetadataSatisfied(desired, observed any, n *node, own owned, bookkee
 			if !ok && isZero(dv) || n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k) {
+			if !ok || !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv, n.field(k)) {
 				return false
 			}
 		}
@@ -108,7 +108,7 @@ func stringsSatisfied(desired, observed any, skip func(string) bool, own owned) 
 		if !ok && isZero(dv) {
 			continue
 		}
-		if !ok || !sameScalar(dv, ov, nil) && !own.admitted(k) {
+		if !ok || !sameScalar(dv, ov, nil) && !own.admitted(k, dv, nil) {
 			return false
 		}
 	}
@@ -160,16 +160,24 @@ func (o owned) owns(k string) bool {
 	return ok
 }
 
-// admitted reports whether field k holds, whatever its value, what admission made of metacel's
-// last write of the desired content: that write was of the desired content (admits), and metacel
-// owns the field whole: a scalar, or a list or an object owned as one value (atomic, as a
-// container's env valueFrom.secretKeyRef), with no entries of its own; the fields of an object
-// owned field by field are each judged alone, and the managed fields keep no empty entry of one
-// whose fields others took over. Another writer's change of the value would have taken the field
-// over.
-func (o owned) admitted(k string) bool {
+// admitted reports whether field k, desired as dv, of schema n (nil: unknown), holds whatever its
+// value what admission made of metacel's last write of the desired content: that write was of the
+// desired content (admits), and metacel owns the field whole: a scalar, or a list the schema says
+// is atomic (one value), with no entries of its own. Another writer's change of the value takes
+// the field over. Not an object, nor a list of another or unknown type: their entry in metacel's
+// managed fields may be left empty when others took every field of them over (a map metacel
+// created keeps its own entry), which would read as owned whole.
+func (o owned) admitted(k string, dv any, n *node) bool {
 	if !o.admits || !o.known {
 		return false
+	}
+	switch dv.(type) {
+	case map[string]any:
+		return false
+	case []any:
+		if n == nil || n.list != listAtomic {
+			return false
+		}
 	}
 	sub, ok := o.fields["f:"+k].(map[string]any)
 	return ok && len(sub) == 0
@@ -210,7 +218,7 @@ func satisfied(desired, observed any, n *node, own owned) bool {
 			if n.readsZeroAsUnset(k, dv) && own.owns(k) {
 				continue
 			}
-			if !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k) {
+			if !satisfied(dv, ov, n.field(k), own.field(k)) && !own.admitted(k, dv, n.field(k)) {
 				return false
 			}
 		}
