@@ -17,7 +17,7 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 )
 
-// checkAPIValidation refuses at load a template of a built-in kind whose literal values the API
+// apiValidation refuses at load a template of a built-in kind whose literal values the API
 // server's validation of the kind refuses (runtime/apivalidation): a literal name too long, a
 // label value with '@', port 80800, a six-field schedule, a literal selector that does not select
 // the template's literal labels. Each error is reported at the line of the literal that causes it.
@@ -25,7 +25,7 @@ import (
 // Validation needs an object: the template's expressions are stood in for (probe), and an error
 // is the template's only when nothing an expression gives could make it go away (templateError).
 // What the expressions give is checked at render.
-func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds.ObjectSchema) {
+func (c *checker) apiValidation(tmpl map[string]any, path string, s *kinds.ObjectSchema) {
 	obj := &unstructured.Unstructured{Object: tmpl}
 	if !apivalidation.Knows(obj.GroupVersionKind()) {
 		return
@@ -34,8 +34,8 @@ func (c *compiler) checkAPIValidation(tmpl map[string]any, path string, s *kinds
 	p := &probe{types: types}
 	content, _ := p.value(tmpl, root, "")
 	probed := &unstructured.Unstructured{Object: content.(map[string]any)}
-	if info, ok := c.templateKind(tmpl); ok && !info.Namespaced {
-		probed.SetNamespace("") // checkPlacement says so, with metacel's fix
+	if info, ok := templateKind(c.m, tmpl); ok && !info.Namespaced {
+		probed.SetNamespace("") // placement says so, with metacel's fix
 	}
 	errs := apivalidation.Validate(probed)
 	reported := map[string]bool{}

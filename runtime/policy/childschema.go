@@ -22,8 +22,8 @@ var childEntryFields = map[string]bool{
 
 // schemaOfChild returns the resource of a template's literal kind and its schema; ok is false when
 // the kind is a ${} template, unknown, or has no known schema.
-func (c *compiler) schemaOfChild(tmpl map[string]any, allowed map[schema.GroupVersionResource]ChildResourceInfo) (*kinds.ObjectSchema, bool) {
-	info, ok := c.templateKind(tmpl)
+func schemaOfChild(m kinds.Mapper, tmpl map[string]any, allowed map[schema.GroupVersionResource]ChildResourceInfo) (*kinds.ObjectSchema, bool) {
+	info, ok := templateKind(m, tmpl)
 	if !ok {
 		return nil, false
 	}
@@ -31,14 +31,11 @@ func (c *compiler) schemaOfChild(tmpl map[string]any, allowed map[schema.GroupVe
 	return res.ObjectSchema, ok && res.ObjectSchema != nil
 }
 
-// checkChildSchema checks a template child against the schema of its kind
+// childSchema checks a template child against the schema of its kind
 // (kinds.ObjectSchema.CheckTemplate), its ${} strings as templateCheck says.
-func (c *compiler) checkChildSchema(tmpl map[string]any, path string, env *expr.Env, s *kinds.ObjectSchema) {
-	s.CheckTemplate(tmpl, path, newTemplateCheck(c, env, s), c.reportSchemaProblem)
+func (c *checker) childSchema(tmpl map[string]any, path string, env *expr.Env, s *kinds.ObjectSchema) {
+	s.CheckTemplate(tmpl, path, newTemplateCheck(c.loadErrors, env, s), c.reportSchemaProblem)
 }
-
-// reportSchemaProblem reports a problem the walk of a template found, at its path.
-func (c *compiler) reportSchemaProblem(path, msg string) { c.errorf(path, "%s", msg) }
 
 // templateCheck is what the walk of a template against the schema of its kind asks of policy,
 // which knows the template language (kinds.Template): a string with ${} in it holds an
@@ -46,18 +43,20 @@ func (c *compiler) reportSchemaProblem(path, msg string) { c.errorf(path, "%s", 
 // the field's are known (dyn passes, unless it may be a string where none goes), another string
 // with ${} in it is a string; a field of the child entry written in its template says so.
 type templateCheck struct {
-	c *compiler
+	errs *loadErrors
 	// env compiles a template's whole-value expressions; nil checks none
 	env   *expr.Env
 	types *smdschema.Schema
 }
 
-func newTemplateCheck(c *compiler, env *expr.Env, s *kinds.ObjectSchema) *templateCheck {
+func newTemplateCheck(errs *loadErrors, env *expr.Env, s *kinds.ObjectSchema) *templateCheck {
 	types, _ := s.Types()
-	return &templateCheck{c: c, env: env, types: types}
+	return &templateCheck{errs: errs, env: env, types: types}
 }
 
-func (t *templateCheck) errorf(path, format string, args ...any) { t.c.errorf(path, format, args...) }
+func (t *templateCheck) errorf(path, format string, args ...any) {
+	t.errs.errorf(path, format, args...)
+}
 
 // HoldsExpression reports whether a template string holds ${}.
 func (t *templateCheck) HoldsExpression(s string) bool { return strings.Contains(s, "${") }

@@ -11,12 +11,19 @@ import (
 
 // builtinKindTypes holds the CEL type of each built-in kind typed so far, by GroupVersionKind:
 // client-go's schema, which types them, is the same for the life of the process. A custom kind's
-// type is built once per load (compiler.kindTypes), as its CRD may change between loads.
+// type is built once per load (kindTyper), as its CRD may change between loads.
 var builtinKindTypes sync.Map // schema.GroupVersionKind → *expr.ObjectType (nil: cannot type CEL)
+
+// kindTyper types the ids of `children` and `related` by the kinds of their objects, for one
+// load: each kind's CEL type is built once, from its CRD's schema or client-go's.
+type kindTyper struct {
+	m     kinds.Mapper
+	types map[schema.GroupVersionKind]*expr.ObjectType
+}
 
 // childID declares a child entry's id in `children`: a list for a forEach or expression child,
 // typed by the kind of a template child where it is known (childType).
-func (c *compiler) childID(ch Child, allowed map[schema.GroupVersionResource]ChildResourceInfo) expr.ObjectID {
+func (c *kindTyper) childID(ch Child, allowed map[schema.GroupVersionResource]ChildResourceInfo) expr.ObjectID {
 	id := expr.ObjectID{List: ch.ForEach != "" || ch.Expression != ""}
 	if ch.Template != nil {
 		id.Type = c.childType(ch.Template, allowed)
@@ -28,7 +35,7 @@ func (c *compiler) childID(ch Child, allowed map[schema.GroupVersionResource]Chi
 // of its resource where the mapper knows it and its schema (a built-in kind, a custom resource
 // with its CRD); dyn otherwise (a guessed resource, whose version related() reports when it is
 // wrong).
-func (c *compiler) relatedID(r Related) expr.ObjectID {
+func (c *kindTyper) relatedID(r Related) expr.ObjectID {
 	id := expr.ObjectID{List: r.Selector != nil}
 	info := kinds.LookupResource(c.m, gvr(r.APIVersion, r.Resource))
 	if info.Guessed {
@@ -45,8 +52,8 @@ func (c *compiler) relatedID(r Related) expr.ObjectID {
 // childType returns the CEL type of a template's literal kind, when it is an allowed child
 // resource the mapper knows and its schema is known; nil (dyn) otherwise: a ${} kind, a guessed
 // resource, an aggregated API.
-func (c *compiler) childType(tmpl map[string]any, allowed map[schema.GroupVersionResource]ChildResourceInfo) *expr.ObjectType {
-	info, ok := c.templateKind(tmpl)
+func (c *kindTyper) childType(tmpl map[string]any, allowed map[schema.GroupVersionResource]ChildResourceInfo) *expr.ObjectType {
+	info, ok := templateKind(c.m, tmpl)
 	if !ok {
 		return nil
 	}
@@ -61,9 +68,9 @@ func (c *compiler) childType(tmpl map[string]any, allowed map[schema.GroupVersio
 // schema for a custom resource, from client-go's for a built-in kind (once per process); nil when
 // neither is known or the schema cannot type CEL, which leaves the child dyn (the template's
 // own check against the schema reports what is wrong with it).
-func (c *compiler) kindType(res ChildResourceInfo) *expr.ObjectType {
+func (c *kindTyper) kindType(res ChildResourceInfo) *expr.ObjectType {
 	gvk := res.GVK()
-	if t, ok := c.kindTypes[gvk]; ok {
+	if t, ok := c.types[gvk]; ok {
 		return t
 	}
 	var t *expr.ObjectType
@@ -73,10 +80,10 @@ func (c *compiler) kindType(res ChildResourceInfo) *expr.ObjectType {
 	case res.ObjectSchema != nil:
 		t = builtinKindType(gvk, res)
 	}
-	if c.kindTypes == nil {
-		c.kindTypes = map[schema.GroupVersionKind]*expr.ObjectType{}
+	if c.types == nil {
+		c.types = map[schema.GroupVersionKind]*expr.ObjectType{}
 	}
-	c.kindTypes[gvk] = t
+	c.types[gvk] = t
 	return t
 }
 

@@ -92,14 +92,16 @@ var looseParent = func() *apiservercel.DeclType {
 // compile compiles a validated policy document: it resolves its resources and compiles and
 // type-checks every expression, collecting every error with its file, line and field path.
 func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
-	c := &compiler{src: doc.Source, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
+	errs := &loadErrors{src: doc.Source}
+	c := &compiler{loadErrors: errs, spec: &doc.Policy.Spec, m: m, reads: &expr.Reads{}}
 	out := &Compiled{Policy: doc.Policy, Source: doc.Source, ParentSelector: c.spec.ParentResource.LabelSelector}
 	known := c.parent()
 	parent, crd, err := declaredParent(doc, known)
 	out.Parent = parent
 	out.ParentNumbers = expr.NumbersOf(parent.Schema)
 	// a scope the policy declares for a parent nothing serves yet decides as a known one does
-	c.scopeKnown = !parent.Guessed || (known.Guessed && err == nil && doc.Policy.Spec.ParentSchema != nil)
+	scopeKnown := !parent.Guessed || (known.Guessed && err == nil && doc.Policy.Spec.ParentSchema != nil)
+	c.check = &checker{loadErrors: errs, spec: c.spec, m: m, scopeKnown: scopeKnown}
 	c.errs = append(c.errs, Errors(err)...)
 	out.ChildResources = c.childResources()
 	if r := c.spec.ResyncPeriodSeconds; r != nil {
@@ -110,7 +112,7 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	}
 	out.Related = c.related()
 	out.Confinement = c.confinement()
-	c.checkRelatedNamespaces(out.Parent)
+	c.check.relatedNamespaces(out.Parent)
 	out.Validations = c.validations()
 	out.Rollout = c.rollout()
 	out.Variables = c.variables()
@@ -119,9 +121,9 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	out.Status = c.status()
 	out.ReadyWhen = c.program(c.mainEnv, c.spec.ReadyWhen, "spec.readyWhen", expr.WantBool)
 	out.Conditions = c.conditions()
-	out.Conversion = (&conversionCompiler{c}).conversion(crd)
-	c.checkStatusSchema(out.Parent)
-	c.checkStatusTypes(out.Parent)
+	out.Conversion = (&conversionCompiler{errs, c.spec}).conversion(crd)
+	c.check.statusSchema(out.Parent)
+	c.check.statusTypes(out.Parent, c.mainEnv)
 	if err := c.errs.Err(); err != nil {
 		return nil, err
 	}
@@ -131,13 +133,14 @@ func compile(doc *Document, m kinds.Mapper) (*Compiled, error) {
 	return out, nil
 }
 
+// compiler compiles one policy document: its resources, environments and expressions. What the
+// API server or the run time would refuse for every parent, written literally, is its checker's
+// (check); both report to one list of the load's errors.
 type compiler struct {
-	src  *Source
-	spec *Spec
-	m    kinds.Mapper
-	errs ErrorList
-	// scopeKnown is true when the parent's scope is known: served, or declared by parentSchema
-	scopeKnown bool
+	*loadErrors
+	spec  *Spec
+	m     kinds.Mapper
+	check *checker
 	// reads records what the expressions of a sync may read (not the rollout's health rule)
 	reads *expr.Reads
 
@@ -147,8 +150,6 @@ type compiler struct {
 	// children need them from readyScope
 	readyEnvs  map[*expr.ObjectType]*expr.Env
 	readyScope expr.Scope
-	// kindTypes are the CEL types of the children's kinds, built once per load (kindType)
-	kindTypes map[schema.GroupVersionKind]*expr.ObjectType
 	// looseValidationEnv types an untyped parent's metadata (spec and status stay dyn), to find
 	// a validation that can return no bool
 	looseValidationEnv *expr.Env
@@ -157,21 +158,30 @@ type compiler struct {
 	vars  []expr.Var
 }
 
-func (c *compiler) errorf(path, format string, args ...any) {
-	c.errs = append(c.errs, c.src.Errorf(path, format, args...))
+// loadErrors collects the errors of one policy's load, each at its file, line and field path.
+type loadErrors struct {
+	src  *Source
+	errs ErrorList
+}
+
+func (e *loadErrors) errorf(path, format string, args ...any) {
+	e.errs = append(e.errs, e.src.Errorf(path, format, args...))
 }
 
 // fail records a compile error; a template's PathErrors each keep their own path.
-func (c *compiler) fail(path string, err error) {
+func (e *loadErrors) fail(path string, err error) {
 	var pe expr.PathErrors
 	if errors.As(err, &pe) {
-		for _, e := range pe {
-			c.errorf(e.Path, "%v", e.Err)
+		for _, p := range pe {
+			e.errorf(p.Path, "%v", p.Err)
 		}
 		return
 	}
-	c.errorf(path, "%v", err)
+	e.errorf(path, "%v", err)
 }
+
+// reportSchemaProblem reports a problem the walk of a template against its schema found, at its path.
+func (e *loadErrors) reportSchemaProblem(path, msg string) { e.errorf(path, "%s", msg) }
 
 func gvr(apiVersion, resource string) schema.GroupVersionResource {
 	gv, _ := schema.ParseGroupVersion(apiVersion) // validated before
@@ -241,13 +251,14 @@ func (c *compiler) scopes(parent kinds.Info, allowed map[schema.GroupVersionReso
 		}
 		base.Parent = t
 	}
+	typer := &kindTyper{m: c.m}
 	related := map[string]expr.ObjectID{}
 	for _, r := range c.spec.Related {
-		related[r.ID] = c.relatedID(r)
+		related[r.ID] = typer.relatedID(r)
 	}
 	children := map[string]expr.ObjectID{}
 	for _, ch := range c.spec.Children {
-		children[ch.ID] = c.childID(ch, allowed)
+		children[ch.ID] = typer.childID(ch, allowed)
 	}
 	c.parentEnv = c.env(base)
 	base.Related = related
@@ -426,7 +437,7 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 			env = c.eachEnv(cc.ForEach)
 		}
 		cc.Expression = c.program(env, ch.Expression, path+".expression", expr.WantObjects)
-		if info, ok := c.templateKind(ch.Template); ok && ch.Template != nil {
+		if info, ok := templateKind(c.m, ch.Template); ok && ch.Template != nil {
 			cc.Numbers = typedNumbers(c.scope.Children[ch.ID].Type, allowed[info.GVR].Schema)
 		}
 		if ch.Template != nil && env != nil {
@@ -435,55 +446,13 @@ func (c *compiler) children(parent kinds.Info, allowed map[schema.GroupVersionRe
 				c.fail(path+".template", err)
 			}
 			cc.Template = t
-			c.checkKind(ch.Template, path+".template", allowed)
-			c.checkReserved(ch.Template, path+".template")
-			c.checkBase64(ch.Template, path+".template")
-			if s, ok := c.schemaOfChild(ch.Template, allowed); ok {
-				before := len(c.errs)
-				c.checkChildSchema(ch.Template, path+".template", env, s)
-				if len(c.errs) == before { // validation reads an object that fits its schema
-					c.checkAPIValidation(ch.Template, path+".template", s)
-				}
-			}
+			c.check.template(ch.Template, path+".template", env, allowed)
 		}
-		c.checkPlacement(ch, path, parent)
+		c.check.placement(ch, path, parent)
 		out = append(out, cc)
 	}
-	c.checkSameObject()
+	c.check.sameObject()
 	return out
-}
-
-// checkSameObject rejects two template children that name one object literally (group, kind,
-// namespace and name, none a ${} template): every render would give the object twice and fail.
-func (c *compiler) checkSameObject() {
-	first := map[string]string{}
-	for i, ch := range c.spec.Children {
-		key, ok := literalObject(ch.Template)
-		if !ok || ch.IncludeWhen != "" || ch.ForEach != "" { // includeWhen may keep two apart (one Service or the other)
-			continue
-		}
-		path := fieldpath.Index("spec.children", i)
-		if at, seen := first[key]; seen {
-			c.errorf(path+".template.metadata.name", "names the same object as %s: each render would give it twice; give each child its own name", at)
-			continue
-		}
-		first[key] = path
-	}
-}
-
-// literalObject identifies the object a template names literally: its group, kind, namespace
-// and name, when none is a ${} template.
-func literalObject(tmpl map[string]any) (string, bool) {
-	apiVersion, _ := tmpl["apiVersion"].(string)
-	kind, _ := tmpl["kind"].(string)
-	meta, _ := tmpl["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	namespace, _ := meta["namespace"].(string)
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil || kind == "" || name == "" || strings.Contains(kind+name+namespace, "${") {
-		return "", false
-	}
-	return gv.Group + "/" + kind + "/" + namespace + "/" + name, true
 }
 
 // eachEnv declares `each` with the element type of the forEach list.
@@ -495,30 +464,6 @@ func (c *compiler) eachEnv(forEach *expr.Program) *expr.Env {
 		scope.Each = forEach.Out.Parameters()[0]
 	}
 	return c.env(scope)
-}
-
-// checkKind rejects at load a template whose literal apiVersion and kind are not an allowed
-// child resource.
-func (c *compiler) checkKind(tmpl map[string]any, path string, allowed map[schema.GroupVersionResource]ChildResourceInfo) {
-	apiVersion, ok1 := tmpl["apiVersion"].(string)
-	kind, ok2 := tmpl["kind"].(string)
-	if !ok1 || !ok2 || strings.Contains(apiVersion, "${") || strings.Contains(kind, "${") {
-		return
-	}
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		c.errorf(path+".apiVersion", "%q is not a valid apiVersion", apiVersion)
-		return
-	}
-	if why := kinds.Misnamed(c.m, gv.WithKind(kind)); why != "" {
-		c.errorf(path+".kind", "%s", why)
-		return
-	}
-	info := kinds.LookupKind(c.m, gv.WithKind(kind))
-	if _, ok := allowed[info.GVR]; !ok {
-		c.errorf(path+".kind", "%s %s (resource %q) is not listed in spec.childResources: add {apiVersion: %s, resource: %s}",
-			apiVersion, kind, info.GVR.Resource, apiVersion, info.GVR.Resource)
-	}
 }
 
 func (c *compiler) status() *expr.Template {

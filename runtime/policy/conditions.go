@@ -27,8 +27,8 @@ func (c *compiler) conditions() []CompiledCondition {
 			c.errorf(path, "more than %d conditions: with Synced and Ready, the parent's status would hold more than the %d its CRD allows (status.conditions' maxItems): merge some, or report them as status fields",
 				most, contract.MaxConditions)
 		}
-		c.checkConditionType(path+".type", cond.Type, seen)
-		c.checkLiteralCondition(path, cond)
+		c.check.conditionType(path+".type", cond.Type, seen)
+		c.check.literalCondition(path, cond)
 		seen[cond.Type] = path
 		if c.mainEnv == nil {
 			continue
@@ -44,9 +44,9 @@ func (c *compiler) conditions() []CompiledCondition {
 	return out
 }
 
-// checkConditionType checks a condition's type: a qualified name, not one the runtime writes,
+// conditionType checks a condition's type: a qualified name, not one the runtime writes,
 // not given twice.
-func (c *compiler) checkConditionType(path, t string, seen map[string]string) {
+func (c *checker) conditionType(path, t string, seen map[string]string) {
 	switch {
 	case t == "":
 		c.errorf(path, "a condition needs a type: one CamelCase word, such as DatabaseReady")
@@ -61,8 +61,8 @@ func (c *compiler) checkConditionType(path, t string, seen map[string]string) {
 	}
 }
 
-// checkLiteralCondition checks the status and reason of a condition where they hold no ${}.
-func (c *compiler) checkLiteralCondition(path string, cond Condition) {
+// literalCondition checks the status and reason of a condition where they hold no ${}.
+func (c *checker) literalCondition(path string, cond Condition) {
 	if !strings.Contains(cond.Status, "${") && !IsConditionStatus(cond.Status) {
 		c.errorf(path+".status", "%q is not a condition status: write True, False or Unknown, or a ${} template that gives one", cond.Status)
 	}

@@ -47,7 +47,8 @@ type CompiledDirection struct {
 // conversionCompiler compiles the conversions of a policy's parent versions: a type of its own,
 // beside the compiler of the policy's sync, whose errors it reports.
 type conversionCompiler struct {
-	*compiler
+	*loadErrors
+	spec *Spec
 }
 
 // versionConversionHint is the end of a message about a conversion between versions: what to write.
@@ -131,9 +132,9 @@ func (c *conversionCompiler) conversionPart(env *expr.Env, tmpl any, path, part 
 		c.checkStatusGuarded(env, t, at)
 	}
 	if m, ok := tmpl.(map[string]any); ok && part == "spec" {
-		to.CheckTemplate(map[string]any{"spec": m}, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
+		to.CheckTemplate(map[string]any{"spec": m}, path, newTemplateCheck(c.loadErrors, env, to), c.reportSchemaProblem)
 	} else if ok {
-		to.CheckStatusTemplate(m, path, newTemplateCheck(c.compiler, env, to), c.reportSchemaProblem)
+		to.CheckStatusTemplate(m, path, newTemplateCheck(c.loadErrors, env, to), c.reportSchemaProblem)
 	}
 	return t
 }
@@ -219,7 +220,7 @@ func CompileConversion(doc *Document) (*CompiledConversion, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &conversionCompiler{&compiler{src: doc.Source, spec: &doc.Policy.Spec}}
+	c := &conversionCompiler{&loadErrors{src: doc.Source}, &doc.Policy.Spec}
 	out := c.conversion(crd)
 	if err := c.errs.Err(); err != nil {
 		return nil, err

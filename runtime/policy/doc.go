@@ -11,8 +11,9 @@
 //     between children and childResources.
 //   - compile (Load's last step) type-checks and compiles every CEL expression and ${} template
 //     once (package expr), against the parent CRD's schema when one is known, so that a policy that
-//     loads never fails to compile later, and evaluation per sync does no parsing. It also rejects
-//     what the run time would reject for every parent and is written literally: a template child's
+//     loads never fails to compile later, and evaluation per sync does no parsing. Its checker
+//     (checks.go, a type of its own that compiles nothing) rejects what the API server or the run
+//     time would reject for every parent and is written literally: a template child's
 //     kind outside childResources; a literal namespace under a namespaced parent without
 //     crossNamespace; a cluster-scoped kind with a namespace, or under a namespaced parent without
 //     crossNamespace; a namespaced kind with no namespace under a cluster-scoped parent; a literal

@@ -11,11 +11,11 @@ import (
 	"metacel.dev/metacel/runtime/kinds"
 )
 
-// checkPlacement rejects at load a template child that the run time would reject for every
+// placement rejects at load a template child that the run time would reject for every
 // parent (render's place, reason InvalidChild), when what decides it is written literally: its
 // namespace, its kind's scope and the parent's scope. A scope the mapper only guessed decides
 // nothing, nor does a ${} template or an expression child, whose object is known only at run time.
-func (c *compiler) checkPlacement(ch Child, path string, parent kinds.Info) {
+func (c *checker) placement(ch Child, path string, parent kinds.Info) {
 	if ch.Template == nil {
 		return
 	}
@@ -23,7 +23,7 @@ func (c *compiler) checkPlacement(ch Child, path string, parent kinds.Info) {
 	ns := literalNamespace(ch.Template)
 	parentNamespaced := parent.Namespaced && c.scopeKnown
 	parentCluster := !parent.Namespaced && c.scopeKnown
-	child, kindKnown := c.templateKind(ch.Template)
+	child, kindKnown := templateKind(c.m, ch.Template)
 	if kindKnown && !child.Namespaced {
 		kind := child.GVK().GroupVersion().String() + " " + child.Kind
 		if ns != "" {
@@ -61,7 +61,7 @@ func (c *compiler) checkPlacement(ch Child, path string, parent kinds.Info) {
 // confinementFix returns, for a literal namespace that the policy's confinement rule (childNamespaces
 // or relatedNamespaces) can never allow, how to allow it, and "" when the rule may allow it: it
 // names it, names any ("*"), decides by expression or leaves it to a consent label.
-func (c *compiler) confinementFix(rule, ns string) string {
+func (c *checker) confinementFix(rule, ns string) string {
 	var r *NamespaceRule
 	if conf := c.spec.Confinement; conf != nil {
 		if rule == "childNamespaces" {
@@ -79,9 +79,9 @@ func (c *compiler) confinementFix(rule, ns string) string {
 	return fmt.Sprintf("add %q to spec.confinement.%s.names", ns, rule)
 }
 
-// checkRelatedNamespaces rejects at load a related object read from a literal namespace that a
+// relatedNamespaces rejects at load a related object read from a literal namespace that a
 // namespaced parent may never reach: its confinement.relatedNamespaces does not allow it.
-func (c *compiler) checkRelatedNamespaces(parent kinds.Info) {
+func (c *checker) relatedNamespaces(parent kinds.Info) {
 	if !parent.Namespaced || !c.scopeKnown {
 		return
 	}
@@ -131,7 +131,7 @@ func literalNamespace(tmpl map[string]any) string {
 
 // templateKind resolves a template's literal apiVersion and kind; ok is false when either is a
 // ${} template or invalid, or when the mapper does not know the kind (its scope would be a guess).
-func (c *compiler) templateKind(tmpl map[string]any) (info kinds.Info, ok bool) {
+func templateKind(m kinds.Mapper, tmpl map[string]any) (info kinds.Info, ok bool) {
 	apiVersion, ok1 := tmpl["apiVersion"].(string)
 	kind, ok2 := tmpl["kind"].(string)
 	if !ok1 || !ok2 || strings.Contains(apiVersion, "${") || strings.Contains(kind, "${") {
@@ -141,7 +141,7 @@ func (c *compiler) templateKind(tmpl map[string]any) (info kinds.Info, ok bool) 
 	if err != nil {
 		return info, false
 	}
-	info = kinds.LookupKind(c.m, gv.WithKind(kind))
+	info = kinds.LookupKind(m, gv.WithKind(kind))
 	return info, !info.Guessed
 }
 

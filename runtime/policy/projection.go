@@ -30,7 +30,7 @@ func (c *compiler) keepChildFields(out *Compiled) {
 	known := true
 	for i := range out.Children {
 		ch := &out.Children[i]
-		info, ok := c.templateKind(c.spec.Children[i].Template)
+		info, ok := templateKind(c.m, c.spec.Children[i].Template)
 		if !ok || ch.Template == nil || ch.Expression != nil {
 			known = false
 			break
@@ -43,7 +43,7 @@ func (c *compiler) keepChildFields(out *Compiled) {
 		}
 		keep.Add(storedAs(info.GVK().GroupKind(), ch.Template.Fields())).Add(c.reads.ChildFields(ch.ID)).Add(c.reads.ReadyWhenFields()).
 			Add(runtimeReadsOf(gvr.GroupResource()))
-		if s, ok := c.schemaOfChild(c.spec.Children[i].Template, out.ChildResources); ok {
+		if s, ok := schemaOfChild(c.m, c.spec.Children[i].Template, out.ChildResources); ok {
 			for _, key := range s.ListKeyFields(c.spec.Children[i].Template) {
 				keep.Keep(key...)
 			}

@@ -30,9 +30,9 @@ var (
 	}{{"labels", contract.IsBookkeepingLabel}, {"annotations", contract.IsBookkeepingAnnotation}}
 )
 
-// checkReserved rejects a template that sets what the runtime owns: metadata.ownerReferences and
+// reserved rejects a template that sets what the runtime owns: metadata.ownerReferences and
 // the like, metacel's labels (metacel.dev/*, app.kubernetes.io/managed-by) and annotations.
-func (c *compiler) checkReserved(tmpl map[string]any, path string) {
+func (c *checker) reserved(tmpl map[string]any, path string) {
 	meta, _ := tmpl["metadata"].(map[string]any)
 	for _, f := range sortedKeys(meta) {
 		if why, ok := reservedMetadata[f]; ok {
@@ -60,9 +60,9 @@ var base64Fields = map[string]struct{ field, instead string }{
 	"ConfigMap": {"binaryData", "put text under data, or encode it"},
 }
 
-// checkBase64 rejects a literal value of a Secret's data or a ConfigMap's binaryData that is no
+// base64 rejects a literal value of a Secret's data or a ConfigMap's binaryData that is no
 // base64, at its key.
-func (c *compiler) checkBase64(tmpl map[string]any, path string) {
+func (c *checker) base64(tmpl map[string]any, path string) {
 	kind, _ := tmpl["kind"].(string)
 	f, ok := base64Fields[kind]
 	if !ok || tmpl["apiVersion"] != "v1" {

@@ -6,6 +6,7 @@ import (
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
+	"metacel.dev/metacel/runtime/expr"
 	"metacel.dev/metacel/runtime/fieldpath"
 	"metacel.dev/metacel/runtime/kinds"
 )
@@ -16,11 +17,11 @@ var (
 	runtimeConditionFields = []string{"type", "status", "reason", "message", "lastTransitionTime", "observedGeneration"}
 )
 
-// checkStatusSchema checks that the parent's CRD can store the status metacel writes: the API
+// statusSchema checks that the parent's CRD can store the status metacel writes: the API
 // server rejects a status write holding a field its schema does not declare, so every sync of
 // every parent would fail. Only the fields of the policy's status known at load (the top-level
 // keys of a status template) are checked.
-func (c *compiler) checkStatusSchema(parent kinds.Info) {
+func (c *checker) statusSchema(parent kinds.Info) {
 	gr := parent.GVR.GroupResource()
 	if !parent.HasStatus && !parent.Guessed && c.spec.Status != nil {
 		if parent.Schema != nil {
@@ -76,12 +77,12 @@ func declares(s *apiextensionsv1.JSONSchemaProps, field string) bool {
 	return ok
 }
 
-// checkStatusTypes checks the policy's status against the parent's status schema, as the
+// statusTypes checks the policy's status against the parent's status schema, as the
 // children's templates are checked against their kinds': a literal of the wrong type, or a
-// whole-value "${...}" whose type the field does not take, is an error at its line. Fields the
-// schema does not declare are checkStatusSchema's.
-func (c *compiler) checkStatusTypes(parent kinds.Info) {
-	if c.spec.Status == nil || parent.Schema == nil || !parent.HasStatus || c.mainEnv == nil {
+// whole-value "${...}" whose type the field does not take, is an error at its line (env types the
+// ${} values: nil checks none). Fields the schema does not declare are statusSchema's.
+func (c *checker) statusTypes(parent kinds.Info, env *expr.Env) {
+	if c.spec.Status == nil || parent.Schema == nil || !parent.HasStatus || env == nil {
 		return
 	}
 	parent.Guessed = false // a declared parent's schema is known too
@@ -89,5 +90,5 @@ func (c *compiler) checkStatusTypes(parent kinds.Info) {
 	if err != nil || s == nil {
 		return
 	}
-	s.CheckStatusTemplate(c.spec.Status, "spec", newTemplateCheck(c, c.mainEnv, s), c.reportSchemaProblem)
+	s.CheckStatusTemplate(c.spec.Status, "spec", newTemplateCheck(c.loadErrors, env, s), c.reportSchemaProblem)
 }
