@@ -34,10 +34,11 @@ func (s *Schema) NeedsApply(desired, observed *unstructured.Unstructured) bool {
 //
 // writtenAsDesired says that metacel's last write of observed was of desired's very content
 // (the caller reads it from the object: its content hash). A value that then differs from
-// desired while metacel's managed fields still own it (a scalar, or a list owned whole) is what
-// admission made of that write: a mutating webhook or admission policy rewrote it in metacel's
-// own request (an image tag pinned to a digest), since any other writer's change of the value
-// takes the field over. It matches: applying desired again would be rewritten the same way.
+// desired while metacel's managed fields still own it (a scalar, or a list or an object the
+// schema says is one value, owned whole: see owned.admitted) is what admission made of that
+// write: a mutating webhook or admission policy rewrote it in metacel's own request (an image tag
+// pinned to a digest), since any other writer's change of the value takes the field over. It
+// matches: applying desired again would be rewritten the same way.
 func (s *Schema) ContentNeedsApply(desired, observed *unstructured.Unstructured, bookkeepingLabel, bookkeepingAnnotation func(string) bool, writtenAsDesired bool) bool {
 	root := unknownRoot()
 	if s != nil {
@@ -162,9 +163,10 @@ func (o owned) owns(k string) bool {
 
 // admitted reports whether field k, desired as dv, of schema n (nil: unknown), holds whatever its
 // value what admission made of metacel's last write of the desired content: that write was of the
-// desired content (admits), and metacel owns the field whole: a scalar, or a list the schema says
-// is atomic (one value), with no entries of its own. Another writer's change of the value takes
-// the field over. Not an object, nor a list of another or unknown type: their entry in metacel's
+// desired content (admits), and metacel owns the field whole: a scalar, or a list or an object
+// the schema says is atomic (one value: a container's args, an env var's
+// valueFrom.secretKeyRef), with no entries of its own. Another writer's change of the value takes
+// the field over. Not an object or a list of another or unknown type: their entry in metacel's
 // managed fields may be left empty when others took every field of them over (a map metacel
 // created keeps its own entry), which would read as owned whole.
 func (o owned) admitted(k string, dv any, n *node) bool {
@@ -173,7 +175,9 @@ func (o owned) admitted(k string, dv any, n *node) bool {
 	}
 	switch dv.(type) {
 	case map[string]any:
-		return false
+		if n == nil || !n.atomicObject {
+			return false
+		}
 	case []any:
 		if n == nil || n.list != listAtomic {
 			return false

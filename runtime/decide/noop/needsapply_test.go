@@ -28,7 +28,13 @@ func readObject(t testing.TB, file string) *unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	js, err := yaml.YAMLToJSON(b)
+	return objectOf(t, string(b))
+}
+
+// objectOf parses an object written as YAML.
+func objectOf(t testing.TB, text string) *unstructured.Unstructured {
+	t.Helper()
+	js, err := yaml.YAMLToJSON([]byte(text))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -345,6 +351,13 @@ func TestSchemaFor(t *testing.T) {
 	if finalizers := d.root.field("metadata").field("finalizers"); finalizers.list != listSet {
 		t.Errorf("finalizers are a set: %+v", finalizers)
 	}
+	valueFrom := containers.elem.field("env").elem.field("valueFrom")
+	if valueFrom.atomicObject || !valueFrom.field("secretKeyRef").atomicObject || !d.root.field("spec").field("selector").atomicObject {
+		t.Error("a SecretKeySelector and a LabelSelector are atomic objects (+structType=atomic), an EnvVarSource is not")
+	}
+	if data := SchemaFor(schema.GroupVersionKind{Version: "v1", Kind: "ConfigMap"}, nil).root.field("data"); data == nil || data.atomicObject {
+		t.Errorf("a ConfigMap's data is a map of its own keys: %+v", data)
+	}
 	if SchemaFor(deployment, nil) != d {
 		t.Error("a built-in kind's schema is built once")
 	}
@@ -458,19 +471,6 @@ func TestContentNeedsApplyLeavesWhatAdmissionMadeOfItsWrite(t *testing.T) {
 			entry["operation"] = "Update"
 			put(o, map[string]any{}, appOwned("f:resources", "f:limits")...)
 		}, true, true},
-		// an atomic object (a secretKeyRef) looks alike, so a webhook's rewrite of one is applied again
-		{"admission rewrote a secretKeyRef: applied again, as an object's entry cannot tell", func(d, o map[string]any) {
-			ref := func(name string) map[string]any {
-				return map[string]any{"secretKeyRef": map[string]any{"name": name, "key": "count"}}
-			}
-			delete(at(d, app("env", 1)...).(map[string]any), "value")
-			delete(at(o, app("env", 1)...).(map[string]any), "value")
-			put(d, ref("counts"), app("env", 1, "valueFrom")...)
-			put(o, ref("counts-pinned"), app("env", 1, "valueFrom")...)
-			owned := at(o, appOwned("f:env", `k:{"name":"COUNT"}`)...).(map[string]any)
-			delete(owned, "f:value")
-			owned["f:valueFrom"] = map[string]any{"f:secretKeyRef": map[string]any{}}
-		}, true, true},
 		{"an env item another writer took over, its value changed: a change", func(_, o map[string]any) {
 			put(o, "2.0", app("env", 0, "value")...)
 			delete(at(o, appOwned("f:env")...).(map[string]any), `k:{"name":"VERSION"}`)
@@ -493,6 +493,227 @@ func TestContentNeedsApplyLeavesWhatAdmissionMadeOfItsWrite(t *testing.T) {
 			desired, observed := readObject(t, "pod-desired.yaml"), readObject(t, "pod-observed.yaml")
 			tc.edit(desired.Object, observed.Object)
 			s := SchemaFor(desired.GroupVersionKind(), nil)
+			bookkeeping := func(string) bool { return false }
+			if got := s.ContentNeedsApply(desired, observed, bookkeeping, bookkeeping, tc.writtenAsDesired); got != tc.changed {
+				t.Errorf("ContentNeedsApply = %v, want %v", got, tc.changed)
+			}
+		})
+	}
+}
+
+// An object the schema declares atomic (+structType=atomic in a built-in kind: an env var's
+// valueFrom.secretKeyRef or configMapKeyRef; x-kubernetes-map-type: atomic in a CRD) is one value
+// to server-side apply: metacel's managed fields hold it as f:secretKeyRef: {}, none of its
+// fields, and another writer's change of any of them takes it over whole. What admission made of
+// it in metacel's write of this content is then no change, as for a scalar or an atomic list. An
+// object the schema does not declare atomic is never read so: metacel's create (Update) entry
+// keeps an empty entry of a map it created whose every field others took over (a ConfigMap's
+// data, a valueFrom), which reads alike (519cdbd).
+func TestContentNeedsApplyLeavesWhatAdmissionMadeOfAnAtomicObject(t *testing.T) {
+	const (
+		pod        = "pod"
+		deployment = "deployment"
+		configMap  = "configmap"
+		widget     = "widget"          // a custom resource whose spec.ref is x-kubernetes-map-type: atomic
+		granular   = "granular widget" // the same, but spec.ref is a plain object
+	)
+	// the env var of the fixture that reads a Secret (COUNT in the Pod, B in the Deployment), and
+	// the path of its entry in a manager's fields
+	envVar := map[string][]any{
+		pod:        {"spec", "containers", 0, "env", 1},
+		deployment: {"spec", "template", "spec", "containers", 0, "env", 1},
+	}
+	envOwned := map[string][]string{
+		pod:        {"f:spec", "f:containers", `k:{"name":"app"}`, "f:env", `k:{"name":"COUNT"}`},
+		deployment: {"f:spec", "f:template", "f:spec", "f:containers", `k:{"name":"web"}`, "f:env", `k:{"name":"B"}`},
+	}
+	metacels := func(o map[string]any) map[string]any { return at(o, "metadata", "managedFields", 0).(map[string]any) }
+	owned := func(object string, o map[string]any) map[string]any {
+		path := []any{"fieldsV1"}
+		for _, f := range envOwned[object] {
+			path = append(path, f)
+		}
+		return at(metacels(o), path...).(map[string]any)
+	}
+	ref := func(object string, v map[string]any) map[string]any {
+		return at(v, append(envVar[object], "valueFrom", "secretKeyRef")...).(map[string]any)
+	}
+	// byAnother gives another writer's Update entry, owning the field at path, to observed.
+	byAnother := func(o map[string]any, path ...string) {
+		fields := map[string]any{}
+		leaf := fields
+		for _, f := range path {
+			next := map[string]any{}
+			leaf[f] = next
+			leaf = next
+		}
+		meta := o["metadata"].(map[string]any)
+		meta["managedFields"] = append(meta["managedFields"].([]any), map[string]any{
+			"apiVersion": o["apiVersion"], "fieldsType": "FieldsV1", "fieldsV1": fields,
+			"manager": "kubectl-edit", "operation": "Update", "time": "2026-11-23T12:40:00Z",
+		})
+	}
+	// created makes metacel's entry that of its create (POST): an Update entry, in which each
+	// object it set is an entry of its own (".") besides its fields.
+	created := func(object string, o map[string]any) {
+		metacels(o)["operation"] = "Update"
+		owned(object, o)["f:valueFrom"] = map[string]any{".": map[string]any{}, "f:secretKeyRef": map[string]any{}}
+	}
+	// takenOver is observed after another writer's change of the secretKeyRef: its writer owns
+	// it whole, and metacel none of it (an Apply entry keeps nothing of valueFrom then).
+	takenOver := func(object string, o map[string]any) {
+		ref(object, o)["name"] = "other"
+		delete(owned(object, o), "f:valueFrom")
+		byAnother(o, append(envOwned[object], "f:valueFrom", "f:secretKeyRef")...)
+	}
+	tests := []struct {
+		name             string
+		object           string
+		edit             func(object string, desired, observed map[string]any)
+		writtenAsDesired bool
+		changed          bool
+	}{
+		{"a converged secretKeyRef: no change", pod, nil, true, false},
+		{"admission rewrote a secretKeyRef's name: no change", pod, func(object string, _, o map[string]any) {
+			ref(object, o)["name"] = "counts-pinned"
+		}, true, false},
+		{"admission rewrote a secretKeyRef's key: no change", pod, func(object string, _, o map[string]any) {
+			ref(object, o)["key"] = "count-v2"
+		}, true, false},
+		{"admission made optional true, the policy sets it false: no change", pod, func(object string, d, o map[string]any) {
+			ref(object, d)["optional"] = false
+			ref(object, o)["optional"] = true
+		}, true, false},
+		{"admission rewrote a secretKeyRef in metacel's create: no change", pod, func(object string, _, o map[string]any) {
+			created(object, o)
+			ref(object, o)["name"] = "counts-pinned"
+		}, true, false},
+		{"admission rewrote a secretKeyRef, the policy's content changed since: a change", pod, func(object string, _, o map[string]any) {
+			ref(object, o)["name"] = "counts-pinned"
+		}, false, true},
+		{"another writer changed a secretKeyRef (it owns it now): a change", pod, func(object string, _, o map[string]any) {
+			takenOver(object, o)
+		}, true, true},
+		// metacel's create entry keeps valueFrom, a plain object, empty: not owned whole
+		{"another writer changed a secretKeyRef metacel created: a change", pod, func(object string, _, o map[string]any) {
+			created(object, o)
+			takenOver(object, o)
+			owned(object, o)["f:valueFrom"] = map[string]any{}
+		}, true, true},
+		{"admission rewrote a secretKeyRef in a pod template: no change", deployment, func(object string, _, o map[string]any) {
+			ref(object, o)["name"] = "counts-pinned"
+		}, true, false},
+		{"another writer changed a secretKeyRef in a pod template: a change", deployment, func(object string, _, o map[string]any) {
+			takenOver(object, o)
+		}, true, true},
+
+		{"a converged ConfigMap metacel created: no change", configMap, nil, true, false},
+		{"admission rewrote a data value metacel created: no change", configMap, func(_ string, _, o map[string]any) {
+			put(o, "BLUE", "data", "color")
+		}, true, false},
+		// the API server keeps data's own entry in metacel's create entry: f:data: {}
+		{"another writer changed every key of data metacel created: a change", configMap, func(_ string, _, o map[string]any) {
+			put(o, "red", "data", "color")
+			put(o, map[string]any{}, "metadata", "managedFields", 0, "fieldsV1", "f:data")
+			byAnother(o, "f:data", "f:color")
+		}, true, true},
+		{"another writer emptied data metacel created: a change", configMap, func(_ string, _, o map[string]any) {
+			put(o, map[string]any{}, "data")
+			put(o, map[string]any{}, "metadata", "managedFields", 0, "fieldsV1", "f:data")
+		}, true, true},
+
+		// one entry of metacel's, f:ref: {}; the CRD's schema tells what it means
+		{"admission rewrote an object the CRD declares atomic: no change", widget, func(_ string, _, o map[string]any) {
+			put(o, "counts-pinned", "spec", "ref", "name")
+		}, true, false},
+		{"another writer changed an object the CRD declares atomic: a change", widget, func(_ string, _, o map[string]any) {
+			put(o, "other", "spec", "ref", "name")
+			put(o, map[string]any{}, "metadata", "managedFields", 0, "fieldsV1", "f:spec")
+			byAnother(o, "f:spec", "f:ref")
+		}, true, true},
+		{"another writer changed every field of a plain object metacel created: a change", granular, func(_ string, _, o map[string]any) {
+			put(o, "other", "spec", "ref", "name")
+			byAnother(o, "f:spec", "f:ref", "f:name")
+		}, true, true},
+	}
+	widgetSchema := func(mapType string) *apiextensionsv1.JSONSchemaProps {
+		ref := apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"name": {Type: "string"}, "key": {Type: "string"},
+		}}
+		if mapType != "" {
+			ref.XMapType = &mapType
+		}
+		return &apiextensionsv1.JSONSchemaProps{Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{
+			"spec": {Type: "object", Properties: map[string]apiextensionsv1.JSONSchemaProps{"ref": ref}},
+		}}
+	}
+	crds := map[string]*apiextensionsv1.JSONSchemaProps{widget: widgetSchema("atomic"), granular: widgetSchema("")}
+	const (
+		configMapDesired = `{apiVersion: v1, kind: ConfigMap, metadata: {name: app-config, namespace: default}, data: {color: blue}}`
+		configMapCreated = `
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app-config
+  namespace: default
+  managedFields:
+  - apiVersion: v1
+    fieldsType: FieldsV1
+    fieldsV1:
+      f:data:
+        .: {}
+        f:color: {}
+    manager: metacel
+    operation: Update
+    time: "2026-11-23T12:38:23Z"
+data: {color: blue}
+`
+		widgetDesired = `{apiVersion: example.com/v1, kind: Widget, metadata: {name: w, namespace: default}, spec: {ref: {name: counts, key: count}}}`
+		widgetCreated = `
+apiVersion: example.com/v1
+kind: Widget
+metadata:
+  name: w
+  namespace: default
+  managedFields:
+  - apiVersion: example.com/v1
+    fieldsType: FieldsV1
+    fieldsV1:
+      f:spec:
+        .: {}
+        f:ref: {}
+    manager: metacel
+    operation: Update
+    time: "2026-11-23T12:38:23Z"
+spec: {ref: {name: counts, key: count}}
+`
+	)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var desired, observed *unstructured.Unstructured
+			switch tc.object {
+			case pod, deployment:
+				desired, observed = readObject(t, tc.object+"-desired.yaml"), readObject(t, tc.object+"-observed.yaml")
+				for _, v := range []map[string]any{desired.Object, observed.Object} {
+					item := at(v, envVar[tc.object]...).(map[string]any)
+					delete(item, "value")
+					item["valueFrom"] = map[string]any{"secretKeyRef": map[string]any{"name": "counts", "key": "count"}}
+				}
+				own := owned(tc.object, observed.Object)
+				delete(own, "f:value")
+				own["f:valueFrom"] = map[string]any{"f:secretKeyRef": map[string]any{}}
+			case configMap:
+				desired, observed = objectOf(t, configMapDesired), objectOf(t, configMapCreated)
+			case widget, granular:
+				desired, observed = objectOf(t, widgetDesired), objectOf(t, widgetCreated)
+			}
+			if tc.edit != nil {
+				tc.edit(tc.object, desired.Object, observed.Object)
+			}
+			s := SchemaFor(desired.GroupVersionKind(), crds[tc.object])
+			if s == nil {
+				t.Fatalf("no schema for %s", tc.object)
+			}
 			bookkeeping := func(string) bool { return false }
 			if got := s.ContentNeedsApply(desired, observed, bookkeeping, bookkeeping, tc.writtenAsDesired); got != tc.changed {
 				t.Errorf("ContentNeedsApply = %v, want %v", got, tc.changed)

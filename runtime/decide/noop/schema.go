@@ -38,6 +38,10 @@ type node struct {
 	// quantity marks a value the API server may rewrite as an equal quantity ("0.5" as "500m").
 	quantity bool
 	list     listType
+	// atomicObject marks an object the schema declares one value (+structType=atomic in a
+	// built-in kind, as a SecretKeySelector; x-kubernetes-map-type: atomic in a CRD): managed
+	// fields own it whole, and list none of its fields.
+	atomicObject bool
 	// keys are the key fields of a map list, sorted; keyDefaults their defaults (nil: none).
 	keys        []string
 	keyDefaults []any
@@ -282,6 +286,7 @@ func (s *smdSchemas) fill(n *node, atom smdschema.Atom, t reflect.Type) bool {
 		return true
 	case atom.Map != nil:
 		m := atom.Map
+		n.atomicObject = m.ElementRelationship == smdschema.Atomic
 		if len(m.Fields) > 0 {
 			n.fields = make(map[string]*node, len(m.Fields))
 			goFields := jsonFields(t)
@@ -412,7 +417,7 @@ func fromJSONSchema(s *apiextensionsv1.JSONSchemaProps) *node {
 		}
 		return n
 	case s.Type == "object" || len(s.Properties) > 0:
-		n := &node{}
+		n := &node{atomicObject: s.XMapType != nil && *s.XMapType == "atomic"}
 		if len(s.Properties) > 0 {
 			n.fields = make(map[string]*node, len(s.Properties))
 			for k, p := range s.Properties {
@@ -428,7 +433,7 @@ func fromJSONSchema(s *apiextensionsv1.JSONSchemaProps) *node {
 		if s.AdditionalProperties != nil && s.AdditionalProperties.Schema != nil {
 			n.elem = fromJSONSchema(s.AdditionalProperties.Schema)
 		}
-		if n.fields == nil && n.elem == nil {
+		if n.fields == nil && n.elem == nil && !n.atomicObject {
 			return nil // any object (x-kubernetes-preserve-unknown-fields): unknown
 		}
 		return n
