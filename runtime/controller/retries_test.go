@@ -323,7 +323,7 @@ func admittedChild(t *testing.T, desired *unstructured.Unstructured, op string, 
 
 // takeOver is obj after another writer's update of one of the fields metacel set (path, to
 // value): the field is that writer's now, and metacel's entry keeps no object left empty by it,
-// as the API server's managed fields keep none.
+// as an Apply entry keeps none (an Update entry, metacel's create, may keep one: f:data: {}).
 func takeOver(obj *unstructured.Unstructured, value string, path ...string) {
 	_ = unstructured.SetNestedField(obj.Object, value, path...)
 	entry := obj.Object["metadata"].(map[string]any)["managedFields"].([]any)[0].(map[string]any)
