@@ -91,7 +91,7 @@ func declaredCRDs(file string) ([]string, error) {
 			errs = append(errs, policy.Errors(err)...)
 			continue
 		}
-		text, err := crdYAML(crd, doc.Policy)
+		text, err := crdYAML(crd, doc)
 		if err != nil {
 			return nil, fmt.Errorf("%s: policy %q: %w", file, doc.Policy.Metadata.Name, err)
 		}
@@ -102,11 +102,16 @@ func declaredCRDs(file string) ([]string, error) {
 
 // crdYAML returns a CRD as YAML, without the fields only the API server sets (status,
 // metadata.creationTimestamp). The CRD of a policy that installs it is the one the runtime
-// applies (crdinstall.Desired: labelled and annotated with its hash), so that applying it by hand
-// leaves the runtime nothing to write.
-func crdYAML(crd *apiextensionsv1.CustomResourceDefinition, p *policy.CompositePolicy) (string, error) {
-	if p.Spec.ParentSchema.Install {
-		u, err := crdinstall.Desired(crd, p.Metadata.Name)
+// applies (crdinstall.Desired: labelled and annotated with its hash, and the declaration its
+// parents convert with when it has several versions), so that applying it by hand leaves the
+// runtime nothing to write.
+func crdYAML(crd *apiextensionsv1.CustomResourceDefinition, doc *policy.Document) (string, error) {
+	if doc.Policy.Spec.ParentSchema.Install {
+		declaration, err := policy.ParentDeclaration(doc)
+		if err != nil {
+			return "", err
+		}
+		u, err := crdinstall.Desired(crd, doc.Policy.Metadata.Name, declaration)
 		if err != nil {
 			return "", err
 		}

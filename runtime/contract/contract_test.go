@@ -61,6 +61,7 @@ func TestTheKeysAndReasonsAreWhatTheClusterHolds(t *testing.T) {
 		"AnnotationAllowBreakingSchemaChange": {AnnotationAllowBreakingSchemaChange, "metacel.dev/allow-breaking-schema-change"},
 		"LabelInstalledBy":                    {LabelInstalledBy, "metacel.dev/installed-by"},
 		"AnnotationParentSchemaHash":          {AnnotationParentSchemaHash, "metacel.dev/parent-schema-hash"},
+		"AnnotationParentDeclaration":         {AnnotationParentDeclaration, "metacel.dev/parent-declaration"},
 		"AnnotationStorageMigration":          {AnnotationStorageMigration, "metacel.dev/storage-migration"},
 		"AnnotationKeptPrefix":                {AnnotationKeptPrefix, "metacel.dev/kept-"},
 		"LabelMemoOf":                         {LabelMemoOf, "metacel.dev/memo-of"},

@@ -68,6 +68,12 @@ const (
 	// AnnotationParentSchemaHash is, on a CRD, the hash of what the runtime applied last: a CRD
 	// whose hash is the declaration's is up to date, and not written again.
 	AnnotationParentSchemaHash = "metacel.dev/parent-schema-hash"
+	// AnnotationParentDeclaration is, on a CRD whose parents convert through the runtime's
+	// webhook, the declaration of the policy it was made from (its parentResource and
+	// parentSchema, the conversions in CEL included, as a policy document in JSON): every replica
+	// converts the CRD's parents with it when no policy source declares what the CRD holds any
+	// more (a change refused, then a restart; the policy removed).
+	AnnotationParentDeclaration = "metacel.dev/parent-declaration"
 	// AnnotationStorageMigration is, on a CRD whose stored parents are being migrated to its
 	// storage version (package storagemigration), how far the migration got: the storage version,
 	// the CRD's generation and the last object rewritten, as JSON, so that a restart resumes.

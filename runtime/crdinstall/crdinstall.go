@@ -21,8 +21,10 @@ const (
 	Leave Action = "Leave"
 	// Create: there is no CRD of that name.
 	Create Action = "Create"
-	// Update: the runtime installed the CRD from another declaration; stored parents are checked
-	// (Breaks) before it is applied.
+	// Update: the CRD the runtime installed is not what the policy declares: another declaration,
+	// whose stored parents are checked (Breaks) before it is applied; or this one, naming another
+	// webhook or not carrying the declaration its parents convert with
+	// (contract.AnnotationParentDeclaration), which changes nothing a parent holds.
 	Update Action = "Update"
 	// Refuse: the CRD is not the runtime's to write.
 	Refuse Action = "Refuse"
@@ -34,10 +36,18 @@ type Decision struct {
 	Why    string
 }
 
+// maxDeclarationBytes bounds the declaration a CRD carries: the API server takes at most 256 KiB
+// of annotations on an object, and the CRD's other annotations, its users' included, need room.
+const maxDeclarationBytes = 128 << 10
+
 // Desired returns crd as the runtime applies it for the named policy: labelled as installed by it,
 // and annotated with the hash of the whole (hashes.go): of its declaration, and of the webhook's
-// client config when it names one.
-func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*unstructured.Unstructured, error) {
+// client config when it names one. A CRD whose parents convert through the webhook carries, beside
+// it, declaration (the policy's, policy.ParentDeclaration; left out over maxDeclarationBytes, and
+// not hashed, as the hash is of what the CRD is): what every replica converts them with when no
+// policy source declares what the CRD holds any more (a change of the policy refused, or the
+// policy removed, then a restart).
+func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string, declaration []byte) (*unstructured.Unstructured, error) {
 	c := crd.DeepCopy()
 	if c.Labels == nil {
 		c.Labels = map[string]string{}
@@ -54,7 +64,12 @@ func Desired(crd *apiextensionsv1.CustomResourceDefinition, policy string) (*uns
 	if err != nil {
 		return nil, err
 	}
-	u.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: hash})
+	annotations := map[string]string{contract.AnnotationParentSchemaHash: hash}
+	if converts := crd.Spec.Conversion != nil && crd.Spec.Conversion.Strategy == apiextensionsv1.WebhookConverter; converts &&
+		len(declaration) > 0 && len(declaration) <= maxDeclarationBytes {
+		annotations[contract.AnnotationParentDeclaration] = string(declaration)
+	}
+	u.SetAnnotations(annotations)
 	return u, nil
 }
 
@@ -73,10 +88,15 @@ func Decide(existing, desired *unstructured.Unstructured, running func(policy st
 	case installer != policy && running(installer):
 		return Decision{Action: Refuse, Why: fmt.Sprintf("the CRD %q is installed by policy %q, which runs: "+
 			"one parent resource has one policy; remove parentSchema.install from one of them", existing.GetName(), installer)}
-	case existing.GetAnnotations()[contract.AnnotationParentSchemaHash] == desired.GetAnnotations()[contract.AnnotationParentSchemaHash]:
+	case sameAnnotation(existing, desired, contract.AnnotationParentSchemaHash) && sameAnnotation(existing, desired, contract.AnnotationParentDeclaration):
 		return Decision{Action: Leave}
 	}
 	return Decision{Action: Update}
+}
+
+// sameAnnotation reports whether two objects have the same value, or none, at an annotation.
+func sameAnnotation(a, b *unstructured.Unstructured, key string) bool {
+	return a.GetAnnotations()[key] == b.GetAnnotations()[key]
 }
 
 // foreign says whose a CRD the runtime did not install is, from the field managers of its spec,

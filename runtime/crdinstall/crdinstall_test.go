@@ -34,11 +34,28 @@ func websiteCRD(props map[string]apiextensionsv1.JSONSchemaProps, required ...st
 
 func desired(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, policy string) *unstructured.Unstructured {
 	t.Helper()
-	u, err := Desired(crd, policy)
+	return declaring(t, crd, policy, "")
+}
+
+// declaring is desired with declaration (policy.ParentDeclaration), which a CRD carries when its
+// parents convert through the webhook: crd does when declaration is not "".
+func declaring(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition, policy, declaration string) *unstructured.Unstructured {
+	t.Helper()
+	if declaration != "" {
+		crd = converting(crd)
+	}
+	u, err := Desired(crd, policy, []byte(declaration))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// converting is crd with its parents converting through the runtime's webhook.
+func converting(crd *apiextensionsv1.CustomResourceDefinition) *apiextensionsv1.CustomResourceDefinition {
+	c := crd.DeepCopy()
+	c.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.WebhookConverter}
+	return c
 }
 
 func TestDecide(t *testing.T) {
@@ -59,6 +76,12 @@ func TestDecide(t *testing.T) {
 		{name: "no CRD: create it", desired: desired(t, v1, "website"), running: none, want: Create},
 		{name: "the CRD the declaration gives: leave it", existing: desired(t, v1, "website"), desired: desired(t, v1, "website"), running: none, want: Leave},
 		{name: "a new declaration: update", existing: desired(t, v1, "website"), desired: desired(t, v2, "website"), running: none, want: Update},
+		{name: "the declaration its parents convert with, carried: leave it", existing: declaring(t, v1, "website", `{"kind":"CompositePolicy"}`),
+			desired: declaring(t, v1, "website", `{"kind":"CompositePolicy"}`), running: none, want: Leave},
+		{name: "the CRD the declaration gives, not carrying what its parents convert with: update", existing: desired(t, converting(v1), "website"),
+			desired: declaring(t, v1, "website", `{"kind":"CompositePolicy"}`), running: none, want: Update},
+		{name: "the CRD the declaration gives, carrying other conversions: update", existing: declaring(t, v1, "website", `{"kind":"CompositePolicy","old":true}`),
+			desired: declaring(t, v1, "website", `{"kind":"CompositePolicy"}`), running: none, want: Update},
 		{name: "another owner's CRD: refuse, naming the owner and the hand-over", existing: foreign, desired: desired(t, v1, "website"), running: none, want: Refuse,
 			why: []string{`"kubectl-client-side-apply"`, "kubectl label crd websites.example.com metacel.dev/installed-by=website"}},
 		{name: "installed for another policy that runs: refuse", existing: desired(t, v1, "site"), desired: desired(t, v1, "website"),
@@ -88,6 +111,23 @@ func TestDesiredIsStable(t *testing.T) {
 	}
 	if a.GetLabels()[contract.LabelInstalledBy] != "website" {
 		t.Errorf("labels = %v, want %s=website", a.GetLabels(), contract.LabelInstalledBy)
+	}
+	converts := converting(websiteCRD(map[string]apiextensionsv1.JSONSchemaProps{"html": {Type: "string"}}))
+	carrying, bare := declaring(t, converts, "website", `{"kind":"CompositePolicy"}`), desired(t, converts, "website")
+	if carrying.GetAnnotations()[contract.AnnotationParentSchemaHash] != bare.GetAnnotations()[contract.AnnotationParentSchemaHash] {
+		t.Errorf("the declaration a CRD carries changes its hash: %v, %v", carrying.GetAnnotations(), bare.GetAnnotations())
+	}
+	oneVersion, err := Desired(websiteCRD(nil), "website", []byte(`{"kind":"CompositePolicy"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, u := range map[string]*unstructured.Unstructured{
+		"a CRD of one version":            oneVersion,
+		"a CRD with a larger declaration": declaring(t, websiteCRD(nil), "website", strings.Repeat("x", maxDeclarationBytes+1)),
+	} {
+		if _, carried := u.GetAnnotations()[contract.AnnotationParentDeclaration]; carried {
+			t.Errorf("%s carries the policy's declaration", name)
+		}
 	}
 	if _, ok := a.Object["status"]; ok {
 		t.Errorf("the applied CRD holds a status: %v", a.Object["status"])

@@ -3,7 +3,9 @@
 // is, or refuse. The decision is read from the CRD in the API server, never only remembered: the
 // label metacel.dev/installed-by says the runtime installed it (and for which policy), the
 // annotation metacel.dev/parent-schema-hash says from which declaration, so that a restart over
-// CRDs that are up to date writes nothing.
+// CRDs that are up to date writes nothing. A CRD whose parents convert through the runtime's
+// webhook carries that declaration too (metacel.dev/parent-declaration), the conversions in CEL
+// included: what converts its parents is read from the CRD, whatever the policy sources hold.
 //
 // A CRD without the label is someone else's and is never modified. A change to an installed CRD
 // is refused when a stored parent would not survive it (Breaks): a field it holds that the new

@@ -53,9 +53,11 @@ type Webhook struct {
 // of one the runtime has not written (a version of the policy whose change was refused). The
 // sources offer a converter per policy that installs the CRD (offer); the one whose declaration the
 // CRD's hash annotation says it holds serves (crdDeclares, from a watch of the CRDs), as does the
-// one the leader finds up to date or writes (serve). Until then the converter that served goes on
-// serving; a converter stays while the runtime runs, as the CRD, which is never deleted, goes on
-// naming this webhook.
+// one the leader finds up to date or writes (serve). When the sources offer none of it any more (a
+// change refused, or the policy removed, and the runtime started since), the converter of the
+// declaration the CRD carries serves (carriedBy): what the CRD holds converts from the CRD. Until
+// then the converter that served goes on serving; a converter stays while the runtime runs, as
+// the CRD, which is never deleted, goes on naming this webhook.
 type conversionServer struct {
 	config     Webhook
 	certs      *servingcert.Keeper
@@ -67,6 +69,8 @@ type conversionServer struct {
 	offered map[string]map[string]offeredConverter
 	// declared is, by CRD name, the hash annotation of the CRD in the cluster
 	declared map[string]string
+	// carried is, by CRD name, the converter of the declaration the CRD carries
+	carried map[string]carriedConverter
 	// failed is each policy's last conversion that failed, reported in its status for a while
 	failed map[string]conversionFailure
 }
@@ -78,6 +82,15 @@ type offeredConverter struct {
 	policy    string
 	converter *conversion.Converter
 	desired   *unstructured.Unstructured
+}
+
+// carriedConverter is the converter of the declaration a CRD carries
+// (contract.AnnotationParentDeclaration), compiled once for the CRD's hash annotation and that
+// declaration; ok when it compiles and is the declaration the hash says the CRD holds.
+type carriedConverter struct {
+	hash, declaration string
+	offer             offeredConverter
+	ok                bool
 }
 
 // policyConverter is a policy's converter, which records the conversions that fail.
@@ -129,7 +142,7 @@ func newConversionServer(config *Webhook, certs *servingcert.Keeper, metrics *co
 	}
 	return &conversionServer{config: *config, certs: certs, metrics: metrics,
 		converters: map[schema.GroupKind]policyConverter{}, failed: map[string]conversionFailure{},
-		offered: map[string]map[string]offeredConverter{}, declared: map[string]string{}}
+		offered: map[string]map[string]offeredConverter{}, declared: map[string]string{}, carried: map[string]carriedConverter{}}
 }
 
 // run serves the webhook and keeps its certificate until ctx ends.
@@ -235,11 +248,13 @@ func (s *conversionServer) offer(ctx context.Context, crd string, o offeredConve
 	}
 }
 
-// crdDeclares records the hash annotation of a CRD in the cluster, and serves the converter of the
-// policy whose declaration it holds, of those the sources offer for it. At most one holds it: a
-// declaration names its policy (the installed-by label), so whichever offer came last, or the
-// CRD's event first, the same one serves.
-func (s *conversionServer) crdDeclares(ctx context.Context, crd, hash string) {
+// crdDeclares records the hash annotation of a CRD in the cluster, from its annotations, and serves
+// the converter of the policy whose declaration it holds, of those the sources offer for it. At
+// most one holds it: a declaration names its policy (the installed-by label), so whichever offer
+// came last, or the CRD's event first, the same one serves. When none does, the converter of the
+// declaration the CRD carries serves, if it is the one the CRD holds.
+func (s *conversionServer) crdDeclares(ctx context.Context, crd string, annotations map[string]string) {
+	hash := annotations[contract.AnnotationParentSchemaHash]
 	s.mu.Lock()
 	s.declared[crd] = hash
 	offers := maps.Clone(s.offered[crd])
@@ -250,6 +265,60 @@ func (s *conversionServer) crdDeclares(ctx context.Context, crd, hash string) {
 			return
 		}
 	}
+	if o, ok := s.carriedBy(ctx, crd, hash, annotations[contract.AnnotationParentDeclaration]); ok {
+		s.serve(ctx, o.policy, o.converter)
+	}
+}
+
+// carriedBy returns the converter of the declaration a CRD carries, when it is the one the CRD's
+// hash annotation says it holds; it is compiled when either changes, not at each of the CRD's
+// events. The CRD is trusted as its conversion webhook is: whoever may write it may name another.
+func (s *conversionServer) carriedBy(ctx context.Context, crd, hash, declaration string) (offeredConverter, bool) {
+	if declaration == "" {
+		return offeredConverter{}, false
+	}
+	s.mu.RLock()
+	c, known := s.carried[crd]
+	s.mu.RUnlock()
+	if !known || c.hash != hash || c.declaration != declaration {
+		o, err := carriedConverterOf(crd, hash, declaration)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "The CRD's parents do not convert with the declaration it carries", "crd", crd)
+		}
+		c = carriedConverter{hash: hash, declaration: declaration, offer: o, ok: err == nil}
+		s.mu.Lock()
+		s.carried[crd] = c
+		s.mu.Unlock()
+	}
+	return c.offer, c.ok
+}
+
+// carriedConverterOf compiles the converter of the declaration a CRD carries, checked to be the
+// one the CRD holds (hash, its hash annotation).
+func carriedConverterOf(crd, hash, declaration string) (offeredConverter, error) {
+	doc, err := policy.ReadParentDeclaration("CRD "+crd+", annotation "+contract.AnnotationParentDeclaration, []byte(declaration))
+	if err != nil {
+		return offeredConverter{}, err
+	}
+	declared, err := policy.ParentCRD(doc)
+	if err != nil {
+		return offeredConverter{}, err
+	}
+	converter, err := converterOf(doc)
+	if err != nil {
+		return offeredConverter{}, err
+	}
+	desired, err := crdinstall.Desired(declared, doc.Policy.Metadata.Name, nil)
+	switch {
+	case err != nil:
+		return offeredConverter{}, err
+	case converter == nil:
+		return offeredConverter{}, fmt.Errorf("the declaration it carries (policy %q) declares one version, which needs no conversion", doc.Policy.Metadata.Name)
+	case declared.Name != crd || !crdinstall.HoldsDeclaration(hash, desired):
+		return offeredConverter{}, fmt.Errorf("the declaration it carries (policy %q) is not the one its annotation %s says it holds",
+			doc.Policy.Metadata.Name, contract.AnnotationParentSchemaHash)
+	}
+	return offeredConverter{policy: doc.Policy.Metadata.Name, converter: converter, desired: desired}, nil
 }
 
 // offerFromSources offers the converters of the policies the sources hold, on every replica: the
@@ -280,7 +349,7 @@ func (s *conversionServer) offerPolicy(ctx context.Context, p parentCRD) {
 	converter, err := s.prepare(ctx, p.doc, crd)
 	if err == nil && converter != nil {
 		var desired *unstructured.Unstructured
-		if desired, err = crdinstall.Desired(crd, name); err == nil {
+		if desired, err = desiredCRD(p.doc, crd); err == nil {
 			s.offer(ctx, crd.Name, offeredConverter{policy: name, converter: converter, desired: desired})
 		}
 	}
@@ -289,15 +358,15 @@ func (s *conversionServer) offerPolicy(ctx context.Context, p parentCRD) {
 	}
 }
 
-// watchDeclarations tells s the hash annotation of each CRD the runtime installed, as the cluster
-// holds it, until ctx ends: their metadata, watched.
+// watchDeclarations tells s the annotations of each CRD the runtime installed, as the cluster holds
+// them, until ctx ends: their metadata, watched.
 func (s *conversionServer) watchDeclarations(ctx context.Context, client metadata.Interface) {
 	inf := metadatainformer.NewFilteredMetadataInformer(client, crdGVR, "", 0, cache.Indexers{}, func(o *metav1.ListOptions) {
 		o.LabelSelector = contract.LabelInstalledBy
 	}).Informer()
 	declares := func(obj any) {
 		if m, err := meta.Accessor(obj); err == nil {
-			s.crdDeclares(ctx, m.GetName(), m.GetAnnotations()[contract.AnnotationParentSchemaHash])
+			s.crdDeclares(ctx, m.GetName(), m.GetAnnotations())
 		}
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: declares, UpdateFunc: func(_, obj any) { declares(obj) }})

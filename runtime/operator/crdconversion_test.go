@@ -22,7 +22,6 @@ import (
 
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
-	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/servingcert"
 )
@@ -121,7 +120,7 @@ func installedBy(t *testing.T, webhook *conversionServer, doc *policy.Document) 
 	if _, err := webhook.prepare(t.Context(), doc, crd); err != nil {
 		t.Fatal(err)
 	}
-	u, err := crdinstall.Desired(crd, doc.Policy.Metadata.Name)
+	u, err := desiredCRD(doc, crd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -194,7 +193,7 @@ func TestARefusedVersionDoesNotReplaceTheRunningConverter(t *testing.T) {
 			running := versionedCache(t)
 			crd := installedBy(t, webhook, running)
 			webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
-			webhook.crdDeclares(t.Context(), crd.GetName(), crd.GetAnnotations()[contract.AnnotationParentSchemaHash])
+			webhook.crdDeclares(t.Context(), crd.GetName(), crd.GetAnnotations())
 			if err := convertsStored(t, webhook); err != nil {
 				t.Fatalf("before the refused version: %v", err)
 			}
@@ -212,13 +211,13 @@ func TestTheNewConverterServesOnceTheCRDHoldsIt(t *testing.T) {
 	running, renamed := versionedCache(t), renamedImage(t)
 	webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
 	old := installedBy(t, webhook, running)
-	webhook.crdDeclares(t.Context(), old.GetName(), old.GetAnnotations()[contract.AnnotationParentSchemaHash])
+	webhook.crdDeclares(t.Context(), old.GetName(), old.GetAnnotations())
 	webhook.offerPolicy(t.Context(), parentCRD{doc: renamed, crd: parentCRDOf(t, renamed)})
 	if err := convertsStored(t, webhook); err != nil {
 		t.Fatalf("before the CRD changes: %v", err)
 	}
 	written := installedBy(t, webhook, renamed)
-	webhook.crdDeclares(t.Context(), written.GetName(), written.GetAnnotations()[contract.AnnotationParentSchemaHash])
+	webhook.crdDeclares(t.Context(), written.GetName(), written.GetAnnotations())
 	if err := convertsStored(t, webhook); err == nil {
 		t.Errorf("a v1 Cache with template.image converts with the running version's templates, after the CRD holds the renamed field")
 	}
@@ -246,7 +245,7 @@ func TestABrokenWebhookDoesNotBlockItsOwnRepair(t *testing.T) {
 				t.Fatal(err)
 			}
 			tt.stale(crd.Spec.Conversion.Webhook.ClientConfig)
-			existing, err := crdinstall.Desired(crd, "cache")
+			existing, err := desiredCRD(doc, crd)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +282,7 @@ func TestANewVersionAStoredParentDoesNotConvertToIsRefused(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			webhook := testWebhook(t)
 			single := singleVersionCache(t)
-			existing, err := crdinstall.Desired(parentCRDOf(t, single), "cache")
+			existing, err := desiredCRD(single, parentCRDOf(t, single))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -337,7 +336,7 @@ func TestACRDAnEarlierRuntimeWroteHoldsOneDeclaration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			webhook := testWebhook(t)
 			running, refused := versionedCache(t), renamedImage(t)
-			webhook.crdDeclares(t.Context(), parentCRDOf(t, running).Name, tt.hash(t, webhook))
+			webhook.crdDeclares(t.Context(), parentCRDOf(t, running).Name, map[string]string{contract.AnnotationParentSchemaHash: tt.hash(t, webhook)})
 			webhook.offerPolicy(t.Context(), parentCRD{doc: running, crd: parentCRDOf(t, running)})
 			if _, served := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"}); served != tt.running {
 				t.Fatalf("the running version's converter serves: %v, want %v", served, tt.running)
@@ -362,16 +361,16 @@ func TestOfThePoliciesThatInstallOneCRDTheOneItHoldsConverts(t *testing.T) {
 	tests := []struct {
 		name string
 		// arrive has webhook meet the sources' offers and the CRD's hash, in some order
-		arrive func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string)
+		arrive func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd string, annotations map[string]string)
 	}{
-		{name: "the offers, then the CRD", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string) {
+		{name: "the offers, then the CRD", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd string, annotations map[string]string) {
 			for _, o := range offers {
 				webhook.offerPolicy(ctx, o)
 			}
-			webhook.crdDeclares(ctx, crd, hash)
+			webhook.crdDeclares(ctx, crd, annotations)
 		}},
-		{name: "the CRD, then the offers", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd, hash string) {
-			webhook.crdDeclares(ctx, crd, hash)
+		{name: "the CRD, then the offers", arrive: func(ctx context.Context, webhook *conversionServer, offers []parentCRD, crd string, annotations map[string]string) {
+			webhook.crdDeclares(ctx, crd, annotations)
 			for _, o := range offers {
 				webhook.offerPolicy(ctx, o)
 			}
@@ -383,7 +382,7 @@ func TestOfThePoliciesThatInstallOneCRDTheOneItHoldsConverts(t *testing.T) {
 			installer, other := versionedCache(t), versionedCache(t, "name: cache\n", "name: cache-copy\n")
 			crd := installedBy(t, webhook, installer)
 			offers := []parentCRD{{doc: installer, crd: parentCRDOf(t, installer)}, {doc: other, crd: parentCRDOf(t, other)}}
-			tt.arrive(t.Context(), webhook, offers, crd.GetName(), crd.GetAnnotations()[contract.AnnotationParentSchemaHash])
+			tt.arrive(t.Context(), webhook, offers, crd.GetName(), crd.GetAnnotations())
 			c, served := webhook.lookup(schema.GroupKind{Group: "versions.example.com", Kind: "Cache"})
 			if !served {
 				t.Fatal("no converter of Caches, though the CRD holds policy cache's declaration, which the sources offer")

@@ -172,7 +172,7 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	if err != nil {
 		return false, err
 	}
-	desired, err := crdinstall.Desired(crd, name)
+	desired, err := desiredCRD(doc, crd)
 	if err != nil {
 		return false, err
 	}
@@ -197,6 +197,16 @@ func (in *crdInstaller) installParentCRD(ctx context.Context, doc *policy.Docume
 	}
 	klog.FromContext(ctx).Info("Installed the parent's CRD", "policy", name, "crd", crd.Name, "action", decision.Action)
 	return true, nil
+}
+
+// desiredCRD is the CRD a policy declares as the runtime applies it (crdinstall.Desired), with the
+// policy's declaration, which it carries when its parents convert through the webhook.
+func desiredCRD(doc *policy.Document, crd *apiextensionsv1.CustomResourceDefinition) (*unstructured.Unstructured, error) {
+	declaration, err := policy.ParentDeclaration(doc)
+	if err != nil {
+		return nil, err
+	}
+	return crdinstall.Desired(crd, doc.Policy.Metadata.Name, declaration)
 }
 
 // apply writes the CRD a policy declares, as the policy's identity, with the converter of its

@@ -16,7 +16,6 @@ import (
 	"metacel.dev/metacel/runtime/apply"
 	"metacel.dev/metacel/runtime/contract"
 	"metacel.dev/metacel/runtime/controller"
-	"metacel.dev/metacel/runtime/crdinstall"
 	"metacel.dev/metacel/runtime/kinds"
 	"metacel.dev/metacel/runtime/policy"
 	"metacel.dev/metacel/runtime/source"
@@ -49,7 +48,7 @@ func installedCRD(t *testing.T, text string) *unstructured.Unstructured {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := crdinstall.Desired(crd, docs[0].Policy.Metadata.Name)
+	u, err := desiredCRD(docs[0], crd)
 	if err != nil {
 		t.Fatal(err)
 	}

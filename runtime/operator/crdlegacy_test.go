@@ -27,7 +27,7 @@ func TestALegacyCRDWithAStaleBundleIsRepaired(t *testing.T) {
 		t.Fatal(err)
 	}
 	crd.Spec.Conversion.Webhook.ClientConfig.CABundle = []byte("-----OLD CA-----")
-	existing, err := crdinstall.Desired(crd, "cache")
+	existing, err := crdinstall.Desired(crd, "cache", nil) // an earlier runtime's: no declaration carried
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestALegacyCRDWithAStaleBundleIsRepaired(t *testing.T) {
 	existing.SetAnnotations(map[string]string{contract.AnnotationParentSchemaHash: hex.EncodeToString(sum[:8])})
 	_ = unstructured.SetNestedStringSlice(existing.Object, []string{"v1"}, "status", "storedVersions")
 	webhook.offerPolicy(t.Context(), parentCRD{doc: doc, crd: parentCRDOf(t, doc)})
-	webhook.crdDeclares(t.Context(), crd.Name, existing.GetAnnotations()[contract.AnnotationParentSchemaHash])
+	webhook.crdDeclares(t.Context(), crd.Name, existing.GetAnnotations())
 	client, patched := cacheCluster(existing)
 	client.PrependReactor("list", "caches", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewInternalError(errors.New(`conversion webhook for versions.example.com/v1, Kind=Cache failed: x509: certificate signed by unknown authority`))

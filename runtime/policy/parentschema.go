@@ -1,6 +1,9 @@
 package policy
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"sort"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -38,6 +41,41 @@ func ParentCRD(doc *Document) (*apiextensionsv1.CustomResourceDefinition, error)
 		return nil, atLines(doc.Source, mistakes)
 	}
 	return crd, nil
+}
+
+// ParentDeclaration is the policy reduced to what its parent's CRD and the conversions between the
+// parent's versions are made from: its name, spec.parentResource's apiVersion and resource, and
+// spec.parentSchema, as a policy document in JSON. ReadParentDeclaration reads it back as a policy
+// whose ParentCRD and CompileConversion are doc's, so that the CRD the runtime installs can carry
+// what converts its parents (contract.AnnotationParentDeclaration) whatever the policy's source
+// holds since. doc must have passed Validate.
+func ParentDeclaration(doc *Document) ([]byte, error) {
+	spec := doc.Policy.Spec
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // CEL's <, > and && as they are written
+	err := enc.Encode(CompositePolicy{APIVersion: APIVersion, Kind: Kind, Metadata: ObjectMeta{Name: doc.Policy.Metadata.Name},
+		Spec: Spec{ParentResource: ParentResource{APIVersion: spec.ParentResource.APIVersion, Resource: spec.ParentResource.Resource},
+			ParentSchema: spec.ParentSchema}})
+	if err != nil {
+		return nil, fmt.Errorf("encode the parent's declaration of policy %q: %w", doc.Policy.Metadata.Name, err)
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte("\n")), nil
+}
+
+// ReadParentDeclaration reads a ParentDeclaration back, validated; origin names it in errors.
+func ReadParentDeclaration(origin string, data []byte) (*Document, error) {
+	docs, err := Parse(origin, data)
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 || docs[0].Policy.Spec.ParentSchema == nil {
+		return nil, fmt.Errorf("%s: want one policy with a parentSchema, got %d policies", origin, len(docs))
+	}
+	if err := Validate(docs[0]); err != nil {
+		return nil, err
+	}
+	return docs[0], nil
 }
 
 // otherVersions declares the parent's other versions, each at its field path.

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 
@@ -87,5 +89,72 @@ func TestTheDeclaredSchemaTypesTheParentUnlessItsCRDIsKnown(t *testing.T) {
 	bad := parseOne(t, declaring+"    spec:\n      html: strin\n")
 	if _, _, err := declaredParent(bad, kinds.Info{GVR: gvr, Schema: given}); err == nil || !strings.Contains(err.Error(), "p.yaml:10:") {
 		t.Errorf("a broken declaration must be an error even when the CRD is known, got %v", err)
+	}
+}
+
+// The CRD the runtime installs carries the policy's ParentDeclaration, which a runtime started
+// after the policy changed reads back to convert the CRD's parents: what it reads must declare the
+// same CRD and the same conversions, whatever YAML the policy was written in.
+func TestAParentDeclarationReadsBackAsThePolicysDeclaration(t *testing.T) {
+	cache, err := os.ReadFile("../conversion/testdata/cache.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ name, text string }{
+		{name: "versions with their conversions", text: string(cache)},
+		{name: "rules, columns, defaults and scalars YAML reads as other types", text: declaring + `    install: true
+    scope: Cluster
+    shortNames: [ws]
+    x-kubernetes-validations: [{rule: "self.spec.replicas <= 10", message: at most 10}]
+    printerColumns: [{name: Replicas, jsonPath: .spec.replicas}]
+    spec:
+      replicas: {type: integer, default: 2, minimum: 1.0}
+      ratio: {type: number, maximum: 2.5}
+      mode: {type: string, enum: ["yes", "on", "1.0"], default: "on"}
+      since: {type: string, default: "2024-01-01"}
+      tags: {type: array, items: string, maxItems: 3}
+    status:
+      phase: string
+  childResources: [{apiVersion: v1, resource: configmaps}]
+  children:
+    - id: cm
+      template: {apiVersion: v1, kind: ConfigMap, metadata: {name: x}}
+`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc := parseOne(t, tt.text)
+			data, err := ParentDeclaration(doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read, err := ReadParentDeclaration("the CRD's annotation", data)
+			if err != nil {
+				t.Fatalf("ReadParentDeclaration(%s) = %v", data, err)
+			}
+			if read.Policy.Metadata.Name != doc.Policy.Metadata.Name || read.Policy.Spec.ParentResource.APIVersion != doc.Policy.Spec.ParentResource.APIVersion ||
+				read.Policy.Spec.ParentResource.Resource != doc.Policy.Spec.ParentResource.Resource {
+				t.Errorf("read back as policy %q of %+v, want %q of %+v", read.Policy.Metadata.Name, read.Policy.Spec.ParentResource,
+					doc.Policy.Metadata.Name, doc.Policy.Spec.ParentResource)
+			}
+			for what, of := range map[string]func(*Document) any{
+				"the CRD": func(d *Document) any {
+					crd, err := ParentCRD(d)
+					if err != nil {
+						t.Fatal(err)
+					}
+					return crd
+				},
+				"the parentSchema, its conversions included": func(d *Document) any { return d.Policy.Spec.ParentSchema },
+			} {
+				want, _ := json.Marshal(of(doc))
+				if got, _ := json.Marshal(of(read)); string(got) != string(want) {
+					t.Errorf("%s read back differs:\n got %s\nwant %s", what, got, want)
+				}
+			}
+			if _, err := CompileConversion(read); err != nil {
+				t.Errorf("the conversions read back do not compile: %v", err)
+			}
+		})
 	}
 }
