@@ -26,8 +26,8 @@ of spec.parentResource, the declared kind, scope and names, one served and store
 status subresource, Synced and Ready printer columns, and a structural schema of the declared spec
 and status, the status holding what metacel writes (conditions, observedGeneration). For a policy
 that installs its CRD (parentSchema.install), it is the CRD the runtime applies, labelled
-metacel.dev/installed-by and annotated with its hash: applied by hand, the runtime finds it up to
-date. Strings, lists
+metacel.dev/installed-by and annotated with its hash (and, with several versions, with the
+declaration its parents convert with): applied by hand, the runtime finds it up to date. Strings, lists
 and maps declared without maxLength, maxItems or maxProperties get ` + fmt.Sprintf("%d, %d and %d", parentcrd.DefaultMaxLength, parentcrd.DefaultMaxItems, parentcrd.DefaultMaxProperties) + `, so that the
 cost of the CEL reading them is bounded. Errors read file:line: field.path: message; then nothing
 is printed and crd exits 1, as it does when no policy declares a parent schema.`,
