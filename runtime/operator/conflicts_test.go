@@ -65,8 +65,8 @@ func winners(s *policySet, snapshots ...map[string][]source.Unit) []string {
 		s.loadUnits(nil)
 	}
 	ranks := s.claimRanks() // off the lock, as reconcile reads them
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.ctrls.mu.Lock()
+	defer s.ctrls.mu.Unlock()
 	var out []string
 	for _, d := range sortedDesired(s.resolveConflicts(ranks)) {
 		out = append(out, d.policy.Name()+"@"+d.unit.unit.Name)
@@ -149,7 +149,7 @@ func TestAConflictWhoseRankCannotBeReadKeepsTheRunningPolicy(t *testing.T) {
 	s.snapshots["dir"] = []source.Unit{z, a}
 	s.loadUnits(nil)
 	web := s.units["z.yaml"].good[0]
-	s.running["web"] = &running{policy: web, unit: "z.yaml"}
+	s.ctrls.running["web"] = &running{policy: web, unit: "z.yaml"}
 	client.PrependReactor("get", "leases", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("the API server does not answer, say")
 	})
@@ -222,7 +222,7 @@ func TestAPolicyThatComesBackDoesNotTakeTheParentsOver(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := clusterSet(t, ranLease("web", t0), tc.webGone, ranLease("web2", t0.Add(30*24*time.Hour)), stableRecord(t, "web2", aUnit))
 			if tc.runsWeb2 {
-				s.running["web2"] = &running{unit: aUnit}
+				s.ctrls.running["web2"] = &running{unit: aUnit}
 			}
 			got := winners(s, map[string][]source.Unit{"configmaps": {a, z}})
 			if want := []string{"web2@" + aUnit}; !slices.Equal(got, want) {

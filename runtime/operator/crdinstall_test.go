@@ -75,7 +75,7 @@ func installSet(t *testing.T, objs ...runtime.Object) (s *policySet, applied fun
 	})
 	s = newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
 	writer := apply.NewWriter(client)
-	s.installer = &crdInstaller{client: client, runtime: writer, runs: s.runs,
+	s.installer = &crdInstaller{client: client, runtime: writer, runs: s.ctrls.runs,
 		writer: func(string, string) (*apply.Writer, error) { return writer, nil }}
 	return s, func() []string { return labels }
 }
@@ -108,7 +108,7 @@ func TestOnePolicyOfTwinsInstallsTheCRD(t *testing.T) {
 			if tc.running != "" {
 				r := fakeRunning(true)
 				t.Cleanup(r.cancel)
-				s.running[tc.running] = r
+				s.ctrls.running[tc.running] = r
 			}
 			// the twin's unit loads first: it sorts first, and comes first in its source
 			s.snapshots["configmaps"] = []source.Unit{

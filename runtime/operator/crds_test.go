@@ -127,7 +127,7 @@ func TestAPolicyOnACRDCreatedRestartsOnlyIfItCompilesOtherwise(t *testing.T) {
 	catalog.AddCRD(cogsDefinition(false))
 	s := crdSet(t, catalog)
 	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "cog.yaml", Data: []byte(cogPolicy)}}}, 1)
-	generation := func() int { return s.Running()["cog"] }
+	generation := func() int { return s.ctrls.Running()["cog"] }
 	if generation() != 1 {
 		t.Fatalf("the policy runs at generation %d, want 1", generation())
 	}
@@ -190,7 +190,7 @@ func crdSet(t *testing.T, catalog *kinds.Catalog) *policySet {
 		Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
 	}
 	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
-	t.Cleanup(s.stopAll)
+	t.Cleanup(s.ctrls.stopAll)
 	return s
 }
 

@@ -9,7 +9,9 @@
 // the policy that runs, else as the cluster says, the same in every process (conflicts.go: its
 // rollout record, the age of its ledger Lease, else the unit whose name sorts first). A policy
 // whose resources are not served yet waits for a CRD change. A new unit's informers start before
-// it compiles (warmInformers), so that they list meanwhile. A
+// it compiles (warmInformers), so that they list meanwhile. The set decides which version of which
+// policy runs; the running controllers, what starts, hands over and stops them, are a type of their
+// own (controllers, controllers.go), which the rollout driver runs versions with too. A
 // changed policy's new controller acquires its informers before the old one is stopped, so that
 // informers shared between them never stop and re-list; the old one keeps syncing until the new
 // one's caches have synced, and stops before the new one's workers start (no gap, no overlap).

@@ -49,7 +49,7 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 				var all []*running
 				for _, data := range tc.versions {
 					s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: data}}}, 1)
-					r := s.running["a"]
+					r := s.ctrls.running["a"]
 					all = append(all, r)
 					if !strings.Contains(string(data), "resource: "+unsyncable) {
 						waitClosed(t, r.synced, "the new version's caches synced")
@@ -62,7 +62,7 @@ func TestASwapLeavesOnlyTheNewestControllerRunning(t *testing.T) {
 				if stopped(newest) {
 					t.Fatal("the newest version must run")
 				}
-				s.stopAll()
+				s.ctrls.stopAll()
 			}
 		})
 	}
@@ -93,7 +93,7 @@ func handOverSet(t *testing.T, objects ...runtime.Object) *policySet {
 		Metrics: controller.NewMetrics(reg), Clock: clock.RealClock{}, Writer: apply.NewWriter(client),
 	}
 	s := newPolicySet(t.Context(), deps, func() {}, 1, nil, reg)
-	t.Cleanup(s.stopAll)
+	t.Cleanup(s.ctrls.stopAll)
 	return s
 }
 

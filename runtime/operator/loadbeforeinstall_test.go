@@ -73,7 +73,7 @@ func TestAnEditThatFailsToLoadLeavesTheInstalledCRDAlone(t *testing.T) {
 			if got := len(applied()) > before; got != tc.wantApplied {
 				t.Errorf("the CRD applied: %v, want %v", got, tc.wantApplied)
 			}
-			got := s.statusOf(s.units["cache.yaml"], "cache", s.localCounts()["cache"])
+			got := s.statusOf(s.units["cache.yaml"], "cache", s.ctrls.localCounts()["cache"])
 			if got.State != tc.wantState || !strings.Contains(got.LastError, tc.wantError) {
 				t.Errorf("state %s (%q), want %s saying %q", got.State, got.LastError, tc.wantState, tc.wantError)
 			}

@@ -236,9 +236,9 @@ func (r *reconciler) run(ctx context.Context) error {
 	}
 	set := newPolicySet(ctx, deps, mapper.Reset, o.Workers, r.recorder, r.reg)
 	set.identities = ids
-	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.runs, conversion: r.webhook, discovery: r.clients.discovery}
+	set.installer = &crdInstaller{client: r.clients.dynamic, runtime: writer, writer: ids.writerNamed, runs: set.ctrls.runs, conversion: r.webhook, discovery: r.clients.discovery}
 	set.rollouts.records = rollout.NewStore(r.clients.kube, recordsNamespace(o))
-	set.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
+	set.ctrls.memos = memo.NewStore(r.clients.kube, recordsNamespace(o))
 	if o.Sharding != nil {
 		stopSharding, err := startSharding(ctx, *o.Sharding, r.shardClient, r.fence, set, r.reg)
 		if err != nil {
@@ -252,7 +252,7 @@ func (r *reconciler) run(ctx context.Context) error {
 	go set.status.Run(ctx)
 	statusTick := time.NewTicker(statusInterval)
 	defer statusTick.Stop()
-	defer set.stopAll()
+	defer set.ctrls.stopAll()
 	snapshots, sources := startSources(ctx, o, r.clients, r.errs)
 	crds, stopCRDs := watchCRDs(pool, mapper)
 	defer stopCRDs()
@@ -278,7 +278,7 @@ func (r *reconciler) run(ctx context.Context) error {
 			}
 		}
 		if o.OnReload != nil {
-			o.OnReload(set.Running())
+			o.OnReload(set.ctrls.Running())
 		}
 		if len(seen) == sources && !readying {
 			readying = true
@@ -317,7 +317,7 @@ var errNoNamespace = errors.New("no namespace to keep the runtime's records in (
 
 // whenSynced calls done once every running controller has synced its caches.
 func whenSynced(ctx context.Context, set *policySet, done func()) {
-	for !set.ready() {
+	for !set.ctrls.ready() {
 		select {
 		case <-ctx.Done():
 			return

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -34,23 +33,20 @@ import (
 // swaps, hands over and stops their controllers; it reports their state. What is not the set is
 // apart: the rollout driver (rolloutDriver, rollout.go) moves a policy that declares spec.rollout
 // to a new version step by step, and the CRD installer (crdInstaller, crdinstall.go) installs the
-// parents' CRDs. It is driven by one goroutine (update and retry are never concurrent); only
-// ready and Running are called from others, and setSlots from the shard coordinator's. mu guards
-// running and removing, which goroutines of their own change too (a rollout's driver, a removed
-// policy's last Recreates).
+// parents' CRDs; the running controllers, started and stopped as the set decides, are apart too
+// (controllers, controllers.go). It is driven by one goroutine (update and retry are never
+// concurrent); only the controllers' ready and Running are called from others, and setSlots from
+// the shard coordinator's.
 type policySet struct {
 	ctx      context.Context
 	deps     controller.Deps
 	mapper   kinds.Mapper
 	reset    func() // forgets what the mapper learnt, after a CRD change
-	workers  int
 	recorder events.EventRecorder
 	metrics  *policyMetrics
 	// rollouts drives the rollouts of the policies that declare spec.rollout (rollout.go)
 	rollouts *rolloutDriver
-	// memos keep what the controllers knew of their converged parents across restarts (nil: off)
-	memos *memo.Store
-	clock clock.WithTicker
+	clock    clock.WithTicker
 	// status reports each policy's state on its ConfigMap (nil: off); published are the
 	// ConfigMap and policy names reported last
 	status    *policystatus.Reporter
@@ -66,11 +62,8 @@ type policySet struct {
 	snapshots map[string][]source.Unit // by source
 	units     map[string]*unitState    // by unit name
 
-	mu      sync.Mutex
-	running map[string]*running // by policy name
-	// removing are the controllers of removed policies that let their Recreates under way
-	// complete before they stop (removeLocked), by policy name
-	removing map[string]*running
+	// ctrls are the running controllers; their lock is held while the set decides
+	ctrls *controllers
 }
 
 // unitState is what one unit last gave.
@@ -180,18 +173,19 @@ func (r *running) isSynced() bool {
 
 func newPolicySet(ctx context.Context, deps controller.Deps, reset func(), workers int, recorder events.EventRecorder, reg prometheus.Registerer) *policySet {
 	s := &policySet{
-		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, workers: workers, recorder: recorder,
+		ctx: ctx, deps: deps, mapper: deps.Mapper, reset: reset, recorder: recorder,
 		metrics:   newPolicyMetrics(reg),
 		clock:     clock.RealClock{},
 		snapshots: map[string][]source.Unit{},
 		units:     map[string]*unitState{},
-		running:   map[string]*running{},
-		removing:  map[string]*running{},
 	}
+	shards := func() *shards { return s.shards }
+	s.ctrls = newControllers(ctx, deps, workers, recorder, s.metrics, shards)
 	s.rollouts = &rolloutDriver{
-		ctx: ctx, clock: s.clock, mapper: s.mapper, recorder: recorder, mu: &s.mu, running: s.running, set: s,
-		shards: func() *shards { return s.shards }, metrics: s.metrics,
+		ctx: ctx, clock: s.clock, mapper: s.mapper, recorder: recorder, mu: &s.ctrls.mu, running: s.ctrls.running, set: s.ctrls,
+		shards: shards, metrics: s.metrics,
 	}
+	s.ctrls.onStart = s.rollouts.recordRunsLocked
 	return s
 }
 
@@ -212,10 +206,10 @@ func (s *policySet) reconcile(retry func(*unitState) bool, restart func(*policy.
 	defer s.warmInformers()() // until the controllers hold their own
 	edited := s.loadUnits(retry)
 	ranks := s.claimRanks() // off the lock: it reads the API server
-	s.mu.Lock()             // resolveConflicts reads the running controllers, which a rollout's end swaps
-	defer s.mu.Unlock()
+	s.ctrls.mu.Lock()       // resolveConflicts reads the running controllers, which a rollout's end swaps
+	defer s.ctrls.mu.Unlock()
 	desired := s.resolveConflicts(ranks)
-	for name, r := range s.running {
+	for name, r := range s.ctrls.running {
 		if _, ok := desired[name]; !ok {
 			s.removeLocked(name, r)
 		}
@@ -560,25 +554,15 @@ func (s *policySet) resolveConflicts(ranks map[claimKey]claimRank) map[string]de
 // claimRanks reads the ranks of the claims of the set's units in a conflict (claimRanker), off
 // the lock: it reads the API server.
 func (s *policySet) claimRanks() map[claimKey]claimRank {
-	k := claimRanker{ctx: s.ctx, records: s.rollouts.records, ledger: s.deps.Ledger, runningUnit: s.unitRunning}
+	k := claimRanker{ctx: s.ctx, records: s.rollouts.records, ledger: s.deps.Ledger, runningUnit: s.ctrls.unitRunning}
 	return k.ranks(claimsOf(s.units))
-}
-
-// unitRunning is the unit the policy of that name runs from; "" when it does not run.
-func (s *policySet) unitRunning(name string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r := s.running[name]; r != nil {
-		return r.unit
-	}
-	return ""
 }
 
 // reject reports a policy that loses a conflict, once while the conflict lasts: reported holds
 // the unit's conflicts reported so far in this round, st.conflicts those of the round before,
 // each by policy name.
 func (s *policySet) reject(st *unitState, p *policy.Compiled, msg string, reported map[string]string) {
-	if r := s.running[p.Name()]; r != nil && r.unit == st.unit.Name {
+	if r := s.ctrls.running[p.Name()]; r != nil && r.unit == st.unit.Name {
 		return // it is the running one; the conflict is reported on the other side
 	}
 	reported[p.Name()] = msg
@@ -606,7 +590,7 @@ func sortedDesired(m map[string]desiredPolicy) []desiredPolicy {
 // then re-syncs its parents (every parent is an event to it). It reports whether the running
 // version was kept as it was: the policy did not change.
 func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) (kept bool) {
-	old := s.running[p.Name()]
+	old := s.ctrls.running[p.Name()]
 	if old == nil {
 		s.startOverRemovedLocked(p, st)
 		return false
@@ -619,7 +603,7 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) (
 		old.unit = st.unit.Name
 		return true
 	}
-	if r := s.startLocked(p, st.unit, old, nil); r != nil {
+	if r := s.ctrls.startLocked(p, st.unit, old, nil); r != nil {
 		s.rollouts.recordStableLocked(r)
 	}
 	return false
@@ -629,136 +613,36 @@ func (s *policySet) runLocked(p *policy.Compiled, st *unitState, restart bool) (
 // controller of its removal still finishes its Recreates, which then hands over to it as a
 // changed version's would (or, for a policy that rolls out, stops first).
 func (s *policySet) startOverRemovedLocked(p *policy.Compiled, st *unitState) {
-	removed := s.takeRemoving(p.Name())
+	removed := s.ctrls.takeRemoving(p.Name())
 	if removed != nil && p.Rollout != nil {
-		s.stopRemoved(p.Name(), removed)
+		s.ctrls.stopRemoved(p.Name(), removed)
 		removed = nil
 	}
 	if removed == nil && s.rollouts.runRolloutLocked(p, st, nil, false) {
 		return
 	}
-	r := s.startLocked(p, st.unit, removed, nil)
+	r := s.ctrls.startLocked(p, st.unit, removed, nil)
 	if r == nil {
 		if removed != nil {
-			s.stopRemoved(p.Name(), removed) // nothing takes it over
+			s.ctrls.stopRemoved(p.Name(), removed) // nothing takes it over
 		}
 		return
 	}
 	s.rollouts.recordStableLocked(r)
 }
 
-// startLocked starts the controller of a version of a policy, on the parents of share (nil: all),
-// replacing old (nil: none); nil when it cannot start.
-func (s *policySet) startLocked(p *policy.Compiled, unit source.Unit, old *running, share func(types.UID) bool) *running {
-	var replaces *policy.Compiled
-	if old != nil {
-		replaces = old.policy
-	}
-	ctrl, notSynced := s.newController(p, unit, replaces, share)
-	if err := ctrl.Watch(); err != nil {
-		klog.FromContext(s.ctx).Error(err, "Cannot start policy", "policy", p.Name())
-		return nil
-	}
-	var predecessor *running
-	if old != nil {
-		predecessor = old.handOver()
-	}
-	r := s.goRun(p, ctrl, unit, predecessor, notSynced)
-	if old != nil {
-		r.generation = old.generation + 1
-	}
-	s.running[p.Name()] = r
-	s.rollouts.recordRunsLocked(r)
-	s.metrics.loaded(p.Name(), unit.Name, r.generation)
-	verb := "loaded"
-	if r.generation > 1 {
-		verb = "reloaded"
-	}
-	klog.FromContext(s.ctx).Info("Policy "+verb, "policy", p.Name(), "source", unit.Name, "generation", r.generation)
-	unitEvent(s.recorder, unit, "Normal", "PolicyLoaded", fmt.Sprintf("policy %q %s (generation %d)", p.Name(), verb, r.generation))
-	return r
-}
-
-// newController prepares the controller of p from unit, replacing replaces (nil: none), on the
-// parents of share (nil: all), sharded as the set is: its reports of caches not synced become
-// events on unit's ConfigMap, the last one kept in notSynced.
-func (s *policySet) newController(p *policy.Compiled, unit source.Unit, replaces *policy.Compiled, share func(types.UID) bool) (ctrl *controller.Controller, notSynced *atomic.Pointer[string]) {
-	notSynced = new(atomic.Pointer[string])
-	opts := controller.Options{Replaces: replaces, Share: share, Version: policystatus.ShortVersion(rollout.Version(p)),
-		OnNotSynced: func(msg string) {
-			notSynced.Store(&msg)
-			unitEvent(s.recorder, unit, "Warning", "PolicyNotSynced", msg)
-		}}
-	if s.shards != nil {
-		opts.Sharded, opts.ServerSideShards = true, s.shards.serverSide
-	}
-	return controller.New(p, s.deps, opts), notSynced
-}
-
-// goRun runs a controller that watches already, until its running is stopped; notSynced holds
-// its last report of caches not synced. predecessor (nil: none) is the controller it replaces,
-// stopped once this one has synced. It is set before the controller starts: over shared
-// informers that have synced already, the controller may sync at once, and a predecessor it does
-// not know yet would never be stopped, and go on syncing beside it.
-func (s *policySet) goRun(p *policy.Compiled, ctrl *controller.Controller, unit source.Unit, predecessor *running, notSynced *atomic.Pointer[string]) *running {
-	ctx, cancel := context.WithCancel(s.ctx)
-	r := &running{
-		policy: p, ctrl: ctrl, unit: unit.Name, source: unit.Data, version: rollout.Version(p), configMap: unit.ConfigMap, generation: 1,
-		ctx: ctx, cancel: cancel, done: make(chan struct{}), synced: make(chan struct{}), notSynced: notSynced,
-		predecessor: predecessor,
-	}
-	go func() {
-		defer close(r.done)
-		started := func() {
-			close(r.synced)
-			// the old version syncs until the new one can (no overlap), and is gone before the new
-			// one deletes the children of the resources it dropped (the old one would recreate them)
-			r.stopPredecessor()
-		}
-		if s.shards != nil {
-			ctrl.FollowSlots(ctx, s.shards.held) // the slot informers first: Run waits for them
-		}
-		recallMemo(ctx, s.memos, ctrl) // while the informers list
-		if err := ctrl.Run(ctx, s.workers, started); err != nil {
-			klog.FromContext(ctx).Error(err, "Policy controller failed", "policy", p.Name())
-		}
-	}()
-	return r
-}
-
-// recreateGrace bounds how long a removed policy's controller lets its Recreates under way
-// complete: a Pod's default termination grace period, and a little.
-const recreateGrace = 40 * time.Second
-
-// removeLocked stops the controller of a policy that was removed, once the Recreates it has
-// under way have completed (controller.FinishRecreates): a parent whose old child was deleted
-// gets its new one, not none. It waits off the lock; a policy loaded again meanwhile takes the
-// controller over as its predecessor (startLocked).
+// removeLocked stops the controller of a policy that was removed (controllers.removeLocked),
+// and records, when no unit defines the policy any more, that it stopped: it claims its parent
+// resource no more.
 func (s *policySet) removeLocked(name string, r *running) {
-	delete(s.running, name)
-	s.metrics.removed(name)
 	if !s.definedLocked(name) {
-		s.rollouts.recordStoppedLocked(r) // gone from every source: it claims its parent resource no more
+		s.rollouts.recordStoppedLocked(r)
 	}
-	if r.rollout != nil || !r.isSynced() {
-		s.stopRemoved(name, r)
-		return
-	}
-	s.removing[name] = r
-	go func() {
-		r.ctrl.FinishRecreates(r.ctx, recreateGrace) // cut short when a successor stops it
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.removing[name] != r {
-			return // loaded again: its successor stops it
-		}
-		delete(s.removing, name)
-		s.stopRemoved(name, r)
-	}()
+	s.ctrls.removeLocked(name, r)
 }
 
 // definedLocked reports whether a unit still defines the policy of that name (one that stops
-// while it waits for its resources, say, keeps its claim). Called with s.mu held.
+// while it waits for its resources, say, keeps its claim). Called with the controllers' lock held.
 func (s *policySet) definedLocked(name string) bool {
 	for _, st := range s.units {
 		for _, p := range st.good {
@@ -768,40 +652,6 @@ func (s *policySet) definedLocked(name string) bool {
 		}
 	}
 	return false
-}
-
-func (s *policySet) stopRemoved(name string, r *running) {
-	r.stop()
-	klog.FromContext(s.ctx).Info("Policy stopped; its children stay", "policy", name)
-}
-
-// takeRemoving returns the controller of a removed policy of that name that still finishes its
-// Recreates, to be replaced; nil when none.
-func (s *policySet) takeRemoving(name string) *running {
-	r := s.removing[name]
-	delete(s.removing, name)
-	return r
-}
-
-func (s *policySet) stopLocked(name string, r *running) {
-	r.stop()
-	delete(s.running, name)
-	s.metrics.removed(name)
-	klog.FromContext(s.ctx).Info("Policy stopped; its children stay", "policy", name)
-}
-
-// stopAll stops every controller, e.g. at shutdown: a removed policy's too, which a restart
-// does not run again (its Recreates under way stay as they are).
-func (s *policySet) stopAll() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for name, r := range s.running {
-		s.stopLocked(name, r)
-		saveMemo(s.ctx, s.memos, r.ctrl)
-	}
-	for name := range s.removing {
-		s.takeRemoving(name).stop()
-	}
 }
 
 // recallMemo gives a controller about to run the memo its policy's controller saved in memos
@@ -834,39 +684,6 @@ func saveMemo(ctx context.Context, memos *memo.Store, ctrl *controller.Controlle
 // memoSaveTimeout bounds the writes of memos when the runtime stops, within the default
 // terminationGracePeriodSeconds of 30.
 const memoSaveTimeout = 5 * time.Second
-
-// ready reports whether every running controller has synced its caches.
-func (s *policySet) ready() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.running {
-		select {
-		case <-r.synced:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// runs reports whether a policy of that name runs (for the CRD installer).
-func (s *policySet) runs(name string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.running[name]
-	return ok
-}
-
-// Running returns the names of the running policies and their generations.
-func (s *policySet) Running() map[string]int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := map[string]int{}
-	for name, r := range s.running {
-		out[name] = r.generation
-	}
-	return out
-}
 
 // sameCompiled reports whether a reload changed nothing that matters: the policy's version (what
 // it does, rollout.Version: its text, less the labels and annotations the runtime does not read)

@@ -220,12 +220,12 @@ func TestTheOldVersionSyncsUntilTheNewOneCan(t *testing.T) {
 func TestTheRolloutDriverActsOnTheSetsVersions(t *testing.T) {
 	s := newPolicySet(t.Context(), controller.Deps{Mapper: kinds.NewCatalog()}, func() {}, 1, nil, prometheus.NewRegistry())
 	d := s.rollouts
-	if d.mu != &s.mu {
+	if d.mu != &s.ctrls.mu {
 		t.Error("the driver must take the set's lock")
 	}
 	r := fakeRunning(true)
 	d.running["p"] = r
-	if s.running["p"] != r {
+	if s.ctrls.running["p"] != r {
 		t.Error("the driver must see and change the set's running versions")
 	}
 	if d.shards() != nil {
@@ -256,10 +256,10 @@ func TestConflictsAreResolvedUnderTheLockOfTheRunningControllers(t *testing.T) {
 				return
 			default:
 			}
-			s.mu.Lock()
-			s.running["elsewhere"] = &running{}
-			delete(s.running, "elsewhere")
-			s.mu.Unlock()
+			s.ctrls.mu.Lock()
+			s.ctrls.running["elsewhere"] = &running{}
+			delete(s.ctrls.running, "elsewhere")
+			s.ctrls.mu.Unlock()
 			runtime.Gosched()
 		}
 	}()
@@ -268,8 +268,8 @@ func TestConflictsAreResolvedUnderTheLockOfTheRunningControllers(t *testing.T) {
 	}
 	close(stop)
 	<-stopped
-	if !s.runs("a") || s.runs("b") {
-		t.Errorf("running %v, want a alone (loaded first)", s.Running())
+	if !s.ctrls.runs("a") || s.ctrls.runs("b") {
+		t.Errorf("running %v, want a alone (loaded first)", s.ctrls.Running())
 	}
 }
 
@@ -291,7 +291,7 @@ func TestTwoKeysOfAConfigMapThatDefineOnePolicySayOneState(t *testing.T) {
 			for _, name := range []string{"cm/a.yaml", "cm/b.yaml"} {
 				s.units[name] = &unitState{unit: source.Unit{Name: name, ConfigMap: cm}, good: web}
 			}
-			s.running["web"] = &running{policy: web[0], unit: runs, synced: synced, generation: 1}
+			s.ctrls.running["web"] = &running{policy: web[0], unit: runs, synced: synced, generation: 1}
 			for range 20 {
 				got := s.statusesByConfigMap(nil)[[2]string{"cm", "web"}]
 				if got.State != policystatus.Running {

@@ -23,7 +23,7 @@ func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T
 	if !strings.Contains(stable.message, "did not sync by the health deadline") {
 		t.Errorf("message %q, want it to say the new version did not sync", stable.message)
 	}
-	if s.running["a"] != stable {
+	if s.ctrls.running["a"] != stable {
 		t.Error("the stable version must keep running")
 	}
 }
@@ -35,9 +35,9 @@ func TestARolloutWhoseNewVersionNeverSyncsIsRolledBackAtTheDeadline(t *testing.T
 // record, and the failed version applied again rolls out.
 func TestRevertingARolledBackPolicyClearsItAndReapplyingRollsOutAnew(t *testing.T) {
 	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	s.rollouts.records = rollout.NewStore(fake.NewClientset(), "metacel-system")
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	failed := ro.target.source
 	waitRolledBack(t, s, clock, stable, rollout.Version(ro.target.policy))
 	apply := func(text []byte) {
@@ -57,16 +57,16 @@ func TestRevertingARolledBackPolicyClearsItAndReapplyingRollsOutAnew(t *testing.
 	for _, step := range steps {
 		t.Run(step.name, func(t *testing.T) {
 			apply(step.text)
-			if got := s.statusOf(s.units["a.yaml"], "a", s.localCounts()["a"]); got.State != step.wantState {
+			if got := s.statusOf(s.units["a.yaml"], "a", s.ctrls.localCounts()["a"]); got.State != step.wantState {
 				t.Errorf("state %s (%s), want %s", got.State, got.LastError, step.wantState)
 			}
 			rec, err := s.rollouts.records.Get(t.Context(), "a")
 			if err != nil || rec == nil || rec.Phase != step.wantRecord {
 				t.Errorf("rollout record %+v (%v), want phase %s", rec, err, step.wantRecord)
 			}
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			if r := s.running["a"]; r != stable || (r.rollout != nil) != step.wantRollout {
+			s.ctrls.mu.Lock()
+			defer s.ctrls.mu.Unlock()
+			if r := s.ctrls.running["a"]; r != stable || (r.rollout != nil) != step.wantRollout {
 				t.Errorf("the stable version runs: %v; a rollout under way: %v, want %v", r == stable, r.rollout != nil, step.wantRollout)
 			}
 		})
@@ -78,16 +78,16 @@ func TestRevertingARolledBackPolicyClearsItAndReapplyingRollsOutAnew(t *testing.
 // counted from when the new version started here: it was rolled back at the first tick.
 func TestAResumedRolloutGivesItsNewVersionTheDeadlineToSync(t *testing.T) {
 	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	ro.progress.Record.StepStarted = clock.Now().Add(-time.Hour) // as a record read after a restart says
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	// the driver's judgement of a tick, its new version's caches not synced yet
 	if !s.rollouts.judgeNotSynced(t.Context(), "a", ro) {
 		t.Fatal("the rollout ended")
 	}
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	rolledBack, message := stable.rolledBack, stable.message
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	if rolledBack != "" {
 		t.Errorf("rolled back as soon as the new version started (%s)", message)
 	}
@@ -100,8 +100,8 @@ func waitRolledBack(t *testing.T, s *policySet, clock *testingclock.FakeClock, s
 		if clock.HasWaiters() {
 			clock.Step(rolloutTick) // the driver's tick: past the deadline after 60
 		}
-		s.mu.Lock()
-		defer s.mu.Unlock()
+		s.ctrls.mu.Lock()
+		defer s.ctrls.mu.Unlock()
 		if stable.rolledBack != target || stable.rollout != nil {
 			return fmt.Errorf("rolled back %q, rollout under way %v", stable.rolledBack, stable.rollout != nil)
 		}
@@ -125,12 +125,12 @@ func rollingOutToAnUnsyncableVersion(t *testing.T) (*policySet, *testingclock.Fa
 		return []byte(text + "  rollout:\n    steps: [{percent: 50}, {percent: 100}]\n    healthDeadlineSeconds: 60\n")
 	}
 	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version()}}}, 1)
-	stable := s.running["a"]
+	stable := s.ctrls.running["a"]
 	waitClosed(t, stable.synced, "the first version's caches synced")
 	s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(unsyncable)}}}, 1)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	ro := stable.rollout
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	if ro == nil {
 		t.Fatal("the new version does not roll out")
 	}

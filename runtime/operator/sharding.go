@@ -133,18 +133,18 @@ func (s *policySet) setSlots(ctx context.Context, slots hashslot.Set) {
 	s.shards.slots = slots
 	s.shards.mu.Unlock()
 	s.shards.metrics.set(slots)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	var ctrls []*controller.Controller
-	for _, r := range s.running {
+	for _, r := range s.ctrls.running {
 		ctrls = append(ctrls, r.syncing()...)
 		if r.rollout != nil {
 			ctrls = append(ctrls, r.rollout.target.syncing()...)
 		}
 	}
-	for _, r := range s.removing {
+	for _, r := range s.ctrls.removing {
 		ctrls = append(ctrls, r.syncing()...)
 	}
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, c := range ctrls {
 		wg.Go(func() { c.FollowSlots(ctx, s.shards.held) })

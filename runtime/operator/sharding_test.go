@@ -117,7 +117,7 @@ func TestAnOldVersionThatStillSyncsFollowsTheSlots(t *testing.T) {
 				return []byte(text + fmt.Sprintf("  resyncPeriodSeconds: %d\n", 3600+n))
 			}
 			s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(1)}}}, 1)
-			old := s.running["a"]
+			old := s.ctrls.running["a"]
 			waitClosed(t, old.synced, "version 1 synced")
 			eventually(t, 10*time.Second, "version 1 syncs the parents of the slots it holds", func() error {
 				if n, want := len(old.ctrl.Parents().Held()), 1-tc.wantParent; n != want {
@@ -127,8 +127,8 @@ func TestAnOldVersionThatStillSyncsFollowsTheSlots(t *testing.T) {
 			})
 			// version 2 never syncs (it lists a resource that cannot be listed): version 1 goes on
 			s.update(source.Snapshot{Source: "dir", Units: []source.Unit{{Name: "a.yaml", Data: version(2, unsyncable)}}}, 1)
-			if s.running["a"] == old || stopped(old) {
-				t.Fatalf("want version 1 running as version 2's predecessor: replaced %v, stopped %v", s.running["a"] != old, stopped(old))
+			if s.ctrls.running["a"] == old || stopped(old) {
+				t.Fatalf("want version 1 running as version 2's predecessor: replaced %v, stopped %v", s.ctrls.running["a"] != old, stopped(old))
 			}
 
 			s.setSlots(t.Context(), tc.to)

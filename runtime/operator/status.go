@@ -13,7 +13,7 @@ import (
 // reads the units, which only that goroutine changes. A status depends only on the policies'
 // state, so a write it causes (a snapshot of the same ConfigMap) changes nothing.
 func (s *policySet) publishStatus() {
-	counts := s.localCounts()
+	counts := s.ctrls.localCounts()
 	s.metrics.setParents(counts)
 	s.metrics.states.setCounts(counts)
 	s.metrics.states.setStates(s.policyStates())
@@ -59,35 +59,11 @@ func (s *policySet) statusesByConfigMap(counts map[string]controller.Counts) map
 		}
 		for _, name := range st.policies() {
 			key := [2]string{st.unit.ConfigMap.Name, name}
-			if _, said := out[key]; said && !s.runsFrom(name, st) {
+			if _, said := out[key]; said && !s.ctrls.runsFrom(name, st.unit.Name) {
 				continue
 			}
 			out[key] = s.statusOf(st, name, counts[name])
 		}
-	}
-	return out
-}
-
-// runsFrom reports whether the policy of that name runs from the unit of st.
-func (s *policySet) runsFrom(name string, st *unitState) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.running[name]
-	return r != nil && r.unit == st.unit.Name
-}
-
-// localCounts counts, by policy, the parents its controllers sync in this process (both versions
-// during a rollout), once per tick: counting reads every cached parent.
-func (s *policySet) localCounts() map[string]controller.Counts {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make(map[string]controller.Counts, len(s.running))
-	for name, r := range s.running {
-		c := r.ctrl.Parents().Count()
-		if r.rollout != nil {
-			c = add(c, r.rollout.target.ctrl.Parents().Count())
-		}
-		out[name] = c
 	}
 	return out
 }
@@ -116,9 +92,9 @@ func unitKey(name string) string {
 // statusOf is the state of one policy of a unit.
 // counts are the policy's parents, in this process and, with sharding, the other replicas.
 func (s *policySet) statusOf(st *unitState, name string, counts controller.Counts) policystatus.Status {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	r := s.running[name]
+	s.ctrls.mu.Lock()
+	defer s.ctrls.mu.Unlock()
+	r := s.ctrls.running[name]
 	if r != nil && r.unit != st.unit.Name && (r.rollout == nil || r.rollout.target.unit != st.unit.Name) {
 		r = nil // another unit's policy of that name runs
 	}

@@ -62,8 +62,8 @@ func TestAPolicyWaitingForItsCRDKeepsItsClaim(t *testing.T) {
 		{Name: zUnit, Data: []byte(cogPolicy)},
 	}
 	s.update(source.Snapshot{Source: "configmaps", Units: units}, 1)
-	if _, ok := s.Running()["cog"]; !ok {
-		t.Fatalf("running %v, want cog", s.Running())
+	if _, ok := s.ctrls.Running()["cog"]; !ok {
+		t.Fatalf("running %v, want cog", s.ctrls.Running())
 	}
 	m.hide.Store(true) // the CRD deleted
 	s.reconcile(func(*unitState) bool { return true }, nil)
@@ -72,7 +72,7 @@ func TestAPolicyWaitingForItsCRDKeepsItsClaim(t *testing.T) {
 	}
 	m.hide.Store(false) // restored
 	s.reconcile(func(*unitState) bool { return true }, nil)
-	if r := s.Running(); len(r) != 1 || r["cog"] == 0 {
+	if r := s.ctrls.Running(); len(r) != 1 || r["cog"] == 0 {
 		t.Errorf("CRD restored: running %v, want cog (it ran before), not cog2 (rejected until then)", r)
 	}
 }
@@ -81,21 +81,21 @@ func TestAPolicyWaitingForItsCRDKeepsItsClaim(t *testing.T) {
 // Stable when it stopped, so when the resource came back the failed version rolled out again.
 func TestARolledBackPolicyWaitingForAResourceStaysRolledBack(t *testing.T) {
 	s, clock, stable, ro := rollingOutToAnUnsyncableVersion(t)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	s.rollouts.records = rollout.NewStore(fake.NewClientset(), "metacel-system")
 	m := &hiding{Mapper: s.mapper, gr: schema.GroupResource{Resource: "configmaps"}}
 	s.mapper = m
 	s.rollouts.records.NoteLoaded("a", stable.version)
 	s.rollouts.records.NoteLoaded("a", ro.target.version, stable.version)
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	waitRolledBack(t, s, clock, stable, rollout.Version(ro.target.policy))
 	m.hide.Store(true)
 	s.reconcile(func(*unitState) bool { return true }, nil)
 	m.hide.Store(false)
 	s.reconcile(func(*unitState) bool { return true }, nil)
-	s.mu.Lock()
-	r := s.running["a"]
-	s.mu.Unlock()
+	s.ctrls.mu.Lock()
+	r := s.ctrls.running["a"]
+	s.ctrls.mu.Unlock()
 	if r == nil {
 		t.Fatal("not running")
 	}
@@ -110,14 +110,14 @@ func TestARolledBackPolicyWaitingForAResourceStaysRolledBack(t *testing.T) {
 // A policy rolling out whose child resource stops being served keeps the step its record says.
 func TestARollingOutPolicyWaitingForAResourceKeepsItsStep(t *testing.T) {
 	s, _, stable, ro := rollingOutToAnUnsyncableVersion(t)
-	s.mu.Lock()
+	s.ctrls.mu.Lock()
 	s.rollouts.records = rollout.NewStore(fake.NewClientset(), "metacel-system")
 	s.rollouts.records.NoteLoaded("a", stable.version)
 	s.rollouts.records.NoteLoaded("a", ro.target.version, stable.version)
 	s.rollouts.putRecordLocked("a", nil, ro.progress.Record)
 	m := &hiding{Mapper: s.mapper, gr: schema.GroupResource{Resource: "configmaps"}}
 	s.mapper = m
-	s.mu.Unlock()
+	s.ctrls.mu.Unlock()
 	m.hide.Store(true)
 	s.reconcile(func(*unitState) bool { return true }, nil)
 	rec, _ := s.rollouts.records.Get(t.Context(), "a")

@@ -55,7 +55,7 @@ func TestTheParentInformerOfAChangedUnitStartsBeforeItCompiles(t *testing.T) {
 			if got := mapper.mostStarted(); got != tc.want {
 				t.Errorf("%d informers started when the unit compiled, want %d", got, tc.want)
 			}
-			s.stopAll()
+			s.ctrls.stopAll()
 			eventually(t, 10*time.Second, "the informers to stop with the controllers", func() error {
 				if got := pool.Len(); got != 0 {
 					return fmt.Errorf("%d informers left once the controllers stopped", got)
