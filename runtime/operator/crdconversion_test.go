@@ -84,9 +84,9 @@ func parentCRDOf(t *testing.T, doc *policy.Document) *apiextensionsv1.CustomReso
 	return crd
 }
 
-// cacheAt is a stored Cache at apiVersion versions.example.com/<version>.
-func cacheAt(version string, spec map[string]any) *unstructured.Unstructured {
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "versions.example.com/" + version, "kind": "Cache",
+// storedCache is a Cache as the CRD stores it, at its storage version versions.example.com/v1.
+func storedCache(spec map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "versions.example.com/v1", "kind": "Cache",
 		"metadata": map[string]any{"name": "c", "namespace": "ns"}, "spec": spec}}
 }
 
@@ -157,7 +157,7 @@ func convertsStored(t *testing.T, webhook *conversionServer) error {
 	if !ok {
 		t.Fatal("the webhook has no converter of Caches")
 	}
-	stored := cacheAt("v1", map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
+	stored := storedCache(map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
 	_, err := c.Convert(t.Context(), stored, "versions.example.com/v1alpha1")
 	return err
 }
@@ -174,7 +174,7 @@ func TestARefusedVersionDoesNotReplaceTheRunningConverter(t *testing.T) {
 		offerRefused func(t *testing.T, webhook *conversionServer, crd *unstructured.Unstructured)
 	}{
 		{name: "the leader, whose install is refused", offerRefused: func(t *testing.T, webhook *conversionServer, crd *unstructured.Unstructured) {
-			stored := cacheAt("v1", map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
+			stored := storedCache(map[string]any{"replicas": int64(1), "template": map[string]any{"image": "redis:7"}})
 			client, patched := cacheCluster(crd, stored)
 			refused := renamedImage(t)
 			_, err := installerOn(client, webhook).installParentCRD(t.Context(), refused, parentCRDOf(t, refused), []string{"cache"})
@@ -287,7 +287,7 @@ func TestANewVersionAStoredParentDoesNotConvertToIsRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			_ = unstructured.SetNestedStringSlice(existing.Object, []string{"v1"}, "status", "storedVersions")
-			client, patched := cacheCluster(existing, cacheAt("v1", map[string]any{"replicas": tt.replicas, "template": map[string]any{"image": "redis:7"}}))
+			client, patched := cacheCluster(existing, storedCache(map[string]any{"replicas": tt.replicas, "template": map[string]any{"image": "redis:7"}}))
 			narrow := versionedCache(t, "size: {type: string, pattern: '^[0-9]+$', required: true}", "size: {type: string, pattern: '^[0-9]+$', maxLength: 1, required: true}")
 			wrote, err := installerOn(client, webhook).installParentCRD(t.Context(), narrow, parentCRDOf(t, narrow), []string{"cache"})
 			switch {

@@ -108,7 +108,7 @@ func TestARestartAfterARefusedChangeConvertsWithTheCRDsDeclaration(t *testing.T)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			running, refused := versionedCache(t), renamedImage(t)
-			stored := cacheAt("v1", map[string]any{"replicas": int64(2), "template": map[string]any{"image": "redis:7"}})
+			stored := storedCache(map[string]any{"replicas": int64(2), "template": map[string]any{"image": "redis:7"}})
 			client, _ := cacheCluster(stored)
 			storingCRDs(client)
 			before := testWebhook(t)
