@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,5 +153,151 @@ spec:
 		if cm.GetUID() != uid {
 			t.Errorf("%s was replaced", name)
 		}
+	}
+}
+
+// optionalSecrets has a MutatingAdmissionPolicy make the first env var's secretKeyRef of the
+// first container of Deployments in ns optional, as a webhook that softens references does, and
+// waits until the API server applies it. A secretKeyRef is one value to server-side apply
+// (+structType=atomic): managed fields list none of its fields.
+func optionalSecrets(t *testing.T, ns string) {
+	t.Helper()
+	name := "optional-" + ns
+	const ref = "object.spec.template.spec.containers[0].env[0].valueFrom.secretKeyRef"
+	policy := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicy",
+		"metadata": map[string]any{"name": name},
+		"spec": map[string]any{
+			"matchConstraints": map[string]any{
+				"namespaceSelector": map[string]any{"matchLabels": map[string]any{"kubernetes.io/metadata.name": ns}},
+				"resourceRules": []any{map[string]any{"apiGroups": []any{"apps"}, "apiVersions": []any{"v1"},
+					"operations": []any{"CREATE", "UPDATE"}, "resources": []any{"deployments"}}},
+			},
+			"matchConditions": []any{map[string]any{"name": "references-a-secret", "expression": "has(object.spec.template.spec.containers[0].env) && " +
+				"has(object.spec.template.spec.containers[0].env[0].valueFrom) && has(" + ref + ")"}},
+			"failurePolicy":      "Fail",
+			"reinvocationPolicy": "Never",
+			"mutations": []any{map[string]any{"patchType": "JSONPatch", "jsonPatch": map[string]any{"expression": `[JSONPatch{op: "add", ` +
+				`path: "/spec/template/spec/containers/0/env/0/valueFrom/secretKeyRef/optional", value: true}]`}}},
+		},
+	}}
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"policyName": name},
+	}}
+	for _, o := range []struct {
+		gvr schema.GroupVersionResource
+		obj *unstructured.Unstructured
+	}{{mutatingPoliciesGVR, policy}, {mutatingBindingsGVR, binding}} {
+		if _, err := cluster.dynamic.Resource(o.gvr).Create(t.Context(), o.obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(o.gvr).Delete(t.Context(), name, metav1.DeleteOptions{})
+		})
+	}
+	probe := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "probe"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "probe"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1", Env: []corev1.EnvVar{{Name: "PASSWORD",
+					ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password"}}}}}}},
+			},
+		},
+	}
+	eventually(t, time.Minute, "the admission policy makes secrets optional", func() error {
+		got, err := cluster.kube.AppsV1().Deployments(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return err
+		}
+		if opt := got.Spec.Template.Spec.Containers[0].Env[0].ValueFrom.SecretKeyRef.Optional; opt == nil || !*opt {
+			return fmt.Errorf("optional %v", opt)
+		}
+		return nil
+	})
+}
+
+// A mutating admission policy rewrites a field inside an object the schema declares one value (a
+// Deployment's env var's secretKeyRef, made optional): metacel's managed fields own the
+// secretKeyRef whole and list none of its fields. The runtime does not fight the rewrite, before
+// a restart or after: before, it applied the Deployment again at each sync, for ever.
+func TestARewriteInsideAnAtomicObjectIsNoFight(t *testing.T) {
+	ns := newNamespace(t, "atomic")
+	optionalSecrets(t, ns)
+	dir := writePolicy(t, `apiVersion: metacel.dev/v1alpha1
+kind: CompositePolicy
+metadata: {name: atomic}
+spec:
+  parentResource:
+    apiVersion: e2e.metacel.dev/v1
+    resource: widgets
+    labelSelector: {matchLabels: {e2e.metacel.dev/test: `+ns+`}}
+  childResources:
+    - {apiVersion: apps/v1, resource: deployments}
+  children:
+    - id: app
+      readyWhen: "true"
+      template:
+        apiVersion: apps/v1
+        kind: Deployment
+        metadata: {name: "${parent.metadata.name}-app"}
+        spec:
+          selector: {matchLabels: {app: "${parent.metadata.name}"}}
+          template:
+            metadata: {labels: {app: "${parent.metadata.name}"}}
+            spec:
+              containers:
+                - name: app
+                  image: app:1
+                  env:
+                    - name: PASSWORD
+                      valueFrom: {secretKeyRef: {name: "${parent.metadata.name}-db", key: password}}
+`)
+	opts := operator.Options{PolicyDirs: []string{dir}, PolicyNamespace: newNamespace(t, "policies")}
+	first := startRuntimeWith(t, opts)
+	w := widget(ns, "w")
+	w.SetLabels(map[string]string{"e2e.metacel.dev/test": ns})
+	create(t, widgetsGVR, w)
+	waitFor(t, widgetsGVR, ns, "w", wait, hasCondition("Synced", "True", "", ""))
+	waitFor(t, deploymentsGVR, ns, "w-app", wait, func(o *unstructured.Unstructured) error {
+		containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+		env, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "env")
+		if opt, _, _ := unstructured.NestedBool(env[0].(map[string]any), "valueFrom", "secretKeyRef", "optional"); !opt {
+			return fmt.Errorf("secretKeyRef not optional")
+		}
+		return nil
+	})
+	// the Deployment's controller writes its status meanwhile: each write syncs the widget again
+	settled(t, 3*time.Second, 2*time.Minute, quiet(first, ns))
+	first.stop()
+
+	// another writer touches the Deployment: its new resourceVersion makes the next runtime render
+	// and decide, not trust the memo of the first
+	patch := []byte(`{"metadata":{"labels":{"touched":"yes"}}}`)
+	if _, err := cluster.kube.AppsV1().Deployments(ns).Patch(t.Context(), "w-app", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "toucher"}); err != nil {
+		t.Fatal(err)
+	}
+	second := startRuntimeWith(t, opts)
+	stillQuiet := quiet(second, ns)
+	eventually(t, wait, "the restarted runtime synced the widget", func() error {
+		if err := stillQuiet(); err != nil {
+			t.Fatalf("the restarted runtime writes: %v", err)
+		}
+		if got := second.renders("atomic"); got < 1 {
+			return fmt.Errorf("%d renders", got)
+		}
+		return nil
+	})
+	if err := stillQuiet(); err != nil {
+		t.Errorf("the restarted runtime writes: %v", err)
+	}
+	got, err := get(t, widgetsGVR, ns, "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hasCondition("Synced", "True", "", "")(got); err != nil {
+		t.Errorf("after the restart: %v", err)
 	}
 }
