@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/klog/v2"
 
 	"metacel.dev/metacel/runtime/compact"
@@ -120,6 +121,25 @@ func checkShardTimings(sh operator.Sharding) error {
 	return nil
 }
 
+// checkElectionTimings refuses the leader election timings a leader cannot work with: the Lease
+// advertises its duration in whole seconds, which the standbys count with and the leader's write
+// fence keeps within, so a duration under a second would refuse every write of the leader while a
+// standby took the Lease over at once; and client-go's elector's own rules (a renew deadline
+// under the duration and over 1.2 retry periods), which it says only once connected.
+func checkElectionTimings(le operator.LeaderElection) error {
+	switch {
+	case le.LeaseDuration.Truncate(time.Second) < time.Second:
+		return fmt.Errorf("--leader-election-lease-duration (%s) must be at least 1s: a Lease says its duration in whole seconds", le.LeaseDuration)
+	case le.RenewDeadline >= le.LeaseDuration:
+		return fmt.Errorf("--leader-election-renew-deadline (%s) must be less than --leader-election-lease-duration (%s)", le.RenewDeadline, le.LeaseDuration)
+	case le.RetryPeriod <= 0:
+		return fmt.Errorf("--leader-election-retry-period (%s) must be more than 0", le.RetryPeriod)
+	case float64(le.RenewDeadline) <= leaderelection.JitterFactor*float64(le.RetryPeriod):
+		return fmt.Errorf("--leader-election-renew-deadline (%s) must be more than %v × --leader-election-retry-period (%s)", le.RenewDeadline, leaderelection.JitterFactor, le.RetryPeriod)
+	}
+	return nil
+}
+
 func (o *runOptions) run(ctx context.Context) error {
 	switch {
 	case len(o.policyDirs) == 0 && o.policyNamespace == "":
@@ -143,6 +163,11 @@ func (o *runOptions) run(ctx context.Context) error {
 	}
 	if o.shards == "auto" {
 		if err := checkShardTimings(o.sharding); err != nil {
+			return err
+		}
+	}
+	if o.leaderElect {
+		if err := checkElectionTimings(o.election); err != nil {
 			return err
 		}
 	}

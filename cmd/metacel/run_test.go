@@ -112,3 +112,53 @@ func TestRunRefusesShardTimingsThatCannotWork(t *testing.T) {
 		})
 	}
 }
+
+// TestRunRefusesLeaderElectionTimingsThatCannotWork: a replica with --leader-elect refuses, before
+// it reaches the cluster, Lease timings under which it would refuse every write as the leader (a
+// Lease under a second is advertised as 0 s, the write fence's window then 0) and a standby would
+// take the Lease over at once, and those client-go's elector refuses only once connected.
+func TestRunRefusesLeaderElectionTimingsThatCannotWork(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		wantErr string // "" when the flags are accepted (the run then fails on the kubeconfig)
+	}{
+		{name: "the defaults"},
+		{
+			name: "a Lease of a second",
+			args: []string{"--leader-election-lease-duration=1s", "--leader-election-renew-deadline=800ms", "--leader-election-retry-period=200ms"},
+		},
+		{
+			name:    "a Lease under a second",
+			args:    []string{"--leader-election-lease-duration=900ms", "--leader-election-renew-deadline=600ms", "--leader-election-retry-period=200ms"},
+			wantErr: "--leader-election-lease-duration (900ms) must be at least 1s",
+		},
+		{
+			name:    "a renew deadline of the Lease's duration",
+			args:    []string{"--leader-election-lease-duration=10s", "--leader-election-renew-deadline=10s"},
+			wantErr: "--leader-election-renew-deadline (10s) must be less than --leader-election-lease-duration (10s)",
+		},
+		{
+			name:    "a retry period of 0",
+			args:    []string{"--leader-election-retry-period=0s"},
+			wantErr: "--leader-election-retry-period (0s) must be more than 0",
+		},
+		{
+			name:    "a renew deadline within 1.2 retry periods",
+			args:    []string{"--leader-election-renew-deadline=5s", "--leader-election-retry-period=5s"},
+			wantErr: "--leader-election-renew-deadline (5s) must be more than 1.2 × --leader-election-retry-period (5s)",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			args := append([]string{"run", "--policy-namespace=metacel-system", "--leader-elect", "--kubeconfig", "/nonexistent/kubeconfig"}, tt.args...)
+			_, _, err := runCLI(t, args...)
+			switch {
+			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
+				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
+			case tt.wantErr == "" && (err == nil || !strings.Contains(err.Error(), "kubeconfig")):
+				t.Fatalf("got %v, want the flags accepted and the missing kubeconfig refused", err)
+			}
+		})
+	}
+}
