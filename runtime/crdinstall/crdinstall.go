@@ -88,7 +88,7 @@ func Decide(existing, desired *unstructured.Unstructured, running func(policy st
 	case installer != policy && running(installer):
 		return Decision{Action: Refuse, Why: fmt.Sprintf("the CRD %q is installed by policy %q, which runs: "+
 			"one parent resource has one policy; remove parentSchema.install from one of them", existing.GetName(), installer)}
-	case sameAnnotation(existing, desired, contract.AnnotationParentSchemaHash) && sameAnnotation(existing, desired, contract.AnnotationParentDeclaration):
+	case sameAnnotation(existing, desired, contract.AnnotationParentSchemaHash) && carriesDeclaration(existing, desired):
 		return Decision{Action: Leave}
 	}
 	return Decision{Action: Update}
@@ -97,6 +97,16 @@ func Decide(existing, desired *unstructured.Unstructured, running func(policy st
 // sameAnnotation reports whether two objects have the same value, or none, at an annotation.
 func sameAnnotation(a, b *unstructured.Unstructured, key string) bool {
 	return a.GetAnnotations()[key] == b.GetAnnotations()[key]
+}
+
+// carriesDeclaration reports whether the CRD existing carries the declaration desired does, when
+// desired carries one. One left behind where desired carries none (the parent has one version
+// now) is left: server-side apply cannot remove an annotation another manager owns too (the CRD
+// applied by hand from `metacel crd`), so an update would change nothing, at every load; and it
+// converts nothing, as its hash is not the CRD's.
+func carriesDeclaration(existing, desired *unstructured.Unstructured) bool {
+	_, wants := desired.GetAnnotations()[contract.AnnotationParentDeclaration]
+	return !wants || sameAnnotation(existing, desired, contract.AnnotationParentDeclaration)
 }
 
 // foreign says whose a CRD the runtime did not install is, from the field managers of its spec,
