@@ -27,7 +27,8 @@ status subresource, Synced and Ready printer columns, and a structural schema of
 and status, the status holding what metacel writes (conditions, observedGeneration). For a policy
 that installs its CRD (parentSchema.install), it is the CRD the runtime applies, labelled
 metacel.dev/installed-by and annotated with its hash (and, with several versions, with the
-declaration its parents convert with): applied by hand, the runtime finds it up to date. Strings, lists
+declaration its parents convert with): applied by hand, the runtime finds it up to date (with
+several versions, but for its conversion webhook's address and CA bundle, written once). Strings, lists
 and maps declared without maxLength, maxItems or maxProperties get ` + fmt.Sprintf("%d, %d and %d", parentcrd.DefaultMaxLength, parentcrd.DefaultMaxItems, parentcrd.DefaultMaxProperties) + `, so that the
 cost of the CEL reading them is bounded. Errors read file:line: field.path: message; then nothing
 is printed and crd exits 1, as it does when no policy declares a parent schema.`,

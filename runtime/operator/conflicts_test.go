@@ -144,6 +144,7 @@ func TestAConflictWhoseRankCannotBeReadKeepsTheRunningPolicy(t *testing.T) {
 	s.rollouts.records = nil
 	client := fake.NewClientset()
 	s.deps.Ledger = ledger.New(client, recordsNS)
+	s.ctrls.deps = s.deps // the controllers the set starts read them too
 	z := source.Unit{Name: "z.yaml", Data: []byte(policyText("web", "namespaces"))}
 	a := source.Unit{Name: "a.yaml", Data: []byte(policyText("web2", "namespaces"))}
 	s.snapshots["dir"] = []source.Unit{z, a}

@@ -56,6 +56,7 @@ func TestAPolicyWaitingForItsCRDKeepsItsClaim(t *testing.T) {
 	const zUnit, aUnit = "configmap/ns/z/p.yaml", "configmap/ns/a/p.yaml"
 	client := fake.NewClientset(ranLease("cog", t0), stableRecord(t, "cog", zUnit))
 	s.deps.Ledger = ledger.New(client, recordsNS)
+	s.ctrls.deps = s.deps // the controllers the set starts read them too
 	s.rollouts.records = rollout.NewStore(client, recordsNS)
 	units := []source.Unit{
 		{Name: aUnit, Data: []byte(strings.Replace(cogPolicy, "name: cog", "name: cog2", 1))},
