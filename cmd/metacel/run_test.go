@@ -63,11 +63,7 @@ func TestRunRefusesWithoutANamespaceForItsRecords(t *testing.T) {
 // advertised as 0 s), sync slots it may no longer write (a renew deadline past 90 % of the
 // Lease), or never renew in time (an interval of 0, or not under the deadline).
 func TestRunRefusesShardTimingsThatCannotWork(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string // "" when the flags are accepted (the run then fails on the kubeconfig)
-	}{
+	tests := []runFlagsCase{
 		{name: "the defaults"},
 		{
 			name: "a Lease of a second",
@@ -99,18 +95,7 @@ func TestRunRefusesShardTimingsThatCannotWork(t *testing.T) {
 			wantErr: "--shard-renew-interval (5s) must be less than --shard-renew-deadline (5s)",
 		},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"run", "--policy-namespace=metacel-system", "--shards=auto", "--kubeconfig", "/nonexistent/kubeconfig"}, tt.args...)
-			_, _, err := runCLI(t, args...)
-			switch {
-			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):
-				t.Fatalf("got %v, want an error containing %q", err, tt.wantErr)
-			case tt.wantErr == "" && (err == nil || !strings.Contains(err.Error(), "kubeconfig")):
-				t.Fatalf("got %v, want the flags accepted and the missing kubeconfig refused", err)
-			}
-		})
-	}
+	checkRunFlags(t, "--shards=auto", tests)
 }
 
 // TestRunRefusesLeaderElectionTimingsThatCannotWork: a replica with --leader-elect refuses, before
@@ -118,11 +103,7 @@ func TestRunRefusesShardTimingsThatCannotWork(t *testing.T) {
 // Lease under a second is advertised as 0 s, the write fence's window then 0) and a standby would
 // take the Lease over at once, and those client-go's elector refuses only once connected.
 func TestRunRefusesLeaderElectionTimingsThatCannotWork(t *testing.T) {
-	tests := []struct {
-		name    string
-		args    []string
-		wantErr string // "" when the flags are accepted (the run then fails on the kubeconfig)
-	}{
+	tests := []runFlagsCase{
 		{name: "the defaults"},
 		{
 			name: "a Lease of a second",
@@ -149,9 +130,24 @@ func TestRunRefusesLeaderElectionTimingsThatCannotWork(t *testing.T) {
 			wantErr: "--leader-election-renew-deadline (5s) must be more than 1.2 × --leader-election-retry-period (5s)",
 		},
 	}
+	checkRunFlags(t, "--leader-elect", tests)
+}
+
+// runFlagsCase is a set of run's flags, and the error run gives before it reaches the cluster.
+type runFlagsCase struct {
+	name    string
+	args    []string
+	wantErr string // "" when the flags are accepted (the run then fails on the kubeconfig)
+}
+
+// checkRunFlags runs `metacel run` with a policy namespace, mode (--shards=auto, --leader-elect)
+// and each case's flags, and no kubeconfig: a case is refused with its error, or accepted and the
+// missing kubeconfig refused.
+func checkRunFlags(t *testing.T, mode string, tests []runFlagsCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			args := append([]string{"run", "--policy-namespace=metacel-system", "--leader-elect", "--kubeconfig", "/nonexistent/kubeconfig"}, tt.args...)
+			args := append([]string{"run", "--policy-namespace=metacel-system", mode, "--kubeconfig", "/nonexistent/kubeconfig"}, tt.args...)
 			_, _, err := runCLI(t, args...)
 			switch {
 			case tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)):

@@ -46,21 +46,7 @@ func pinImages(t *testing.T, ns string) {
 				"applyConfiguration": map[string]any{"expression": `Object{data: {"image": "` + pinnedImage + `"}}`}}},
 		},
 	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": name}, "spec": map[string]any{"policyName": name},
-	}}
-	for _, o := range []struct {
-		gvr schema.GroupVersionResource
-		obj *unstructured.Unstructured
-	}{{mutatingPoliciesGVR, policy}, {mutatingBindingsGVR, binding}} {
-		if _, err := cluster.dynamic.Resource(o.gvr).Create(t.Context(), o.obj, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cluster.dynamic.Resource(o.gvr).Delete(t.Context(), name, metav1.DeleteOptions{})
-		})
-	}
+	bindMutatingPolicy(t, policy)
 	probe := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns}, Data: map[string]string{"image": "nginx"}}
 	eventually(t, time.Minute, "the admission policy pins images", func() error {
 		got, err := cluster.kube.CoreV1().ConfigMaps(ns).Create(t.Context(), probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
@@ -129,27 +115,7 @@ spec:
 			t.Fatal(err)
 		}
 	}
-	second := startRuntimeWith(t, opts)
-	stillQuiet := quiet(second, ns)
-	eventually(t, wait, "the restarted runtime synced the widget", func() error {
-		if err := stillQuiet(); err != nil {
-			t.Fatalf("the restarted runtime writes: %v", err)
-		}
-		if got := second.renders("admitted"); got < 1 {
-			return fmt.Errorf("%d renders", got)
-		}
-		return nil
-	})
-	if err := stillQuiet(); err != nil {
-		t.Errorf("the restarted runtime writes: %v", err)
-	}
-	got, err := get(t, widgetsGVR, ns, "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hasCondition("Synced", "True", "", "")(got); err != nil {
-		t.Errorf("after the restart: %v", err)
-	}
+	restartQuietly(t, opts, ns, "admitted")
 	for name, uid := range uids {
 		cm, err := get(t, configMapsGVR, ns, name)
 		if err != nil {
@@ -187,21 +153,7 @@ func renameSecretKeys(t *testing.T, ns string) {
 				`path: "/spec/template/spec/containers/0/env/0/valueFrom/secretKeyRef/key", value: "db-password"}]`}}},
 		},
 	}}
-	binding := &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
-		"metadata": map[string]any{"name": name}, "spec": map[string]any{"policyName": name},
-	}}
-	for _, o := range []struct {
-		gvr schema.GroupVersionResource
-		obj *unstructured.Unstructured
-	}{{mutatingPoliciesGVR, policy}, {mutatingBindingsGVR, binding}} {
-		if _, err := cluster.dynamic.Resource(o.gvr).Create(t.Context(), o.obj, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = cluster.dynamic.Resource(o.gvr).Delete(t.Context(), name, metav1.DeleteOptions{})
-		})
-	}
+	bindMutatingPolicy(t, policy)
 	probe := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Namespace: ns},
 		Spec: appsv1.DeploymentSpec{
@@ -289,13 +241,42 @@ spec:
 	if _, err := cluster.kube.AppsV1().Deployments(ns).Patch(t.Context(), "w-app", types.MergePatchType, patch, metav1.PatchOptions{FieldManager: "toucher"}); err != nil {
 		t.Fatal(err)
 	}
+	restartQuietly(t, opts, ns, "atomic")
+}
+
+// bindMutatingPolicy creates a MutatingAdmissionPolicy and its binding (of the policy's name),
+// deleted when the test ends.
+func bindMutatingPolicy(t *testing.T, policy *unstructured.Unstructured) {
+	t.Helper()
+	name := policy.GetName()
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingAdmissionPolicyBinding",
+		"metadata": map[string]any{"name": name}, "spec": map[string]any{"policyName": name},
+	}}
+	for _, o := range []struct {
+		gvr schema.GroupVersionResource
+		obj *unstructured.Unstructured
+	}{{mutatingPoliciesGVR, policy}, {mutatingBindingsGVR, binding}} {
+		if _, err := cluster.dynamic.Resource(o.gvr).Create(t.Context(), o.obj, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = cluster.dynamic.Resource(o.gvr).Delete(t.Context(), name, metav1.DeleteOptions{})
+		})
+	}
+}
+
+// restartQuietly starts the runtime of opts again, waits until it has rendered the policy's
+// widget ns/w, and checks that it wrote nothing to ns meanwhile and that the widget is Synced.
+func restartQuietly(t *testing.T, opts operator.Options, ns, policyName string) {
+	t.Helper()
 	second := startRuntimeWith(t, opts)
 	stillQuiet := quiet(second, ns)
 	eventually(t, wait, "the restarted runtime synced the widget", func() error {
 		if err := stillQuiet(); err != nil {
 			t.Fatalf("the restarted runtime writes: %v", err)
 		}
-		if got := second.renders("atomic"); got < 1 {
+		if got := second.renders(policyName); got < 1 {
 			return fmt.Errorf("%d renders", got)
 		}
 		return nil
